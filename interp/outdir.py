@@ -1,0 +1,119 @@
+"""``--out DIR`` handling shared by every CLI verb.
+
+The folder is created if missing and may already hold other files. A command's
+outputs are staged as hidden temporary files and renamed into place together
+when the command succeeds, so:
+
+* only the command's own files (``report.html``, ``results.json``, artifacts) are
+  replaced, and only on success;
+* on an error nothing half-written is left: staged files are deleted, and the
+  folder itself is removed if this command created it and it is still empty.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from interp.errors import InterpError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class OutDir:
+    """Transactional output folder: ``with OutDir(path) as out: out.write_text(...)``."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path).expanduser()
+        self._created_dir = False
+        self._staged: dict[str, Path] = {}
+        self._staged_dirs: dict[str, Path] = {}
+
+    def __enter__(self) -> OutDir:
+        if self.path.exists() and not self.path.is_dir():
+            raise InterpError(f"cannot write to --out {self.path}: it is a file, not a folder")
+        if not self.path.exists():
+            try:
+                self.path.mkdir(parents=True)
+            except OSError as exc:
+                raise InterpError(
+                    f"cannot create output folder {self.path}: {exc.strerror or exc}"
+                ) from None
+            self._created_dir = True
+        if not os.access(self.path, os.W_OK):
+            raise InterpError(f"cannot write to output folder {self.path}: permission denied")
+        return self
+
+    def _stage(self, name: str) -> Path:
+        if "/" in name or name.startswith("."):
+            raise ValueError(f"bad output name {name!r}")
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.path)
+        os.close(fd)
+        os.chmod(tmp, 0o666 & ~_umask())
+        self._staged[name] = Path(tmp)
+        return Path(tmp)
+
+    def write_text(self, name: str, text: str) -> Path:
+        """Stage ``text`` as ``DIR/name``; it appears when the command succeeds."""
+        tmp = self._stage(name)
+        tmp.write_text(text, encoding="utf-8")
+        return self.path / name
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        """Stage ``obj`` as pretty JSON (NaN/inf are refused)."""
+        return self.write_text(name, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False))
+
+    def stage_dir(self, name: str) -> Path:
+        """A temporary folder to fill (e.g. an artifact); renamed to ``DIR/name`` on success."""
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=self.path))
+        self._staged_dirs[name] = tmp
+        return tmp
+
+    def _commit(self) -> None:
+        for name, tmp in self._staged.items():
+            os.replace(tmp, self.path / name)
+        for name, tmp in self._staged_dirs.items():
+            final = self.path / name
+            if final.is_dir():
+                old = Path(tempfile.mkdtemp(prefix=f".{name}.old.", dir=self.path))
+                old.rmdir()
+                os.replace(final, old)
+                os.replace(tmp, final)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, final)
+
+    def _rollback(self) -> None:
+        for tmp in self._staged.values():
+            tmp.unlink(missing_ok=True)
+        for tmp in self._staged_dirs.values():
+            shutil.rmtree(tmp, ignore_errors=True)
+        if self._created_dir:
+            try:
+                self.path.rmdir()  # only if still empty
+            except OSError:
+                pass
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            try:
+                self._commit()
+            except OSError as err:
+                self._rollback()
+                raise InterpError(f"cannot write outputs into {self.path}: {err}") from None
+        else:
+            self._rollback()
