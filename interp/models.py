@@ -203,8 +203,8 @@ class Model:
         if isinstance(spec, int):
             return [self.check_layer(spec)]
         if isinstance(spec, str):
-            items = [s.strip() for s in spec.split(",") if s.strip()]
-            if not items:
+            items = [s.strip() for s in spec.split(",")]
+            if not any(items):
                 raise InterpError(f"empty layer list {spec!r}")
             out = []
             for s in items:
