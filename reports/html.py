@@ -1,0 +1,454 @@
+"""The one base for every HTML report of the project.
+
+A report is a title, a list of :class:`Section` and the run manifest. It renders
+to ONE self-contained HTML file: inline CSS, inline SVG figures, no script, no
+external URL of any kind, and a Content-Security-Policy that forbids fetching
+anything, so the file can be mailed, archived or opened offline and looks the
+same everywhere.
+
+Safety rule: every string that reaches the page is escaped. Jinja2 runs with
+autoescape on, and the helpers here build section bodies with
+:class:`markupsafe.Markup` and ``Markup.format`` (which escapes its arguments).
+Only :class:`Markup` objects built by these helpers (or by
+:mod:`reports.heatmap`) are inserted verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup, escape
+
+from interp.errors import InterpError
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+
+#: Shown for missing values (None, NaN) in tables and the manifest.
+MISSING = "—"
+
+__all__ = [
+    "MISSING",
+    "Section",
+    "atomic_write_text",
+    "code_block",
+    "details",
+    "figure",
+    "format_number",
+    "kv_table",
+    "manifest_section",
+    "note",
+    "paragraph",
+    "render_report",
+    "table",
+    "token_html",
+    "visible_token",
+    "write_report",
+]
+
+
+# --------------------------------------------------------------------------- text
+
+
+_VISIBLE = {
+    " ": "␣",
+    "\n": "↵",
+    "\r": "␍",
+    "\t": "⇥",
+    "\u00a0": "⍽",
+}
+
+
+def visible_token(text: str) -> str:
+    """Display form of a token: whitespace made visible, control characters shown as ``\\xNN``.
+
+    ``" Paris"`` -> ``"␣Paris"``, ``"\\n"`` -> ``"↵"``, ``""`` -> ``"∅"``. For
+    display only: the exact string belongs in tooltips (see :func:`token_repr`).
+    """
+    text = str(text)
+    if text == "":
+        return "∅"
+    out = []
+    for ch in text:
+        if ch in _VISIBLE:
+            out.append(_VISIBLE[ch])
+        elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def token_repr(text: str) -> str:
+    """The exact token as a JSON string literal, e.g. ``'" Paris"'`` or ``'"\\n"'``."""
+    return json.dumps(str(text), ensure_ascii=False)
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` characters, ending in an ellipsis when cut."""
+    if max_chars <= 0:
+        return ""
+    if len(text) <= max_chars:
+        return text
+    return text[: max(1, max_chars - 1)] + "…"
+
+
+def format_number(value: Any, digits: int = 3) -> str:
+    """A table-friendly number: fixed decimals, scientific for tiny/huge, ``—`` for None/NaN."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(x):
+        return MISSING
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    if ax < 10 ** (-digits) or ax >= 1e6:
+        return f"{x:.{max(digits - 1, 1)}e}"
+    return f"{x:.{digits}f}"
+
+
+# ------------------------------------------------------------------------ helpers
+
+
+def _cell(value: Any) -> tuple[Markup, bool]:
+    """(escaped HTML, is_numeric) for one table cell."""
+    if isinstance(value, Markup) or hasattr(value, "__html__"):
+        return Markup(value.__html__()), False
+    if value is None:
+        return Markup('<span class="missing">{}</span>').format(MISSING), False
+    if isinstance(value, bool):
+        return escape(format_number(value)), False
+    if isinstance(value, int | float):
+        return escape(format_number(value)), True
+    if isinstance(value, Mapping | list | tuple):
+        return Markup("<code>{}</code>").format(_json(value, indent=None)), False
+    return escape(str(value)), False
+
+
+def table(
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    *,
+    caption: str | None = None,
+    row_classes: Sequence[str | None] | None = None,
+) -> Markup:
+    """An HTML table. Cells are escaped; numbers are formatted and right-aligned.
+
+    A cell may be a :class:`Markup` built by a helper (e.g. :func:`token_html`),
+    which is inserted as is. ``row_classes`` (one per row, or None) tags rows,
+    e.g. ``"baseline"`` for a reference row.
+    """
+    columns = [str(c) for c in columns]
+    rows = [list(r) for r in rows]
+    for i, row in enumerate(rows):
+        if len(row) != len(columns):
+            raise InterpError(f"table row {i} has {len(row)} cells, expected {len(columns)}")
+    if row_classes is not None and len(row_classes) != len(rows):
+        raise InterpError(f"table has {len(rows)} rows but {len(row_classes)} row classes")
+
+    numeric_col = [
+        bool(rows) and all(_cell(r[j])[1] or r[j] is None for r in rows)
+        for j in range(len(columns))
+    ]
+    parts = [Markup('<div class="table-wrap"><table class="data">')]
+    if caption:
+        parts.append(Markup("<caption>{}</caption>").format(caption))
+    parts.append(Markup("<thead><tr>"))
+    for j, col in enumerate(columns):
+        cls = ' class="num"' if numeric_col[j] else ""
+        parts.append(Markup('<th scope="col"{}>{}</th>').format(Markup(cls), col))
+    parts.append(Markup("</tr></thead><tbody>"))
+    for i, row in enumerate(rows):
+        rc = row_classes[i] if row_classes is not None else None
+        if rc:
+            parts.append(Markup('<tr class="{}">').format(rc))
+        else:
+            parts.append(Markup("<tr>"))
+        for j, value in enumerate(row):
+            html, is_num = _cell(value)
+            cls = ' class="num"' if (is_num or numeric_col[j]) else ""
+            parts.append(Markup("<td{}>{}</td>").format(Markup(cls), html))
+        parts.append(Markup("</tr>"))
+    parts.append(Markup("</tbody></table></div>"))
+    return Markup("").join(parts)
+
+
+def kv_table(items: Mapping[str, Any], *, caption: str | None = None) -> Markup:
+    """A two-column key/value table (keys as row headers). Values are escaped."""
+    parts = [Markup('<div class="table-wrap"><table class="kv">')]
+    if caption:
+        parts.append(Markup("<caption>{}</caption>").format(caption))
+    parts.append(Markup("<tbody>"))
+    for key, value in items.items():
+        html, _ = _cell(value)
+        parts.append(Markup('<tr><th scope="row">{}</th><td>{}</td></tr>').format(key, html))
+    parts.append(Markup("</tbody></table></div>"))
+    return Markup("").join(parts)
+
+
+def paragraph(text: str) -> Markup:
+    """``<p>`` with the escaped text."""
+    return Markup("<p>{}</p>").format(text)
+
+
+def note(text: str) -> Markup:
+    """A highlighted remark (caveat, method note)."""
+    return Markup('<p class="note">{}</p>').format(text)
+
+
+def code_block(text: str) -> Markup:
+    """Preformatted, escaped text (whitespace preserved)."""
+    return Markup('<pre class="code">{}</pre>').format(text)
+
+
+def details(summary: str, body: Markup | str, *, open: bool = False) -> Markup:
+    """A collapsible block. ``body`` is escaped unless it is :class:`Markup`."""
+    return Markup("<details{}><summary>{}</summary>{}</details>").format(
+        Markup(" open") if open else Markup(""), summary, body
+    )
+
+
+def token_html(text: str, *, muted: bool = False) -> Markup:
+    """A token as a monospace chip, whitespace visible, exact string as tooltip."""
+    cls = "tok muted" if muted else "tok"
+    return Markup('<code class="{}" title="{}">{}</code>').format(
+        cls, token_repr(text), visible_token(text)
+    )
+
+
+def figure(svg_markup: Markup, caption: str | Markup | None = None) -> Markup:
+    """A figure: an inline SVG (``Markup`` from :mod:`reports.heatmap`) and its caption."""
+    if not isinstance(svg_markup, Markup):
+        raise TypeError(
+            "figure() takes Markup built by reports.heatmap; a plain str would be escaped"
+        )
+    cap = Markup("<figcaption>{}</figcaption>").format(caption) if caption else Markup("")
+    return Markup('<figure class="fig"><div class="fig-body">{}</div>{}</figure>').format(
+        svg_markup, cap
+    )
+
+
+# ------------------------------------------------------------------------ section
+
+
+@dataclass
+class Section:
+    """One titled block of a report.
+
+    ``body`` is trusted HTML (:class:`Markup`) built by the helpers of this
+    module; a plain ``str`` is escaped and shown as text. ``note`` is plain text
+    shown under the body as a remark.
+    """
+
+    title: str
+    body: Markup
+    note: str | None = None
+
+    def __post_init__(self) -> None:
+        self.title = str(self.title)
+        if not isinstance(self.body, Markup):
+            self.body = paragraph(str(self.body))
+        if self.note is not None:
+            self.note = str(self.note)
+
+
+# ----------------------------------------------------------------------- manifest
+
+
+def _json(value: Any, indent: int | None = 2) -> str:
+    return json.dumps(value, indent=indent, ensure_ascii=False, default=str, sort_keys=False)
+
+
+def _short_commit(manifest: Mapping[str, Any]) -> str:
+    commit = manifest.get("git_commit")
+    if not commit or commit == "unknown":
+        return "unknown"
+    text = str(commit)[:12]
+    if manifest.get("git_dirty") is True:
+        text += " (dirty)"
+    return text
+
+
+def _command_text(command: Any) -> str | None:
+    if command is None:
+        return None
+    if isinstance(command, list | tuple):
+        return shlex.join(str(c) for c in command)
+    return str(command)
+
+
+def manifest_section(manifest: Mapping[str, Any]) -> Section:
+    """The run-manifest section every report ends with."""
+    commit = manifest.get("git_commit")
+    commit_html: Any = commit if commit else "unknown"
+    if commit and commit != "unknown":
+        flag = manifest.get("git_dirty")
+        badge = Markup("")
+        if flag is True:
+            badge = Markup(' <span class="badge warn">uncommitted changes</span>')
+        elif flag is False:
+            badge = Markup(' <span class="badge ok">clean</span>')
+        commit_html = Markup("<code>{}</code>{}").format(commit, badge)
+
+    packages = manifest.get("packages")
+    if isinstance(packages, Mapping) and packages:
+        pkg_html: Any = Markup('<ul class="pkgs">{}</ul>').format(
+            Markup("").join(
+                Markup('<li><span class="pkg">{}</span> <code>{}</code></li>').format(k, v)
+                for k, v in packages.items()
+            )
+        )
+    else:
+        pkg_html = None
+
+    plat = manifest.get("platform")
+    if isinstance(plat, Mapping):
+        plat = plat.get("system") or _json(plat, indent=None)
+
+    command = _command_text(manifest.get("command"))
+    dataset_hash = manifest.get("dataset_hash")
+    items: dict[str, Any] = {
+        "model": manifest.get("model_id"),
+        "interp version": manifest.get("interp_version"),
+        "git commit": commit_html,
+        "package versions": pkg_html,
+        "dataset hash": Markup("<code>{}</code>").format(dataset_hash) if dataset_hash else None,
+        "seed": manifest.get("seed"),
+        "command line": Markup("<code>{}</code>").format(command) if command else None,
+        "timestamp (UTC)": manifest.get("timestamp"),
+        "platform": plat,
+    }
+    body = kv_table(items) + details("Full manifest (JSON)", code_block(_json(dict(manifest))))
+    return Section(
+        "Run manifest",
+        body,
+        note="Everything needed to reproduce this report: code version, libraries, model, "
+        "data and command line.",
+    )
+
+
+# ------------------------------------------------------------------------- render
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def _interp_version(manifest: Mapping[str, Any]) -> str:
+    version = manifest.get("interp_version")
+    if version:
+        return str(version)
+    try:
+        from interp.manifest import interp_version
+
+        return interp_version()
+    except Exception:
+        return "unknown"
+
+
+def render_report(
+    title: str,
+    sections: list[Section],
+    manifest: dict,
+    *,
+    subtitle: str | None = None,
+    lead: Markup | None = None,
+) -> str:
+    """The complete, self-contained HTML document.
+
+    ``sections`` come in order; the manifest section is appended at the bottom.
+    ``lead`` is optional trusted HTML (helpers' :class:`Markup`) shown in the
+    header under the subtitle, e.g. the prompt of a lens report.
+    """
+    if not isinstance(manifest, Mapping):
+        raise InterpError(f"report manifest must be a dict, not {type(manifest).__name__}")
+    if not str(title).strip():
+        raise InterpError("report title is empty")
+    sections = list(sections)
+    for s in sections:
+        if not isinstance(s, Section):
+            raise TypeError(f"render_report sections must be Section, got {type(s).__name__}")
+    if lead is not None and not isinstance(lead, Markup):
+        lead = paragraph(str(lead))
+    all_sections = [*sections, manifest_section(manifest)]
+    anchors = [f"sec-{i + 1}" for i in range(len(all_sections))]
+    template = _env().get_template("report.html.j2")
+    return template.render(
+        title=str(title),
+        subtitle=subtitle,
+        lead=lead,
+        sections=list(zip(anchors, all_sections, strict=True)),
+        model=manifest.get("model_id"),
+        commit=_short_commit(manifest),
+        timestamp=manifest.get("timestamp"),
+        version=_interp_version(manifest),
+    )
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically: temp file in the same folder + os.replace.
+
+    A reader never sees a half-written file, and a failure leaves any previous
+    file untouched. Parent folders are created.
+    """
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise InterpError(f"cannot write report to {target}: it is a directory")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InterpError(f"cannot create folder {target.parent}: {exc.strerror}") from exc
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def write_report(
+    path: str | os.PathLike[str],
+    title: str,
+    sections: list[Section],
+    manifest: dict,
+    *,
+    subtitle: str | None = None,
+    lead: Markup | None = None,
+) -> Path:
+    """Render the report and write it atomically to ``path``; returns the path."""
+    html = render_report(title, sections, manifest, subtitle=subtitle, lead=lead)
+    return atomic_write_text(path, html)
