@@ -93,7 +93,8 @@ __all__ = [
 CORPUS_NAME = "debian-docs-v1"
 #: Bumped whenever extraction, filtering or the output format changes.
 BUILDER_VERSION = 1
-#: Debian 12 (bookworm) package names; about 2.8M words (3.7M tokens) after filtering.
+#: Debian 12 (bookworm) package names: 46.5k paragraphs, 2.8M words, 3.8M SmolLM2 tokens
+#: after filtering; download + build takes about 20-30 s on 2 cores.
 DEFAULT_PACKAGES: tuple[str, ...] = (
     "debian-handbook",
     "debian-reference-en",
@@ -175,7 +176,7 @@ def is_prose(text: str) -> bool:
 
 
 def _looks_tabular(raw: str) -> bool:
-    """Plain-text layout check: many lines with column gaps, or mostly indented lines."""
+    """Plain-text layout check: many lines with column gaps (3+ spaces or a tab)."""
     lines = [line for line in raw.splitlines() if line.strip()]
     if len(lines) < 3:
         return False
@@ -746,7 +747,7 @@ def _read_text_file(p: Path) -> list[str]:
         if re.search(r"\S[ \t]*\n[ \t]*\n\s*\S", text):
             chunks = re.split(r"\n[ \t]*\n", text)
         else:
-            chunks = [text]
+            chunks = text.split("\n")
         docs = [c.strip() for c in chunks if c.strip()]
     if not docs:
         raise InterpError(f"text file {p} has no text")

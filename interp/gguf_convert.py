@@ -25,6 +25,10 @@ import torch
 
 from interp.errors import InterpError
 
+#: llama.cpp pre-tokenizer names whose splitting rules we reproduce (digits split
+#: individually, then GPT-2 byte-level). Others would tokenise wrongly, so we refuse.
+SUPPORTED_PRE_TOKENIZERS = {"smollm"}
+
 #: Bumped whenever the conversion's output changes, so stale caches are rebuilt.
 CONVERTER_VERSION = 1
 
@@ -85,6 +89,13 @@ def _build_tokenizer(reader: Any, out_dir: Path) -> None:
     model_kind = _field(reader, "tokenizer.ggml.model")
     if model_kind != "gpt2":
         raise InterpError(f"GGUF tokenizer model {model_kind!r} is not supported (only 'gpt2' BPE)")
+    pre = _field(reader, "tokenizer.ggml.pre")
+    if pre not in SUPPORTED_PRE_TOKENIZERS:
+        raise InterpError(
+            f"GGUF pre-tokenizer {pre!r} is not supported (known: "
+            f"{', '.join(sorted(p for p in SUPPORTED_PRE_TOKENIZERS if p))}); converting it "
+            "with SmolLM2's rules would tokenise silently wrong"
+        )
     vocab = {tok: i for i, tok in enumerate(tokens)}
     merges = [tuple(m.split(" ", 1)) for m in merges_raw]
     bpe = Tokenizer(models.BPE(vocab=vocab, merges=merges, fuse_unk=False, byte_fallback=False))
@@ -170,6 +181,27 @@ def gguf_state_dict(path: Path, cfg: dict[str, Any], *, unpermute: bool = True) 
     return sd
 
 
+def _swap_into_place(tmp: Path, out_dir: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``out_dir``, replacing an old one.
+
+    The old folder is first renamed aside, so a crash never leaves ``out_dir`` half
+    deleted. If another process finished the same conversion first, keep theirs.
+    """
+    old = None
+    if out_dir.exists():
+        old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+        os.replace(out_dir, old)
+    try:
+        os.replace(tmp, out_dir)
+    except OSError:
+        if (out_dir / "interp_conversion.json").exists():  # a concurrent conversion won
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def convert_gguf(path: Path, out_dir: Path, *, unpermute: bool = True) -> Path:
     """Convert ``path`` (a llama GGUF) into an HF checkpoint folder ``out_dir``.
 
@@ -217,9 +249,7 @@ def convert_gguf(path: Path, out_dir: Path, *, unpermute: bool = True) -> Path:
             json.dumps({"converter_version": CONVERTER_VERSION, "source": str(path),
                         "unpermuted_qk": unpermute, **cfg}, indent=2)
         )
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
+        _swap_into_place(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

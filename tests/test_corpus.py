@@ -375,7 +375,6 @@ def test_default_location_and_load_texts(tmp_path, fake_deb):
     assert corpus.load_texts() == [r["text"] for r in recs["train"]]
     assert corpus.load_texts("heldout") == [r["text"] for r in recs["heldout"]]
     assert corpus.manifest()["files"]["train.jsonl"]["paragraphs"] == len(recs["train"])
-    assert not (Path.home() / ".cache" / "interp" / "corpus" / "never").exists()
 
 
 def test_is_built_rejects_truncated_outputs(tmp_path, fake_deb):

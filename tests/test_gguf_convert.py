@@ -73,6 +73,7 @@ TEXTS = [
     "unicode: café naïve — 東京 🙂 ÅΩ",
     "tabs\tand\nnew lines\n\n",
     "<|im_start|>user\nhi there<|im_end|>\n",
+    "<repo_name>interp<file_sep>x = 12<|endoftext|>",
 ]
 SEQUENCES = [[5, 17, 100, 42, 7, 250, 33, 9, 64, 128], [300, 2, 1, 77, 77, 77, 12], [42]]
 
@@ -527,10 +528,11 @@ def test_failure_mid_conversion_leaves_nothing(tmp_path, tiny, monkeypatch):
 # ---- loading through interp ----------------------------------------------------------------
 
 
-def test_interp_load_converted_folder(tiny):
+def test_interp_load_converted_folder(tiny, tmp_path, monkeypatch):
     from interp.capture import capture
     from interp.models import load
 
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
     model = load(str(tiny.out_dir))
     assert model.n_layers == N_LAYERS and model.d_model == D_MODEL
     assert model.d_vocab == len(tiny.tok)

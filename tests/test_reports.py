@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import html.parser
-import importlib.util
 import json
 import os
 import re
-import shutil
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from markupsafe import Markup, escape
@@ -27,6 +24,7 @@ from reports.html import (
     write_report,
 )
 from reports.lens import render_lens_report, validate_lens_result, write_lens_report
+from tests.browser import ARTIFACTS, assert_clean, visit
 
 SVG = "{http://www.w3.org/2000/svg}"
 SVG_NS_URL = "http://www.w3.org/2000/svg"
@@ -34,8 +32,6 @@ CSP = (
     '<meta http-equiv="Content-Security-Policy" '
     "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
 )
-CHROMIUM = "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 SCRIPT = "<script>alert(1)</script>"
 AMP = "&amp;"
@@ -391,78 +387,26 @@ def test_write_to_a_directory_is_a_user_error(tmp_path, result, manifest):
 # ----------------------------------------------------------------------- browser
 
 
-def _browser_missing() -> str | None:
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
-        return f"{CHROMIUM} is not installed"
-    if importlib.util.find_spec("playwright") is None:
-        return "the playwright Python package is not installed"
-    return None
-
-
 @pytest.mark.browser
 def test_report_in_headless_chromium(tmp_path, manifest):
-    reason = _browser_missing()
-    if reason:
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
     result = make_result(12, 8)
     report = write_lens_report(tmp_path / "lens_report.html", result, manifest)
-    url = report.resolve().as_uri()
-    console_errors: list[str] = []
-    page_errors: list[str] = []
-    requests: list[str] = []
-    dialogs: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"),
-            args=[
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.on(
-                "console",
-                lambda msg: console_errors.append(msg.text) if msg.type == "error" else None,
-            )
-            page.on("pageerror", lambda err: page_errors.append(str(err)))
-            page.on("request", lambda req: requests.append(req.url))
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(url, wait_until="load")
-            page.wait_for_load_state("networkidle")
 
-            heatmap = page.locator("svg.interp-heatmap")
-            assert heatmap.count() == 1
-            assert heatmap.is_visible()
-            box = heatmap.bounding_box()
-            assert box and box["width"] > 100 and box["height"] > 100
-            assert page.locator("svg.interp-heatmap g.hm-cell").count() == 12 * 8
-            charts = page.locator("svg.interp-linechart")
-            assert charts.count() == 2  # KL and entropy panels
-            assert all(charts.nth(i).is_visible() for i in range(2))
-            assert page.locator("script").count() == 0
-            assert page.title().startswith("Logit lens")
-            # No horizontal page overflow at a laptop width: wide figures scroll in their box.
-            assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    def check(page) -> None:
+        heatmap = page.locator("svg.interp-heatmap")
+        assert heatmap.count() == 1
+        assert heatmap.is_visible()
+        box = heatmap.bounding_box()
+        assert box and box["width"] > 100 and box["height"] > 100
+        assert page.locator("svg.interp-heatmap g.hm-cell").count() == 12 * 8
+        charts = page.locator("svg.interp-linechart")
+        assert charts.count() == 2  # KL and entropy panels
+        assert all(charts.nth(i).is_visible() for i in range(2))
+        assert page.locator("script").count() == 0
+        assert page.title().startswith("Logit lens")
+        # No horizontal page overflow at a laptop width: wide figures scroll in their box.
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "lens_report.png"), full_page=True)
-            context.close()
-        finally:
-            browser.close()
-
-    assert not console_errors, console_errors
-    assert not page_errors, page_errors
-    assert not dialogs, dialogs
-    assert requests == [url], requests
+    v = visit(report, "lens_report.png", check)
+    assert_clean(v)
     assert (ARTIFACTS / "lens_report.png").stat().st_size > 10_000

@@ -1,0 +1,34 @@
+# interp: the two commands a new user needs are `make demo` and `make test`.
+SHELL := /bin/bash
+VENV  := .venv
+BIN   := $(VENV)/bin
+STAMP := $(VENV)/.interp-setup
+
+.PHONY: setup demo test test-fast test-slow lint bench accept clean
+
+# Everything from nothing: venv, dependencies, embedded model, corpus, Chromium.
+setup: $(STAMP)
+$(STAMP): pyproject.toml scripts/setup.sh
+	bash scripts/setup.sh
+	touch $@
+
+# The main job: logit lens on the embedded model, table on stdout, report in demo-out/.
+demo: setup
+	$(BIN)/interp lens "The capital of France is" --out demo-out
+
+# The whole suite, set up from nothing. CI runs exactly this.
+test: setup lint
+	$(BIN)/python -m pytest -m "not slow" -q
+	$(BIN)/python -m pytest -m slow -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow" -q
+
+lint: setup
+	$(BIN)/ruff check .
+
+bench: setup
+	$(BIN)/python bench/capture.py
+
+clean:
+	rm -rf $(VENV) demo-out build dist .pytest_cache .ruff_cache

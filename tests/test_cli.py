@@ -1,0 +1,158 @@
+"""The CLI: outputs, --out semantics, stdout/stderr discipline, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interp.cli import main
+from tests.browser import assert_clean, visit
+
+REQUIRED = {"model", "tokens", "layers", "top1", "topk", "kl", "entropy"}
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_lens_writes_report_and_results(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "new" / "dir"
+    code, stdout, _ = run(["lens", "Once upon a time", "--model", str(tiny_model_dir),
+                           "--out", str(out), "--top-k", "3"], capsys)
+    assert code == 0
+    assert "logit lens" in stdout
+    data = json.loads((out / "results.json").read_text())
+    assert REQUIRED <= set(data)
+    assert data["layers"] == [0, 1, 2]
+    assert len(data["top1"]) == 3 and len(data["top1"][0]) == len(data["tokens"])
+    assert all(len(c) == 3 for row in data["topk"] for c in row)
+    assert data["manifest"]["seed"] == 0 and data["manifest"]["dataset_hash"]
+    html = (out / "report.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "Once upon a time" in html
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.json"]
+
+
+def test_json_goes_to_stdout_logs_to_stderr(tiny_model_dir, capsys):
+    code, stdout, _ = run(["lens", "hello there", "--model", str(tiny_model_dir), "--json",
+                           "--layer", "0,2"], capsys)
+    assert code == 0
+    data = json.loads(stdout)  # stdout holds nothing but the JSON
+    assert data["layers"] == [0, 2]
+
+
+def test_out_keeps_other_files(tiny_model_dir, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "results.json").write_text("old")
+    code, _, _ = run(["lens", "hi", "--model", str(tiny_model_dir), "--out", str(tmp_path)],
+                     capsys)
+    assert code == 0
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert json.loads((tmp_path / "results.json").read_text())["prompt"] == "hi"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--layer", "40"], "layer 40 out of range: model has 3 layers (0–2)"),
+        (["--layer", "1,x"], "bad layer 'x'"),
+        (["--top-k", "0"], "0"),
+        (["--device", "cuda:7"], "cuda"),
+    ],
+)
+def test_errors_are_one_line_exit_2_and_leave_nothing(tiny_model_dir, tmp_path, capsys,
+                                                      args, message):
+    (tmp_path / "keep.txt").write_text("x")
+    (tmp_path / "report.html").write_text("previous report")
+    code, stdout, stderr = run(["lens", "hello", "--model", str(tiny_model_dir),
+                                "--out", str(tmp_path), *args], capsys)
+    assert code == 2
+    assert stdout == ""
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt", "report.html"]
+    assert (tmp_path / "report.html").read_text() == "previous report"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["lens", "   "], "empty prompt"),
+        (["lens", "hi", "--model", "/no/such/model"], "cannot read model path /no/such/model"),
+        (["lens", "hi", "--model", "missing.gguf"], "cannot read GGUF file missing.gguf"),
+        (["lens", "hi", "--model", "no-such-org/no-such-model"], "unknown model"),
+    ],
+)
+def test_input_errors(tmp_path, capsys, args, message):
+    out = tmp_path / "created"
+    code, _, stderr = run([*args, "--out", str(out)], capsys)
+    assert code == 2
+    assert len(stderr.strip().splitlines()) == 1 and message in stderr
+    assert not out.exists(), "an output folder created by a failed command must be removed"
+
+
+def test_out_under_a_regular_file(tiny_model_dir, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, stderr = run(["lens", "hi", "--model", str(tiny_model_dir),
+                           "--out", str(blocker / "sub")], capsys)
+    assert code == 2 and "cannot create output folder" in stderr
+    assert len(stderr.strip().splitlines()) == 1
+
+
+def test_models_verb(capsys):
+    code, stdout, _ = run(["models", "--json"], capsys)
+    assert code == 0
+    rows = json.loads(stdout)
+    assert rows[0]["name"] == "smollm2-135m-instruct"
+
+
+def test_console_script_subprocess(tiny_model_dir, tmp_path):
+    """The installed `interp` entry point: exit 2, one stderr line, no traceback."""
+    exe = Path(sys.executable).parent / "interp"
+    assert exe.exists(), "console script `interp` not installed in the venv"
+    proc = subprocess.run(
+        [str(exe), "lens", "hello", "--model", str(tiny_model_dir), "--layer", "40"],
+        capture_output=True, text=True, env={**os.environ}, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: layer 40 out of range: model has 3 layers (0–2)"
+    assert proc.stdout == ""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_real_model_lens_end_to_end(model, tmp_path, capsys):
+    """`interp lens "The capital of France is" --out d` on the embedded model."""
+    out = tmp_path / "d"
+    code, stdout, _ = run(["lens", "The capital of France is", "--out", str(out)], capsys)
+    assert code == 0
+    assert "Paris" in stdout
+    data = json.loads((out / "results.json").read_text())
+    assert REQUIRED <= set(data)
+    assert data["model"] == "smollm2-135m-instruct"
+    assert data["tokens"] == ["The", " capital", " of", " France", " is"]
+    assert data["layers"] == list(range(30))
+    assert data["top1"][29][-1] == " Paris"
+    assert data["kl"][29][-1] == pytest.approx(0.0, abs=1e-4)
+    assert all(not t.startswith("Ġ") for row in data["top1"] for t in row)
+
+    def check(page) -> int:
+        assert page.locator("svg.interp-heatmap").is_visible()
+        return page.locator("svg.interp-heatmap g.hm-cell").count()
+
+    v = visit(out / "report.html", "lens_report_real.png", check)
+    assert_clean(v)
+    assert v.checks == 30 * 5
