@@ -177,7 +177,8 @@ def gguf_state_dict(path: Path, cfg: dict[str, Any], *, unpermute: bool = True) 
                 w = unpermute_qk(w, cfg["n_heads"])
             elif unpermute and rest == "attn_k.weight":
                 w = unpermute_qk(w, cfg["n_kv_heads"])
-            sd[f"model.layers.{layer}.{_TENSOR_MAP[rest]}"] = torch.from_numpy(np.array(w, copy=True))
+            key = f"model.layers.{layer}.{_TENSOR_MAP[rest]}"
+            sd[key] = torch.from_numpy(np.array(w, copy=True))
     return sd
 
 

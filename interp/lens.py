@@ -70,12 +70,12 @@ class LogitLens(Lens):
 
 def kl_divergence(
     p_log: Float[Tensor, "... vocab"], q_log: Float[Tensor, "... vocab"]
-) -> Float[Tensor, "..."]:
+) -> Float[Tensor, ...]:
     """KL(p ‖ q) in nats from log-probabilities."""
     return (p_log.exp() * (p_log - q_log)).sum(-1).clamp(min=0.0)
 
 
-def entropy(logp: Float[Tensor, "... vocab"]) -> Float[Tensor, "..."]:
+def entropy(logp: Float[Tensor, "... vocab"]) -> Float[Tensor, ...]:
     """Shannon entropy in nats from log-probabilities."""
     return -(logp.exp() * logp).sum(-1)
 
@@ -130,8 +130,8 @@ class LensResult:
             "top1": self.top1(),
             "top1_prob": [[round(float(p), 6) for p in row[:, 0]] for row in self.topk_probs],
             "topk": [
-                [topk(self.topk_ids[li, p], self.topk_probs[li, p]) for p in range(len(self.tokens))]
-                for li in range(len(self.layers))
+                [topk(ids, probs) for ids, probs in zip(li_ids, li_probs, strict=True)]
+                for li_ids, li_probs in zip(self.topk_ids, self.topk_probs, strict=True)
             ],
             "kl": [[round(float(x), 6) for x in row] for row in self.kl],
             "entropy": [[round(float(x), 6) for x in row] for row in self.entropy],

@@ -94,7 +94,9 @@ def embedded_gguf_path() -> Path:
         path = Path(loc) / EMBEDDED_FILE
         if path.exists():
             return path
-    raise InterpError(f"embedded model file {EMBEDDED_FILE} missing from package {EMBEDDED_PACKAGE}")
+    raise InterpError(
+        f"embedded model file {EMBEDDED_FILE} missing from package {EMBEDDED_PACKAGE}"
+    )
 
 
 def _sha256(path: Path) -> str:

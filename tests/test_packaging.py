@@ -1,0 +1,36 @@
+"""The shipped data is found relative to the package and included in a wheel."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from interp.paths import datasets_dir, shipped_dataset
+
+
+def test_datasets_found_relative_to_package(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # never the current directory
+    assert (datasets_dir() / "prompts" / "mixed_256.jsonl").is_file()
+    assert shipped_dataset("prompts/mixed_256.jsonl").stat().st_size > 1000
+    assert not (datasets_dir() / "__init__.py").exists()
+
+
+def test_wheel_includes_datasets(tmp_path):
+    if importlib.util.find_spec("hatchling") is None:
+        pytest.skip("hatchling not installed (it is a dev dependency)")
+    root = datasets_dir().parent
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+         "-q", "-w", str(tmp_path), str(root)],
+        check=True, capture_output=True, timeout=300,
+    )
+    wheel = next(tmp_path.glob("interp-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "interp/_datasets/prompts/mixed_256.jsonl" in names
+    assert "reports/templates/report.html.j2" in names
+    assert any(n.startswith("saes/") for n in names)
+    assert not any(n.startswith("datasets/") for n in names)  # never shadows HF datasets
