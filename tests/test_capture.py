@@ -155,3 +155,9 @@ def test_batch16_equals_batch1_real_model(model):
             worst = float(d.abs().amax(-1)[rest].max())
             assert worst < 1e-4, f"layer {layer}: {worst:.2e}"
         assert (a16[layer][~a1.mask] == 0).all()
+
+
+def test_progress_bar_goes_to_stderr_only(tiny_model, capsys):
+    capture(tiny_model, PROMPTS * 4, layers=[0], batch_size=2, progress=True)
+    out, err = capsys.readouterr()
+    assert out == ""

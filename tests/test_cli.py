@@ -156,3 +156,12 @@ def test_real_model_lens_end_to_end(model, tmp_path, capsys):
     v = visit(out / "report.html", "lens_report_real.png", check)
     assert_clean(v)
     assert v.checks == 30 * 5
+
+
+def test_chat_flag_applies_template(tiny_model_dir, capsys):
+    code, stdout, _ = run(["lens", "hello", "--model", str(tiny_model_dir), "--chat", "--json"],
+                          capsys)
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["chat"] is True
+    assert "<|im_start|>" in data["tokens"] and data["tokens"][-1] == "\n"
