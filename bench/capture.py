@@ -83,6 +83,13 @@ def main() -> None:
             _, cache = model.bridge.run_with_cache(ids, attention_mask=mask, names_filter=[hook])
             del cache
 
+    def tl_run_with_cache_stop() -> None:
+        for ids, mask in batches:
+            _, cache = model.bridge.run_with_cache(
+                ids, attention_mask=mask, names_filter=[hook], stop_at_layer=args.layer + 1
+            )
+            del cache
+
     def hf_hidden_states() -> None:
         for ids, mask in batches:
             hf(input_ids=ids, attention_mask=mask, output_hidden_states=True)
@@ -94,6 +101,7 @@ def main() -> None:
         f"interp.capture all {model.n_layers} layers": capture_all_layers,
         "TL run_with_cache, no filter": tl_run_with_cache,
         f"TL run_with_cache, names_filter={hook}": tl_run_with_cache_filtered,
+        f"TL run_with_cache, same filter, stop_at_layer={args.layer + 1}": tl_run_with_cache_stop,
         "HF forward, output_hidden_states=True": hf_hidden_states,
     }
     times: dict[str, list[float]] = {k: [] for k in cases}

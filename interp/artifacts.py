@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import hashlib
 import json
 import os
 import secrets
@@ -55,6 +54,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from interp.errors import InterpError
+from interp.manifest import sha256_file
 
 if TYPE_CHECKING:
     import torch
@@ -206,7 +206,7 @@ def save_artifact(
             prepared, str(weights), metadata={"format": "pt", "interp_kind": kind}
         )
         _fsync_file(weights)
-        doc["weights_sha256"] = _sha256_file(weights)
+        doc["weights_sha256"] = sha256_file(weights)
         _write_text_synced(tmp / CONFIG_FILE, _to_json(doc, "config") + "\n")
         _fsync_dir(tmp)
 
@@ -313,14 +313,6 @@ def _to_json(data: Any, what: str) -> str:
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _fsync_file(path: Path) -> None:
@@ -448,7 +440,7 @@ def load_artifact(
     weights = folder / WEIGHTS_FILE
     if not weights.is_file():
         raise InterpError(f"artifact {folder} has no {WEIGHTS_FILE}; the artifact is incomplete")
-    actual = _sha256_file(weights)
+    actual = sha256_file(weights)
     if actual != raw["weights_sha256"]:
         raise InterpError(
             f"checksum mismatch for {weights}: expected sha256 {raw['weights_sha256'][:16]}..., "

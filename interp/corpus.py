@@ -65,7 +65,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 
+from interp.atomic import atomic_write_bytes
 from interp.errors import InterpError
+from interp.manifest import sha256_file
 from interp.paths import cache_dir
 
 __all__ = [
@@ -459,28 +461,8 @@ def extract_paragraphs(root: Path) -> Iterator[str]:
 # --------------------------------------------------------------------------- build
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; outputs are ordinary readable files
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+_file_sha256 = sha256_file
+_atomic_write = atomic_write_bytes
 
 
 def _run(cmd: list[str], *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -709,6 +691,8 @@ def corpus_hash(path: str | Path | None = None) -> str:
 def text_file_hash(path: str | Path) -> str:
     """The sha256 of a user text file's bytes."""
     p = Path(path).expanduser()
+    if not p.is_file():
+        raise InterpError(f"cannot read text file {p}: no such file")
     try:
         return _file_sha256(p)
     except OSError as e:

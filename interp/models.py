@@ -15,7 +15,6 @@ Layers follow TransformerLens: ``layer L`` is ``blocks.L.hook_resid_post``, 0-ba
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -31,6 +30,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.errors import InterpError
+from interp.manifest import sha256_file
 from interp.paths import cache_dir
 
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -99,14 +99,6 @@ def embedded_gguf_path() -> Path:
     )
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _converted_dir(name: str) -> Path:
     from interp.gguf_convert import CONVERTER_VERSION
 
@@ -120,7 +112,7 @@ def _ensure_converted(gguf: Path, name: str, expected_sha256: str | None) -> Pat
     out = _converted_dir(name)
     if (out / "interp_conversion.json").exists():
         return out
-    digest = _sha256(gguf)
+    digest = sha256_file(gguf)
     if expected_sha256 is not None and digest != expected_sha256:
         raise InterpError(
             f"{gguf}: sha256 {digest[:16]}… does not match the expected "
@@ -148,7 +140,7 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise InterpError(f"cannot read GGUF file {text}: no such file")
-        name = f"gguf-{path.stem.lower()}-{_sha256(path)[:12]}"
+        name = f"gguf-{path.stem.lower()}-{sha256_file(path)[:12]}"
         return f"gguf:{path.name}", str(_ensure_converted(path, name, None))
     if path.exists():
         if not path.is_dir():

@@ -19,7 +19,6 @@ import json
 import math
 import os
 import shlex
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,6 +28,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from interp.atomic import atomic_write_text  # noqa: F401 (re-exported)
 from interp.errors import InterpError
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -410,34 +410,6 @@ def render_report(
         timestamp=manifest.get("timestamp"),
         version=_interp_version(manifest),
     )
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically: temp file in the same folder + os.replace.
-
-    A reader never sees a half-written file, and a failure leaves any previous
-    file untouched. Parent folders are created.
-    """
-    target = Path(path).expanduser()
-    if target.is_dir():
-        raise InterpError(f"cannot write report to {target}: it is a directory")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InterpError(f"cannot create folder {target.parent}: {exc.strerror}") from exc
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
 
 
 def write_report(

@@ -417,7 +417,7 @@ def test_truncated_file_with_matching_checksum_is_unreadable(tmp_path, keep):
     weights = out / "weights.safetensors"
     weights.write_bytes(weights.read_bytes()[:keep])
     raw = json.loads((out / "config.json").read_text())
-    raw["weights_sha256"] = artifacts._sha256_file(weights)
+    raw["weights_sha256"] = artifacts.sha256_file(weights)
     (out / "config.json").write_text(json.dumps(raw))
     with pytest.raises(InterpError) as ei:
         load_artifact(out)
