@@ -227,7 +227,9 @@ def iter_capture(
 
     fwd_hooks = [(n, make_hook(n)) for n in names]
     bar = make_progress(enabled=progress if progress is not None else len(batches) > 1)
-    with bar, torch.inference_mode(), model.bridge.hooks(fwd_hooks=fwd_hooks):
+    # Hooks and no-grad mode are scoped to each forward pass, never held across a
+    # ``yield``: a consumer may run the model (or train something) between batches.
+    with bar:
         task = bar.add_task(description, total=len(prompts), info="")
         for idx in batches:
             enc = tok(
@@ -238,22 +240,24 @@ def iter_capture(
             mask = enc["attention_mask"].to(model.device).bool()
             store.clear()
             logits = None
-            try:
-                logits = model.bridge(ids, attention_mask=mask.long(), return_type="logits")
-            except _StopForward:
-                pass
-            missing = [n for n in names if n not in store]
-            if missing:
-                raise InterpError(f"hook point(s) never fired: {', '.join(missing)}")
-            acts = {
-                n: _reduce(store[n].to(torch.float32), mask, positions, drop_first).to(dtype)
-                for n in names
-            }
-            if logits is not None:
-                logits = _reduce(logits.float(), mask, positions, drop_first)
+            with torch.no_grad(), model.bridge.hooks(fwd_hooks=fwd_hooks):
+                try:
+                    logits = model.bridge(ids, attention_mask=mask.long(), return_type="logits")
+                except _StopForward:
+                    pass
+                missing = [n for n in names if n not in store]
+                if missing:
+                    raise InterpError(f"hook point(s) never fired: {', '.join(missing)}")
+                acts = {
+                    n: _reduce(store[n].to(torch.float32), mask, positions, drop_first)
+                    .to(dtype).clone()
+                    for n in names
+                }
+                if logits is not None:
+                    logits = _reduce(logits.float(), mask, positions, drop_first).clone()
+            store.clear()
             bar.update(task, advance=len(idx), info=f"{ids.shape[1]} tok")
             yield CaptureBatch(idx, acts, ids, mask, logits)
-            store.clear()
 
 
 def capture(

@@ -262,7 +262,7 @@ class Model:
         resid = resid.to(device=self.device, dtype=self.dtype)
         return self.bridge.unembed(self.bridge.ln_final(resid))
 
-    @torch.inference_mode()
+    @torch.no_grad()
     def logits(
         self, input_ids: Int[Tensor, "batch pos"], attention_mask: Tensor | None = None
     ) -> Float[Tensor, "batch pos d_vocab"]:

@@ -161,3 +161,18 @@ def test_progress_bar_goes_to_stderr_only(tiny_model, capsys):
     capture(tiny_model, PROMPTS * 4, layers=[0], batch_size=2, progress=True)
     out, err = capsys.readouterr()
     assert out == ""
+
+
+def test_streaming_leaves_no_hooks_or_inference_mode_between_batches(tiny_model):
+    """A consumer may run the model or train between batches of iter_capture."""
+    from interp.capture import iter_capture
+
+    ids, mask = tiny_model.tokenize(["hello there"])
+    full = tiny_model.logits(ids, mask)
+    for batch in iter_capture(tiny_model, PROMPTS, layers=[0], batch_size=2):
+        assert not torch.is_inference_mode_enabled()
+        # a full forward between batches is not cut short by capture's stop hook
+        torch.testing.assert_close(tiny_model.logits(ids, mask), full)
+        w = torch.zeros(tiny_model.d_model, requires_grad=True)
+        (batch.acts["blocks.0.hook_resid_post"] @ w).sum().backward()  # trainable downstream
+        assert w.grad is not None
