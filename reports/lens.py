@@ -155,6 +155,11 @@ def validate_lens_result(result: Mapping[str, Any]) -> dict[str, Any]:
         "kl": nums(kl, "kl"),
         "entropy": nums(entropy, "entropy"),
         "final_top1": [str(t) for t in final_top1],
+        **{
+            k: [float(x) for x in result[k]]
+            for k in ("final_top1_prob", "final_entropy")
+            if isinstance(result.get(k), list) and len(result[k]) == len(tokens)
+        },
     }
 
 
@@ -298,8 +303,11 @@ def _curves_section(r: Mapping[str, Any]) -> Section:
 def _table_section(r: Mapping[str, Any]) -> Section:
     last = len(r["tokens"]) - 1
     final = r["final_top1"][last]
+    final_prob = (r.get("final_top1_prob") or [None] * (last + 1))[last]
+    final_ent = (r.get("final_entropy") or [None] * (last + 1))[last]
     rows: list[list[Any]] = [
-        [Markup("<strong>model output</strong>"), token_html(final), None, None, None, None]
+        [Markup("<strong>model output</strong>"), token_html(final), final_prob, 0.0,
+         final_ent, None]
     ]
     classes: list[str | None] = ["baseline"]
     for li in range(len(r["layers"]) - 1, -1, -1):
@@ -331,7 +339,8 @@ def _table_section(r: Mapping[str, Any]) -> Section:
         "Last position, layer by layer",
         body,
         "First row: the model's own next-token prediction, the reference the lens is "
-        "compared to. ✓ marks layers whose top-1 already matches it.",
+        "compared to (its KL to itself is 0 by definition). ✓ marks layers whose top-1 "
+        "already matches it.",
     )
 
 
