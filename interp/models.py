@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import re
+import socket
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -152,7 +153,42 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
         raise InterpError(f"cannot read model path {text}: no such file or folder")
     if not _HUB_NAME.match(text):
         raise InterpError(f"unknown model {text!r}")
+    if not _hub_cached(text) and not _hub_reachable():
+        raise InterpError(
+            f"unknown model {text!r}: not the embedded model ({EMBEDDED_MODEL}), a .gguf file "
+            "or a local checkpoint folder, not in the Hugging Face cache, and the hub is "
+            "unreachable (offline?)"
+        )
     return text, text
+
+
+def _hub_cached(name: str) -> bool:
+    """Whether a hub model's config is already in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - any failure means "not usable offline"
+        return False
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """One quick TCP connect to the hub, so offline users get an answer in seconds.
+
+    Without it, a hub lookup retries for ~30 s before failing.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection(
+            (url.hostname or "huggingface.co", url.port or 443), timeout=timeout
+        ).close()
+        return True
+    except OSError:
+        return False
 
 
 @dataclass

@@ -128,3 +128,15 @@ def test_greedy_paris(model):
     ids, mask = model.tokenize(["The capital of France is"])
     nxt = model.logits(ids, mask)[0, -1].argmax()
     assert model.decode_token(nxt) == " Paris"
+
+
+def test_offline_hub_name_fails_fast(monkeypatch):
+    """Offline, a hub name fails in one quick connect instead of ~30 s of retries."""
+    from interp import models
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert models._hub_reachable(timeout=1.0) is False  # the test network guard refuses
+    start = time.perf_counter()
+    with pytest.raises(InterpError, match="hub is unreachable"):
+        resolve_source("some-org/some-model")
+    assert time.perf_counter() - start < 5
