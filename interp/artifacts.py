@@ -208,6 +208,11 @@ def save_artifact(
         _fsync_file(weights)
         doc["weights_sha256"] = sha256_file(weights)
         _write_text_synced(tmp / CONFIG_FILE, _to_json(doc, "config") + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        for f in (weights, tmp / CONFIG_FILE):  # mkdtemp/safetensors leave them private
+            os.chmod(f, 0o666 & ~umask)
+        os.chmod(tmp, 0o777 & ~umask)
         _fsync_dir(tmp)
 
         if os.path.lexists(target):

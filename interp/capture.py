@@ -348,3 +348,39 @@ def capture(
         input_ids=input_ids, mask=out_mask, model_id=model.model_id, logits=logits,
         hook_points=names,
     )
+
+
+def summarize(acts: Activations) -> list[dict[str, object]]:
+    """Per hook point: shape and the mean L2 norm of the captured rows, with its noise.
+
+    Rows are prompts, or real tokens for ``positions="all"`` (padding excluded); there
+    the first token, an outlier on most models, is also summarised apart. Returns a
+    list of dicts with ``norm_mean``, ``norm_std``, ``norm_ci95`` (normal approximation)
+    and ``norm_n``.
+    """
+    out: list[dict[str, object]] = []
+    for name in acts.hook_points:
+        x = acts.acts[name].float()
+        norms = x.norm(dim=-1)
+        first = rest = None
+        if acts.positions == "all":
+            first_mask = torch.zeros_like(acts.mask)
+            first_mask[:, 0] = acts.mask[:, 0]
+            first = norms[first_mask]
+            rest = norms[acts.mask & ~first_mask]
+            norms = norms[acts.mask]
+        n = int(norms.numel())
+        mean = float(norms.mean())
+        std = float(norms.std()) if n > 1 else 0.0
+        half = 1.96 * std / max(n, 1) ** 0.5
+        layer = _hook_layer(name)
+        out.append({
+            "hook": name, "layer": layer, "shape": list(x.shape),
+            "norm_mean": mean, "norm_std": std, "norm_ci95": [mean - half, mean + half],
+            "norm_n": n,
+            "first_norm_mean": float(first.mean()) if first is not None and first.numel()
+            else None,
+            "rest_norm_mean": float(rest.mean()) if rest is not None and rest.numel()
+            else None,
+        })
+    return out

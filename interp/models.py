@@ -198,8 +198,8 @@ class Model:
     ``bridge`` exposes TransformerLens hook names (``blocks.6.hook_resid_post``).
     """
 
-    bridge: Any
-    tokenizer: Any
+    bridge: Any = field(repr=False)
+    tokenizer: Any = field(repr=False)
     model_id: str
     path: str
     device: torch.device

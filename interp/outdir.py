@@ -73,24 +73,27 @@ class OutDir:
         return self.write_text(name, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False))
 
     def stage_dir(self, name: str) -> Path:
-        """A temporary folder to fill (e.g. an artifact); renamed to ``DIR/name`` on success."""
-        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=self.path))
-        self._staged_dirs[name] = tmp
-        return tmp
+        """A not-yet-existing path to create a folder at (e.g. with ``save_artifact``).
+
+        It lives inside a hidden temporary folder in ``DIR`` and is renamed to
+        ``DIR/name`` when the command succeeds.
+        """
+        parent = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=self.path))
+        self._staged_dirs[name] = parent
+        return parent / name
 
     def _commit(self) -> None:
         for name, tmp in self._staged.items():
             os.replace(tmp, self.path / name)
-        for name, tmp in self._staged_dirs.items():
-            final = self.path / name
+        for name, parent in self._staged_dirs.items():
+            built, final = parent / name, self.path / name
             if final.is_dir():
-                old = Path(tempfile.mkdtemp(prefix=f".{name}.old.", dir=self.path))
-                old.rmdir()
+                old = parent / f"{name}.old"
                 os.replace(final, old)
-                os.replace(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, final)
+            elif final.exists():
+                raise InterpError(f"cannot write {final}: a file is in the way")
+            os.replace(built, final)
+            shutil.rmtree(parent, ignore_errors=True)
 
     def _rollback(self) -> None:
         for tmp in self._staged.values():
@@ -112,7 +115,7 @@ class OutDir:
         if exc_type is None:
             try:
                 self._commit()
-            except OSError as err:
+            except (OSError, InterpError) as err:
                 self._rollback()
                 raise InterpError(f"cannot write outputs into {self.path}: {err}") from None
         else:

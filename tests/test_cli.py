@@ -165,3 +165,50 @@ def test_chat_flag_applies_template(tiny_model_dir, capsys):
     data = json.loads(stdout)
     assert data["chat"] is True
     assert "<|im_start|>" in data["tokens"] and data["tokens"][-1] == "\n"
+
+
+def test_capture_verb_saves_a_loadable_artifact(tiny_model_dir, tmp_path, capsys):
+    import torch
+
+    from interp.artifacts import load_artifact
+
+    data = tmp_path / "prompts.jsonl"
+    data.write_text('{"text": "hello there"}\n{"text": "Once upon a time, far away"}\n')
+    out = tmp_path / "cap"
+    code, stdout, _ = run(["capture", "--file", str(data), "--model", str(tiny_model_dir),
+                           "--layer", "0,2", "--positions", "all", "--out", str(out)], capsys)
+    assert code == 0, stdout
+    assert "blocks.2.hook_resid_post" in stdout
+    art = load_artifact(out / "activations", kind="activations", d_model=64)
+    acts = art.tensors["blocks.2.hook_resid_post"]
+    assert acts.shape[0] == 2 and acts.shape[2] == 64
+    assert art.tensors["mask"].sum(1).tolist() == art.tensors["lengths"].tolist()
+    # the saved rows are exactly what the Python API returns
+    import interp
+
+    ref = interp.capture(interp.load(str(tiny_model_dir)), ["hello there",
+                         "Once upon a time, far away"], layers=[2], positions="all")
+    torch.testing.assert_close(acts, ref[2])
+    res = json.loads((out / "results.json").read_text())
+    assert [h["hook"] for h in res["hooks"]] == ["blocks.0.hook_resid_post",
+                                                 "blocks.2.hook_resid_post"]
+    assert res["hooks"][0]["norm_n"] == int(art.tensors["lengths"].sum())
+    assert (out / "report.html").read_text().count("blocks.2.hook_resid_post") >= 1
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["capture", "hi", "--positions", "middle"], "bad --positions 'middle'"),
+        (["capture", "hi"], "nothing to capture"),
+        (["capture", "--layer", "0"], "no prompts"),
+        (["capture", "--file", "nope.jsonl", "--layer", "0"], "no such file"),
+        (["capture", "hi", "--layer", "0", "--hook", "blocks.0.hook_bogus"], "unknown hook"),
+    ],
+)
+def test_capture_verb_errors(tiny_model_dir, tmp_path, capsys, args, message):
+    out = tmp_path / "o"
+    code, _, stderr = run([*args, "--model", str(tiny_model_dir), "--out", str(out)], capsys)
+    assert code == 2 and message in stderr and len(stderr.strip().splitlines()) == 1
+    assert not out.exists()
