@@ -197,6 +197,19 @@ def test_capture_verb_saves_a_loadable_artifact(tiny_model_dir, tmp_path, capsys
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
+@pytest.mark.browser
+def test_capture_report_renders_cleanly(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "cap"
+    code, _, _ = run(["capture", "hello there", "Once upon a time", "--layer", "all",
+                      "--positions", "all", "--model", str(tiny_model_dir), "--out", str(out)],
+                     capsys)
+    assert code == 0
+    v = visit(out / "report.html", "capture_report.png",
+              lambda page: page.locator("svg.interp-linechart").count())
+    assert_clean(v)
+    assert v.checks == 1  # the norm-by-layer chart
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
