@@ -20,16 +20,19 @@ __version__ = "0.1.0"
 
 from interp.capture import Activations, capture, iter_capture  # noqa: E402
 from interp.errors import InterpError  # noqa: E402
+from interp.generate import GenerationResult, generate  # noqa: E402
 from interp.lens import LensResult, LogitLens, logit_lens, run_lens  # noqa: E402
 from interp.models import Model, load  # noqa: E402
 
 __all__ = [
     "Activations",
     "InterpError",
+    "GenerationResult",
     "LensResult",
     "LogitLens",
     "Model",
     "capture",
+    "generate",
     "iter_capture",
     "load",
     "logit_lens",

@@ -225,3 +225,38 @@ def test_capture_verb_errors(tiny_model_dir, tmp_path, capsys, args, message):
     code, _, stderr = run([*args, "--model", str(tiny_model_dir), "--out", str(out)], capsys)
     assert code == 2 and message in stderr and len(stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_generate_json_is_the_only_stdout(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "g"
+    code, stdout, stderr = run(["generate", "hello there", "Once upon a time", "--model",
+                                str(tiny_model_dir), "--max-new-tokens", "5", "--json",
+                                "--deterministic", "--out", str(out)], capsys)
+    assert code == 0
+    data = json.loads(stdout)
+    assert [d["prompt"] for d in data] == ["hello there", "Once upon a time"]
+    assert all(isinstance(d["text"], str) for d in data)
+    assert "tokens in" in stderr and "verified" in stderr
+    res = json.loads((out / "results.json").read_text())
+    assert res["config"]["deterministic"] is True
+    assert [g["text"] for g in res["generations"]] == [d["text"] for d in data]
+    v = visit(out / "report.html", "generate_report.png")
+    assert_clean(v)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--temperature", "-1"], "temperature"),
+        (["--temperature", "nan"], "temperature"),
+        (["--top-p", "0"], "top-p"),
+        (["--max-new-tokens", "0"], "max new tokens"),
+        (["--inject-batch-noise", "inf"], "inject-batch-noise"),
+    ],
+)
+def test_generate_errors(tiny_model_dir, tmp_path, capsys, args, message):
+    out = tmp_path / "g"
+    code, stdout, stderr = run(["generate", "hi", "--model", str(tiny_model_dir), *args,
+                                "--out", str(out)], capsys)
+    assert code == 2 and stdout == "" and message in stderr
+    assert len(stderr.strip().splitlines()) == 1 and not out.exists()

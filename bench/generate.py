@@ -1,0 +1,98 @@
+"""Benchmark: batched vs one-by-one generation, the deterministic mode's cost, and how
+many sequences diverge without the verifier.
+
+Ratios are measured within one run (the machine is shared and noisy).
+
+    .venv/bin/python bench/generate.py [--prompts 32] [--max-new-tokens 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("INTERP_NO_PROGRESS", "1")
+os.environ.setdefault("WANDB_MODE", "disabled")
+
+import interp  # noqa: E402
+from interp.generate import generate  # noqa: E402
+from interp.paths import shipped_dataset  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--prompts", type=int, default=32)
+    ap.add_argument("--max-new-tokens", type=int, default=16)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "generate.json"))
+    args = ap.parse_args()
+
+    model = interp.load(args.model, device=args.device)
+    lines = shipped_dataset("prompts/mixed_256.jsonl").read_text().splitlines()
+    prompts = [json.loads(x)["text"] for x in lines][: args.prompts]
+    kw = {"max_new_tokens": args.max_new_tokens, "progress": False}
+
+    def timed(name: str, **extra):
+        t0 = time.perf_counter()
+        res = generate(model, prompts, **kw, **extra)
+        dt = time.perf_counter() - t0
+        print(f"{name}: {dt:.1f} s, {res.stats.new_tokens} tokens", file=sys.stderr)
+        return res, dt
+
+    one, t_one = timed("one-by-one", batch_size=1)
+    bat, t_bat = timed(f"batched {args.batch_size}", batch_size=args.batch_size)
+    det, t_det = timed(f"batched {args.batch_size} deterministic", batch_size=args.batch_size,
+                       deterministic=True)
+    reference = one.texts
+    verified = det.texts
+    divergence = {}
+    for b in (1, 7, 32):
+        texts = one.texts if b == 1 else generate(model, prompts, batch_size=b, **kw).texts
+        divergence[b] = {
+            "vs_one_by_one": sum(x != y for x, y in zip(texts, reference, strict=True)),
+            "vs_verified": sum(x != y for x, y in zip(texts, verified, strict=True)),
+        }
+    det_other = generate(model, prompts, batch_size=7, deterministic=True, **kw).texts
+    rows = {
+        "one_by_one": {"seconds": t_one, "tok_per_s": one.stats.new_tokens / t_one},
+        "batched": {"seconds": t_bat, "tok_per_s": bat.stats.new_tokens / t_bat},
+        "deterministic": {"seconds": t_det, "tok_per_s": det.stats.new_tokens / t_det,
+                          "tokens_verified": det.stats.tokens_verified,
+                          "rollbacks": det.stats.rollbacks,
+                          "regenerated": det.stats.regenerated_tokens},
+    }
+    result = {
+        "prompts": len(prompts), "max_new_tokens": args.max_new_tokens,
+        "batch_size": args.batch_size, "model": model.model_id, "rows": rows,
+        "speedup_batched_vs_one_by_one": t_one / t_bat,
+        "deterministic_cost_vs_batched": t_det / t_bat,
+        "deterministic_cost_vs_one_by_one": t_det / t_one,
+        "divergence_without_verifier": divergence,
+        "deterministic_batch7_equals_batch16": det_other == verified,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+    print(f"{len(prompts)} prompts × {args.max_new_tokens} new tokens, greedy, {model.device}\n")
+    print("| mode | seconds | tokens/s | × one-by-one time | × batched time |")
+    print("|---|---:|---:|---:|---:|")
+    for name, r in rows.items():
+        print(f"| {name} | {r['seconds']:.1f} | {r['tok_per_s']:.1f} | "
+              f"{r['seconds'] / t_one:.2f} | {r['seconds'] / t_bat:.2f} |")
+    print(f"\nbatched speed-up over one-by-one: {t_one / t_bat:.1f}×")
+    print(f"deterministic: verified {det.stats.tokens_verified}, rollbacks "
+          f"{det.stats.rollbacks}, regenerated {det.stats.regenerated_tokens}; "
+          f"batch 7 == batch {args.batch_size}: {det_other == verified}")
+    print("\n| batch size | diverged vs one-by-one | diverged vs verified |")
+    print("|---:|---:|---:|")
+    for b, d in divergence.items():
+        print(f"| {b} | {d['vs_one_by_one']}/{len(prompts)} | {d['vs_verified']}/{len(prompts)} |")
+
+
+if __name__ == "__main__":
+    main()
