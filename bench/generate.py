@@ -30,6 +30,7 @@ def main() -> None:
     ap.add_argument("--prompts", type=int, default=32)
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--noise", type=float, default=0.05, help="--inject-batch-noise EPS")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "generate.json"))
     args = ap.parse_args()
 
@@ -59,6 +60,18 @@ def main() -> None:
             "vs_verified": sum(x != y for x, y in zip(texts, verified, strict=True)),
         }
     det_other = generate(model, prompts, batch_size=7, deterministic=True, **kw).texts
+    # the same question under an injected shape-dependent fault (a GPU-like reduction order)
+    eps = args.noise
+    faulted = {b: generate(model, prompts, batch_size=b, inject_batch_noise=eps, **kw).texts
+               for b in (1, 7, 32)}
+    faulted_det = {b: generate(model, prompts, batch_size=b, inject_batch_noise=eps,
+                               deterministic=True, **kw).texts for b in (1, 7, 32)}
+    fault = {
+        b: {"plain_vs_batch1": sum(x != y for x, y in zip(faulted[b], faulted[1], strict=True)),
+            "deterministic_vs_batch1": sum(
+                x != y for x, y in zip(faulted_det[b], faulted_det[1], strict=True))}
+        for b in (1, 7, 32)
+    }
     rows = {
         "one_by_one": {"seconds": t_one, "tok_per_s": one.stats.new_tokens / t_one},
         "batched": {"seconds": t_bat, "tok_per_s": bat.stats.new_tokens / t_bat},
@@ -75,6 +88,8 @@ def main() -> None:
         "deterministic_cost_vs_one_by_one": t_det / t_one,
         "divergence_without_verifier": divergence,
         "deterministic_batch7_equals_batch16": det_other == verified,
+        "injected_noise": eps,
+        "divergence_under_injected_fault": fault,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
@@ -92,7 +107,14 @@ def main() -> None:
     print("|---:|---:|---:|")
     for b, d in divergence.items():
         print(f"| {b} | {d['vs_one_by_one']}/{len(prompts)} | {d['vs_verified']}/{len(prompts)} |")
+    print(f"\nunder --inject-batch-noise {eps}: sequences differing from batch size 1")
+    print("| batch size | plain | deterministic |")
+    print("|---:|---:|---:|")
+    for b, d in fault.items():
+        print(f"| {b} | {d['plain_vs_batch1']}/{len(prompts)} | "
+              f"{d['deterministic_vs_batch1']}/{len(prompts)} |")
 
 
 if __name__ == "__main__":
     main()
+

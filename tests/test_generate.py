@@ -53,6 +53,16 @@ def test_greedy_first_token_is_the_argmax(tiny_model):
         assert g.logprobs[0] == pytest.approx(float(lp.max()), abs=1e-4)
 
 
+def test_batched_greedy_equals_unbatched_on_64_prompts(tiny_model):
+    prompts = prompts64()
+    one = generate(tiny_model, prompts, max_new_tokens=8, batch_size=1)
+    batched = generate(tiny_model, prompts, max_new_tokens=8, batch_size=16)
+    diverged = [i for i, (a, b) in enumerate(zip(one.texts, batched.texts, strict=True))
+                if a != b]
+    print(f"plain batch 16 vs one-by-one: {len(diverged)}/64 differ")
+    assert not diverged, f"batched greedy differs on prompts {diverged}"
+
+
 def test_deterministic_is_batch_invariant_under_injected_fault(tiny_model):
     """64 prompts at batch sizes 1, 7 and 32: plain batching diverges under the
     shape-dependent fault, decode-verify-rollback gives byte-identical outputs."""
