@@ -705,3 +705,350 @@ def line_chart_svg(
         add(Markup("</g>"))
     add(Markup("</svg>"))
     return Markup("").join(out)
+
+
+# ---------------------------------------------------------------------- histogram
+
+MARKER_COLOR = "#c92a2a"
+BAR_COLOR = "#8da4c8"
+
+
+def histogram_svg(
+    values: Sequence[float | None],
+    *,
+    marker: float | None = None,
+    marker_label: str | None = None,
+    x_label: str,
+    bins: int = 12,
+    title: str | None = None,
+    y_label: str = "count",
+    width: float = 520.0,
+    height: float = 270.0,
+    color: str = BAR_COLOR,
+) -> Markup:
+    """A histogram of ``values`` (None/NaN left out) as one ``<svg>``, with an optional marker.
+
+    The bins span the finite values; the x axis is widened to include ``marker``,
+    drawn as a vertical line with ``marker_label`` above the plot, so a tested value
+    far outside the distribution still shows (and shows how far out it is). Each bin
+    is a ``<rect class="hist-bar" data-count=n>`` with a hover tooltip; the root
+    carries ``data-n`` (the number of values binned).
+    """
+    if bins < 1:
+        raise InterpError(f"a histogram needs at least one bin, got {bins}")
+    _hex_to_rgb(color)
+    vals = [v for v in (_float(x) for x in values) if math.isfinite(v)]
+    mk = _float(marker) if marker is not None else math.nan
+    has_marker = math.isfinite(mk)
+
+    # ---- bins over the data, axis over data ∪ marker
+    if vals:
+        d_lo, d_hi = min(vals), max(vals)
+        if d_hi <= d_lo:
+            half = abs(d_lo) * 0.05 or 0.5
+            d_lo, d_hi = d_lo - half, d_hi + half
+        edges = [d_lo + (d_hi - d_lo) * k / bins for k in range(bins + 1)]
+        counts = [0] * bins
+        for v in vals:
+            k = min(bins - 1, int((v - d_lo) / (d_hi - d_lo) * bins))
+            counts[max(0, k)] += 1
+    else:
+        d_lo, d_hi = (mk - 0.5, mk + 0.5) if has_marker else (0.0, 1.0)
+        edges, counts = [], []
+    a_lo, a_hi = d_lo, d_hi
+    if has_marker:
+        a_lo, a_hi = min(a_lo, mk), max(a_hi, mk)
+    pad = (a_hi - a_lo) * 0.04
+    a_lo, a_hi = a_lo - pad, a_hi + pad
+    x_ticks = [t for t in _nice_ticks(a_lo, a_hi, 6) if a_lo <= t <= a_hi]
+    x_step = _nice_step(a_hi - a_lo, 6)
+    c_max = max(counts, default=0)
+    y_top = max(1, c_max)
+    y_step = max(1.0, _nice_step(y_top, 4))
+    y_ticks = [float(t) for t in range(0, int(math.ceil(y_top / y_step) * y_step) + 1, int(y_step))]
+    y_hi = y_ticks[-1] if y_ticks[-1] > 0 else 1.0
+
+    # ---- layout
+    y_tick_w = max(_text_width(_tick_label(t, y_step), 11) for t in y_ticks)
+    left = 22 + y_tick_w + 12
+    right = 16.0
+    top = 10 + (24.0 if title else 0.0) + (20.0 if has_marker and marker_label else 6.0)
+    bottom = 46.0
+    plot_w, plot_h = width - left - right, height - top - bottom
+    if plot_h < 80:
+        height += 80 - plot_h
+        plot_h = 80.0
+
+    def sx(v: float) -> float:
+        return left + (v - a_lo) / (a_hi - a_lo) * plot_w
+
+    def sy(c: float) -> float:
+        return top + (1 - c / y_hi) * plot_h
+
+    out: list[Markup] = []
+    add = out.append
+    aria = title or f"histogram of {x_label}"
+    add(
+        Markup(
+            '<svg xmlns="{}" class="interp-histogram" width="{}" height="{}" '
+            'viewBox="0 0 {} {}" role="img" aria-label="{}" font-family="{}" font-size="11" '
+            'data-n="{}">'
+        ).format(SVG_NS, _n(width), _n(height), _n(width), _n(height), aria, SANS, len(vals))
+    )
+    add(Markup("<title>{}</title>").format(aria))
+    if title:
+        add(
+            Markup(
+                '<text x="{}" y="{}" font-size="13.5" font-weight="600" fill="{}">{}</text>'
+            ).format(_n(left), _n(22), INK, title)
+        )
+
+    # grid, ticks, axes
+    add(Markup('<g class="hist-grid">'))
+    for t in y_ticks:
+        yy = sy(t)
+        add(
+            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
+                _n(left), _n(yy), _n(left + plot_w), _n(yy), GRID
+            )
+        )
+        add(
+            Markup(
+                '<text x="{}" y="{}" text-anchor="end" dominant-baseline="central" '
+                'fill="{}">{}</text>'
+            ).format(_n(left - 7), _n(yy), INK_2, _tick_label(t, y_step))
+        )
+    for t in x_ticks:
+        xx = sx(t)
+        add(
+            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
+                _n(xx), _n(top + plot_h), _n(xx), _n(top + plot_h + 4), INK_2
+            )
+        )
+        add(
+            Markup('<text x="{}" y="{}" text-anchor="middle" fill="{}">{}</text>').format(
+                _n(xx), _n(top + plot_h + 17), INK_2, _tick_label(t, x_step)
+            )
+        )
+    add(Markup("</g>"))
+
+    # bars
+    add(Markup('<g class="hist-bars" fill="{}">').format(color))
+    for k, c in enumerate(counts):
+        x0, x1 = sx(edges[k]), sx(edges[k + 1])
+        tip = f"{format_number(edges[k])} to {format_number(edges[k + 1])}: {c}"
+        add(
+            Markup(
+                '<rect class="hist-bar" data-count="{}" x="{}" y="{}" width="{}" height="{}" '
+                'stroke="#ffffff" stroke-width="1"><title>{}</title></rect>'
+            ).format(c, _n(x0), _n(sy(c)), _n(max(x1 - x0, 0.5)), _n(plot_h - (sy(c) - top)), tip)
+        )
+    add(Markup("</g>"))
+    if not vals:
+        add(
+            Markup(
+                '<text x="{}" y="{}" text-anchor="middle" fill="{}" font-size="12">no data</text>'
+            ).format(_n(left + plot_w / 2), _n(top + plot_h / 2), MUTED)
+        )
+    add(
+        Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
+            _n(left), _n(top + plot_h), _n(left + plot_w), _n(top + plot_h), "#9aa3b2"
+        )
+    )
+    add(
+        Markup(
+            '<text x="{}" y="{}" text-anchor="middle" fill="{}" font-size="12">{}</text>'
+        ).format(_n(left + plot_w / 2), _n(top + plot_h + 38), MUTED, x_label)
+    )
+    cy = top + plot_h / 2
+    add(
+        Markup(
+            '<text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})" fill="{}" '
+            'font-size="12">{}</text>'
+        ).format(_n(14), _n(cy), _n(14), _n(cy), MUTED, y_label)
+    )
+
+    # marker: a vertical line, its label above the plot (kept inside the figure)
+    if has_marker:
+        mx = sx(mk)
+        tip = marker_label or f"{format_number(mk)}"
+        add(Markup('<g class="hist-marker" data-value="{}">').format(format_number(mk, 6)))
+        add(Markup("<title>{}</title>").format(tip))
+        add(
+            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="2.2"/>').format(
+                _n(mx), _n(top - 4), _n(mx), _n(top + plot_h), MARKER_COLOR
+            )
+        )
+        if marker_label:
+            fs = 11.5
+            tw = _text_width(marker_label, fs)
+            tx = min(max(mx - tw / 2, 4.0), width - 4.0 - tw)
+            add(
+                Markup(
+                    '<text class="hist-marker-label" x="{}" y="{}" fill="{}" font-size="{}" '
+                    'font-weight="600">{}</text>'
+                ).format(_n(max(tx, 4.0)), _n(top - 9), MARKER_COLOR, fs, marker_label)
+            )
+        add(Markup("</g>"))
+    add(Markup("</svg>"))
+    return Markup("").join(out)
+
+
+# ---------------------------------------------------------------------- bar chart
+
+
+def bar_chart_svg(
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    *,
+    x_label: str,
+    errors: Sequence[float | None] | None = None,
+    colors: Sequence[str] | None = None,
+    title: str | None = None,
+    x_min: float = 0.0,
+    x_max: float | None = None,
+    width: float = 640.0,
+) -> Markup:
+    """Horizontal bars, one per label, as one ``<svg>`` (e.g. accuracies of one layer).
+
+    ``errors`` draws ±error whiskers; a None/NaN value is shown as "—" with no bar.
+    Each bar is a ``<g class="bar-item">`` with a hover tooltip.
+    """
+    labels = [str(x) for x in labels]
+    vals = [_float(v) for v in values]
+    if not labels:
+        raise InterpError("bar chart needs at least one bar")
+    if len(vals) != len(labels):
+        raise InterpError(f"bar chart has {len(labels)} labels but {len(vals)} values")
+    errs = [_float(e) for e in errors] if errors is not None else [math.nan] * len(vals)
+    if len(errs) != len(vals):
+        raise InterpError(f"bar chart has {len(vals)} values but {len(errs)} errors")
+    cols = [str(c) for c in colors] if colors is not None else [PALETTE[0]] * len(vals)
+    if len(cols) != len(vals):
+        raise InterpError(f"bar chart has {len(vals)} values but {len(cols)} colours")
+    for c in cols:
+        _hex_to_rgb(c)
+    finite = [
+        v + (e if math.isfinite(e) else 0)
+        for v, e in zip(vals, errs, strict=True)
+        if math.isfinite(v)
+    ]
+    lo = float(x_min)
+    hi = float(x_max) if x_max is not None else max(finite + [lo + 1.0])
+    if hi <= lo:
+        hi = lo + 1.0
+    ticks = _nice_ticks(lo, hi, 5)
+    step = _nice_step(hi - lo, 5)
+
+    fs = 12.0
+    label_w = max(_text_width(lab, fs) for lab in labels) + 14
+    value_w = 104.0
+    left = 10 + label_w
+    right = value_w + 10
+    bar_h, gap = 20.0, 8.0
+    top = 10 + (26.0 if title else 0.0)
+    plot_w = width - left - right
+    plot_h = len(vals) * (bar_h + gap) - gap + 8
+    bottom = 44.0
+    height = top + plot_h + bottom
+
+    def sx(v: float) -> float:
+        return left + (min(max(v, lo), hi) - lo) / (hi - lo) * plot_w
+
+    out: list[Markup] = []
+    add = out.append
+    aria = title or f"{x_label} by item"
+    add(
+        Markup(
+            '<svg xmlns="{}" class="interp-barchart" width="{}" height="{}" viewBox="0 0 {} {}" '
+            'role="img" aria-label="{}" font-family="{}" font-size="{}">'
+        ).format(SVG_NS, _n(width), _n(height), _n(width), _n(height), aria, SANS, fs)
+    )
+    add(Markup("<title>{}</title>").format(aria))
+    if title:
+        add(
+            Markup(
+                '<text x="{}" y="{}" font-size="13.5" font-weight="600" fill="{}">{}</text>'
+            ).format(_n(left), _n(22), INK, title)
+        )
+    for t in ticks:
+        xx = sx(t)
+        add(
+            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
+                _n(xx), _n(top), _n(xx), _n(top + plot_h), GRID
+            )
+        )
+        add(
+            Markup(
+                '<text x="{}" y="{}" text-anchor="middle" fill="{}" font-size="11">{}</text>'
+            ).format(_n(xx), _n(top + plot_h + 16), INK_2, _tick_label(t, step))
+        )
+    for k, (lab, v, e, c) in enumerate(zip(labels, vals, errs, cols, strict=True)):
+        y = top + 4 + k * (bar_h + gap)
+        cy = y + bar_h / 2
+        shown = format_number(v)
+        if math.isfinite(v) and math.isfinite(e) and e > 0:
+            shown += f" ± {format_number(e)}"
+        add(Markup('<g class="bar-item">'))
+        add(Markup("<title>{}</title>").format(f"{lab}: {shown}"))
+        add(
+            Markup(
+                '<text x="{}" y="{}" text-anchor="end" dominant-baseline="central" '
+                'fill="{}">{}</text>'
+            ).format(_n(left - 8), _n(cy), INK_2, lab)
+        )
+        end = left
+        if math.isfinite(v):
+            end = sx(v)
+            add(
+                Markup('<rect x="{}" y="{}" width="{}" height="{}" fill="{}" rx="2"/>').format(
+                    _n(left), _n(y), _n(max(end - left, 0.5)), _n(bar_h), c
+                )
+            )
+            if math.isfinite(e) and e > 0:
+                x0, x1 = sx(v - e), sx(v + e)
+                add(
+                    Markup(
+                        '<path d="M{} {} L{} {} M{} {} L{} {} M{} {} L{} {}" stroke="{}" '
+                        'stroke-width="1.4" fill="none"/>'
+                    ).format(
+                        _n(x0),
+                        _n(cy),
+                        _n(x1),
+                        _n(cy),
+                        _n(x0),
+                        _n(cy - 5),
+                        _n(x0),
+                        _n(cy + 5),
+                        _n(x1),
+                        _n(cy - 5),
+                        _n(x1),
+                        _n(cy + 5),
+                        INK,
+                    )
+                )
+                end = max(end, x1)
+        add(
+            Markup(
+                '<text x="{}" y="{}" dominant-baseline="central" fill="{}" font-family="{}" '
+                'font-size="11.5">{}</text>'
+            ).format(
+                _n(max(end, left) + 6), _n(cy), INK if math.isfinite(v) else MUTED, MONO, shown
+            )
+        )
+        add(Markup("</g>"))
+    add(
+        Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
+            _n(left), _n(top), _n(left), _n(top + plot_h), "#9aa3b2"
+        )
+    )
+    add(
+        Markup(
+            '<text x="{}" y="{}" text-anchor="middle" fill="{}" font-size="12">{}</text>'
+        ).format(_n(left + plot_w / 2), _n(top + plot_h + 36), MUTED, x_label)
+    )
+    add(Markup("</svg>"))
+    return Markup("").join(out)
+
+
+__all__ += ["bar_chart_svg", "histogram_svg"]
