@@ -168,7 +168,9 @@ def fit_probe(
     yt = y[train] if y_train is None else y_train
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = LogisticRegression(C=C, max_iter=2000, random_state=seed).fit(xs_train, yt)
+        clf = LogisticRegression(
+            C=C, solver="newton-cholesky", max_iter=200, random_state=seed
+        ).fit(xs_train, yt)
     train_acc = float((clf.predict(xs_train) == y[train]).mean()) if y_train is None else \
         float((clf.predict(xs_train) == yt).mean())
     test_pred = clf.predict(xs_test)
