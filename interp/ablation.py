@@ -57,15 +57,19 @@ def variance_matched_directions(
     """``k`` random unit directions whose variance under ``x`` equals that along ``u``.
 
     Each starts as a uniformly random direction ``r₀`` and is rotated, in the plane of
-    ``r₀`` and the top (or bottom) principal direction, just far enough to match the
-    target variance (bisection), so it stays as random as the constraint allows.
+    ``r₀`` and a random direction drawn from the principal subspace whose variances lie
+    above (or below) the target, just far enough to match the target variance
+    (bisection). Drawing the helper at random from that subspace, rather than always
+    using the top principal direction, keeps the random directions spread out instead
+    of all leaning on one outlier axis.
     """
     rng = np.random.default_rng(seed)
     xc = x - x.mean(0)
     cov = xc.T @ xc / max(len(x) - 1, 1)
     target = direction_variance(x, u)
     evals, evecs = np.linalg.eigh(cov)
-    top, bottom = evecs[:, -1], evecs[:, 0]
+    above = evecs[:, evals > target] if (evals > target).any() else evecs[:, -1:]
+    below = evecs[:, evals < target] if (evals < target).any() else evecs[:, :1]
     out: list[np.ndarray] = []
     tries = 0
     while len(out) < k:
@@ -75,7 +79,9 @@ def variance_matched_directions(
         r0 = rng.standard_normal(x.shape[1])
         r0 /= np.linalg.norm(r0)
         v0 = float(r0 @ cov @ r0)
-        helper = top if v0 < target else bottom
+        basis = above if v0 < target else below
+        helper = basis @ rng.standard_normal(basis.shape[1])
+        helper /= np.linalg.norm(helper)
         e = helper - (helper @ r0) * r0
         e /= np.linalg.norm(e)
 
