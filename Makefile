@@ -29,6 +29,16 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/capture.py
+	$(BIN)/python bench/generate.py
+	$(BIN)/python bench/probe.py
+
+# Long runs that reproduce the issues' target figures (minutes; not part of `make test`).
+accept: setup
+	$(BIN)/interp probe --layers all --out accept-out/capitals
+	$(BIN)/interp probe --dataset datasets/probes/sentiment.jsonl --layer 24 --ablate \
+		--out accept-out/sentiment
+	$(BIN)/interp probe --layer 6 --ablate --out accept-out/layer6
+	$(BIN)/python scripts/check_acceptance.py accept-out
 
 clean:
-	rm -rf $(VENV) demo-out build dist .pytest_cache .ruff_cache
+	rm -rf $(VENV) demo-out accept-out build dist .pytest_cache .ruff_cache

@@ -260,3 +260,52 @@ def test_generate_errors(tiny_model_dir, tmp_path, capsys, args, message):
                                 "--out", str(out)], capsys)
     assert code == 2 and stdout == "" and message in stderr
     assert len(stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def _probe_rows(n=40, classes=2, label_key="label"):
+    adjs = ["good", "great", "fine", "nice", "bad", "awful", "poor", "sad"]
+    return [{"text": f"The thing was {adjs[i % 8]}.", label_key: (i % 8 >= 4) % classes,
+             "group": adjs[i % 8]} for i in range(n)]
+
+
+def test_probe_verb_tiny_with_ablation(tiny_model_dir, tmp_path, capsys):
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in _probe_rows(80)))
+    out = tmp_path / "probe-out"
+    code, stdout, stderr = run(["probe", "--model", str(tiny_model_dir), "--dataset", str(data),
+                                "--layers", "all", "--seeds", "2", "--ablate",
+                                "--random-directions", "3", "--out", str(out)], capsys)
+    assert code == 0, stderr
+    assert "ablation at layer" in stdout
+    res = json.loads((out / "results.json").read_text())
+    for key in ("layers", "test_accuracy_mean", "test_accuracy_std", "control_accuracy_mean",
+                "control_task_accuracy_mean", "selectivity", "shuffled_accuracy_mean",
+                "train_accuracy_mean"):
+        assert len(res[key]) == 3, key
+    ab = res["ablation"]
+    for name in ("probe", "mean_difference"):
+        assert len(ab[name]["random"]["kl"]) == 3 and 0 <= ab[name]["percentile"] <= 100
+    from interp.artifacts import load_artifact
+
+    art = load_artifact(out / "probe", kind="probe", d_model=64)
+    assert art.hook_point == f"blocks.{res['best_layer']}.hook_resid_post"
+
+
+@pytest.mark.parametrize(
+    "rows, args, message",
+    [
+        (_probe_rows(40, classes=1), [], "single class"),
+        (_probe_rows(6), [], "at least 10"),
+        (_probe_rows(40, label_key="y"), [], "no column 'label'"),
+        (_probe_rows(40), ["--layer", "40"], "layer 40 out of range"),
+        (_probe_rows(40), ["--text-column", "sentence"], "no column 'sentence'"),
+    ],
+)
+def test_probe_verb_errors(tiny_model_dir, tmp_path, capsys, rows, args, message):
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "o"
+    code, stdout, stderr = run(["probe", "--model", str(tiny_model_dir), "--dataset", str(data),
+                                *args, "--out", str(out)], capsys)
+    assert code == 2 and stdout == "" and message in stderr
+    assert len(stderr.strip().splitlines()) == 1 and not out.exists()
