@@ -204,8 +204,13 @@ class _Runner:
             self.target_ids = ids
         self.clean_lp, self.clean_later = self._run(None)
 
-    def _run(self, u: Tensor | None) -> tuple[Tensor, np.ndarray]:
-        hooks = [] if u is None else [(self.model.resid_hook(self.layer), projection_hook(u))]
+    def _run(self, u: Tensor | Any | None) -> tuple[Tensor, np.ndarray]:
+        """Forward with ``u`` removed at the layer: a direction, or any hook function."""
+        if u is None:
+            hooks = []
+        else:
+            fn = projection_hook(u) if isinstance(u, Tensor) else u
+            hooks = [(self.model.resid_hook(self.layer), fn)]
         with self.model.bridge.hooks(fwd_hooks=hooks):
             acts = capture(self.model, self.texts, layers=[self.later], positions=self.position,
                            batch_size=self.batch_size, with_logits=True, progress=False)
@@ -225,17 +230,18 @@ class _Runner:
 
         return fit_probe(x, self.labels, split[0], split[1]).test_accuracy
 
-    def effect(self, u: np.ndarray, x_layer: np.ndarray,
-               split: tuple[np.ndarray, np.ndarray]) -> AblationEffect:
-        lp, later = self._run(torch.from_numpy(u))
+    def effect(self, u: np.ndarray | Any, x_layer: np.ndarray,
+               split: tuple[np.ndarray, np.ndarray], variance: float | None = None,
+               ) -> AblationEffect:
+        lp, later = self._run(torch.from_numpy(u) if isinstance(u, np.ndarray) else u)
         kl = float(kl_divergence(self.clean_lp, lp).mean())
         clean_sep, sep = self.separation(self.clean_lp), self.separation(lp)
         change = removed = None
         if clean_sep is not None and sep is not None:
             change = clean_sep - sep
             removed = change / clean_sep if clean_sep != 0 else None
-        return AblationEffect(kl, change, removed, self.later_probe(later, split),
-                              direction_variance(x_layer, u))
+        var = direction_variance(x_layer, u) if variance is None else variance
+        return AblationEffect(kl, change, removed, self.later_probe(later, split), var)
 
 
 def run_ablation(
@@ -253,6 +259,7 @@ def run_ablation(
     position: str | int = "last",
     batch_size: int = 16,
     seed: int = 0,
+    leace: bool = False,
     progress: bool | None = None,
 ) -> AblationResult:
     """Ablate each of ``directions`` (name → [d_model]) at ``layer`` and compare with
@@ -260,6 +267,9 @@ def run_ablation(
 
     ``x_layer`` holds the activations at ``layer`` (same positions as the probe) used
     to match variances. ``later_layer`` defaults to 4 layers later (capped at the last).
+    ``leace=True`` also applies LEACE (Belrose et al. 2023, the ``concept-erasure``
+    package), fitted on ``x_layer`` and the labels, as a second, principled erasure; it
+    is reported as ``leace`` and ranked against the first direction's random set.
     """
     from interp.probes import split_indices
 
@@ -294,11 +304,48 @@ def run_ablation(
                 _percentile(eff.logit_diff_change, ld) if has_ld else None,
                 _z(eff.logit_diff_change, ld) if has_ld else None,
             )
+    if leace:
+        result.directions["leace"] = _leace_report(runner, x_layer, labels, split, result)
     return result
+
+
+def leace_hook(x_layer: np.ndarray, labels: np.ndarray):
+    """A hook applying a LEACE eraser fitted on ``x_layer`` [n, d] and binary labels."""
+    try:
+        from concept_erasure import LeaceEraser
+    except ImportError:  # pragma: no cover - it is a dependency
+        raise InterpError("LEACE needs the concept-erasure package") from None
+    eraser = LeaceEraser.fit(torch.from_numpy(x_layer).double(),
+                             torch.from_numpy(labels.astype(np.float64)).unsqueeze(1))
+
+    def hook(h: Tensor, hook: Any) -> Tensor:  # noqa: ARG001
+        return eraser(h.double()).to(h.dtype)
+
+    return hook, eraser
+
+
+def _leace_report(runner: _Runner, x_layer: np.ndarray, labels: np.ndarray,
+                  split: tuple[np.ndarray, np.ndarray], result: AblationResult,
+                  ) -> DirectionReport:
+    hook, eraser = leace_hook(x_layer, labels)
+    erased = eraser(torch.from_numpy(x_layer).double()).numpy()
+    removed_var = float(np.var(x_layer, 0, ddof=1).sum() - np.var(erased, 0, ddof=1).sum())
+    eff = runner.effect(hook, x_layer, split, variance=removed_var)
+    ref = next(iter(result.directions.values()), None)
+    rnd = ref.random if ref is not None else []
+    kls = [r.kl for r in rnd]
+    ld = [r.logit_diff_change for r in rnd]
+    has_ld = bool(rnd) and eff.logit_diff_change is not None and all(v is not None for v in ld)
+    return DirectionReport(
+        "leace", eff, rnd, _percentile(eff.kl, kls) if kls else math.nan,
+        _z(eff.kl, kls) if kls else math.nan,
+        _percentile(eff.logit_diff_change, ld) if has_ld else None,
+        _z(eff.logit_diff_change, ld) if has_ld else None,
+    )
 
 
 __all__ = [
     "AblationEffect", "AblationResult", "DirectionReport", "direction_variance",
-    "projection_hook", "run_ablation", "variance_matched_directions",
+    "leace_hook", "projection_hook", "run_ablation", "variance_matched_directions",
 ]
 

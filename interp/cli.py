@@ -263,6 +263,8 @@ def _print_capture_table(rows: list[dict[str, Any]]) -> None:
               help="Skip the random-weights control (saves one capture pass).")
 @click.option("--ablate", is_flag=True,
               help="Ablation check at the layer (the best layer of a sweep).")
+@click.option("--leace", is_flag=True,
+              help="With --ablate: also erase with LEACE (concept-erasure), a second method.")
 @click.option("--random-directions", default=10, show_default=True,
               type=click.IntRange(min=1), help="Variance-matched random directions.")
 @click.option("--ablate-examples", default=256, show_default=True,
@@ -274,7 +276,8 @@ def probe(
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
     layer: str | None, layers: str | None, dataset: str | None, text_column: str,
     label_column: str, group_column: str, position: str, seeds: int, C: float,
-    no_random_weights: bool, ablate: bool, random_directions: int, ablate_examples: int,
+    no_random_weights: bool, ablate: bool, leace: bool, random_directions: int,
+    ablate_examples: int,
     out_dir: str | None, as_json: bool,
 ) -> None:
     """Linear probes with held-out accuracy, controls, seed noise and an ablation check."""
@@ -284,6 +287,8 @@ def probe(
 
     if layer is not None and layers is not None:
         raise InterpError("give --layer or --layers, not both")
+    if leace and not ablate:
+        raise InterpError("--leace needs --ablate")
     if not (C > 0 and math.isfinite(C)):
         raise InterpError(f"--C must be a positive number, got {C}")
     pos: str | int = position
@@ -307,7 +312,7 @@ def probe(
                            "n_groups": len(set(ds.groups)) if ds.groups else None}
         if ablate:
             data["ablation"] = _probe_ablation(model, ds, res, pos, batch_size, seed,
-                                               random_directions, ablate_examples)
+                                               random_directions, ablate_examples, leace)
         man = _manifest(model, seed, ds.texts, data["config"])
         man["dataset_hash"] = dataset_hash(ds)
         data["manifest"] = man
@@ -326,7 +331,8 @@ def probe(
         _log(f"warning: {w}")
 
 
-def _probe_ablation(model, ds, res, pos, batch_size, seed, n_random, n_examples):  # noqa: ANN001, ANN202
+def _probe_ablation(model, ds, res, pos, batch_size, seed, n_random, n_examples,  # noqa: ANN001, ANN202
+                    leace=False):
     import numpy as np
 
     from interp.ablation import run_ablation
@@ -349,7 +355,7 @@ def _probe_ablation(model, ds, res, pos, batch_size, seed, n_random, n_examples)
         model, texts, labels,
         {"probe": res.directions[layer], "mean_difference": res.mean_differences[layer]},
         layer=layer, x_layer=x, groups=groups, targets=ds.target_tokens, n_random=n_random,
-        position=pos, batch_size=batch_size, seed=seed,
+        position=pos, batch_size=batch_size, seed=seed, leace=leace,
     )
     return ab.to_dict()
 
@@ -400,7 +406,9 @@ def _print_probe_table(d: dict[str, Any]) -> None:
         for col in ("direction", "KL", "KL pct", "KL z", "logit-gap change", "removed",
                     f"probe@L{ab['later_layer']}"):
             t2.add_column(col, justify="right")
-        for name in ("probe", "mean_difference"):
+        for name in ("probe", "mean_difference", "leace"):
+            if name not in ab:
+                continue
             r = ab[name]
             t2.add_row(name, f(r["kl"]), f"{r['kl_percentile']:.0f}", f(r["kl_z"]),
                        f(r["logit_diff_change"]), f(r["logit_diff_removed_fraction"]),

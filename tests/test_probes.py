@@ -216,3 +216,24 @@ def test_sentiment_mean_difference_ablation_removes_the_logit_gap(model):
           f"random max {max(d['random']['kl']):.3f}")
     assert d["logit_diff_removed_fraction"] >= 0.8
     assert d["kl"] > max(d["random"]["kl"])
+
+
+def test_leace_erases_the_concept_tiny(tiny_model):
+    """LEACE, fitted on a layer's activations, leaves the label linearly unreadable there."""
+    from interp.ablation import leace_hook
+    from interp.capture import capture
+
+    ds = synthetic_sentiment()
+    x = capture(tiny_model, ds.texts, layers=[1])[1].numpy().astype(np.float64)
+    hook, eraser = leace_hook(x, ds.labels)
+    erased = eraser(torch.from_numpy(x)).numpy()
+    # no linear function of the erased activations correlates with the label
+    xc = erased - erased.mean(0)
+    yc = ds.labels - ds.labels.mean()
+    assert np.abs(xc.T @ yc).max() < 1e-6 * len(yc)
+    res = run_ablation(tiny_model, ds.texts, ds.labels,
+                       {"mean_difference": x[ds.labels == 1].mean(0) - x[ds.labels == 0].mean(0)},
+                       layer=1, x_layer=x.astype(np.float32), groups=ds.groups, n_random=2,
+                       later_layer=2, leace=True, progress=False)
+    d = res.to_dict()["leace"]
+    assert d["kl"] >= 0 and len(d["random"]["kl"]) == 2
