@@ -171,15 +171,10 @@ def capture(
     from interp.artifacts import save_artifact
     from interp.capture import capture as run_capture
     from interp.capture import summarize
-    from interp.data import read_prompts
     from interp.models import parse_dtype
     from reports.capture import render_capture_report
 
-    if file_ and prompts:
-        raise InterpError("give prompts as arguments or with --file, not both")
-    texts = read_prompts(file_, text_column) if file_ else list(prompts)
-    if not texts:
-        raise InterpError("no prompts: pass them as arguments or with --file")
+    texts = _prompts_from_args(prompts, file_, text_column)
     pos: str | int = positions
     if positions not in ("last", "mean", "all"):
         try:
@@ -446,14 +441,9 @@ def generate_cmd(
     verify_every: int, inject_batch_noise: float, as_json: bool, out_dir: str | None,
 ) -> None:
     """Generate continuations of PROMPTS (or --file), batched and KV-cached."""
-    from interp.data import read_prompts
     from interp.generate import GenerationConfig, generate
 
-    if file_ and prompts:
-        raise InterpError("give prompts as arguments or with --file, not both")
-    texts = read_prompts(file_, text_column) if file_ else list(prompts)
-    if not texts:
-        raise InterpError("no prompts: pass them as arguments or with --file")
+    texts = _prompts_from_args(prompts, file_, text_column)
     GenerationConfig(  # validate before loading the model
         max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, stop=stop,
         batch_size=batch_size, verify_every=verify_every,
@@ -573,6 +563,19 @@ def _print_corpus_info(man: dict[str, Any]) -> None:
 
 
 # -------------------------------------------------------------------------- helpers
+def _prompts_from_args(prompts: tuple[str, ...], file_: str | None, text_column: str,
+                       ) -> list[str]:
+    """Prompts given as arguments, or read from ``--file`` (not both, not none)."""
+    from interp.data import read_prompts
+
+    if file_ and prompts:
+        raise InterpError("give prompts as arguments or with --file, not both")
+    texts = read_prompts(file_, text_column) if file_ else list(prompts)
+    if not texts:
+        raise InterpError("no prompts: pass them as arguments or with --file")
+    return texts
+
+
 def _open_out(out_dir: str | None):
     from interp.outdir import OutDir
 

@@ -443,6 +443,38 @@ def heatmap_svg(
 # --------------------------------------------------------------------- line chart
 
 
+def _grid_and_ticks(
+    add: Any, x_ticks: Sequence[float], y_ticks: Sequence[float], sx: Any, sy: Any,
+    x_step: float, y_step: float, left: float, top: float, plot_w: float, plot_h: float,
+) -> None:
+    """Horizontal grid lines with y tick labels, and x tick marks with labels."""
+    for t in y_ticks:
+        yy = sy(t)
+        add(
+            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
+                _n(left), _n(yy), _n(left + plot_w), _n(yy), GRID
+            )
+        )
+        add(
+            Markup(
+                '<text x="{}" y="{}" text-anchor="end" dominant-baseline="central" '
+                'fill="{}">{}</text>'
+            ).format(_n(left - 7), _n(yy), INK_2, _tick_label(t, y_step))
+        )
+    for t in x_ticks:
+        xx = sx(t)
+        add(
+            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
+                _n(xx), _n(top + plot_h), _n(xx), _n(top + plot_h + 4), INK_2
+            )
+        )
+        add(
+            Markup('<text x="{}" y="{}" text-anchor="middle" fill="{}">{}</text>').format(
+                _n(xx), _n(top + plot_h + 17), INK_2, _tick_label(t, x_step)
+            )
+        )
+
+
 def line_chart_svg(
     series: Mapping[str, Sequence[float]],
     x: Sequence[float],
@@ -607,31 +639,7 @@ def line_chart_svg(
 
     # grid and axes
     add(Markup('<g class="lc-grid">'))
-    for t in y_ticks:
-        yy = sy(t)
-        add(
-            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
-                _n(left), _n(yy), _n(left + plot_w), _n(yy), GRID
-            )
-        )
-        add(
-            Markup(
-                '<text x="{}" y="{}" text-anchor="end" dominant-baseline="central" '
-                'fill="{}">{}</text>'
-            ).format(_n(left - 7), _n(yy), INK_2, _tick_label(t, y_step))
-        )
-    for t in x_ticks:
-        xx = sx(t)
-        add(
-            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
-                _n(xx), _n(top + plot_h), _n(xx), _n(top + plot_h + 4), INK_2
-            )
-        )
-        add(
-            Markup('<text x="{}" y="{}" text-anchor="middle" fill="{}">{}</text>').format(
-                _n(xx), _n(top + plot_h + 17), INK_2, _tick_label(t, x_step)
-            )
-        )
+    _grid_and_ticks(add, x_ticks, y_ticks, sx, sy, x_step, y_step, left, top, plot_w, plot_h)
     add(
         Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
             _n(left), _n(top + plot_h), _n(left + plot_w), _n(top + plot_h), "#9aa3b2"
@@ -805,31 +813,7 @@ def histogram_svg(
 
     # grid, ticks, axes
     add(Markup('<g class="hist-grid">'))
-    for t in y_ticks:
-        yy = sy(t)
-        add(
-            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
-                _n(left), _n(yy), _n(left + plot_w), _n(yy), GRID
-            )
-        )
-        add(
-            Markup(
-                '<text x="{}" y="{}" text-anchor="end" dominant-baseline="central" '
-                'fill="{}">{}</text>'
-            ).format(_n(left - 7), _n(yy), INK_2, _tick_label(t, y_step))
-        )
-    for t in x_ticks:
-        xx = sx(t)
-        add(
-            Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-width="1"/>').format(
-                _n(xx), _n(top + plot_h), _n(xx), _n(top + plot_h + 4), INK_2
-            )
-        )
-        add(
-            Markup('<text x="{}" y="{}" text-anchor="middle" fill="{}">{}</text>').format(
-                _n(xx), _n(top + plot_h + 17), INK_2, _tick_label(t, x_step)
-            )
-        )
+    _grid_and_ticks(add, x_ticks, y_ticks, sx, sy, x_step, y_step, left, top, plot_w, plot_h)
     add(Markup("</g>"))
 
     # bars
