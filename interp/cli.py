@@ -497,6 +497,94 @@ def _print_generations(gens: list[Any]) -> None:
     Console(soft_wrap=False, width=120).print(table)
 
 
+# --------------------------------------------------------------------------- steer
+@cli.group()
+def steer() -> None:
+    """Steering vectors: build them from contrast pairs and generate with them."""
+
+
+@steer.command("train")
+@click.option("--pairs", required=True, type=click.Path(dir_okay=False),
+              help="JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
+@click.option("--layer", required=True, type=int, help="0-based layer (resid_post).")
+@click.option("--method", default="mean_diff", show_default=True,
+              type=click.Choice(["mean_diff", "pca"]))
+@click.option("--positive-key", default="positive", show_default=True)
+@click.option("--negative-key", default="negative", show_default=True)
+@model_options
+@click.option("--out", "out_path", required=True, type=click.Path(),
+              help="Artifact folder for the vector (safetensors + config.json).")
+def steer_train(pairs: str, layer: int, method: str, positive_key: str, negative_key: str,
+                model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+                out_path: str) -> None:
+    """Build a steering vector at LAYER from contrast pairs."""
+    from interp.steering import load_pairs, train_vector
+
+    cp = load_pairs(pairs, positive_key, negative_key)
+    model = _load_model(model_name, device, dtype, seed)
+    vec = train_vector(model, cp, layer, method=method, batch_size=batch_size)
+    man = _manifest(model, seed, cp.positive + cp.negative,
+                    {"layer": layer, "method": method, "pairs": pairs})
+    path = vec.save(out_path, man)
+    click.echo(json.dumps({"vector": str(path), "layer": vec.layer, "method": vec.method,
+                           "n_pairs": vec.n_pairs, "norm": vec.norm,
+                           "scale": vec.scale_note}, indent=2))
+
+
+@steer.command("generate")
+@click.argument("prompts", nargs=-1)
+@click.option("--vector", "vector_path", required=True, type=click.Path(),
+              help="A steering-vector artifact from `interp steer train`.")
+@click.option("--alpha", default=1.0, show_default=True, type=float,
+              help="Coefficient: h ← h + alpha·v (negative steers the other way).")
+@click.option("--layer", default=None, type=int, help="Override the vector's layer.")
+@click.option("--file", "file_", default=None, type=click.Path(dir_okay=False))
+@click.option("--text-column", default="text", show_default=True)
+@model_options
+@click.option("--chat", is_flag=True)
+@click.option("--max-new-tokens", default=48, show_default=True, type=int)
+@click.option("--temperature", default=0.0, show_default=True, type=float)
+@click.option("--json", "as_json", is_flag=True)
+def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
+                   layer: int | None, file_: str | None, text_column: str,
+                   model_name: str | None, device: str, dtype: str, batch_size: int,
+                   seed: int, chat: bool, max_new_tokens: int, temperature: float,
+                   as_json: bool) -> None:
+    """Generate with a steering vector added at its layer, next to the unsteered text."""
+    import math
+
+    from interp.generate import generate
+    from interp.steering import load_vector
+    from interp.steering import steer as steer_ctx
+
+    if not math.isfinite(alpha):
+        raise InterpError(f"--alpha must be finite, got {alpha}")
+    texts = _prompts_from_args(prompts, file_, text_column)
+    model = _load_model(model_name, device, dtype, seed)
+    vec = load_vector(vector_path, model)
+    kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
+          "chat": chat, "batch_size": batch_size}
+    base = generate(model, texts, **kw)
+    with steer_ctx(model, vec, layer=layer, alpha=alpha):
+        steered = generate(model, texts, **kw)
+    rows = [{"prompt": p, "alpha": alpha, "layer": vec.layer if layer is None else layer,
+             "text": s, "unsteered": b}
+            for p, s, b in zip(texts, steered.texts, base.texts, strict=True)]
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_lines=True, title=f"steering at layer {rows[0]['layer']}, alpha {alpha}")
+    for col in ("prompt", "unsteered", "steered"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(Text(r["prompt"]), Text(r["unsteered"]), Text(r["text"]))
+    Console(soft_wrap=False, width=140).print(table)
+
+
 # -------------------------------------------------------------------------- models
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

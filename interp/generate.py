@@ -32,6 +32,7 @@ itself, while the verifier (one fixed shape per request) stays consistent.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -45,6 +46,14 @@ from torch import Tensor
 from interp.errors import InterpError
 from interp.models import Model
 from interp.progress import make_progress
+
+#: During each forward pass of :func:`generate`: the request index (into ``prompts``)
+#: of every row of the batch, as a LongTensor. Hooks registered outside ``generate``
+#: (e.g. :func:`interp.steering.steer` with per-row coefficients) read it; it is
+#: ``None`` outside generation.
+current_rows: contextvars.ContextVar[Tensor | None] = contextvars.ContextVar(
+    "interp_current_rows", default=None
+)
 
 Hook = tuple[str, Callable[..., Any]]
 #: ``(hook_name, fn(tensor, hook, rows))``: ``rows`` holds the request index of each row.
@@ -229,6 +238,13 @@ class _Engine:
         for name, fn in self.row_hooks:
             fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
         self.stats.forward_passes += 1
+        token = current_rows.set(rows)
+        try:
+            return self._forward_inner(ids, mask, fwd, cache)
+        finally:
+            current_rows.reset(token)
+
+    def _forward_inner(self, ids: Tensor, mask: Tensor, fwd: list, cache: Any) -> Any:
         with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
             if cache is None and not self.cfg.use_cache:
                 logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
@@ -418,8 +434,12 @@ class _Engine:
         fwd = list(self.hooks)
         for name, fn in self.row_hooks:
             fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
-        with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
-            logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
+        token = current_rows.set(rows)
+        try:
+            with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
+                logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
+        finally:
+            current_rows.reset(token)
         return logits.float(), None
 
 

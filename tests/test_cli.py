@@ -309,3 +309,48 @@ def test_probe_verb_errors(tiny_model_dir, tmp_path, capsys, rows, args, message
                                 *args, "--out", str(out)], capsys)
     assert code == 2 and stdout == "" and message in stderr
     assert len(stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_steer_train_and_generate(tiny_model_dir, tmp_path, capsys):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"positive": p, "negative": n}) + "\n" for p, n in [
+        ("I love it.", "I hate it."), ("What a great day.", "What an awful day."),
+        ("The food was lovely.", "The food was dreadful.")]))
+    vec = tmp_path / "vec"
+    code, stdout, stderr = run(["steer", "train", "--pairs", str(pairs), "--layer", "1",
+                                "--model", str(tiny_model_dir), "--out", str(vec)], capsys)
+    assert code == 0, stderr
+    assert json.loads(stdout)["n_pairs"] == 3
+    code, stdout, stderr = run(["steer", "generate", "Once upon a time", "--vector", str(vec),
+                                "--alpha", "0", "--max-new-tokens", "5", "--json",
+                                "--model", str(tiny_model_dir)], capsys)
+    assert code == 0, stderr
+    row = json.loads(stdout)[0]
+    assert row["text"] == row["unsteered"] and row["layer"] == 1
+
+
+@pytest.mark.parametrize("case", ["empty-pairs", "layer-out-of-range", "other-model"])
+def test_steer_errors(tiny_model_dir, tmp_path, capsys, case):
+    import torch
+
+    from interp.steering import SteeringVector
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"positive": "I love it.", "negative": "I hate it."}\n')
+    if case == "empty-pairs":
+        pairs.write_text("\n")
+        args = ["steer", "train", "--pairs", str(pairs), "--layer", "1"]
+        message = "empty dataset"
+    elif case == "layer-out-of-range":
+        args = ["steer", "train", "--pairs", str(pairs), "--layer", "7"]
+        message = "layer 7 out of range"
+    else:
+        path = SteeringVector(torch.ones(64), 1, "some-other-model", "mean_diff").save(
+            tmp_path / "other")
+        args = ["steer", "generate", "hi", "--vector", str(path)]
+        message = "was made for model 'some-other-model'"
+    code, stdout, stderr = run([*args, "--model", str(tiny_model_dir),
+                                *(["--out", str(tmp_path / "v")] if "train" in args else [])],
+                               capsys)
+    assert code == 2 and stdout == "" and message in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1

@@ -1,0 +1,128 @@
+"""interp.steering: vectors from contrast pairs, injection during generation, artifacts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from interp.capture import capture
+from interp.errors import InterpError
+from interp.generate import generate
+from interp.steering import (
+    ContrastPairs,
+    distinct_n,
+    load_vector,
+    steer,
+    train_vector,
+)
+
+PAIRS = ContrastPairs(
+    positive=["I love this town.", "The food was wonderful.", "What a great day it was."],
+    negative=["I hate this town.", "The food was dreadful.", "What an awful day it was."],
+    source="inline",
+)
+PROMPTS = ["Once upon a time", "The weather today", "My friend said", "Numbers 1 2 3"]
+
+
+def test_mean_difference_vector(tiny_model):
+    vec = train_vector(tiny_model, PAIRS, 1)
+    acts = capture(tiny_model, PAIRS.positive + PAIRS.negative, layers=[1])[1]
+    expected = acts[:3].mean(0) - acts[3:].mean(0)
+    torch.testing.assert_close(vec.vector, expected)
+    assert vec.hook_point == "blocks.1.hook_resid_post" and vec.n_pairs == 3
+
+
+def test_pca_vector_sign_and_scale(tiny_model):
+    md = train_vector(tiny_model, PAIRS, 1)
+    pc = train_vector(tiny_model, PAIRS, 1, method="pca")
+    assert pc.norm == pytest.approx(md.norm, rel=1e-5)
+    assert float(pc.vector @ md.vector) > 0
+
+
+def test_alpha_zero_is_byte_identical(tiny_model):
+    vec = train_vector(tiny_model, PAIRS, 1)
+    base = generate(tiny_model, PROMPTS, max_new_tokens=8)
+    with steer(tiny_model, vec, alpha=0.0):
+        same = generate(tiny_model, PROMPTS, max_new_tokens=8)
+    assert [g.token_ids for g in same.generations] == [g.token_ids for g in base.generations]
+
+
+def test_steering_changes_output_and_hooks_are_removed(tiny_model):
+    vec = train_vector(tiny_model, PAIRS, 0)
+    base = generate(tiny_model, PROMPTS, max_new_tokens=8).texts
+    with steer(tiny_model, vec, alpha=50.0):
+        steered = generate(tiny_model, PROMPTS, max_new_tokens=8).texts
+    assert steered != base
+    assert generate(tiny_model, PROMPTS, max_new_tokens=8).texts == base
+    with pytest.raises(RuntimeError, match="boom"), steer(tiny_model, vec, alpha=5.0):
+        raise RuntimeError("boom")
+    assert generate(tiny_model, PROMPTS, max_new_tokens=8).texts == base
+
+
+def test_per_request_alpha_is_one_batch_sweep(tiny_model):
+    """Alphas per request in one batch equal separate runs with a scalar alpha."""
+    vec = train_vector(tiny_model, PAIRS, 1)
+    alphas = [0.0, 10.0, -10.0, 30.0]
+    prompts = ["Once upon a time"] * 4
+    with steer(tiny_model, vec, alpha=alphas):
+        batched = generate(tiny_model, prompts, max_new_tokens=6, batch_size=4).texts
+    for i, a in enumerate(alphas):
+        with steer(tiny_model, vec, alpha=a):
+            alone = generate(tiny_model, [prompts[i]], max_new_tokens=6).texts[0]
+        assert batched[i] == alone, (a, batched[i], alone)
+    assert len(set(batched)) > 1
+
+
+def test_errors(tiny_model, tmp_path):
+    vec = train_vector(tiny_model, PAIRS, 1)
+    with pytest.raises(InterpError, match="no contrast pairs"):
+        train_vector(tiny_model, ContrastPairs([], []), 1)
+    with pytest.raises(InterpError, match="out of range"):
+        train_vector(tiny_model, PAIRS, 9)
+    with pytest.raises(InterpError, match="finite"), steer(tiny_model, vec, alpha=float("nan")):
+        pass
+    with pytest.raises(InterpError, match="d_model"), steer(tiny_model, torch.ones(7), layer=1):
+        pass
+    path = vec.save(tmp_path / "vec")
+    again = load_vector(path, tiny_model)
+    torch.testing.assert_close(again.vector, vec.vector)
+    vec.model_id = "other-model"
+    with pytest.raises(InterpError, match="made for model 'other-model'"):
+        with steer(tiny_model, vec, alpha=1.0):
+            pass
+    bad = vec.save(tmp_path / "vec2")
+    with pytest.raises(InterpError, match="was made for model"):
+        load_vector(bad, tiny_model)
+
+
+def test_distinct_n():
+    assert distinct_n([1, 2, 3, 4]) == 1.0
+    assert distinct_n([1, 2, 1, 2, 1, 2]) == pytest.approx(2 / 5)
+
+
+@pytest.mark.slow
+def test_sentiment_vector_moves_the_models_own_judgement(model):
+    """The sentiment vector at layer 6 shifts the next-token " good" − " bad" gap on a
+    neutral prompt: up for +α, down for −α, unchanged at α = 0."""
+    from interp.paths import shipped_dataset
+    from interp.steering import load_pairs
+
+    pairs = load_pairs(shipped_dataset("steering/sentiment.jsonl"))
+    vec = train_vector(model, pairs, 6)
+    good = model.tokenizer(" good", add_special_tokens=False)["input_ids"][0]
+    bad = model.tokenizer(" bad", add_special_tokens=False)["input_ids"][0]
+    ids, mask = model.tokenize(["I went to the market today. Overall, it was"])
+
+    def gap() -> float:
+        lp = torch.log_softmax(model.logits(ids, mask)[0, -1].float(), -1)
+        return float(lp[good] - lp[bad])
+
+    base = gap()
+    with steer(model, vec, alpha=0.0):
+        assert gap() == base
+    with steer(model, vec, alpha=4.0):
+        up = gap()
+    with steer(model, vec, alpha=-4.0):
+        down = gap()
+    print(f"good-bad gap: base {base:.2f}, +4 {up:.2f}, -4 {down:.2f}")
+    assert up > base + 0.5 and down < base - 0.5
