@@ -1,0 +1,416 @@
+"""Tests for the steering-sweep HTML report (reports.steering)."""
+
+from __future__ import annotations
+
+import html.parser
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from markupsafe import escape
+
+from reports.steering import DIVERGING, render_steering_report, write_steering_report
+from tests.browser import ARTIFACTS, assert_clean, visit
+
+SCRIPT = "<script>alert(1)</script>"
+QUOTES = "She said \"stop\" & he said 'go'"
+SVG = "{http://www.w3.org/2000/svg}"
+ALPHAS = [-4.0, -1.0, 0.0, 1.0, 2.0, 4.0]
+KEYS = ("target_score", "perplexity", "distinct2", "collapse", "side_kl")
+NOT_RENDERED = "per-text record that must not be rendered"
+
+
+def make_result(n_layers: int = 5, alphas: list[float] | None = None) -> dict:
+    """A made-up sweep: the effect grows with α and peaks at a middle layer; large α breaks
+    the text (perplexity up, distinct-2 down, collapse up) and moves the side-effect KL."""
+    alphas = list(ALPHAS if alphas is None else alphas)
+    layers = [2 + 3 * i for i in range(n_layers)]
+    mid = (n_layers - 1) / 2
+    g: dict[str, list[list[float]]] = {f"{k}{s}": [] for k in KEYS for s in ("", "_std")}
+    samples = []
+    for li in range(n_layers):
+        gain = 0.12 * math.exp(-((li - mid) ** 2) / 4)
+        base_ts, base_ppl = 0.05 + 0.01 * li, 8.0 + li
+        row = {k: [] for k in g}
+        cells = []
+        for a in alphas:
+            big = max(0.0, abs(a) - 2) * (1 + li * 0.3)
+            row["target_score"].append(round(max(-1, min(1, base_ts + gain * a)), 4))
+            row["target_score_std"].append(round(0.2 + 0.02 * abs(a), 4))
+            row["perplexity"].append(round(base_ppl * (1 + 0.15 * abs(a) + big**2), 3))
+            row["perplexity_std"].append(round(1.0 + abs(a), 3))
+            row["distinct2"].append(round(max(0.05, 0.95 - 0.08 * big), 3))
+            row["distinct2_std"].append(0.03)
+            row["collapse"].append(round(min(1.0, 0.1 * big), 3))
+            row["collapse_std"].append(0.1 if big else 0.0)
+            row["side_kl"].append(round(0.004 * a * a * (1 + li), 5))
+            row["side_kl_std"].append(round(0.001 * a * a, 5))
+            cells.append(
+                [
+                    f"L{li} α{a:g} first: I love it {SCRIPT}",
+                    f"L{li} α{a:g} second: {QUOTES}\nnew line",
+                    f"L{li} α{a:g} THIRD-NOT-SHOWN",
+                ]
+            )
+        for k in g:
+            g[k].append(row[k])
+        samples.append(cells)
+    r = {
+        "model": "tiny/<b>model</b>",
+        "config": {
+            "layers": layers,
+            "alphas": alphas,
+            "max_new_tokens": 24,
+            "temperature": 0.0,
+            "seeds": [0],
+            "chat": False,
+            "batch_size": 32,
+            "vector_source": f"pairs/{SCRIPT}.jsonl",
+            "method": "mean_diff",
+            "collapse_distinct2": 0.5,
+            "collapse_ppl_factor": 10.0,
+            "coherence_ppl_factor": 2.0,
+        },
+        "layers": layers,
+        "alphas": alphas,
+        **g,
+        "vector_norms": [round(3.0 + 0.5 * i, 3) for i in range(n_layers)],
+        "samples": samples,
+        "n_prompts": 8,
+        "side_effect_prompts": ["The capital of France is", f"2 + 2 = {SCRIPT}"],
+        "texts": [
+            {"layer": layers[0], "alpha": 0.0, "seed": 0, "prompt": "p", "text": NOT_RENDERED,
+             "target_score": 0.1, "perplexity": 9.0, "distinct2": 1.0}
+        ],
+    }
+    r["sweet_spot"] = sweet_spot(r)
+    return r
+
+
+def sweet_spot(r: dict) -> dict | None:
+    """The sweep's rule (interp.steering_sweep._sweet_spot), restated for the fixture."""
+    base = r["alphas"].index(0.0)
+    best = None
+    for li, layer in enumerate(r["layers"]):
+        for ai, alpha in enumerate(r["alphas"]):
+            if ai == base:
+                continue
+            if r["perplexity"][li][ai] > 2.0 * r["perplexity"][li][base]:
+                continue
+            if r["collapse"][li][ai] > 0.25:
+                continue
+            effect = r["target_score"][li][ai] - r["target_score"][li][base]
+            if best is None or abs(effect) > abs(best["effect"]):
+                best = {"layer": layer, "alpha": alpha, "effect": effect,
+                        "effect_spread": r["target_score_std"][li][ai],
+                        "tolerance": "perplexity ≤ 2.0× α=0, collapse ≤ 25% of texts"}
+    return best
+
+
+def single_layer_result() -> dict:
+    return make_result(1, alphas=[0.0, 2.0, 8.0])
+
+
+def nan_result() -> dict:
+    r = make_result(4)
+    nan = float("nan")
+    r["sweet_spot"] = None
+    r["target_score"][1][3] = nan
+    r["target_score_std"][1][3] = nan
+    r["perplexity"][2][2] = None  # α = 0: no ratio for layer 8
+    r["distinct2"][0] = [nan] * len(ALPHAS)
+    r["collapse"][3][5] = nan
+    r["side_kl"][2] = [None] * len(ALPHAS)
+    r["vector_norms"][1] = nan
+    r["samples"][0][1] = []
+    r["model"] = SCRIPT
+    return r
+
+
+def make_manifest() -> dict:
+    return {
+        "interp_version": "0.1.0",
+        "git_commit": "0123456789abcdef0123456789abcdef01234567",
+        "git_dirty": False,
+        "timestamp": "2025-01-01T00:00:00+00:00",
+        "command": ["interp", "steer-sweep", "--pairs", f"pairs/{SCRIPT}.jsonl"],
+        "model_id": "tiny/<b>model</b>",
+        "seed": 0,
+    }
+
+
+class _Collector(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str, str | None]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [(tag, k, v) for k, v in attrs]
+
+    handle_startendtag = handle_starttag
+
+
+def parse(doc: str) -> _Collector:
+    c = _Collector()
+    c.feed(doc)
+    c.close()
+    return c
+
+
+def svgs(doc: str, cls: str) -> list[ET.Element]:
+    return [
+        ET.fromstring(m.group(0))
+        for m in re.finditer(rf'<svg[^>]*class="{cls}".*?</svg>', doc, re.S)
+    ]
+
+
+def section(doc: str, title: str) -> str:
+    m = re.search(rf"<h2>{re.escape(title)}</h2>(.*?)</section>", doc, re.S)
+    assert m, title
+    return m.group(1)
+
+
+def section_titles(doc: str) -> list[str]:
+    return re.findall(r"<h2>(.*?)</h2>", doc)
+
+
+def cells(svg: ET.Element) -> list[ET.Element]:
+    return [g for g in svg.iter(f"{SVG}g") if g.get("class") == "hm-cell"]
+
+
+def cell(svg: ET.Element, i: int, j: int) -> ET.Element:
+    (g,) = [c for c in cells(svg) if c.get("data-row") == str(i) and c.get("data-col") == str(j)]
+    return g
+
+
+def cell_text(svg: ET.Element, i: int, j: int) -> str:
+    return cell(svg, i, j).find(f"{SVG}text").text or ""
+
+
+def heatmap(doc: str, title: str) -> ET.Element:
+    (svg,) = [s for s in svgs(doc, "interp-heatmap") if s.get("aria-label") == title]
+    return svg
+
+
+HEATMAPS = (
+    "Target-score change vs α = 0",
+    "Perplexity ÷ α = 0",
+    "Distinct-2",
+    "Collapse rate",
+    "Side effect: KL on off-target prompts",
+)
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return render_steering_report(make_result(), make_manifest())
+
+
+@pytest.fixture(scope="module")
+def nan_page() -> str:
+    return render_steering_report(nan_result(), make_manifest())
+
+
+# --------------------------------------------------------------------- escaping
+
+
+@pytest.mark.parametrize("make", [make_result, single_layer_result, nan_result])
+def test_no_raw_markup_and_self_contained(make):
+    doc = render_steering_report(make(), make_manifest())
+    low = doc.lower()
+    assert "<script" not in low and "<b>" not in low
+    tags = parse(doc)
+    assert not {"script", "img", "iframe", "link", "object"} & set(tags.tags)
+    assert not [a for _, a, _ in tags.attrs if a.startswith("on")]
+    assert "http://" not in doc.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in doc
+    assert svgs(doc, r"interp-\w+")
+    for svg in svgs(doc, r"interp-\w+"):  # every figure is well-formed XML
+        assert svg.tag == SVG + "svg"
+
+
+def test_hostile_strings_are_present_escaped(page, nan_page):
+    assert str(escape(f"pairs/{SCRIPT}.jsonl")) in page  # vector source
+    assert str(escape(f"L0 α-4 first: I love it {SCRIPT}")) in page
+    # quotes escaped, newline shown as ↵
+    assert str(escape(f"L0 α-4 second: {QUOTES}↵new line")) in page
+    assert str(escape(f"2 + 2 = {SCRIPT}")) in page  # a side-effect prompt
+    assert str(escape(SCRIPT)) in nan_page  # the model name in the title
+    assert "&lt;b&gt;model&lt;/b&gt;" in page
+
+
+# --------------------------------------------------------------------- content
+
+
+def test_sections_and_lead(page):
+    titles = section_titles(page)
+    assert titles == [
+        "Target-score change", "Coherence", "Side effects", "Target score by α",
+        "Sample continuations", "Metrics", "Setup", "Run manifest",
+    ]  # fmt: skip
+    r = make_result()
+    sweet = r["sweet_spot"]
+    assert sweet is not None and sweet["layer"] == 8 and sweet["alpha"] == 2.0
+    lead = re.search(r'<div class="lead">(.*?)</dl>', page, re.S).group(1)
+    assert f"Sweet spot: layer 8, α = 2 changes the target score by +{sweet['effect']:.3f}" in lead
+    assert f"± {sweet['effect_spread']:.3f}" in lead
+    assert "coherent effect" in lead and "mean_diff" in lead
+    assert str(escape(f"pairs/{SCRIPT}.jsonl")) in lead
+    assert "negative α steers the other way" in page
+    assert "distinct-2 &lt; 0.5 or its perplexity &gt; 10× the layer" in page
+    assert NOT_RENDERED not in page  # the per-text list is not rendered
+
+
+def test_heatmaps_have_one_cell_per_layer_and_alpha(page):
+    maps = svgs(page, "interp-heatmap")
+    assert sorted(s.get("aria-label") for s in maps) == sorted(HEATMAPS)
+    for svg in maps:
+        assert len(cells(svg)) == 5 * len(ALPHAS)
+        rows = [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "hm-row-label"]
+        assert rows == ["2", "5", "8", "11", "14"]
+        # the sweet spot (layer 8 = row 2, α = 2 = column 4) is bold in every heatmap
+        bold = [c for c in cells(svg) if c.find(f"{SVG}text").get("font-weight") == "700"]
+        assert [(c.get("data-row"), c.get("data-col")) for c in bold] == [("2", "4")]
+
+
+def test_target_heatmap_is_diverging_and_centred_at_zero(page):
+    r = make_result()
+    svg = heatmap(page, HEATMAPS[0])
+    for i in range(5):
+        zero = cell(svg, i, 2)  # α = 0
+        assert cell_text(svg, i, 2) == "0"
+        assert zero.find(f"{SVG}rect").get("fill") == DIVERGING[5]  # white, the centre
+    delta = r["target_score"][2][5] - r["target_score"][2][2]
+    assert cell_text(svg, 2, 5) == f"+{delta:.2f}"
+    assert cell_text(svg, 2, 0).startswith("−")
+    # symmetric scale: the largest |Δ| gets an end colour
+    extreme = max(
+        ((i, j) for i in range(5) for j in range(6)),
+        key=lambda ij: abs(r["target_score"][ij[0]][ij[1]] - r["target_score"][ij[0]][2]),
+    )
+    assert cell(svg, *extreme).find(f"{SVG}rect").get("fill") in (DIVERGING[0], DIVERGING[-1])
+    tip = cell(svg, 2, 4).find(f"{SVG}title").text
+    assert "layer 8 · α = 2" in tip and " ± " in tip and "sweet spot" in tip
+    assert "within the coherence tolerance" in tip
+    assert "outside the coherence tolerance" in cell(svg, 4, 5).find(f"{SVG}title").text
+
+
+def test_other_heatmaps_cell_text(page):
+    r = make_result()
+    ppl = heatmap(page, HEATMAPS[1])
+    assert cell_text(ppl, 0, 2) == "1.0×"
+    ratio = r["perplexity"][0][3] / r["perplexity"][0][2]
+    assert cell_text(ppl, 0, 3) == f"{ratio:.1f}×"
+    assert cell_text(ppl, 4, 0).endswith("×") and float(cell_text(ppl, 4, 0)[:-1]) >= 10
+    tip = cell(ppl, 0, 3).find(f"{SVG}title").text
+    assert "perplexity: " in tip and " ± " in tip and "(α = 0: " in tip
+    d2 = heatmap(page, HEATMAPS[2])
+    assert cell_text(d2, 0, 2) == "0.95"
+    col = heatmap(page, HEATMAPS[3])
+    assert cell_text(col, 0, 2) == "0%"
+    assert cell_text(col, 4, 0) == f"{100 * r['collapse'][4][0]:.0f}%"
+    kl = heatmap(page, HEATMAPS[4])
+    assert cell_text(kl, 0, 2) == "0"
+    assert cell_text(kl, 4, 5) == f"{r['side_kl'][4][5]:.3g}"
+    assert "nats" in cell(kl, 4, 5).find(f"{SVG}title").text
+
+
+def test_line_chart_has_a_line_and_band_per_layer(page):
+    (chart,) = svgs(page, "interp-linechart")
+    assert len(chart.findall(f".//{SVG}path[@class='lc-line']")) == 5
+    assert len(chart.findall(f".//{SVG}path[@class='lc-band']")) == 5
+    legend = " ".join(t.text or "" for t in chart.iter(f"{SVG}text"))
+    for layer in (2, 5, 8, 11, 14):
+        assert f"layer {layer}" in legend
+
+
+def test_samples_show_two_per_cell_and_mark_collapse(page):
+    body = section(page, "Sample continuations")
+    blocks = re.findall(r'<details class="layer-samples" data-layer="(\d+)"( open)?>', body)
+    assert [b[0] for b in blocks] == ["2", "5", "8", "11", "14"]
+    assert [b[0] for b in blocks if b[1]] == ["8"]  # the sweet-spot layer is open
+    assert body.count('class="sample"') == 5 * len(ALPHAS) * 2
+    assert "THIRD-NOT-SHOWN" not in page
+    assert "+1 more in results.json" in body
+    r = make_result()
+    n_collapsed = sum(1 for row in r["collapse"] for v in row if v > 0)
+    assert body.count("badge warn collapsed") == n_collapsed
+    assert body.count(">sweet spot</span>") == 2  # the summary and the row
+    assert body.count(">unsteered</span>") == 5
+
+
+def test_single_layer():
+    doc = render_steering_report(single_layer_result(), make_manifest())
+    for svg in svgs(doc, "interp-heatmap"):
+        assert len(cells(svg)) == 3
+    (chart,) = svgs(doc, "interp-linechart")
+    assert len(chart.findall(f".//{SVG}path[@class='lc-line']")) == 1
+    assert doc.count('<details class="layer-samples"') == 1
+    assert '<details class="layer-samples" data-layer="2" open>' in doc
+
+
+def test_nan_is_a_dash_and_no_sweet_spot(nan_page):
+    assert "No coherent setting moved the target score" in nan_page
+    assert "no coherent effect" in nan_page
+    assert not re.search(r"\bnan\b", nan_page, re.I)
+    tgt = heatmap(nan_page, HEATMAPS[0])
+    assert cell_text(tgt, 1, 3) == "—"
+    assert cell(tgt, 1, 3).find(f"{SVG}rect").get("fill") == "#e9ebef"  # missing grey
+    ppl = heatmap(nan_page, HEATMAPS[1])
+    assert all(cell_text(ppl, 2, j) == "—" for j in range(len(ALPHAS)))  # α = 0 missing
+    d2 = heatmap(nan_page, HEATMAPS[2])
+    assert all(cell_text(d2, 0, j) == "—" for j in range(len(ALPHAS)))
+    assert cell_text(heatmap(nan_page, HEATMAPS[3]), 3, 5) == "—"
+    kl = heatmap(nan_page, HEATMAPS[4])
+    assert all(cell_text(kl, 2, j) == "—" for j in range(len(ALPHAS)))
+    for svg in svgs(nan_page, "interp-heatmap"):
+        assert len(cells(svg)) == 4 * len(ALPHAS)
+        assert not [c for c in cells(svg) if c.find(f"{SVG}text").get("font-weight")]
+    assert 'data-layer="2" open' in nan_page  # no sweet spot: the first layer is open
+
+
+def test_empty_and_sparse_results_still_render():
+    doc = render_steering_report({"model": "m"}, {})
+    assert "No coherent setting moved the target score" in doc
+    assert section_titles(doc) == ["Metrics", "Setup", "Run manifest"]
+    r = make_result(2)
+    for k in ("samples", "vector_norms", "side_kl", "side_kl_std", "texts"):
+        del r[k]
+    doc = render_steering_report(r, make_manifest())
+    assert len(cells(heatmap(doc, HEATMAPS[4]))) == 2 * len(ALPHAS)
+
+
+def test_write_steering_report(tmp_path, page):
+    path = write_steering_report(tmp_path / "r.html", make_result(), make_manifest())
+    assert path.read_text(encoding="utf-8") == page
+
+
+# ------------------------------------------------------------------------- browser
+
+
+@pytest.mark.browser
+def test_report_in_browser(tmp_path):
+    path = write_steering_report(tmp_path / "steering.html", make_result(), make_manifest())
+
+    def check(page):
+        return {
+            "heatmap_cells": page.locator("svg.interp-heatmap g.hm-cell").count(),
+            "lines": page.locator("svg.interp-linechart path.lc-line").count(),
+            "open_samples": page.locator("details.layer-samples[open] .sample").count(),
+            "overflow": page.evaluate(
+                "document.documentElement.scrollWidth > document.documentElement.clientWidth"
+            ),
+            "title": page.title(),
+        }
+
+    v = visit(path, "steering_report.png", check)
+    assert_clean(v)
+    assert v.checks["heatmap_cells"] == 5 * 5 * len(ALPHAS)
+    assert v.checks["lines"] == 5
+    assert v.checks["open_samples"] == len(ALPHAS) * 2
+    assert not v.checks["overflow"]
+    assert v.checks["title"] == "Steering sweep — tiny/<b>model</b>"
+    assert (ARTIFACTS / "steering_report.png").stat().st_size > 10_000
