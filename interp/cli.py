@@ -585,6 +585,106 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
     Console(soft_wrap=False, width=140).print(table)
 
 
+@steer.command("sweep")
+@click.option("--vector", "vector_path", default=None, type=click.Path(),
+              help="A steering-vector artifact, applied as it is at every swept layer.")
+@click.option("--pairs", default=None, type=click.Path(dir_okay=False),
+              help="Contrast pairs: a vector is built at each swept layer.")
+@click.option("--layers", default="2,6,10,14,18", show_default=True)
+@click.option("--alphas", default="-4,-1,0,1,2,4,8,16", show_default=True,
+              help="Comma-separated coefficients (0 is always added).")
+@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+              help=".txt (one prompt per line) or JSONL with a 'prompt' field; default: "
+              "shipped neutral prompts.")
+@click.option("--n-prompts", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Use the first N prompts.")
+@click.option("--method", default="mean_diff", show_default=True,
+              type=click.Choice(["mean_diff", "pca"]))
+@click.option("--max-new-tokens", default=24, show_default=True, type=click.IntRange(min=1))
+@click.option("--temperature", default=0.0, show_default=True, type=float)
+@click.option("--seeds", default="0", show_default=True, help="Sampling seeds, comma list.")
+@click.option("--chat", is_flag=True)
+@model_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+def steer_sweep(vector_path: str | None, pairs: str | None, layers: str, alphas: str,
+                prompts_path: str | None, n_prompts: int, method: str, max_new_tokens: int,
+                temperature: float, seeds: str, chat: bool, model_name: str | None,
+                device: str, dtype: str, batch_size: int, seed: int, out_dir: str) -> None:
+    """Sweep coefficient × layer; score target, perplexity, distinct-2, side effects."""
+    from interp.steering import load_pairs, load_vector
+    from interp.steering_sweep import run_sweep
+    from reports.steering import render_steering_report
+
+    if (vector_path is None) == (pairs is None):
+        raise InterpError("give --vector or --pairs (exactly one)")
+    alpha_list = _float_list(alphas, "--alphas")
+    seed_list = [int(x) for x in _float_list(seeds, "--seeds")]
+    texts = _sweep_prompts(prompts_path)[:n_prompts]
+    cp = load_pairs(pairs) if pairs is not None else None
+    with _open_out(out_dir) as out:
+        model = _load_model(model_name, device, dtype, seed)
+        layer_list = model.parse_layers(layers)
+        vec = load_vector(vector_path, model) if vector_path is not None else None
+        res = run_sweep(model, texts, layers=layer_list, alphas=alpha_list, pairs=cp,
+                        vector=vec, method=method, max_new_tokens=max_new_tokens,
+                        temperature=temperature, seeds=seed_list, chat=chat,
+                        batch_size=batch_size)
+        man = _manifest(model, seed, texts, res["config"])
+        res["manifest"] = man
+        out.write_json("results.json", _json_safe(res))
+        out.write_text("report.html", render_steering_report(_json_safe(res), man))
+    _print_sweep(res)
+
+
+def _float_list(text: str, name: str) -> list[float]:
+    import math
+
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InterpError(f"bad {name} {text!r}: use comma-separated numbers") from None
+    if not vals or not all(math.isfinite(v) for v in vals):
+        raise InterpError(f"bad {name} {text!r}: use comma-separated finite numbers")
+    return vals
+
+
+def _sweep_prompts(path: str | None) -> list[str]:
+    from interp.data import read_prompts
+    from interp.paths import shipped_dataset
+
+    if path is None:
+        return read_prompts(shipped_dataset("steering/neutral_prompts.jsonl"), "prompt")
+    if path.endswith(".txt"):
+        return read_prompts(path, "text")
+    return read_prompts(path, "prompt")
+
+
+def _print_sweep(res: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"steering sweep · {res['model']} · VADER of the continuation "
+                  "(Δ vs α=0, perplexity ratio)", title_justify="left")
+    table.add_column("layer", justify="right")
+    base = res["alphas"].index(0.0)
+    for a in res["alphas"]:
+        table.add_column(f"α={a:g}", justify="right")
+    for li, layer in enumerate(res["layers"]):
+        cells = []
+        for ai in range(len(res["alphas"])):
+            d = res["target_score"][li][ai] - res["target_score"][li][base]
+            r = res["perplexity"][li][ai] / res["perplexity"][li][base]
+            flag = " ⚠" if res["collapse"][li][ai] > 0.25 else ""
+            cells.append(f"{d:+.2f} ({r:.1f}×){flag}")
+        table.add_row(str(layer), *cells)
+    Console(soft_wrap=False, width=160).print(table)
+    sweet = res.get("sweet_spot")
+    if sweet:
+        _log(f"sweet spot: layer {sweet['layer']}, alpha {sweet['alpha']:g}: VADER "
+             f"{sweet['effect']:+.3f} (spread {sweet['effect_spread']:.3f}) within "
+             f"{sweet['tolerance']}")
+
+
 # -------------------------------------------------------------------------- models
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")

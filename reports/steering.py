@@ -311,13 +311,11 @@ def _lead(r: Mapping[str, Any], d: Mapping[str, Any]) -> Markup:
         ("vector source", str(cfg.get("vector_source") or "unknown")),
         ("method", str(cfg.get("method") or "unknown")),
         ("layers", ", ".join(str(x) for x in d["layers"]) or MISSING),
-        ("α", ", ".join(_alpha_text(a) for a in d["alphas"]) or MISSING),
+        ("coefficients", ", ".join(_alpha_text(a) for a in d["alphas"]) or MISSING),
         ("prompts", prompts),
         ("decoding", f"{_decoding(cfg)}, {format_number(cfg.get('max_new_tokens'))} new tokens"),
     ]
-    dl = Markup("").join(
-        Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v) for k, v in facts
-    )
+    dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v) for k, v in facts)
     parts.append(Markup('<dl class="facts">{}</dl>').format(dl))
     return Markup("").join(parts)
 
@@ -383,6 +381,10 @@ def _sweet_mark(d: Mapping[str, Any], i: int, j: int) -> str:
     return "\nsweet spot" if (i, j) == d["sweet_cell"] else ""
 
 
+def _bold_note(d: Mapping[str, Any]) -> str:
+    return " Bold: the sweet spot." if d["sweet_cell"] is not None else ""
+
+
 def _target_section(d: Mapping[str, Any]) -> Section:
     delta = d["delta"]
     scale = _sym_scale([v for row in delta for v in row], MIN_DELTA_SCALE)
@@ -401,17 +403,17 @@ def _target_section(d: Mapping[str, Any]) -> Section:
         delta,
         _cells(d, lambda i, j: _signed(delta[i][j])),
         _cells(d, tip),
-        title="Target-score change vs α = 0",
+        title="Δ target score",
         vmin=-scale,
         vmax=scale,
         colormap=DIVERGING,
-        colorbar_label="Δ target score",
+        colorbar_label="change vs α = 0",
     )
     caption = (
         "Mean target score (VADER compound of the continuation) minus the same layer's "
         "unsteered (α = 0) mean. Blue: moved up, red: moved down, white: no change; the colour "
-        f"scale is symmetric, ±{format_number(scale, 2)}. Bold: the sweet spot. Hover a cell for "
-        "mean ± standard deviation over prompts and whether it stays coherent."
+        f"scale is symmetric, ±{format_number(scale, 2)}.{_bold_note(d)} Hover a cell for mean ± "
+        "standard deviation over prompts and whether it stays coherent."
     )
     return Section("Target-score change", figure(svg, caption))
 
@@ -438,7 +440,7 @@ def _coherence_section(d: Mapping[str, Any]) -> Section:
         logs,
         _cells(d, lambda i, j: _ratio_text(ratio[i][j])),
         _cells(d, ppl_tip),
-        title="Perplexity ÷ α = 0",
+        title="Perplexity ÷ α=0",
         vmin=-scale,
         vmax=scale,
         colormap=RATIO_MAP,
@@ -451,9 +453,11 @@ def _coherence_section(d: Mapping[str, Any]) -> Section:
         _cells(d, lambda i, j: _plain(d2[i][j])),
         _cells(
             d,
-            lambda i, j: f"{_where(d, i, j)}\ndistinct-2: {_pm(d2[i][j], d['distinct2_std'][i][j])}"
-            + _base_text(d, "distinct2", i)
-            + _sweet_mark(d, i, j),
+            lambda i, j: (
+                f"{_where(d, i, j)}\ndistinct-2: {_pm(d2[i][j], d['distinct2_std'][i][j])}"
+                + _base_text(d, "distinct2", i)
+                + _sweet_mark(d, i, j)
+            ),
         ),
         title="Distinct-2",
         vmin=0.0,
@@ -468,9 +472,11 @@ def _coherence_section(d: Mapping[str, Any]) -> Section:
         _cells(d, lambda i, j: _pct(col[i][j])),
         _cells(
             d,
-            lambda i, j: f"{_where(d, i, j)}\ncollapse rate: "
-            f"{_pm(col[i][j], d['collapse_std'][i][j])} ({_pct(col[i][j])} of texts)"
-            + _sweet_mark(d, i, j),
+            lambda i, j: (
+                f"{_where(d, i, j)}\ncollapse rate: "
+                f"{_pm(col[i][j], d['collapse_std'][i][j])} ({_pct(col[i][j])} of texts)"
+                + _sweet_mark(d, i, j)
+            ),
         ),
         title="Collapse rate",
         vmin=0.0,
@@ -484,8 +490,8 @@ def _coherence_section(d: Mapping[str, Any]) -> Section:
         "the same layer's α = 0 mean (orange: less fluent, purple: more predictable, often "
         "repetitive). Distinct-2: the share of distinct token bigrams (low: the text loops). "
         f"Collapse rate: the share of texts with distinct-2 < {d['collapse_d2']:g} or perplexity "
-        f"> {d['collapse_factor']:g}× the layer's α = 0 value. Bold: the sweet spot. Hover a "
-        "cell for mean ± standard deviation."
+        f"> {d['collapse_factor']:g}× the layer's α = 0 value.{_bold_note(d)} Hover a cell for "
+        "mean ± standard deviation."
     )
     return Section("Coherence", figure(body, caption))
 
@@ -500,10 +506,12 @@ def _side_section(d: Mapping[str, Any], r: Mapping[str, Any]) -> Section:
         _cells(d, lambda i, j: _small(kl[i][j])),
         _cells(
             d,
-            lambda i, j: f"{_where(d, i, j)}\nKL(unsteered ‖ steered): "
-            f"{_pm(kl[i][j], d['side_kl_std'][i][j], 4)} nats" + _sweet_mark(d, i, j),
+            lambda i, j: (
+                f"{_where(d, i, j)}\nKL(unsteered ‖ steered): "
+                f"{_pm(kl[i][j], d['side_kl_std'][i][j], 4)} nats" + _sweet_mark(d, i, j)
+            ),
         ),
-        title="Side effect: KL on off-target prompts",
+        title="Side-effect KL",
         vmin=0.0,
         vmax=vmax,
         colormap="blues",
@@ -515,6 +523,7 @@ def _side_section(d: Mapping[str, Any], r: Mapping[str, Any]) -> Section:
         "KL(unsteered ‖ steered) of the next-token distribution at the last token of "
         f"{format_number(n) if n is not None else 'the'} neutral, off-target prompts (listed "
         "under Setup), mean over prompts, in nats. 0: steering leaves unrelated text alone."
+        + _bold_note(d)
     )
     return Section("Side effects", figure(svg, caption))
 
@@ -575,14 +584,16 @@ def _samples_table(d: Mapping[str, Any], i: int) -> Markup:
         collapsed = math.isfinite(collapse) and collapse > COLLAPSE_TOLERANCE
         badges = []
         if j == d["base"]:
-            badges.append(Markup('<span class="badge" style="{}">unsteered</span>').format(
-                "background: var(--accent-soft); color: var(--accent)"
-            ))
+            badges.append(
+                Markup('<span class="badge" style="{}">unsteered</span>').format(
+                    "background: var(--accent-soft); color: var(--accent)"
+                )
+            )
         if (i, j) == d["sweet_cell"]:
             badges.append(Markup('<span class="badge ok">sweet spot</span>'))
         if math.isfinite(collapse) and collapse > 0:
             badges.append(
-                Markup('<span class="badge warn collapsed">collapsed {}</span>').format(
+                Markup('<span class="badge warn collapsed">collapse {}</span>').format(
                     _pct(collapse)
                 )
             )
@@ -593,12 +604,6 @@ def _samples_table(d: Mapping[str, Any], i: int) -> Markup:
         shown = [_sample_html(t, collapsed) for t in texts[:SAMPLES_SHOWN]]
         if not shown:
             shown = [Markup('<span class="missing">{}</span>').format(MISSING)]
-        if len(texts) > SAMPLES_SHOWN:
-            shown.append(
-                Markup('<div style="{}; font-size: 12px">+{} more in results.json</div>').format(
-                    _FAINT, len(texts) - SAMPLES_SHOWN
-                )
-            )
         rows.append(
             [
                 Markup('<span style="{}">{}</span>{}').format(
@@ -617,7 +622,7 @@ def _samples_table(d: Mapping[str, Any], i: int) -> Markup:
                 Markup("").join(shown),
             ]
         )
-    return table(["α", "Δ target", "perplexity", "distinct-2", "sample continuations"], rows)
+    return table(["alpha", "Δ target", "perplexity", "distinct-2", "sample continuations"], rows)
 
 
 def _samples_section(d: Mapping[str, Any]) -> Section:
@@ -640,10 +645,13 @@ def _samples_section(d: Mapping[str, Any]) -> Section:
             1 for v in d["collapse"][i] if math.isfinite(v) and v > COLLAPSE_TOLERANCE
         )
         if n_collapsed:
-            summary += Markup(' <span class="badge warn">{} α collapsed</span>').format(n_collapsed)
+            summary += Markup(' <span class="badge warn">collapse at {} α</span>').format(
+                n_collapsed
+            )
         blocks.append(
-            Markup('<details class="layer-samples" data-layer="{}"{}><summary>{}</summary>{}'
-                   "</details>").format(
+            Markup(
+                '<details class="layer-samples" data-layer="{}"{}><summary>{}</summary>{}</details>'
+            ).format(
                 layer,
                 Markup(" open") if i in open_rows else Markup(""),
                 summary,
@@ -652,11 +660,12 @@ def _samples_section(d: Mapping[str, Any]) -> Section:
         )
     body = Markup("").join(blocks)
     note = (
-        f"The first {SAMPLES_SHOWN} continuations of each (layer, α) cell, prompt not included; "
-        "↵ marks a line break. Orange samples and a “collapsed” badge: more than "
-        f"{100 * COLLAPSE_TOLERANCE:.0f}% of the cell's texts collapsed (the badge gives the "
-        "rate). “Incoherent”: mean perplexity above "
-        f"{d['coherence_factor']:g}× α = 0. Every continuation is in results.json."
+        f"The first {SAMPLES_SHOWN} continuations of each (layer, α) cell (every continuation "
+        "is in results.json), prompt not included; "
+        "↵ marks a line break. The “collapse” badge gives the share of the cell's texts that "
+        f"collapsed; orange samples: more than {100 * COLLAPSE_TOLERANCE:.0f}% did. "
+        f"“Incoherent”: mean perplexity above {d['coherence_factor']:g}× α = 0. "
+        "Click a layer to show or hide its samples."
     )
     return Section("Sample continuations", body, note)
 
@@ -707,14 +716,13 @@ def _metrics_section(d: Mapping[str, Any]) -> Section:
     ]
     lis = Markup("").join(Markup("<li><strong>{}</strong>: {}</li>").format(k, v) for k, v in items)
     body = Markup(
-        '<div class="note"><ul style="margin: 0; padding-left: 18px">{}</ul></div>'
-    ).format(lis)
-    return Section(
-        "Metrics",
-        body,
-        "Every cell is a mean over prompts (and sampling seeds); tooltips give the standard "
-        "deviation.",
+        '<div class="note"><ul style="margin: 0 0 6px; padding-left: 18px">{}</ul>{}</div>'
+    ).format(
+        lis,
+        "Every cell is a mean over prompts (and sampling seeds); the tooltips give the "
+        "standard deviation.",
     )
+    return Section("Metrics", body)
 
 
 def _setup_section(r: Mapping[str, Any], d: Mapping[str, Any]) -> Section:
@@ -743,7 +751,7 @@ def _setup_section(r: Mapping[str, Any], d: Mapping[str, Any]) -> Section:
     body = kv_table(items)
     if d["n_l"]:
         body += table(
-            ["layer", "vector norm ‖v‖"],
+            ["layer", "vector norm"],
             [[layer, _num(format_number(d["norms"][i]))] for i, layer in enumerate(d["layers"])],
         )
     prompts = r.get("side_effect_prompts")

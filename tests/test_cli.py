@@ -354,3 +354,49 @@ def test_steer_errors(tiny_model_dir, tmp_path, capsys, case):
                                capsys)
     assert code == 2 and stdout == "" and message in stderr, stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+def test_steer_sweep_tiny(tiny_model_dir, tmp_path, capsys):
+    from interp.generate import generate
+    from interp.models import load
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"positive": p, "negative": n}) + "\n" for p, n in [
+        ("I love it.", "I hate it."), ("What a great day.", "What an awful day.")]))
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("Once upon a time\nThe weather today\nMy friend said\n")
+    out = tmp_path / "sweep"
+    code, stdout, stderr = run(["steer", "sweep", "--pairs", str(pairs), "--layers", "0,2",
+                                "--alphas", "-1,2,30", "--prompts", str(prompts),
+                                "--max-new-tokens", "4", "--model", str(tiny_model_dir),
+                                "--out", str(out)], capsys)
+    assert code == 0, stderr
+    res = json.loads((out / "results.json").read_text())
+    assert res["layers"] == [0, 2] and res["alphas"] == [0.0, -1.0, 2.0, 30.0]
+    for key in ("target_score", "perplexity", "distinct2", "side_kl", "collapse"):
+        assert len(res[key]) == 2 and all(len(row) == 4 for row in res[key]), key
+    assert res["side_kl"][0][0] == 0.0  # alpha = 0 leaves the model unchanged
+    # alpha = 0 rows are byte-identical to unsteered generation
+    plain = generate(load(str(tiny_model_dir)), ["Once upon a time", "The weather today",
+                                                 "My friend said"], max_new_tokens=4).texts
+    zero = [t["text"] for t in res["texts"] if t["alpha"] == 0.0 and t["layer"] == 0]
+    assert zero == plain
+    assert (out / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--alphas", "1,x"], "bad --alphas"),
+        (["--alphas", "1,nan"], "finite"),
+        (["--layers", "0,9"], "layer 9 out of range"),
+    ],
+)
+def test_steer_sweep_errors(tiny_model_dir, tmp_path, capsys, args, message):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"positive": "I love it.", "negative": "I hate it."}\n')
+    out = tmp_path / "o"
+    code, _, stderr = run(["steer", "sweep", "--pairs", str(pairs), *args, "--model",
+                           str(tiny_model_dir), "--out", str(out)], capsys)
+    assert code == 2 and message in stderr and len(stderr.strip().splitlines()) == 1
+    assert not out.exists()

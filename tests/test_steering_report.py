@@ -34,6 +34,7 @@ def make_result(n_layers: int = 5, alphas: list[float] | None = None) -> dict:
         base_ts, base_ppl = 0.05 + 0.01 * li, 8.0 + li
         row = {k: [] for k in g}
         cells = []
+        layer = layers[li]
         for a in alphas:
             big = max(0.0, abs(a) - 2) * (1 + li * 0.3)
             row["target_score"].append(round(max(-1, min(1, base_ts + gain * a)), 4))
@@ -48,9 +49,9 @@ def make_result(n_layers: int = 5, alphas: list[float] | None = None) -> dict:
             row["side_kl_std"].append(round(0.001 * a * a, 5))
             cells.append(
                 [
-                    f"L{li} α{a:g} first: I love it {SCRIPT}",
-                    f"L{li} α{a:g} second: {QUOTES}\nnew line",
-                    f"L{li} α{a:g} THIRD-NOT-SHOWN",
+                    f"L{layer} α{a:g} first: I love it {SCRIPT}",
+                    f"L{layer} α{a:g} second: {QUOTES}\nnew line",
+                    f"L{layer} α{a:g} THIRD-NOT-SHOWN",
                 ]
             )
         for k in g:
@@ -80,8 +81,16 @@ def make_result(n_layers: int = 5, alphas: list[float] | None = None) -> dict:
         "n_prompts": 8,
         "side_effect_prompts": ["The capital of France is", f"2 + 2 = {SCRIPT}"],
         "texts": [
-            {"layer": layers[0], "alpha": 0.0, "seed": 0, "prompt": "p", "text": NOT_RENDERED,
-             "target_score": 0.1, "perplexity": 9.0, "distinct2": 1.0}
+            {
+                "layer": layers[0],
+                "alpha": 0.0,
+                "seed": 0,
+                "prompt": "p",
+                "text": NOT_RENDERED,
+                "target_score": 0.1,
+                "perplexity": 9.0,
+                "distinct2": 1.0,
+            }
         ],
     }
     r["sweet_spot"] = sweet_spot(r)
@@ -102,9 +111,13 @@ def sweet_spot(r: dict) -> dict | None:
                 continue
             effect = r["target_score"][li][ai] - r["target_score"][li][base]
             if best is None or abs(effect) > abs(best["effect"]):
-                best = {"layer": layer, "alpha": alpha, "effect": effect,
-                        "effect_spread": r["target_score_std"][li][ai],
-                        "tolerance": "perplexity ≤ 2.0× α=0, collapse ≤ 25% of texts"}
+                best = {
+                    "layer": layer,
+                    "alpha": alpha,
+                    "effect": effect,
+                    "effect_spread": r["target_score_std"][li][ai],
+                    "tolerance": "perplexity ≤ 2.0× α=0, collapse ≤ 25% of texts",
+                }
     return best
 
 
@@ -196,11 +209,11 @@ def heatmap(doc: str, title: str) -> ET.Element:
 
 
 HEATMAPS = (
-    "Target-score change vs α = 0",
-    "Perplexity ÷ α = 0",
+    "Δ target score",
+    "Perplexity ÷ α=0",
     "Distinct-2",
     "Collapse rate",
-    "Side effect: KL on off-target prompts",
+    "Side-effect KL",
 )
 
 
@@ -234,9 +247,9 @@ def test_no_raw_markup_and_self_contained(make):
 
 def test_hostile_strings_are_present_escaped(page, nan_page):
     assert str(escape(f"pairs/{SCRIPT}.jsonl")) in page  # vector source
-    assert str(escape(f"L0 α-4 first: I love it {SCRIPT}")) in page
+    assert str(escape(f"L2 α-4 first: I love it {SCRIPT}")) in page
     # quotes escaped, newline shown as ↵
-    assert str(escape(f"L0 α-4 second: {QUOTES}↵new line")) in page
+    assert str(escape(f"L2 α-4 second: {QUOTES}↵new line")) in page
     assert str(escape(f"2 + 2 = {SCRIPT}")) in page  # a side-effect prompt
     assert str(escape(SCRIPT)) in nan_page  # the model name in the title
     assert "&lt;b&gt;model&lt;/b&gt;" in page
@@ -334,7 +347,7 @@ def test_samples_show_two_per_cell_and_mark_collapse(page):
     assert [b[0] for b in blocks if b[1]] == ["8"]  # the sweet-spot layer is open
     assert body.count('class="sample"') == 5 * len(ALPHAS) * 2
     assert "THIRD-NOT-SHOWN" not in page
-    assert "+1 more in results.json" in body
+    assert "every continuation is in results.json" in body
     r = make_result()
     n_collapsed = sum(1 for row in r["collapse"] for v in row if v > 0)
     assert body.count("badge warn collapsed") == n_collapsed
