@@ -31,6 +31,7 @@ bench: setup
 	$(BIN)/python bench/capture.py
 	$(BIN)/python bench/generate.py
 	$(BIN)/python bench/probe.py
+	$(BIN)/python bench/steering.py
 
 # Long runs that reproduce the issues' target figures (minutes; not part of `make test`).
 accept: setup
@@ -38,6 +39,8 @@ accept: setup
 	$(BIN)/interp probe --dataset datasets/probes/sentiment.jsonl --layer 24 --ablate \
 		--out accept-out/sentiment
 	$(BIN)/interp probe --layer 6 --ablate --out accept-out/layer6
+	$(BIN)/interp steer sweep --pairs datasets/steering/sentiment.jsonl \
+		--layers 2,6,10,14,18 --alphas=-1,0,2,4,8,16 --out accept-out/steer
 	$(BIN)/python scripts/check_acceptance.py accept-out
 
 clean:

@@ -42,7 +42,52 @@ def main(root: str = "accept-out") -> int:
     n = len(l6["ablation"]["probe"]["random"]["kl"])
     check("layer 6: probe direction compared with ≥ 10 random directions", n >= 10,
           f"{n} random directions, probe KL percentile {l6['ablation']['probe']['percentile']:.0f}")
+    steer_path = Path(root) / "steer" / "results.json"
+    if steer_path.exists():
+        _check_steering(json.loads(steer_path.read_text()), check)
     return 0 if ok else 1
+
+
+def _check_steering(r: dict, check) -> None:  # noqa: ANN001
+    """Issue 7's figures from `interp steer sweep` results (paired per prompt)."""
+    import numpy as np
+
+    texts = r["texts"]
+
+    def deltas(layer: int, alpha: float) -> np.ndarray:
+        base = {t["prompt"]: t["target_score"] for t in texts
+                if t["layer"] == layer and t["alpha"] == 0.0}
+        return np.array([t["target_score"] - base[t["prompt"]] for t in texts
+                         if t["layer"] == layer and t["alpha"] == alpha])
+
+    best = None
+    for layer in r["layers"]:
+        for alpha in r["alphas"]:
+            if alpha <= 0:
+                continue
+            d = deltas(layer, alpha)
+            lo = d.mean() - 1.96 * d.std(ddof=1) / np.sqrt(len(d))
+            if d.mean() >= 0.25 and lo > 0 and (best is None or d.mean() > best[2]):
+                best = (layer, alpha, float(d.mean()), float(lo), float(d.std(ddof=1)))
+    check("steering: a layer where mean VADER rises ≥ 0.25 above α=0, 95% CI above 0",
+          best is not None,
+          "none" if best is None else f"layer {best[0]}, α={best[1]:g}: {best[2]:+.3f} "
+          f"(CI low {best[3]:+.3f}, sd over prompts {best[4]:.3f})")
+    top = max(r["alphas"])
+    base_i, top_i = r["alphas"].index(0.0), r["alphas"].index(top)
+    ratios = [r["perplexity"][li][top_i] / r["perplexity"][li][base_i]
+              for li in range(len(r["layers"]))]
+    collapsed = [r["collapse"][li][top_i] for li in range(len(r["layers"]))]
+    check("steering: at the largest α, perplexity ≥ 1.5× α=0 or collapse (measured)",
+          any(x >= 1.5 for x in ratios) or any(c > 0 for c in collapsed),
+          "perplexity ratios " + ", ".join(f"L{layer}: {x:.1f}×"
+                                           for layer, x in zip(r["layers"], ratios)))
+    if -1.0 in r["alphas"]:
+        neg = r["alphas"].index(-1.0)
+        falls = [r["target_score"][li][neg] < r["target_score"][li][base_i]
+                 for li in range(len(r["layers"]))]
+        check("steering: α = −1 lowers VADER below α = 0", all(falls),
+              f"{sum(falls)}/{len(falls)} layers")
 
 
 if __name__ == "__main__":
