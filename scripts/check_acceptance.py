@@ -81,7 +81,7 @@ def _check_steering(r: dict, check) -> None:  # noqa: ANN001
     check("steering: at the largest α, perplexity ≥ 1.5× α=0 or collapse (measured)",
           any(x >= 1.5 for x in ratios) or any(c > 0 for c in collapsed),
           "perplexity ratios " + ", ".join(f"L{layer}: {x:.1f}×"
-                                           for layer, x in zip(r["layers"], ratios)))
+                                           for layer, x in zip(r["layers"], ratios, strict=True)))
     if -1.0 in r["alphas"]:
         neg = r["alphas"].index(-1.0)
         falls = [r["target_score"][li][neg] < r["target_score"][li][base_i]
