@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html.parser
 import math
 import random
 import re
@@ -14,6 +13,7 @@ from markupsafe import escape
 from reports.heatmap import bar_chart_svg, histogram_svg
 from reports.probe import render_probe_report, verdict, write_probe_report
 from tests.browser import ARTIFACTS, assert_clean, visit
+from tests.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
 HOSTILE_PATH = SCRIPT + ".jsonl"
@@ -180,39 +180,6 @@ def nan_result() -> dict:
     r["ablation"]["probe"]["random"]["logit_diff_change"] = [None] * R
     r["ablation"]["probe"]["kl_z"] = float("inf")
     return r
-
-
-class _Collector(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.attrs: list[tuple[str, str, str | None]] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self.attrs += [(tag, k, v) for k, v in attrs]
-
-    handle_startendtag = handle_starttag
-
-
-def parse(doc: str) -> _Collector:
-    c = _Collector()
-    c.feed(doc)
-    c.close()
-    return c
-
-
-def svgs(doc: str, cls: str) -> list[ET.Element]:
-    return [
-        ET.fromstring(m.group(0))
-        for m in re.finditer(rf'<svg[^>]*class="{cls}".*?</svg>', doc, re.S)
-    ]
-
-
-def section(doc: str, title: str) -> str:
-    m = re.search(rf"<h2>{re.escape(title)}</h2>(.*?)</section>", doc, re.S)
-    assert m, title
-    return m.group(1)
 
 
 def rows_of(html_text: str) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html.parser
 import json
 import os
 import re
@@ -25,6 +24,7 @@ from reports.html import (
 )
 from reports.lens import render_lens_report, validate_lens_result, write_lens_report
 from tests.browser import ARTIFACTS, assert_clean, visit
+from tests.html_checks import parse
 
 SVG = "{http://www.w3.org/2000/svg}"
 SVG_NS_URL = "http://www.w3.org/2000/svg"
@@ -116,26 +116,6 @@ def manifest() -> dict:
 @pytest.fixture
 def page(result, manifest) -> str:
     return render_lens_report(result, manifest)
-
-
-class _Collector(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.attrs: list[tuple[str, str, str | None]] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self.attrs += [(tag, k, v) for k, v in attrs]
-
-    handle_startendtag = handle_starttag
-
-
-def parse(doc: str) -> _Collector:
-    c = _Collector()
-    c.feed(doc)
-    c.close()
-    return c
 
 
 def heatmap_root(doc: str) -> ET.Element:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html.parser
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -12,6 +11,7 @@ from markupsafe import escape
 
 from reports.steering import DIVERGING, render_steering_report, write_steering_report
 from tests.browser import ARTIFACTS, assert_clean, visit
+from tests.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
 QUOTES = "She said \"stop\" & he said 'go'"
@@ -151,39 +151,6 @@ def make_manifest() -> dict:
         "model_id": "tiny/<b>model</b>",
         "seed": 0,
     }
-
-
-class _Collector(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[str] = []
-        self.attrs: list[tuple[str, str, str | None]] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append(tag)
-        self.attrs += [(tag, k, v) for k, v in attrs]
-
-    handle_startendtag = handle_starttag
-
-
-def parse(doc: str) -> _Collector:
-    c = _Collector()
-    c.feed(doc)
-    c.close()
-    return c
-
-
-def svgs(doc: str, cls: str) -> list[ET.Element]:
-    return [
-        ET.fromstring(m.group(0))
-        for m in re.finditer(rf'<svg[^>]*class="{cls}".*?</svg>', doc, re.S)
-    ]
-
-
-def section(doc: str, title: str) -> str:
-    m = re.search(rf"<h2>{re.escape(title)}</h2>(.*?)</section>", doc, re.S)
-    assert m, title
-    return m.group(1)
 
 
 def section_titles(doc: str) -> list[str]:
