@@ -537,6 +537,9 @@ def steer_train(pairs: str, layer: int, method: str, positive_key: str, negative
               help="A steering-vector artifact from `interp steer train`.")
 @click.option("--alpha", default=1.0, show_default=True, type=float,
               help="Coefficient: h ← h + alpha·v (negative steers the other way).")
+@click.option("--positions", "steer_positions", default="all", show_default=True,
+              type=click.Choice(["all", "prompt", "generated"]),
+              help="Which tokens the vector is added to.")
 @click.option("--layer", default=None, type=int, help="Override the vector's layer.")
 @click.option("--file", "file_", default=None, type=click.Path(dir_okay=False))
 @click.option("--text-column", default="text", show_default=True)
@@ -549,7 +552,7 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
                    layer: int | None, file_: str | None, text_column: str,
                    model_name: str | None, device: str, dtype: str, batch_size: int,
                    seed: int, chat: bool, max_new_tokens: int, temperature: float,
-                   as_json: bool) -> None:
+                   as_json: bool, steer_positions: str) -> None:
     """Generate with a steering vector added at its layer, next to the unsteered text."""
     import math
 
@@ -565,7 +568,7 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
     kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
           "chat": chat, "batch_size": batch_size}
     base = generate(model, texts, **kw)
-    with steer_ctx(model, vec, layer=layer, alpha=alpha):
+    with steer_ctx(model, vec, layer=layer, alpha=alpha, positions=steer_positions):
         steered = generate(model, texts, **kw)
     rows = [{"prompt": p, "alpha": alpha, "layer": vec.layer if layer is None else layer,
              "text": s, "unsteered": b}
@@ -603,13 +606,17 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
 @click.option("--max-new-tokens", default=24, show_default=True, type=click.IntRange(min=1))
 @click.option("--temperature", default=0.0, show_default=True, type=float)
 @click.option("--seeds", default="0", show_default=True, help="Sampling seeds, comma list.")
+@click.option("--positions", "steer_positions", default="all", show_default=True,
+              type=click.Choice(["all", "prompt", "generated"]),
+              help="Which tokens the vector is added to.")
 @click.option("--chat", is_flag=True)
 @model_options
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
 def steer_sweep(vector_path: str | None, pairs: str | None, layers: str, alphas: str,
                 prompts_path: str | None, n_prompts: int, method: str, max_new_tokens: int,
-                temperature: float, seeds: str, chat: bool, model_name: str | None,
-                device: str, dtype: str, batch_size: int, seed: int, out_dir: str) -> None:
+                temperature: float, seeds: str, steer_positions: str, chat: bool,
+                model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+                out_dir: str) -> None:
     """Sweep coefficient × layer; score target, perplexity, distinct-2, side effects."""
     from interp.steering import load_pairs, load_vector
     from interp.steering_sweep import run_sweep
@@ -628,7 +635,7 @@ def steer_sweep(vector_path: str | None, pairs: str | None, layers: str, alphas:
         res = run_sweep(model, texts, layers=layer_list, alphas=alpha_list, pairs=cp,
                         vector=vec, method=method, max_new_tokens=max_new_tokens,
                         temperature=temperature, seeds=seed_list, chat=chat,
-                        batch_size=batch_size)
+                        batch_size=batch_size, positions=steer_positions)
         man = _manifest(model, seed, texts, res["config"])
         res["manifest"] = man
         out.write_json("results.json", _json_safe(res))

@@ -55,6 +55,13 @@ current_rows: contextvars.ContextVar[Tensor | None] = contextvars.ContextVar(
     "interp_current_rows", default=None
 )
 
+#: During each forward pass of :func:`generate`: a bool tensor ``[batch, seq]`` over the
+#: pass's input positions, True where the token was generated (False for the prompt).
+#: ``None`` outside generation. Used by ``steer(..., positions=...)``.
+current_generated: contextvars.ContextVar[Tensor | None] = contextvars.ContextVar(
+    "interp_current_generated", default=None
+)
+
 Hook = tuple[str, Callable[..., Any]]
 #: ``(hook_name, fn(tensor, hook, rows))``: ``rows`` holds the request index of each row.
 RowHook = tuple[str, Callable[..., Any]]
@@ -233,16 +240,19 @@ class _Engine:
         self.eos = {int(t) for t in eos if t is not None}
 
     # -- one forward pass with hooks bound to the rows of this batch
-    def _forward(self, ids: Tensor, mask: Tensor, rows: Tensor, cache: Any = None) -> Any:
+    def _forward(self, ids: Tensor, mask: Tensor, rows: Tensor, cache: Any = None,
+                 generated: Tensor | None = None) -> Any:
         fwd = list(self.hooks)
         for name, fn in self.row_hooks:
             fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
         self.stats.forward_passes += 1
         token = current_rows.set(rows)
+        gtoken = current_generated.set(generated)
         try:
             return self._forward_inner(ids, mask, fwd, cache)
         finally:
             current_rows.reset(token)
+            current_generated.reset(gtoken)
 
     def _forward_inner(self, ids: Tensor, mask: Tensor, fwd: list, cache: Any) -> Any:
         with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
@@ -319,9 +329,14 @@ class _Engine:
             for step in range(n_steps):
                 sub_rows = torch.tensor([rows[i].index for i in active])
                 if cfg.use_cache:
-                    logits, cache = self._forward(pending, mask, sub_rows, cache)
+                    # the first pass feeds the prompts; every later one generated tokens
+                    gen = torch.full(pending.shape, cache is not None, dtype=torch.bool,
+                                     device=dev)
+                    logits, cache = self._forward(pending, mask, sub_rows, cache, gen)
                 else:
-                    logits, _ = self._forward(full_ids, mask, sub_rows)
+                    gen = (torch.arange(full_ids.shape[1], device=dev) >= width).expand(
+                        full_ids.shape[0], -1)
+                    logits, _ = self._forward(full_ids, mask, sub_rows, None, gen)
                 last = self._noisy(logits[:, -1], (len(active), mask.shape[1]))
                 nxt = []
                 for j, i in enumerate(active):
@@ -398,6 +413,7 @@ class _Engine:
                 chunk = members[s : s + cfg.verify_batch]
                 ids = torch.full((cfg.verify_batch, bucket), self.pad_id, dtype=torch.long)
                 mask = torch.zeros((cfg.verify_batch, bucket), dtype=torch.long)
+                gen = torch.zeros((cfg.verify_batch, bucket), dtype=torch.bool)
                 req = []
                 for j in range(cfg.verify_batch):
                     i = chunk[j] if j < len(chunk) else chunk[0]  # dummy rows copy row 0
@@ -405,8 +421,10 @@ class _Engine:
                     seq = r.prompt_ids + r.tokens + cands[i][:-1]
                     ids[j, : len(seq)] = torch.tensor(seq)
                     mask[j, : len(seq)] = 1
+                    gen[j, len(r.prompt_ids):] = True
                     req.append(r.index)
-                logits, _ = self._forward_verifier(ids.to(dev), mask.to(dev), torch.tensor(req))
+                logits, _ = self._forward_verifier(ids.to(dev), mask.to(dev), torch.tensor(req),
+                                                   gen.to(dev))
                 logits = self._noisy(logits, (cfg.verify_batch, bucket))
                 self.stats.verifier_passes += 1
                 for j, i in enumerate(chunk):
@@ -430,16 +448,19 @@ class _Engine:
         del lps
         return accepted
 
-    def _forward_verifier(self, ids: Tensor, mask: Tensor, rows: Tensor) -> Any:
+    def _forward_verifier(self, ids: Tensor, mask: Tensor, rows: Tensor,
+                          generated: Tensor) -> Any:
         fwd = list(self.hooks)
         for name, fn in self.row_hooks:
             fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
         token = current_rows.set(rows)
+        gtoken = current_generated.set(generated)
         try:
             with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
                 logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
         finally:
             current_rows.reset(token)
+            current_generated.reset(gtoken)
         return logits.float(), None
 
 

@@ -39,6 +39,7 @@ from interp.errors import InterpError
 from interp.models import Model
 
 METHODS = ("mean_diff", "pca")
+POSITIONS = ("all", "prompt", "generated")
 
 
 @dataclass
@@ -182,14 +183,20 @@ def steer(
     vector: SteeringVector | Tensor,
     layer: int | None = None,
     alpha: float | Sequence[float] | Tensor = 1.0,
+    positions: str = "all",
 ) -> Iterator[None]:
     """Add ``alpha · vector`` at ``blocks.layer.hook_resid_post`` while the block runs.
 
     ``alpha`` is a number, or one value per request of the enclosed
     :func:`interp.generate` call (index = position in its ``prompts``). Per-request
-    values outside ``generate`` raise an error. Hooks are always removed on exit.
+    values outside ``generate`` raise an error. ``positions``: ``"all"`` (default),
+    ``"prompt"`` (prompt tokens only) or ``"generated"`` (generated tokens only); outside
+    ``generate`` every position counts as prompt. Hooks are always removed on exit.
     """
-    from interp.generate import current_rows
+    from interp.generate import current_generated, current_rows
+
+    if positions not in POSITIONS:
+        raise InterpError(f"unknown positions {positions!r}: use {', '.join(POSITIONS)}")
 
     if isinstance(vector, SteeringVector):
         if vector.model_id != model.model_id:
@@ -216,7 +223,14 @@ def steer(
             if rows is None or rows.numel() != h.shape[0]:
                 raise InterpError("per-request alphas only work inside interp.generate")
             coef = a[rows.cpu()].view(-1, *([1] * (h.ndim - 1)))
-        return h + (coef.to(h.device) * v).to(h.dtype)
+        add = coef.to(h.device) * v
+        if positions != "all" and h.ndim == 3:
+            gen = current_generated.get()
+            if gen is None:
+                gen = torch.zeros(h.shape[:2], dtype=torch.bool, device=h.device)
+            keep = gen if positions == "generated" else ~gen
+            add = add * keep.to(device=h.device, dtype=add.dtype).unsqueeze(-1)
+        return h + add.to(h.dtype)
 
     with model.bridge.hooks(fwd_hooks=[(model.resid_hook(layer), hook)]):
         yield

@@ -100,6 +100,7 @@ class SweepConfig:
     collapse_distinct2: float = 0.5
     collapse_ppl_factor: float = 10.0
     coherence_ppl_factor: float = 2.0
+    positions: str = "all"
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -124,6 +125,7 @@ def run_sweep(
     chat: bool = False,
     batch_size: int = 32,
     side_effect_prompts: Sequence[str] = SIDE_EFFECT_PROMPTS,
+    positions: str = "all",
     progress: bool | None = None,
 ) -> dict[str, Any]:
     """Steer at every layer × α and score every continuation (see the module doc).
@@ -143,7 +145,8 @@ def run_sweep(
         alphas = [0.0, *alphas]  # the unsteered baseline of every layer
     layer_list = [model.check_layer(int(x)) for x in layers]
     cfg = SweepConfig(layer_list, alphas, max_new_tokens, temperature, list(seeds), chat,
-                      batch_size, pairs.source if pairs is not None else vector.source, method)
+                      batch_size, pairs.source if pairs is not None else vector.source, method,
+                      positions=positions)
     n_p, n_a = len(prompts), len(alphas)
     rows_prompts = [p for p in prompts for _ in alphas]
     rows_alpha = [a for _ in prompts for a in alphas]
@@ -165,7 +168,7 @@ def run_sweep(
             cell: dict[tuple[int, str], list[float]] = {}
             cell_samples: list[list[str]] = [[] for _ in alphas]
             for seed in seeds:
-                with steer(model, vec, layer=layer, alpha=rows_alpha):
+                with steer(model, vec, layer=layer, alpha=rows_alpha, positions=positions):
                     res = generate(model, rows_prompts, max_new_tokens=max_new_tokens,
                                    temperature=temperature, seed=seed, chat=chat,
                                    batch_size=batch_size, progress=False)
@@ -196,7 +199,11 @@ def run_sweep(
                                     strict=True)
                 ]
                 cell[(a_idx, "collapse")] = collapse
-                with steer(model, vec, layer=layer, alpha=alpha), torch.no_grad():
+                # a plain forward has no generated tokens: with positions="generated" the
+                # side effect is measured steering every position (an upper bound)
+                with steer(model, vec, layer=layer, alpha=alpha,
+                           positions="all" if positions == "all" else "prompt"), \
+                        torch.no_grad():
                     lp = torch.log_softmax(model.logits(side_ids, side_mask)[:, -1].float(),
                                            -1)
                 cell[(a_idx, "side_kl")] = kl_divergence(clean_side, lp).tolist()

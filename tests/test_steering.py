@@ -131,3 +131,28 @@ def test_sentiment_vector_moves_the_models_own_judgement(model):
         down = gap()
     print(f"good-bad gap: base {base:.2f}, +4 {up:.2f}, -4 {down:.2f}")
     assert up > base + 0.5 and down < base - 0.5
+
+
+@pytest.mark.parametrize("positions", ["generated", "prompt"])
+def test_positions_are_respected_by_every_engine_path(tiny_model, positions):
+    """Steering only generated (or only prompt) tokens gives the same text with the KV
+    cache, without it, and under decode-verify-rollback."""
+    vec = train_vector(tiny_model, PAIRS, 0)
+    kw = {"max_new_tokens": 8, "batch_size": 4}
+    base = generate(tiny_model, PROMPTS, **kw)
+    outs = []
+    for extra in ({}, {"use_cache": False}, {"deterministic": True, "verify_every": 3}):
+        with steer(tiny_model, vec, alpha=60.0, positions=positions):
+            outs.append(generate(tiny_model, PROMPTS, **kw, **extra))
+    assert outs[0].texts == outs[1].texts == outs[2].texts
+    assert outs[0].texts != base.texts
+    if positions == "generated":  # the first new token comes from the unsteered prompt
+        assert [g.token_ids[0] for g in outs[0].generations] == \
+            [g.token_ids[0] for g in base.generations]
+
+
+def test_unknown_positions(tiny_model):
+    vec = train_vector(tiny_model, PAIRS, 0)
+    with pytest.raises(InterpError, match="unknown positions"), \
+            steer(tiny_model, vec, alpha=1.0, positions="middle"):
+        pass
