@@ -184,6 +184,19 @@ def _matrix(values: Sequence[Sequence[Any]], name: str) -> list[list[Any]]:
 # ------------------------------------------------------------------------ heatmap
 
 
+def _svg_open(
+    cls: str, width: float, height: float, aria: str, font_size: float | str,
+    data_n: int | None = None,
+) -> Markup:
+    """The opening ``<svg>`` tag of a chart (escaped label) and its ``<title>``."""
+    extra = Markup(' data-n="{}"').format(data_n) if data_n is not None else Markup("")
+    return Markup(
+        '<svg xmlns="{}" class="{}" width="{}" height="{}" viewBox="0 0 {} {}" '
+        'role="img" aria-label="{}" font-family="{}" font-size="{}"{}><title>{}</title>'
+    ).format(SVG_NS, cls, _n(width), _n(height), _n(width), _n(height), aria, SANS,
+             font_size, extra, aria)
+
+
 def heatmap_svg(
     values: Sequence[Sequence[float]],
     *,
@@ -289,13 +302,7 @@ def heatmap_svg(
     out: list[Markup] = []
     add = out.append
     aria = title or "heatmap"
-    add(
-        Markup(
-            '<svg xmlns="{}" class="interp-heatmap" width="{}" height="{}" viewBox="0 0 {} {}" '
-            'role="img" aria-label="{}" font-family="{}" font-size="{}">'
-        ).format(SVG_NS, _n(width), _n(height), _n(width), _n(height), aria, SANS, label_fs)
-    )
-    add(Markup("<title>{}</title>").format(aria))
+    add(_svg_open("interp-heatmap", width, height, aria, label_fs))
     if title:
         add(
             Markup(
@@ -594,13 +601,7 @@ def line_chart_svg(
     out: list[Markup] = []
     add = out.append
     aria = title or f"{y_label} by {x_label}"
-    add(
-        Markup(
-            '<svg xmlns="{}" class="interp-linechart" width="{}" height="{}" viewBox="0 0 {} {}" '
-            'role="img" aria-label="{}" font-family="{}" font-size="11">'
-        ).format(SVG_NS, _n(width), _n(height), _n(width), _n(height), aria, SANS)
-    )
-    add(Markup("<title>{}</title>").format(aria))
+    add(_svg_open("interp-linechart", width, height, aria, 11))
     if title:
         add(
             Markup(
@@ -796,14 +797,7 @@ def histogram_svg(
     out: list[Markup] = []
     add = out.append
     aria = title or f"histogram of {x_label}"
-    add(
-        Markup(
-            '<svg xmlns="{}" class="interp-histogram" width="{}" height="{}" '
-            'viewBox="0 0 {} {}" role="img" aria-label="{}" font-family="{}" font-size="11" '
-            'data-n="{}">'
-        ).format(SVG_NS, _n(width), _n(height), _n(width), _n(height), aria, SANS, len(vals))
-    )
-    add(Markup("<title>{}</title>").format(aria))
+    add(_svg_open("interp-histogram", width, height, aria, 11, data_n=len(vals)))
     if title:
         add(
             Markup(
@@ -942,13 +936,7 @@ def bar_chart_svg(
     out: list[Markup] = []
     add = out.append
     aria = title or f"{x_label} by item"
-    add(
-        Markup(
-            '<svg xmlns="{}" class="interp-barchart" width="{}" height="{}" viewBox="0 0 {} {}" '
-            'role="img" aria-label="{}" font-family="{}" font-size="{}">'
-        ).format(SVG_NS, _n(width), _n(height), _n(width), _n(height), aria, SANS, fs)
-    )
-    add(Markup("<title>{}</title>").format(aria))
+    add(_svg_open("interp-barchart", width, height, aria, fs))
     if title:
         add(
             Markup(

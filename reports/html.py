@@ -102,6 +102,21 @@ def truncate(text: str, max_chars: int) -> str:
     return text[: max(1, max_chars - 1)] + "…"
 
 
+def as_float(value: Any) -> float:
+    """A float; None, non-numbers and bools become NaN (for tolerant report inputs)."""
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def is_finite(value: Any) -> bool:
+    """Whether ``value`` is a finite number (see :func:`as_float`)."""
+    return math.isfinite(as_float(value))
+
+
 def format_number(value: Any, digits: int = 3) -> str:
     """A table-friendly number: fixed decimals, scientific for tiny/huge, ``—`` for None/NaN."""
     if value is None:

@@ -36,6 +36,12 @@ from reports.html import (
     render_report,
     table,
 )
+from reports.html import (
+    as_float as _f,
+)
+from reports.html import (
+    is_finite as _fin,
+)
 
 __all__ = ["render_probe_report", "verdict", "write_probe_report"]
 
@@ -73,20 +79,6 @@ _NUM = "font-family: var(--mono); font-size: 12.5px; font-variant-numeric: tabul
 
 
 # ------------------------------------------------------------------------ numbers
-
-
-def _f(value: Any) -> float:
-    """A float; None, non-numbers and bools become NaN."""
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _fin(value: Any) -> bool:
-    return math.isfinite(_f(value))
 
 
 def _series(r: Mapping[str, Any], key: str, n: int) -> list[float]:

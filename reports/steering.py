@@ -39,6 +39,12 @@ from reports.html import (
     table,
     truncate,
 )
+from reports.html import (
+    as_float as _f,
+)
+from reports.html import (
+    is_finite as _fin,
+)
 
 __all__ = ["render_steering_report", "write_steering_report"]
 
@@ -79,20 +85,6 @@ _SAMPLE = (
 
 
 # ------------------------------------------------------------------------ numbers
-
-
-def _f(value: Any) -> float:
-    """A float; None, non-numbers and bools become NaN."""
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _fin(value: Any) -> bool:
-    return math.isfinite(_f(value))
 
 
 def _is_list(value: Any) -> bool:
