@@ -316,10 +316,12 @@ def probe(
 
             save_probe(res, res.best_layer(), out.stage_dir("probe"), man)
             data["artifact"] = "probe"
-            out.write_json("results.json", _json_safe(data))
-            out.write_text("report.html", render_probe_report(_json_safe(data), man))
+        safe = _json_safe(data)  # NaN/inf → null: results.json stays strict JSON
+        if out_dir is not None:
+            out.write_json("results.json", safe)
+            out.write_text("report.html", render_probe_report(safe, man))
     if as_json:
-        click.echo(json.dumps(_json_safe(data), indent=2))
+        click.echo(json.dumps(safe, indent=2))
     else:
         _print_probe_table(data)
     for w in res.warnings:

@@ -240,30 +240,33 @@ class _Engine:
         self.eos = {int(t) for t in eos if t is not None}
 
     # -- one forward pass with hooks bound to the rows of this batch
-    def _forward(self, ids: Tensor, mask: Tensor, rows: Tensor, cache: Any = None,
-                 generated: Tensor | None = None) -> Any:
+    def _forward(
+        self, ids: Tensor, mask: Tensor, rows: Tensor, generated: Tensor, cache: Any = None,
+        *, use_cache: bool = True,
+    ) -> tuple[Tensor, Any]:
+        """Logits (float32) and, with ``use_cache``, the extended KV cache.
+
+        ``rows`` (request indices) and ``generated`` (which input positions were
+        generated) are published through :data:`current_rows` / :data:`current_generated`
+        for hooks registered outside :func:`generate`.
+        """
         fwd = list(self.hooks)
         for name, fn in self.row_hooks:
             fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
-        self.stats.forward_passes += 1
-        token = current_rows.set(rows)
-        gtoken = current_generated.set(generated)
+        token, gtoken = current_rows.set(rows), current_generated.set(generated)
         try:
-            return self._forward_inner(ids, mask, fwd, cache)
+            with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
+                if not use_cache:
+                    logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
+                    return logits.float(), None
+                logits, cache = self.model.bridge(
+                    ids, attention_mask=mask, past_key_values=cache,
+                    return_type="logits_and_cache", use_cache=True,
+                )
+                return logits.float(), cache
         finally:
             current_rows.reset(token)
             current_generated.reset(gtoken)
-
-    def _forward_inner(self, ids: Tensor, mask: Tensor, fwd: list, cache: Any) -> Any:
-        with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
-            if cache is None and not self.cfg.use_cache:
-                logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
-                return logits.float(), None
-            out = self.model.bridge(
-                ids, attention_mask=mask, past_key_values=cache,
-                return_type="logits_and_cache", use_cache=True,
-            )
-            return out[0].float(), out[1]
 
     def _noisy(self, logits: Tensor, shape_key: tuple[int, int]) -> Tensor:
         if self.cfg.inject_batch_noise > 0:
@@ -328,15 +331,16 @@ class _Engine:
             n_steps = min(window, max(budget.values()))
             for step in range(n_steps):
                 sub_rows = torch.tensor([rows[i].index for i in active])
+                self.stats.forward_passes += 1
                 if cfg.use_cache:
                     # the first pass feeds the prompts; every later one generated tokens
                     gen = torch.full(pending.shape, cache is not None, dtype=torch.bool,
                                      device=dev)
-                    logits, cache = self._forward(pending, mask, sub_rows, cache, gen)
+                    logits, cache = self._forward(pending, mask, sub_rows, gen, cache)
                 else:
                     gen = (torch.arange(full_ids.shape[1], device=dev) >= width).expand(
                         full_ids.shape[0], -1)
-                    logits, _ = self._forward(full_ids, mask, sub_rows, None, gen)
+                    logits, _ = self._forward(full_ids, mask, sub_rows, gen, use_cache=False)
                 last = self._noisy(logits[:, -1], (len(active), mask.shape[1]))
                 nxt = []
                 for j, i in enumerate(active):
@@ -361,7 +365,7 @@ class _Engine:
                     if k >= len(cands[i]):
                         mask[j, col] = 0
             if cfg.deterministic:
-                accepted = self.verify(rows, active, cands, lps)
+                accepted = self.verify(rows, active, cands)
                 # mask out the fed slots of rejected candidates (rollback)
                 for j, i in enumerate(active):
                     n_fed = len(fed_this_round)
@@ -396,7 +400,6 @@ class _Engine:
 
     def verify(
         self, rows: list[_Row], active: list[int], cands: dict[int, list[int]],
-        lps: dict[int, list[float]],
     ) -> dict[int, int]:
         """Check candidates against the fixed-shape verifier; extend ``rows[i].tokens``.
 
@@ -423,8 +426,8 @@ class _Engine:
                     mask[j, : len(seq)] = 1
                     gen[j, len(r.prompt_ids):] = True
                     req.append(r.index)
-                logits, _ = self._forward_verifier(ids.to(dev), mask.to(dev), torch.tensor(req),
-                                                   gen.to(dev))
+                logits, _ = self._forward(ids.to(dev), mask.to(dev), torch.tensor(req),
+                                          gen.to(dev), use_cache=False)
                 logits = self._noisy(logits, (cfg.verify_batch, bucket))
                 self.stats.verifier_passes += 1
                 for j, i in enumerate(chunk):
@@ -445,23 +448,7 @@ class _Engine:
                     r.tokens += new_tokens
                     r.logprobs += new_lps
                     accepted[i] = a
-        del lps
         return accepted
-
-    def _forward_verifier(self, ids: Tensor, mask: Tensor, rows: Tensor,
-                          generated: Tensor) -> Any:
-        fwd = list(self.hooks)
-        for name, fn in self.row_hooks:
-            fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
-        token = current_rows.set(rows)
-        gtoken = current_generated.set(generated)
-        try:
-            with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
-                logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
-        finally:
-            current_rows.reset(token)
-            current_generated.reset(gtoken)
-        return logits.float(), None
 
 
 def generate(

@@ -171,8 +171,7 @@ def fit_probe(
         clf = LogisticRegression(
             C=C, solver="newton-cholesky", max_iter=200, random_state=seed
         ).fit(xs_train, yt)
-    train_acc = float((clf.predict(xs_train) == y[train]).mean()) if y_train is None else \
-        float((clf.predict(xs_train) == yt).mean())
+    train_acc = float((clf.predict(xs_train) == yt).mean())  # on the labels it was fit to
     test_pred = clf.predict(xs_test)
     scores = clf.decision_function(xs_test)
     auroc = float(roc_auc_score(y[test], scores)) if len(set(y[test])) == 2 else math.nan

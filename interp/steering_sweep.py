@@ -147,7 +147,7 @@ def run_sweep(
     cfg = SweepConfig(layer_list, alphas, max_new_tokens, temperature, list(seeds), chat,
                       batch_size, pairs.source if pairs is not None else vector.source, method,
                       positions=positions)
-    n_p, n_a = len(prompts), len(alphas)
+    n_a = len(alphas)
     rows_prompts = [p for p in prompts for _ in alphas]
     rows_alpha = [a for _ in prompts for a in alphas]
     keys = ("target_score", "perplexity", "distinct2", "collapse", "side_kl")
@@ -213,7 +213,6 @@ def run_sweep(
                 grids[f"{k}_std"].append([s for _, s in stats])
             samples.append(cell_samples)
     sweet = _sweet_spot(layer_list, alphas, grids, cfg)
-    del n_p
     return {
         "model": model.model_id, "config": asdict(cfg), "layers": layer_list,
         "alphas": alphas, **grids, "vector_norms": norms, "samples": samples,
