@@ -15,47 +15,25 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import click
 
+from interp.cli_common import (
+    float_list,
+    json_safe,
+    load_model,
+    log,
+    manifest_for,
+    model_options,
+    open_out,
+    prompts_from_args,
+)
 from interp.errors import InterpError
 
 os.environ.setdefault("WANDB_MODE", "disabled")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-
-
-def model_options(fn: Callable) -> Callable:
-    """``--model --device --dtype --batch-size --seed`` for every verb that loads a model."""
-    decorators = [
-        click.option("--model", "model_name", default=None, metavar="NAME|PATH",
-                     help="Embedded model name (default smollm2-135m-instruct), a local HF "
-                     "checkpoint folder, a .gguf file, or a hub name when online."),
-        click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:N."),
-        click.option("--dtype", default="float32", show_default=True,
-                     type=click.Choice(["float32", "bfloat16", "float16"]),
-                     help="Model weights dtype."),
-        click.option("--batch-size", default=16, show_default=True,
-                     type=click.IntRange(min=1), help="Prompts per forward pass."),
-        click.option("--seed", default=0, show_default=True, type=int,
-                     help="Random seed (recorded in the manifest)."),
-    ]
-    for dec in reversed(decorators):
-        fn = dec(fn)
-    return fn
-
-
-def _load_model(model_name: str | None, device: str, dtype: str, seed: int):
-    import torch
-
-    from interp.models import load
-    from interp.progress import status
-
-    torch.manual_seed(seed)
-    with status(f"loading {model_name or 'smollm2-135m-instruct'}"):
-        return load(model_name, device=device, dtype=dtype)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,12 +66,12 @@ def lens(
     del batch_size  # one prompt: a single forward pass
     if not prompt.strip():
         raise InterpError("empty prompt: give at least one non-blank character")
-    out = _open_out(out_dir)
+    out = open_out(out_dir)
     with out:
-        model = _load_model(model_name, device, dtype, seed)
+        model = load_model(model_name, device, dtype, seed)
         result = logit_lens(model, prompt, layers=layers, top_k=top_k, chat=chat)
         data = result.to_dict()
-        man = _manifest(model, seed, [prompt], {"top_k": top_k, "layers": layers, "chat": chat})
+        man = manifest_for(model, seed, [prompt], {"top_k": top_k, "layers": layers, "chat": chat})
         data["manifest"] = man
         if out_dir is not None:
             from reports.lens import render_lens_report
@@ -105,7 +83,7 @@ def lens(
     else:
         _print_lens_table(data, max_cols)
     if out_dir is not None:
-        _log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
+        log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
 
 
 def _print_lens_table(data: dict[str, Any], max_cols: int) -> None:
@@ -174,7 +152,7 @@ def capture(
     from interp.models import parse_dtype
     from reports.capture import render_capture_report
 
-    texts = _prompts_from_args(prompts, file_, text_column)
+    texts = prompts_from_args(prompts, file_, text_column)
     pos: str | int = positions
     if positions not in ("last", "mean", "all"):
         try:
@@ -185,8 +163,8 @@ def capture(
             ) from None
     if layers is None and not hooks:
         raise InterpError("nothing to capture: give --layer and/or --hook")
-    with _open_out(out_dir) as out:
-        model = _load_model(model_name, device, dtype, seed)
+    with open_out(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
         acts = run_capture(
             model, texts, hooks=list(hooks) or None, layers=layers, positions=pos,
             batch_size=batch_size, dtype=parse_dtype(save_dtype), chat=chat,
@@ -197,7 +175,7 @@ def capture(
         config = {"positions": pos, "layers": layers, "hooks": list(hooks), "chat": chat,
                   "drop_first": drop_first, "batch_size": batch_size, "dtype": save_dtype,
                   "dataset": file_ or "(command line)", "text_column": text_column}
-        man = _manifest(model, seed, texts, config)
+        man = manifest_for(model, seed, texts, config)
         tensors = {name: acts.acts[name] for name in acts.hook_points}
         tensors["lengths"] = acts.lengths
         if pos == "all":
@@ -220,7 +198,7 @@ def capture(
         out.write_text("report.html", render_capture_report(result, man))
 
     _print_capture_table(hooks_summary)
-    _log(f"wrote {os.path.join(out_dir, 'activations')}/, results.json and report.html")
+    log(f"wrote {os.path.join(out_dir, 'activations')}/, results.json and report.html")
 
 
 def _print_capture_table(rows: list[dict[str, Any]]) -> None:
@@ -295,8 +273,8 @@ def probe(
                 from None
     ds = load_probe_dataset(dataset, text_column=text_column, label_column=label_column,
                             group_column=group_column or None)
-    with _open_out(out_dir) as out:
-        model = _load_model(model_name, device, dtype, seed)
+    with open_out(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
         spec = layers if layers is not None else (layer if layer is not None else "all")
         layer_list = model.parse_layers(spec)  # validates before any heavy work
         res = run_probe(model, ds, layers=layer_list, position=pos, seeds=seeds, C=C,
@@ -308,7 +286,7 @@ def probe(
         if ablate:
             data["ablation"] = _probe_ablation(model, ds, res, pos, batch_size, seed,
                                                random_directions, ablate_examples, leace)
-        man = _manifest(model, seed, ds.texts, data["config"])
+        man = manifest_for(model, seed, ds.texts, data["config"])
         man["dataset_hash"] = dataset_hash(ds)
         data["manifest"] = man
         if out_dir is not None:
@@ -316,7 +294,7 @@ def probe(
 
             save_probe(res, res.best_layer(), out.stage_dir("probe"), man)
             data["artifact"] = "probe"
-        safe = _json_safe(data)  # NaN/inf → null: results.json stays strict JSON
+        safe = json_safe(data)  # NaN/inf → null: results.json stays strict JSON
         if out_dir is not None:
             out.write_json("results.json", safe)
             out.write_text("report.html", render_probe_report(safe, man))
@@ -325,7 +303,7 @@ def probe(
     else:
         _print_probe_table(data)
     for w in res.warnings:
-        _log(f"warning: {w}")
+        log(f"warning: {w}")
 
 
 def _probe_ablation(model, ds, res, pos, batch_size, seed, n_random, n_examples,  # noqa: ANN001, ANN202
@@ -355,21 +333,6 @@ def _probe_ablation(model, ds, res, pos, batch_size, seed, n_random, n_examples,
         position=pos, batch_size=batch_size, seed=seed, leace=leace,
     )
     return ab.to_dict()
-
-
-def _json_safe(obj: Any) -> Any:
-    """NaN/inf → None so results.json stays strict JSON."""
-    import math
-
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_json_safe(v) for v in obj]
-    if hasattr(obj, "item") and not hasattr(obj, "__len__"):
-        return _json_safe(obj.item())
-    return obj
 
 
 def _print_probe_table(d: dict[str, Any]) -> None:
@@ -445,14 +408,14 @@ def generate_cmd(
     """Generate continuations of PROMPTS (or --file), batched and KV-cached."""
     from interp.generate import GenerationConfig, generate
 
-    texts = _prompts_from_args(prompts, file_, text_column)
+    texts = prompts_from_args(prompts, file_, text_column)
     GenerationConfig(  # validate before loading the model
         max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, stop=stop,
         batch_size=batch_size, verify_every=verify_every,
         inject_batch_noise=inject_batch_noise,
     ).check()
-    with _open_out(out_dir) as out:
-        model = _load_model(model_name, device, dtype, seed)
+    with open_out(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
         result = generate(
             model, texts, max_new_tokens=max_new_tokens, temperature=temperature,
             top_p=top_p, seed=seed, stop=stop, chat=chat, batch_size=batch_size,
@@ -463,7 +426,7 @@ def generate_cmd(
         if out_dir is not None:
             from reports.generate import render_generate_report
 
-            man = _manifest(model, seed, texts, data["config"])
+            man = manifest_for(model, seed, texts, data["config"])
             data["manifest"] = man
             out.write_json("results.json", data)
             out.write_text("report.html", render_generate_report(data, man))
@@ -480,7 +443,7 @@ def generate_cmd(
     if deterministic:
         msg += (f"; verified {st.tokens_verified}, rollbacks {st.rollbacks}, "
                 f"regenerated {st.regenerated_tokens}")
-    _log(msg)
+    log(msg)
 
 
 def _print_generations(gens: list[Any]) -> None:
@@ -523,9 +486,9 @@ def steer_train(pairs: str, layer: int, method: str, positive_key: str, negative
     from interp.steering import load_pairs, train_vector
 
     cp = load_pairs(pairs, positive_key, negative_key)
-    model = _load_model(model_name, device, dtype, seed)
+    model = load_model(model_name, device, dtype, seed)
     vec = train_vector(model, cp, layer, method=method, batch_size=batch_size)
-    man = _manifest(model, seed, cp.positive + cp.negative,
+    man = manifest_for(model, seed, cp.positive + cp.negative,
                     {"layer": layer, "method": method, "pairs": pairs})
     path = vec.save(out_path, man)
     click.echo(json.dumps({"vector": str(path), "layer": vec.layer, "method": vec.method,
@@ -564,8 +527,8 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
 
     if not math.isfinite(alpha):
         raise InterpError(f"--alpha must be finite, got {alpha}")
-    texts = _prompts_from_args(prompts, file_, text_column)
-    model = _load_model(model_name, device, dtype, seed)
+    texts = prompts_from_args(prompts, file_, text_column)
+    model = load_model(model_name, device, dtype, seed)
     vec = load_vector(vector_path, model)
     kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
           "chat": chat, "batch_size": batch_size}
@@ -626,35 +589,23 @@ def steer_sweep(vector_path: str | None, pairs: str | None, layers: str, alphas:
 
     if (vector_path is None) == (pairs is None):
         raise InterpError("give --vector or --pairs (exactly one)")
-    alpha_list = _float_list(alphas, "--alphas")
-    seed_list = [int(x) for x in _float_list(seeds, "--seeds")]
+    alpha_list = float_list(alphas, "--alphas")
+    seed_list = [int(x) for x in float_list(seeds, "--seeds")]
     texts = _sweep_prompts(prompts_path)[:n_prompts]
     cp = load_pairs(pairs) if pairs is not None else None
-    with _open_out(out_dir) as out:
-        model = _load_model(model_name, device, dtype, seed)
+    with open_out(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
         layer_list = model.parse_layers(layers)
         vec = load_vector(vector_path, model) if vector_path is not None else None
         res = run_sweep(model, texts, layers=layer_list, alphas=alpha_list, pairs=cp,
                         vector=vec, method=method, max_new_tokens=max_new_tokens,
                         temperature=temperature, seeds=seed_list, chat=chat,
                         batch_size=batch_size, positions=steer_positions)
-        man = _manifest(model, seed, texts, res["config"])
+        man = manifest_for(model, seed, texts, res["config"])
         res["manifest"] = man
-        out.write_json("results.json", _json_safe(res))
-        out.write_text("report.html", render_steering_report(_json_safe(res), man))
+        out.write_json("results.json", json_safe(res))
+        out.write_text("report.html", render_steering_report(json_safe(res), man))
     _print_sweep(res)
-
-
-def _float_list(text: str, name: str) -> list[float]:
-    import math
-
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InterpError(f"bad {name} {text!r}: use comma-separated numbers") from None
-    if not vals or not all(math.isfinite(v) for v in vals):
-        raise InterpError(f"bad {name} {text!r}: use comma-separated finite numbers")
-    return vals
 
 
 def _sweep_prompts(path: str | None) -> list[str]:
@@ -689,7 +640,7 @@ def _print_sweep(res: dict[str, Any]) -> None:
     Console(soft_wrap=False, width=160).print(table)
     sweet = res.get("sweet_spot")
     if sweet:
-        _log(f"sweet spot: layer {sweet['layer']}, alpha {sweet['alpha']:g}: VADER "
+        log(f"sweet spot: layer {sweet['layer']}, alpha {sweet['alpha']:g}: VADER "
              f"{sweet['effect']:+.3f} (spread {sweet['effect_spread']:.3f}) within "
              f"{sweet['tolerance']}")
 
@@ -714,7 +665,7 @@ def models(as_json: bool) -> None:
     for r in rows:
         table.add_row(r["name"], r["kind"], _yn(r["installed"]), _yn(r["cached"]), r["path"])
     Console(soft_wrap=False, width=160).print(table)
-    _log("any local HF checkpoint folder or hub name also works with --model")
+    log("any local HF checkpoint folder or hub name also works with --model")
 
 
 def _yn(x: bool) -> str:
@@ -736,7 +687,7 @@ def corpus_build(out_dir: str | None, force: bool) -> None:
     from interp import corpus as corpus_mod
 
     if corpus_mod.is_built(out_dir) and not force:
-        _log(f"corpus already built at {out_dir or corpus_mod.default_dir()} (use --force)")
+        log(f"corpus already built at {out_dir or corpus_mod.default_dir()} (use --force)")
     else:
         corpus_mod.build(out_dir)
     _print_corpus_info(corpus_mod.manifest(out_dir))
@@ -760,51 +711,14 @@ def _print_corpus_info(man: dict[str, Any]) -> None:
 
 
 # -------------------------------------------------------------------------- helpers
-def _prompts_from_args(prompts: tuple[str, ...], file_: str | None, text_column: str,
-                       ) -> list[str]:
-    """Prompts given as arguments, or read from ``--file`` (not both, not none)."""
-    from interp.data import read_prompts
+def _register_verbs() -> None:
+    """Verbs defined in their own modules join the ``interp`` group here."""
+    from evals.cli import eval_group
 
-    if file_ and prompts:
-        raise InterpError("give prompts as arguments or with --file, not both")
-    texts = read_prompts(file_, text_column) if file_ else list(prompts)
-    if not texts:
-        raise InterpError("no prompts: pass them as arguments or with --file")
-    return texts
+    cli.add_command(eval_group)
 
 
-def _open_out(out_dir: str | None):
-    from interp.outdir import OutDir
-
-    return _NullOut() if out_dir is None else OutDir(out_dir)
-
-
-class _NullOut:
-    def __enter__(self) -> _NullOut:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
-
-    def write_text(self, name: str, text: str) -> None:  # pragma: no cover
-        raise AssertionError("no --out")
-
-    write_json = write_text
-
-
-def _manifest(model: Any, seed: int, texts: list[str], config: dict[str, Any]) -> dict[str, Any]:
-    from interp.manifest import run_manifest, sha256_texts
-
-    return run_manifest(
-        model_id=model.model_id, seed=seed, dataset_hash=sha256_texts(texts),
-        config=config, extra={"model": model.manifest_info()},
-    )
-
-
-def _log(message: str) -> None:
-    from interp.progress import stderr_console
-
-    stderr_console.print(message, highlight=False, markup=False)
+_register_verbs()
 
 
 def _fail(message: str, code: int = 2) -> None:

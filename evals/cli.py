@@ -1,0 +1,14 @@
+"""``interp eval …``: the alignment evaluations' command group.
+
+Each evaluation defines its command in its own module and is added to
+:data:`eval_group` below; :mod:`interp.cli` registers the group on ``interp``.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(name="eval")
+def eval_group() -> None:
+    """Alignment evaluations (sycophancy, constitutional AI)."""
