@@ -12,3 +12,8 @@ import click
 @click.group(name="eval")
 def eval_group() -> None:
     """Alignment evaluations (sycophancy, constitutional AI)."""
+
+
+from evals.cli_constitutional import constitutional  # noqa: E402
+
+eval_group.add_command(constitutional)
