@@ -1,0 +1,474 @@
+"""Constitutional AI: loaders, the pairs/orders/averaging bookkeeping on hand-made numbers,
+CI arithmetic, the critique–revision loop, the CLI on the tiny model, and the report."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from markupsafe import escape
+
+from evals.constitutional import (
+    Chain,
+    Constitution,
+    Judgement,
+    Pair,
+    Principle,
+    PromptItem,
+    build_pairs,
+    combine_orders,
+    critique_revise,
+    fisher_ci,
+    load_constitution,
+    load_prompts,
+    orders,
+    pearson,
+    preference_record,
+    results_dict,
+    sample_principle,
+    wilson_ci,
+)
+from interp.cli import main
+from interp.errors import InterpError
+from reports.constitutional import render_constitutional_report, write_constitutional_report
+from tests.browser import ARTIFACTS, assert_clean, visit
+from tests.html_checks import parse, section, svgs
+
+SCRIPT = "<script>alert(1)</script>"
+LN = math.log
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _con(*names: str) -> Constitution:
+    return Constitution(tuple(Principle(n, f"critique {n}", f"revise {n}", f"compare {n}")
+                              for n in names))
+
+
+# ------------------------------------------------------------------------- loaders
+def test_shipped_constitution_and_prompts():
+    con = load_constitution()
+    assert len(con.principles) >= 4
+    assert all(p.critique_request and p.revision_request and p.comparison
+               for p in con.principles)
+    items = load_prompts()
+    assert len(items) >= 50
+    assert len({it.id for it in items}) == len(items)
+    assert sum(it.reference is not None for it in items) >= 20
+    assert {it.category for it in items} == {"harmful", "dishonest", "sycophantic", "evasive"}
+    assert {it.category for it in items[:4]} == {"harmful", "dishonest", "sycophantic",
+                                                  "evasive"}  # --limit takes a mix
+
+
+def test_yaml_constitution_and_list_form(tmp_path):
+    y = tmp_path / "c.yaml"
+    y.write_text("name: mine\nprinciples:\n  - name: kind\n    critique_request: Is it kind?\n"
+                 "    revision_request: Make it kind.\n")
+    con = load_constitution(y)
+    assert con.name == "mine" and con.principles[0].name == "kind"
+    assert "Make it kind." in con.principles[0].comparison  # default question
+    j = tmp_path / "c.json"
+    j.write_text(json.dumps([{"critique_request": "c", "revision_request": "r"}]))
+    assert load_constitution(j).principles[0].name == "principle_1"
+
+
+@pytest.mark.parametrize("name,text,message", [
+    ("c.json", '{"principles": [\n  {"critique_request": "c",\n', "line 3 is not valid JSON"),
+    ("c.json", '{"principles": [\n  {"critique_request": "c", "revision_request": "r"},\n'
+     '  {"critique_request": "c2"}\n]}', "principle 2 (line 3) has no 'revision_request'"),
+    ("c.json", '{"principles": [{"critique_request": "", "revision_request": "r"}]}',
+     "principle 1 has an empty 'critique_request'"),
+    ("c.json", "   \n", "empty file"),
+    ("c.json", '{"principles": []}', "has no principles"),
+    ("c.json", '{"rules": []}', "no 'principles' list"),
+    ("c.yaml", "principles:\n  - critique_request: [unclosed\n", "line 3 is not valid YAML"),
+    ("c.yaml", "principles:\n  - critique_request: c\n  - critique_request: d\n"
+     "    revision_request: r\n", "principle 1 (line 2) has no 'revision_request'"),
+    ("c.txt", "x", "unknown constitution type .txt"),
+])
+def test_constitution_errors_name_the_line(tmp_path, name, text, message):
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(InterpError, match=re.escape(message)):
+        load_constitution(p)
+
+
+@pytest.mark.parametrize("text,message", [
+    ('{"prompt": "a"}\n\n{"text": "b"}\n{"question": "c"}\n',
+     "line 4 has no 'prompt' field (fields: question)"),
+    ('{"prompt": "a"}\n{"prompt": "a", oops}\n', "line 2 is not valid JSON"),
+    ('{"prompt": "a"}\n{"prompt": "  "}\n', "line 2 has an empty 'prompt'"),
+    ('{"id": 1, "prompt": "a"}\n{"id": 1, "prompt": "b"}\n', "line 2: duplicate id '1'"),
+    ('{"prompt": "a", "reference": 3}\n', "line 1: 'reference' must be a string"),
+    ("\n\n", "empty file"),
+])
+def test_prompt_errors_name_the_line(tmp_path, text, message):
+    p = tmp_path / "p.jsonl"
+    p.write_text(text)
+    with pytest.raises(InterpError, match=re.escape(message)):
+        load_prompts(p)
+
+
+def test_prompts_from_txt_and_csv(tmp_path):
+    t = tmp_path / "p.txt"
+    t.write_text("first\n\nsecond\n")
+    assert [it.prompt for it in load_prompts(t)] == ["first", "second"]
+    c = tmp_path / "p.csv"
+    c.write_text("id,prompt,reference\nx,hello,\ny,bye,see you\n")
+    items = load_prompts(c)
+    assert [(it.id, it.reference) for it in items] == [("x", None), ("y", "see you")]
+
+
+# -------------------------------------------------------------- the hand-made case
+def hand_chains() -> list[Chain]:
+    return [
+        Chain("a", "Q1", "init a", ["p1"], ["crit a"], ["rev a"], reference="ref a"),
+        Chain("b", "Q2", "init b", ["p2"], ["crit b"], ["init b"]),  # revision unchanged
+        Chain("c", "Q3", "init c", ["p1", "p2"], ["c1", "c2"], ["rev c1", "rev c2 long text"],
+              reference="ref c"),
+    ]
+
+
+def test_pairs_and_orders():
+    con = _con("p1", "p2")
+    pairs = build_pairs(hand_chains(), con, seed=0)
+    assert [(p.id, p.kind) for p in pairs] == [
+        ("a", "revision"), ("b", "revision"), ("c", "revision"),
+        ("a", "reference"), ("c", "reference")]
+    a, b, c, ra, rc = pairs
+    assert (a.x, a.y, a.x_label, a.y_label) == ("rev a", "init a", "revised", "initial")
+    assert (c.x, c.y) == ("rev c2 long text", "init c")  # the FINAL revision vs the initial
+    assert b.identical and not a.identical
+    assert (ra.x, ra.y, ra.x_label, ra.y_label) == ("init a", "ref a", "model", "reference")
+    assert {p.principle for p in pairs} <= {"p1", "p2"}
+    fwd, rev = orders(pairs)
+    assert fwd[0] == ("rev a", "init a") and rev[0] == ("init a", "rev a")
+    assert all(f == r[::-1] for f, r in zip(fwd, rev, strict=True))
+    # The judging principle is drawn independently and reproducibly.
+    assert [p.principle for p in build_pairs(hand_chains(), con, seed=0)] == \
+        [p.principle for p in pairs]
+    assert len(build_pairs(hand_chains(), con, references=False)) == 3
+
+
+def test_order_swapping_and_averaging():
+    # Forward shows (A)=x, (B)=y; reverse shows (A)=y, (B)=x.
+    lp_fwd = [[LN(0.8), LN(0.2)],      # x preferred as A
+              [LN(0.9), LN(0.1)],      # A preferred ...
+              [LN(0.06), LN(0.02)],    # unnormalised: P(A|letters) = 0.75
+              [LN(0.3), LN(0.7)]]
+    lp_rev = [[LN(0.3), LN(0.7)],      # ... x (now B) preferred: consistent
+              [LN(0.9), LN(0.1)],      # ... A again: pure position bias, a flip
+              [LN(0.01), LN(0.03)],    # P(B) = 0.75
+              [LN(0.6), LN(0.4)]]      # y preferred in both orders
+    js = combine_orders(lp_fwd, lp_rev)
+    assert [round(j.p_x_fwd, 6) for j in js] == [0.8, 0.9, 0.75, 0.3]
+    assert [round(j.p_x_rev, 6) for j in js] == [0.7, 0.1, 0.75, 0.4]
+    assert [round(j.p_x, 6) for j in js] == [0.75, 0.5, 0.75, 0.35]
+    assert [j.flip for j in js] == [False, True, False, False]
+    assert [j.tie for j in js] == [False, True, False, False]
+    assert [j.win for j in js] == [1.0, 0.5, 1.0, 0.0]
+    with pytest.raises(InterpError, match="2 forward but 1 reverse"):
+        combine_orders(lp_fwd[:2], lp_rev[:1])
+
+
+def test_chosen_rejected_assignment():
+    pair = Pair("a", "Q", "revised text", "initial text", "p1", "revision", "revised", "initial")
+    rec = preference_record(pair, Judgement(0.8, 0.7), valid=True)
+    assert (rec["chosen"], rec["rejected"], rec["chosen_is"]) == \
+        ("revised text", "initial text", "revised")
+    assert rec["p_chosen"] == pytest.approx(0.75) and rec["valid"] is True
+    assert rec["position_flip"] is False and rec["prompt"] == "Q" and rec["principle"] == "p1"
+    rec = preference_record(pair, Judgement(0.3, 0.4), valid=False)
+    assert (rec["chosen"], rec["rejected"], rec["chosen_is"]) == \
+        ("initial text", "revised text", "initial")
+    assert rec["p_chosen"] == pytest.approx(0.65) and rec["valid"] is False
+    same = Pair("b", "Q", "x", "x", "p1", "revision", "revised", "initial")
+    rec = preference_record(same, Judgement(0.9, 0.1), valid=True)
+    assert rec["tie"] and rec["identical"] and rec["position_flip"] is None
+    assert rec["p_chosen"] == pytest.approx(0.5)
+
+
+def test_results_dict_on_the_hand_made_case():
+    con = _con("p1", "p2")
+    pairs = build_pairs(hand_chains(), con, seed=0)  # a, b(identical), c, ref a, ref c
+    js = [Judgement(0.8, 0.7), Judgement(0.9, 0.1), Judgement(0.3, 0.4),
+          Judgement(0.9, 0.2), Judgement(0.6, 0.6)]
+    r = results_dict(pairs, js, valid=True, principles=["p1", "p2", "p3"])
+    # Revised wins a (1), ties b (0.5: identical), loses c (0).
+    assert r["win_rate_revised"] == pytest.approx(0.5) and r["win_rate_revised_n"] == 3
+    assert r["win_rate_revised_ci95"] == pytest.approx(wilson_ci(1.5, 3))
+    assert r["revisions_identical"] == 1
+    # Flips among the 4 non-identical pairs: only "ref a" (0.9 as A, 0.2 as B).
+    assert r["position_flip_rate"] == pytest.approx(0.25) and r["position_flip_rate_n"] == 4
+    assert r["position_flip_rate_ci95"] == pytest.approx(wilson_ci(1, 4))
+    # Verdicts for whatever was shown as (A): fwd picks x (a, ref a, ref c) or y (c); rev
+    # picks A = y when p_x_rev < 0.5 (c, ref a).
+    assert r["first_position_rate"] == pytest.approx(5 / 8) and r["first_position_rate_n"] == 8
+    # Self-preference: own answer beats the reference for "ref a" (0.55) and "ref c" (0.6).
+    assert r["self_preference_rate"] == 1.0 and r["self_preference_rate_n"] == 2
+    # Length: word-count differences x - y vs p_x over the 4 non-identical pairs.
+    dx = [0.0, 2.0, 0.0, 0.0]  # "rev a"/"init a", "rev c2 long text"/"init c", refs
+    py = [0.75, 0.35, 0.55, 0.6]
+    assert r["length_preference_corr"] == pytest.approx(pearson(dx, py))
+    assert r["length_preference_corr_n"] == 4
+    assert r["length_preference_corr_ci95"] == pytest.approx(
+        fisher_ci(pearson(dx, py), 4))
+    assert r["per_principle"]["p3"]["win_rate_revised_n"] == 0
+    assert r["per_principle"]["p3"]["win_rate_revised"] is None
+    assert sum(v["win_rate_revised_n"] for v in r["per_principle"].values()) == 3
+    for key in ("win_rate_revised", "position_flip_rate", "length_preference_corr"):
+        assert len(r[f"{key}_ci95"]) == 2 and isinstance(r[f"{key}_n"], int)
+    assert r["valid"] is True
+
+
+def test_ci_arithmetic():
+    assert wilson_ci(8, 10) == pytest.approx([0.49016, 0.94332], abs=1e-5)
+    assert wilson_ci(0, 5)[0] == 0.0 and wilson_ci(5, 5)[1] == 1.0
+    assert wilson_ci(0, 0) == [None, None]
+    from scipy.stats import pearsonr
+
+    xs = [1.0, 2.0, 3.5, 4.0, 5.0, 7.0, 8.0, 9.5]
+    ys = [0.2, 0.1, 0.5, 0.4, 0.45, 0.8, 0.6, 0.9]
+    ref = pearsonr(xs, ys)
+    r = pearson(xs, ys)
+    assert r == pytest.approx(ref.statistic)
+    lo, hi = ref.confidence_interval(0.95)
+    assert fisher_ci(r, len(xs)) == pytest.approx([lo, hi])
+    assert fisher_ci(0.5, 3) == [None, None]
+    assert pearson([1, 1, 1], [0, 1, 2]) is None
+
+
+# ------------------------------------------------------------------ the supervised loop
+def test_critique_revise_conversation_and_rounds():
+    con = _con("p1", "p2", "p3")
+    items = [PromptItem("i1", "Q1", "R1"), PromptItem("i2", "Q2")]
+    calls: list[list[str]] = []
+
+    def render(messages):
+        return " | ".join(f"{m['role']}: {m['content']}" for m in messages)
+
+    def gen(texts):
+        calls.append(list(texts))
+        return [f" out{len(calls)}.{i} " for i in range(len(texts))]
+
+    chains = critique_revise(items, con, gen, render, rounds=2, seed=3)
+    assert len(calls) == 1 + 2 * 2 and all(len(c) == 2 for c in calls)
+    assert calls[0] == ["user: Q1", "user: Q2"]
+    c = chains[0]
+    assert c.initial == "out1.0" and c.critiques == ["out2.0", "out4.0"]
+    assert c.revisions == ["out3.0", "out5.0"] and c.final == "out5.0"
+    p0 = con.by_name(c.principles[0])
+    assert calls[1][0] == f"user: Q1 | assistant: out1.0 | user: {p0.critique_request}"
+    assert calls[2][0] == (f"user: Q1 | assistant: out1.0 | user: {p0.critique_request} | "
+                           f"assistant: out2.0 | user: {p0.revision_request}")
+    # Round 2 critiques the round-1 revision, in a fresh short conversation.
+    p1 = con.by_name(c.principles[1])
+    assert calls[3][0] == f"user: Q1 | assistant: out3.0 | user: {p1.critique_request}"
+    assert c.reference == "R1" and chains[1].reference is None
+    rec = c.sft_record()
+    assert rec["messages"][-1] == {"role": "assistant", "content": "out5.0"}
+    assert set(rec) >= {"prompt", "initial", "critiques", "revisions", "final"}
+    # Principles: deterministic in the seed, and the seed matters.
+    again = critique_revise(items, con, lambda t: ["x"] * len(t), render, rounds=2, seed=3)
+    assert [ch.principles for ch in again] == [ch.principles for ch in chains]
+    draws = {sample_principle(con, s, "i1", "round", 0).name for s in range(30)}
+    assert len(draws) == 3
+
+
+# ----------------------------------------------------------------------- the CLI
+def _cli_args(model_dir: Path, out: Path, *extra: str) -> list[str]:
+    return ["eval", "constitutional", "--model", str(model_dir), "--limit", "5",
+            "--max-new-tokens", "6", "--out", str(out), *extra]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tiny_model_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("cai") / "out"
+    code = 0
+    try:
+        main(_cli_args(tiny_model_dir, out, "--json"))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    return code, out
+
+
+def test_cli_writes_all_files(tiny_run, capsys):
+    code, out = tiny_run
+    assert code == 0
+    assert {p.name for p in out.iterdir()} == {"sft.jsonl", "preferences.jsonl",
+                                               "results.json", "report.html"}
+    res = json.loads((out / "results.json").read_text())
+    for key in ("win_rate_revised", "position_flip_rate", "length_preference_corr"):
+        assert key in res and len(res[f"{key}_ci95"]) == 2 and isinstance(res[f"{key}_n"], int)
+    assert isinstance(res["valid"], bool) and res["n_prompts"] == 5
+    assert res["win_rate_revised_n"] == 5
+    refs = sum(it.reference is not None for it in load_prompts()[:5])
+    assert res["self_preference_rate_n"] == refs and res["n_pairs"] == 5 + refs
+    assert set(res["per_principle"]) == {p.name for p in load_constitution().principles}
+    assert res["manifest"]["seed"] == 0 and "letter_check" in res
+    prefs = [json.loads(x) for x in (out / "preferences.jsonl").read_text().splitlines()]
+    assert len(prefs) == 5 + refs
+    assert all(p["valid"] == res["valid"] for p in prefs)
+    assert all(0.5 <= p["p_chosen"] <= 1.0 for p in prefs)
+    sft = [json.loads(x) for x in (out / "sft.jsonl").read_text().splitlines()]
+    assert [s["prompt"] for s in sft] == [it.prompt for it in load_prompts()[:5]]
+    assert all(len(s["critiques"]) == len(s["revisions"]) == 1 for s in sft)
+
+
+def test_outputs_load_with_hf_datasets(tiny_run):
+    from datasets import load_dataset
+
+    _, out = tiny_run
+    sft = load_dataset("json", data_files=str(out / "sft.jsonl"), split="train")
+    assert len(sft) == 5 and {"prompt", "initial", "critiques", "revisions", "final"} <= set(
+        sft.column_names)
+    prefs = load_dataset("json", data_files=str(out / "preferences.jsonl"), split="train")
+    assert {"prompt", "chosen", "rejected", "p_chosen", "principle", "valid"} <= set(
+        prefs.column_names)
+    assert len(prefs) == json.loads((out / "results.json").read_text())["n_pairs"]
+
+
+def test_cli_is_deterministic_given_the_seed(tiny_run, tiny_model_dir, tmp_path, capsys):
+    _, first = tiny_run
+    code, stdout, _ = run(_cli_args(tiny_model_dir, tmp_path / "again", "--json"), capsys)
+    assert code == 0
+    assert json.loads(stdout)["win_rate_revised_n"] == 5  # --json: results on stdout
+    for name in ("sft.jsonl", "preferences.jsonl"):
+        assert (tmp_path / "again" / name).read_text() == (first / name).read_text()
+
+
+@pytest.mark.parametrize("args,files,message", [
+    (["--rounds", "0"], {}, "Invalid value for '--rounds'"),
+    (["--limit", "0"], {}, "Invalid value for '--limit'"),
+    (["--constitution", "{d}/c.json"], {"c.json": '{"principles": [{"critique_request": "x"}]}'},
+     "principle 1 has no 'revision_request'"),
+    (["--constitution", "{d}/c.json"], {"c.json": ""}, "empty file"),
+    (["--prompts", "{d}/p.jsonl"], {"p.jsonl": '{"prompt": "a"}\n{"q": 1}\n'},
+     "line 2 has no 'prompt' field"),
+    (["--prompts", "{d}/p.jsonl"], {"p.jsonl": ""}, "empty file"),
+    (["--prompts", "{d}/missing.jsonl"], {}, "no such file"),
+])
+def test_cli_errors_one_line_exit_2_nothing_left(tiny_model_dir, tmp_path, capsys, args,
+                                                  files, message):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    out = tmp_path / "out"
+    code, stdout, stderr = run(_cli_args(tiny_model_dir, out,
+                                         *[a.format(d=tmp_path) for a in args]), capsys)
+    assert code == 2, stderr
+    assert stderr.count("\n") == 1 and stderr.startswith("error: ") and message in stderr
+    assert stdout == "" and not out.exists()
+
+
+# --------------------------------------------------------------------- the report
+def make_result(valid: bool = True) -> dict:
+    names = ["harmless", "honest", SCRIPT]
+    r = {
+        "model": "tiny/<b>model</b>", "valid": valid, "n_prompts": 12, "rounds": 2,
+        "n_pairs": 20, "revisions_identical": 1, "mean_p_revised": 0.61,
+        "win_rate_revised": 0.75, "win_rate_revised_ci95": wilson_ci(9, 12),
+        "win_rate_revised_n": 12,
+        "position_flip_rate": 0.4, "position_flip_rate_ci95": wilson_ci(8, 20),
+        "position_flip_rate_n": 20,
+        "first_position_rate": 0.3, "first_position_rate_ci95": wilson_ci(12, 40),
+        "first_position_rate_n": 40,
+        "longer_preferred_rate": 0.7, "longer_preferred_rate_ci95": wilson_ci(14, 20),
+        "longer_preferred_rate_n": 20,
+        "length_preference_corr": 0.32, "length_preference_corr_ci95": fisher_ci(0.32, 20),
+        "length_preference_corr_n": 20,
+        "self_preference_rate": None, "self_preference_rate_ci95": [None, None],
+        "self_preference_rate_n": 0,
+        "per_principle": {
+            "harmless": {"win_rate_revised": 0.8, "win_rate_revised_ci95": wilson_ci(4, 5),
+                         "win_rate_revised_n": 5},
+            "honest": {"win_rate_revised": 0.71, "win_rate_revised_ci95": wilson_ci(5, 7),
+                       "win_rate_revised_n": 7},
+            SCRIPT: {"win_rate_revised": None, "win_rate_revised_ci95": [None, None],
+                     "win_rate_revised_n": 0},
+        },
+        "letter_check": {"valid": valid, "reasons": [] if valid else [
+            "The model answers 'B' in 95% of verdicts <b>!</b>"], "n": 19,
+            "letter_share": {"A": 0.3, "B": 0.7}, "order_consistency": 0.6,
+            "letter_mass": 0.9},
+        "constitution": {"name": "c", "principles": [
+            {"name": n, "critique_request": f"crit {n}", "revision_request": "rev <i>x</i>",
+             "comparison": "which?"} for n in names]},
+        "examples": [{
+            "id": "e1", "prompt": f"Tell me {SCRIPT} & more", "initial": "<b>bold</b> answer",
+            "principles": ["harmless", "honest"], "critiques": ["crit one", "crit <two>"],
+            "revisions": ["rev one", ""], "final": "", "judge_principle": "honest",
+            "p_revised": 0.66, "p_revised_fwd": 0.7, "p_revised_rev": 0.62,
+        }, {"id": "e2", "prompt": "plain", "initial": "a", "principles": ["honest"],
+            "critiques": ["c"], "revisions": ["r"], "final": "r"}],
+        "config": {"rounds": 2, "seed": 0, "prompts": f"{SCRIPT}.jsonl"},
+    }
+    return r
+
+
+def make_manifest() -> dict:
+    return {"interp_version": "0.1.0", "git_commit": "0123456789abcdef", "git_dirty": False,
+            "timestamp": "2025-01-01T00:00:00+00:00", "model_id": "tiny/<b>model</b>",
+            "command": ["interp", "eval", "constitutional", "--prompts", SCRIPT], "seed": 0}
+
+
+@pytest.mark.parametrize("valid", [True, False])
+def test_report_escapes_everything_and_is_self_contained(valid):
+    page = render_constitutional_report(make_result(valid), make_manifest())
+    low = page.lower()
+    assert "<script" not in low and "<b>" not in low and "<i>" not in low
+    doc = parse(page)
+    assert not {"script", "img", "iframe", "link", "object"} & set(doc.tags)
+    assert not [a for _, a, _ in doc.attrs if a.startswith("on")]
+    assert "https://" not in page
+    assert str(escape(f"Tell me {SCRIPT} & more")) in page
+    assert str(escape("<b>bold</b> answer")) in page and str(escape("crit <two>")) in page
+    charts = svgs(page, "interp-cichart")
+    assert len(charts) == 3  # rates, correlation, per principle
+    assert not re.search(r"\bnan\b", page, re.I)
+
+
+def test_report_content_and_invalid_banner():
+    page = render_constitutional_report(make_result(True), make_manifest())
+    bias = section(page, "Judge bias panel")
+    assert "position flip rate" in bias and "0.400" in bias
+    lo, hi = wilson_ci(8, 20)
+    assert f"[{lo:.3f}, {hi:.3f}]" in bias
+    assert "Labels not valid" not in page and "labels valid" in page
+    per = section(page, "Win rate by principle")
+    assert "harmless" in per and "0.800" in per
+    chains = section(page, "Example chains")
+    assert chains.count("<details") == 2 and "critique, round 2" in chains
+    assert "principle: honest" in chains and "(empty)" in chains
+    bad = render_constitutional_report(make_result(False), make_manifest())
+    assert "Labels not valid" in bad and "valid: false" in bad
+    assert str(escape("The model answers 'B' in 95% of verdicts <b>!</b>")) in bad
+
+
+@pytest.mark.browser
+def test_report_in_headless_chromium(tmp_path):
+    path = write_constitutional_report(tmp_path / "constitutional_report.html",
+                                       make_result(False), make_manifest())
+
+    def check(page) -> None:
+        assert page.locator("script").count() == 0
+        assert page.title().startswith("Constitutional AI")
+        charts = page.locator("svg.interp-cichart")
+        assert charts.count() == 3 and all(charts.nth(i).is_visible() for i in range(3))
+        assert page.locator("details.chain").count() == 2
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+    v = visit(path, "constitutional_report.png", check)
+    assert_clean(v)
+    assert (ARTIFACTS / "constitutional_report.png").stat().st_size > 10_000
+
