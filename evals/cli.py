@@ -17,3 +17,6 @@ def eval_group() -> None:
 from evals.cli_constitutional import constitutional  # noqa: E402
 
 eval_group.add_command(constitutional)
+from evals.cli_sycophancy import sycophancy  # noqa: E402
+
+eval_group.add_command(sycophancy)
