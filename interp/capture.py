@@ -214,18 +214,6 @@ def iter_capture(
         order.sort(key=lambda i: -lens[i])
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
-    store: dict[str, Tensor] = {}
-
-    def make_hook(name: str):
-        def hook(tensor: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            store[name] = tensor.detach()
-            if not with_logits and len(store) == len(names):
-                raise _StopForward
-            return tensor
-
-        return hook
-
-    fwd_hooks = [(n, make_hook(n)) for n in names]
     bar = make_progress(enabled=progress if progress is not None else len(batches) > 1)
     # Hooks and no-grad mode are scoped to each forward pass, never held across a
     # ``yield``: a consumer may run the model (or train something) between batches.
@@ -238,26 +226,61 @@ def iter_capture(
             )
             ids = enc["input_ids"].to(model.device)
             mask = enc["attention_mask"].to(model.device).bool()
-            store.clear()
-            logits = None
-            with torch.no_grad(), model.bridge.hooks(fwd_hooks=fwd_hooks):
-                try:
-                    logits = model.bridge(ids, attention_mask=mask.long(), return_type="logits")
-                except _StopForward:
-                    pass
-                missing = [n for n in names if n not in store]
-                if missing:
-                    raise InterpError(f"hook point(s) never fired: {', '.join(missing)}")
-                acts = {
-                    n: _reduce(store[n].to(torch.float32), mask, positions, drop_first)
-                    .to(dtype).clone()
-                    for n in names
-                }
-                if logits is not None:
-                    logits = _reduce(logits.float(), mask, positions, drop_first).clone()
-            store.clear()
+            raw, logits = forward_with_hooks(model, ids, mask, names, with_logits=with_logits)
+            acts = {
+                n: _reduce(raw[n], mask, positions, drop_first).to(dtype).clone()
+                for n in names
+            }
+            del raw
+            if logits is not None:
+                logits = _reduce(logits, mask, positions, drop_first).clone()
             bar.update(task, advance=len(idx), info=f"{ids.shape[1]} tok")
             yield CaptureBatch(idx, acts, ids, mask, logits)
+
+
+def forward_with_hooks(
+    model: Model,
+    input_ids: Int[Tensor, "b pos"],
+    attention_mask: Bool[Tensor, "b pos"] | None,
+    names: Sequence[str],
+    *,
+    with_logits: bool = False,
+) -> tuple[dict[str, Float[Tensor, "b pos d"]], Float[Tensor, "b pos vocab"] | None]:
+    """One no-grad forward pass over token ids, returning the hooked activations.
+
+    The token-level entry point under :func:`iter_capture`, for callers that build
+    their own batches of ids (packed text windows for the tuned lens and SAEs).
+    ``names`` are hook points (see :func:`resolve_hooks`). The pass stops once every
+    hook has fired unless ``with_logits``. Activations come back float32 and unreduced
+    (``[b, pos, d]``, padding included); logits float32 or ``None``.
+    """
+    store: dict[str, Tensor] = {}
+
+    def make_hook(name: str):
+        def hook(tensor: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+            store[name] = tensor.detach()
+            if not with_logits and len(store) == len(names):
+                raise _StopForward
+            return tensor
+
+        return hook
+
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids, dtype=torch.bool)
+    fwd_hooks = [(n, make_hook(n)) for n in names]
+    logits = None
+    with torch.no_grad(), model.bridge.hooks(fwd_hooks=fwd_hooks):
+        try:
+            logits = model.bridge(
+                input_ids, attention_mask=attention_mask.long(), return_type="logits"
+            )
+        except _StopForward:
+            pass
+    missing = [n for n in names if n not in store]
+    if missing:
+        raise InterpError(f"hook point(s) never fired: {', '.join(missing)}")
+    acts = {n: store[n].to(torch.float32) for n in names}
+    return acts, (logits.float() if logits is not None else None)
 
 
 def capture(
