@@ -227,7 +227,9 @@ def load_constitution(path: str | os.PathLike[str] | None = None) -> Constitutio
 
 
 def _record_lines(path: Path, n_records: int) -> list[int] | None:
-    """Line number of each JSONL record (read_records skips blank lines)."""
+    """Line number of each JSONL / CSV record (read_records skips blank JSONL lines)."""
+    if path.suffix.lower() in (".csv", ".tsv"):
+        return list(range(2, n_records + 2))  # after the header; no multi-line fields
     if path.suffix.lower() != ".jsonl":
         return None
     text = path.read_text(encoding="utf-8")
