@@ -235,6 +235,7 @@ def test_results_dict_on_the_hand_made_case():
 def test_ci_arithmetic():
     assert wilson_ci(8, 10) == pytest.approx([0.49016, 0.94332], abs=1e-5)
     assert wilson_ci(0, 5)[0] == 0.0 and wilson_ci(5, 5)[1] == 1.0
+    assert wilson_ci(0, 3)[1] == pytest.approx(0.5615, abs=1e-4)  # the known 0/3 bound
     assert wilson_ci(0, 0) == [None, None]
     from scipy.stats import pearsonr
 

@@ -22,7 +22,7 @@ def test_real_model_end_to_end(model, tmp_path, capsys):
     out = tmp_path / "cai"
     code = 0
     try:
-        main(["eval", "constitutional", "--limit", str(LIMIT), "--max-new-tokens", "20",
+        main(["eval", "constitutional", "--limit", str(LIMIT), "--max-new-tokens", "16",
               "--out", str(out)])
     except SystemExit as exc:
         code = int(exc.code or 0)
