@@ -10,7 +10,7 @@ from evals.constitutional import load_prompts
 from interp.cli import main
 from tests.browser import assert_clean, visit
 
-LIMIT = 3
+LIMIT = 2
 
 
 @pytest.mark.slow
