@@ -473,3 +473,21 @@ def test_report_in_headless_chromium(tmp_path):
     assert_clean(v)
     assert (ARTIFACTS / "constitutional_report.png").stat().st_size > 10_000
 
+
+
+def test_api_deterministic_mode_is_batch_invariant(tiny_model):
+    from evals.constitutional import judge_pairs, run_constitutional
+
+    con, items = load_constitution(), load_prompts()[:4]
+    kw = {"rounds": 1, "max_new_tokens": 5, "deterministic": True, "progress": False}
+    a = run_constitutional(tiny_model, items, con, batch_size=4, **kw)
+    b = run_constitutional(tiny_model, items, con, batch_size=1, **kw)
+    assert a.sft_records() == b.sft_records()
+    pa, pb = a.preference_records(), b.preference_records()
+    for x, y in zip(pa, pb, strict=True):
+        assert x["chosen"] == y["chosen"]
+        assert x["p_x_fwd"] == pytest.approx(y["p_x_fwd"], abs=1e-6)
+    # judge_pairs: any pairs, e.g. two hand-written answers.
+    pairs = [Pair("q", "Q?", "yes", "no", con.principles[0].name, "samples", "s1", "s2")]
+    js, check = judge_pairs(tiny_model, pairs, con)
+    assert len(js) == 1 and 0.0 <= js[0].p_x <= 1.0 and check["n"] == 1
