@@ -29,6 +29,7 @@ from interp.cli_common import (
     open_out,
     prompts_from_args,
 )
+from interp.cli_tuned_lens import load_tuned_for_cli, tuned_lens_option
 from interp.errors import InterpError
 
 os.environ.setdefault("WANDB_MODE", "disabled")
@@ -56,12 +57,14 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
 @click.option("--columns", "max_cols", default=6, show_default=True,
               type=click.IntRange(min=1), help="The table shows this many last positions.")
+@tuned_lens_option
 def lens(
     prompt: str, model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
     top_k: int, layers: str, chat: bool, out_dir: str | None, as_json: bool, max_cols: int,
+    tuned_path: str | None,
 ) -> None:
-    """Logit lens: what each layer would predict next, at every position of PROMPT."""
-    from interp.lens import logit_lens
+    """Logit lens (and --tuned lens): what each layer would predict next, at every position."""
+    from interp.lens import logit_lens, run_lens
 
     del batch_size  # one prompt: a single forward pass
     if not prompt.strip():
@@ -69,9 +72,16 @@ def lens(
     out = open_out(out_dir)
     with out:
         model = load_model(model_name, device, dtype, seed)
+        tuned = load_tuned_for_cli(tuned_path, model) if tuned_path is not None else None
         result = logit_lens(model, prompt, layers=layers, top_k=top_k, chat=chat)
         data = result.to_dict()
-        man = manifest_for(model, seed, [prompt], {"top_k": top_k, "layers": layers, "chat": chat})
+        config = {"top_k": top_k, "layers": layers, "chat": chat}
+        if tuned is not None:
+            data["tuned"] = run_lens(
+                model, prompt, lens=tuned, layers=layers, top_k=top_k, chat=chat
+            ).to_dict()
+            config["tuned_lens"] = str(tuned.path)
+        man = manifest_for(model, seed, [prompt], config)
         data["manifest"] = man
         if out_dir is not None:
             from reports.lens import render_lens_report
@@ -82,6 +92,8 @@ def lens(
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         _print_lens_table(data, max_cols)
+        if "tuned" in data:
+            _print_lens_table(data["tuned"], max_cols)
     if out_dir is not None:
         log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
 
@@ -94,7 +106,7 @@ def _print_lens_table(data: dict[str, Any], max_cols: int) -> None:
 
     tokens = data["tokens"]
     first = max(0, len(tokens) - max_cols)
-    title = f"logit lens · {data['model']} · top-1 next token per layer"
+    title = f"{data['lens']} lens · {data['model']} · top-1 next token per layer"
     table = Table(title=title, title_justify="left")
     table.add_column("layer", justify="right")
     for p in range(first, len(tokens)):
@@ -714,8 +726,10 @@ def _print_corpus_info(man: dict[str, Any]) -> None:
 def _register_verbs() -> None:
     """Verbs defined in their own modules join the ``interp`` group here."""
     from evals.cli import eval_group
+    from interp.cli_tuned_lens import tuned_lens
 
     cli.add_command(eval_group)
+    cli.add_command(tuned_lens)
 
 
 _register_verbs()

@@ -14,8 +14,23 @@ import click
 from interp.errors import InterpError
 
 
+def make_model_options(
+    *, batch_size: int = 16, batch_help: str = "Prompts per forward pass."
+) -> Callable[[Callable], Callable]:
+    """:func:`model_options` with another ``--batch-size`` default or meaning."""
+
+    def decorate(fn: Callable) -> Callable:
+        return _model_options(fn, batch_size, batch_help)
+
+    return decorate
+
+
 def model_options(fn: Callable) -> Callable:
     """``--model --device --dtype --batch-size --seed`` for every verb that loads a model."""
+    return _model_options(fn, 16, "Prompts per forward pass.")
+
+
+def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
     decorators = [
         click.option("--model", "model_name", default=None, metavar="NAME|PATH",
                      help="Embedded model name (default smollm2-135m-instruct), a local HF "
@@ -24,8 +39,8 @@ def model_options(fn: Callable) -> Callable:
         click.option("--dtype", default="float32", show_default=True,
                      type=click.Choice(["float32", "bfloat16", "float16"]),
                      help="Model weights dtype."),
-        click.option("--batch-size", default=16, show_default=True,
-                     type=click.IntRange(min=1), help="Prompts per forward pass."),
+        click.option("--batch-size", default=batch_size, show_default=True,
+                     type=click.IntRange(min=1), help=batch_help),
         click.option("--seed", default=0, show_default=True, type=int,
                      help="Random seed (recorded in the manifest)."),
     ]

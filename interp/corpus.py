@@ -738,6 +738,49 @@ def _read_text_file(p: Path) -> list[str]:
     return docs
 
 
+def load_hf_texts(name: str, split: str = "train", column: str = "text") -> list[str]:
+    """Documents from a Hugging Face dataset (needs the hub, or its local cache).
+
+    ``name`` may carry a config and split: ``"wikitext:wikitext-2-raw-v1"``. The held-out
+    rule (:func:`is_heldout`) splits it as it splits the corpus, so train and held-out
+    never share a paragraph whatever splits the dataset has.
+    """
+    _check_split(split)
+    ds_name, _, ds_config = name.partition(":")
+    try:
+        import datasets as hf_datasets
+
+        ds = hf_datasets.load_dataset(ds_name, ds_config or None, split="train")
+        texts = ds[column]
+    except Exception as e:  # offline, unknown name, missing column: one line for the user
+        reason = " ".join(str(e).split())[:200] or type(e).__name__
+        raise InterpError(f"cannot load Hugging Face dataset {name!r} (offline?): {reason}") from e
+    docs = [normalise(t) for t in texts if isinstance(t, str) and t.strip()]
+    chosen = [d for d in docs if is_heldout(d) == (split == "heldout")]
+    if not chosen:
+        raise InterpError(f"Hugging Face dataset {name!r} has no {split} documents")
+    return chosen
+
+
+def text_source(
+    split: str, *, text_file: str | Path | None = None, hf_dataset: str | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """Documents of ``split`` from a text file, an HF dataset or the default corpus, and a
+    record of where they came from (``{"source": …, "sha256": …}``) for manifests."""
+    if text_file is not None and hf_dataset is not None:
+        raise InterpError("give --text or --hf-dataset, not both")
+    if hf_dataset is not None:
+        docs = load_hf_texts(hf_dataset, split)
+        from interp.manifest import sha256_texts
+
+        return docs, {"source": f"hf:{hf_dataset}", "sha256": sha256_texts(docs)}
+    if text_file is not None:
+        docs = load_texts(split, text_file=text_file)
+        return docs, {"source": str(text_file), "sha256": text_file_hash(text_file)}
+    docs = load_texts(split)
+    return docs, {"source": CORPUS_NAME, "sha256": corpus_hash()}
+
+
 def load_texts(
     split: str = "train",
     *,

@@ -33,7 +33,7 @@ from interp.models import Model
 class Unembed:
     """``W_U · final_norm(resid)`` as plain tensor ops, shared by every lens.
 
-    For RMSNorm models without an unembedding bias (Llama-style, the embedded SmolLM2)
+    For RMSNorm models (Llama-style, the embedded SmolLM2)
     it reads γ, ε and ``W_U`` once and computes the logits directly, checked at
     construction against :meth:`interp.models.Model.unembed` (the bridge modules); any
     other architecture, or a mismatch, falls back to the bridge. ``matmul_dtype=bfloat16``
@@ -48,12 +48,14 @@ class Unembed:
         un = getattr(model.bridge.unembed, "original_component", None)
         eps = getattr(ln, "variance_epsilon", None)
         weight = getattr(un, "weight", None)
+        bias = getattr(un, "bias", None)
         if (ln is not None and eps is not None and getattr(ln, "bias", None) is None
-                and isinstance(weight, torch.Tensor) and getattr(un, "bias", None) is None
+                and isinstance(weight, torch.Tensor)
                 and weight.shape == (model.d_vocab, model.d_model)):
             self.gamma = ln.weight.detach().float()
             self.eps = float(eps)
             self.W_U = weight.detach().float()
+            self.b_U = bias.detach().float() if isinstance(bias, torch.Tensor) else None
             self._W_bf16: Tensor | None = None
             probe = torch.randn(4, model.d_model, generator=torch.Generator().manual_seed(0))
             probe = (probe * 5).to(model.device)
@@ -73,8 +75,10 @@ class Unembed:
         if matmul_dtype == torch.bfloat16:
             if self._W_bf16 is None:
                 self._W_bf16 = self.W_U.to(torch.bfloat16)
-            return (y.to(torch.bfloat16) @ self._W_bf16.T).float()
-        return y @ self.W_U.T
+            z = (y.to(torch.bfloat16) @ self._W_bf16.T).float()
+        else:
+            z = y @ self.W_U.T
+        return z if self.b_U is None else z + self.b_U
 
 
 class Lens:

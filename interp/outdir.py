@@ -120,3 +120,22 @@ class OutDir:
                 raise InterpError(f"cannot write outputs into {self.path}: {err}") from None
         else:
             self._rollback()
+
+
+def check_creatable(path: str | os.PathLike) -> Path:
+    """Fail early (one line) if folder ``path`` could not be created or written; create nothing.
+
+    For commands whose output folder must outlive a failure (resumable training runs),
+    so they cannot use the transactional :class:`OutDir`.
+    """
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise InterpError(f"cannot write to --out {p}: it is a file, not a folder")
+    ancestor = p
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise InterpError(f"cannot create output folder {p}: {ancestor} is a file")
+    if not os.access(ancestor, os.W_OK):
+        raise InterpError(f"cannot write to output folder {p}: permission denied")
+    return p

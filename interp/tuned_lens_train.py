@@ -301,6 +301,7 @@ def train_tuned_lens(
     if out.exists() and not out.is_dir():
         raise InterpError(f"cannot train into {out}: it is a file, not a folder")
 
+    _remove_debris(out)
     translators = Translators(model.n_layers - 1, model.d_model).to(model.device)
     opt = _optimizer([translators.A, translators.b], cfg)
     start, losses, layer_losses, elapsed = 0, [], [], 0.0
@@ -336,6 +337,8 @@ def train_tuned_lens(
         model, docs, seq_len=cfg.seq_len, n_windows=steps * cfg.batch_size, seed=cfg.seed
     ) if start < end or need_init else None
 
+    last_saved = [start]
+
     def save_checkpoint(step: int) -> None:
         save_artifact(
             ckpt_dir,
@@ -346,6 +349,7 @@ def train_tuned_lens(
             model_id=model.model_id, d_model=model.d_model, seed=cfg.seed,
             dataset_hash=data.get("sha256"),
         )
+        last_saved[0] = step
         if on_checkpoint is not None:
             on_checkpoint(step)
 
@@ -375,10 +379,11 @@ def train_tuned_lens(
             per_layer = lens_loss_step(model, translators, ids, pos, unembed_fn, matmul_dtype)
             total = sum(per_layer)
             if not math.isfinite(total):
-                last = start if not losses else len(losses)
+                kept = (f"the last good checkpoint (step {last_saved[0]}) is kept in {ckpt_dir}"
+                        if (ckpt_dir / "config.json").is_file() else "no checkpoint was written")
                 raise InterpError(
-                    f"tuned-lens loss became {total} at step {step + 1}; stopped, the last "
-                    f"good checkpoint (step {last}) is kept in {ckpt_dir}; try a lower --lr"
+                    f"tuned-lens loss became {total} at step {step + 1}; stopped, {kept}; "
+                    "try a lower --lr"
                 )
             opt.step()
             losses.append(total)
@@ -406,6 +411,20 @@ def train_tuned_lens(
         )
     return TrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
                        _rate(cfg, done, elapsed), elapsed, lens_path)
+
+
+def _remove_debris(out: Path) -> None:
+    """Temporary folders a killed save left behind (never anything else)."""
+    import shutil
+
+    if not out.is_dir():
+        return
+    for name in (CHECKPOINT_SUBDIR, LENS_SUBDIR):
+        for p in out.glob(f".{name}.tmp-*"):
+            shutil.rmtree(p, ignore_errors=True)
+        for p in out.glob(f".{name}.old-*"):
+            if (out / name).exists():
+                shutil.rmtree(p, ignore_errors=True)
 
 
 def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:

@@ -41,6 +41,7 @@ __all__ = ["render_lens_report", "validate_lens_result", "write_lens_report"]
 
 KL_COLOR = "#3b6fb6"
 ENTROPY_COLOR = "#e07b28"
+TUNED_COLOR = "#d1495b"
 
 NOTE_POS0 = (
     "Position 0 is left out of the means: its residual stream is an outlier (it acts as an "
@@ -223,10 +224,10 @@ def _lead(r: Mapping[str, Any]) -> Markup:
 # ------------------------------------------------------------------------ report
 
 
-def _heatmap_section(r: Mapping[str, Any]) -> Section:
+def _heatmap_svg(r: Mapping[str, Any]) -> Markup:
     n_layers, n_pos = len(r["layers"]), len(r["tokens"])
     order = list(range(n_layers - 1, -1, -1))  # last layer at the top
-    svg = heatmap_svg(
+    return heatmap_svg(
         [r["top1_prob"][li] for li in order],
         row_labels=[str(r["layers"][li]) for li in order],
         col_labels=r["tokens"],
@@ -241,13 +242,55 @@ def _heatmap_section(r: Mapping[str, Any]) -> Section:
         x_label="input token (position)",
         y_label="layer",
     )
-    caption = (
+
+
+HEATMAP_CAPTION = (
         "Each cell shows the lens's top-1 next-token prediction at that layer, read from the "
         "residual stream at the input token below it, coloured by its probability. Bold: "
         "the same token as the model's own final prediction at that position. Whitespace is "
         "shown as ␣ (space) and ↵ (newline). Hover a cell for the top-k tokens, KL and entropy."
+)
+
+
+def _heatmap_section(r: Mapping[str, Any]) -> Section:
+    return Section("Top-1 prediction by layer and position",
+                   figure(_heatmap_svg(r), HEATMAP_CAPTION))
+
+
+def _side_by_side_section(r: Mapping[str, Any], t: Mapping[str, Any]) -> Section:
+    panels = Markup('<div class="fig-row">{}{}</div>').format(
+        figure(_heatmap_svg(r), "Logit lens"), figure(_heatmap_svg(t), "Tuned lens")
     )
-    return Section("Top-1 prediction by layer and position", figure(svg, caption))
+    return Section("Top-1 prediction by layer and position: logit lens | tuned lens",
+                   panels, HEATMAP_CAPTION)
+
+
+def _compare_section(r: Mapping[str, Any], t: Mapping[str, Any]) -> Section:
+    last = len(r["tokens"]) - 1
+    first = 1 if last >= 1 else 0
+
+    def mean_kl(res: Mapping[str, Any]) -> list[float]:
+        return [_mean(row[first:]) for row in res["kl"]]
+
+    series = {
+        "logit lens, last position": [row[last] for row in r["kl"]],
+        "tuned lens, last position": [row[last] for row in t["kl"]],
+        "logit lens, mean": mean_kl(r),
+        "tuned lens, mean": mean_kl(t),
+    }
+    styles = {
+        "logit lens, last position": {"color": KL_COLOR},
+        "tuned lens, last position": {"color": TUNED_COLOR},
+        "logit lens, mean": {"color": KL_COLOR, "dash": True},
+        "tuned lens, mean": {"color": TUNED_COLOR, "dash": True},
+    }
+    svg = line_chart_svg(series, r["layers"], x_label="layer", y_label="nats",
+                         title="KL(final ‖ layer), logit lens vs tuned lens", styles=styles,
+                         width=760.0, height=320.0)
+    caption = ("Solid: the last position. Dashed: the mean over positions "
+               f"{first}–{last}. The tuned lens reads layer L through a learned translator.")
+    return Section("KL to the final output, both lenses", figure(svg, caption),
+                   (NOTE_KL0 + " " + (NOTE_POS0 if last >= 1 else "")).strip())
 
 
 def _curve_svg(r: Mapping[str, Any], key: str, title: str, color: str) -> Markup:
@@ -300,7 +343,8 @@ def _curves_section(r: Mapping[str, Any]) -> Section:
     )
 
 
-def _table_section(r: Mapping[str, Any]) -> Section:
+def _table_section(r: Mapping[str, Any], title: str = "Last position, layer by layer"
+                   ) -> Section:
     last = len(r["tokens"]) - 1
     final = r["final_top1"][last]
     final_prob = (r.get("final_top1_prob") or [None] * (last + 1))[last]
@@ -336,7 +380,7 @@ def _table_section(r: Mapping[str, Any]) -> Section:
         row_classes=classes,
     )
     return Section(
-        "Last position, layer by layer",
+        title,
         body,
         "First row: the model's own next-token prediction, the reference the lens is "
         "compared to (its KL to itself is 0 by definition). ✓ marks layers whose top-1 "
@@ -346,6 +390,17 @@ def _table_section(r: Mapping[str, Any]) -> Section:
 
 def _build(result: Mapping[str, Any]) -> tuple[str, str, Markup, list[Section]]:
     r = validate_lens_result(result)
+    if isinstance(result.get("tuned"), Mapping):
+        t = validate_lens_result(result["tuned"])
+        sections = [
+            _side_by_side_section(r, t), _compare_section(r, t),
+            _table_section(r, "Logit lens: last position, layer by layer"),
+            _table_section(t, "Tuned lens: last position, layer by layer"),
+        ]
+        return (f"Logit lens and tuned lens — {r['model']}",
+                "Each layer read with the model's final norm and unembedding, directly (logit "
+                "lens) and through a learned per-layer translator (tuned lens).",
+                _lead(r), sections)
     title = f"Logit lens — {r['model']}"
     subtitle = (
         "What each layer's residual stream would predict if decoded with the model's final "

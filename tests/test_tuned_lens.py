@@ -1,0 +1,447 @@
+"""The tuned lens: translators, unembedding, training and resume, evaluation, CLI, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from interp.cli import main
+from interp.errors import InterpError
+from interp.lens import LogitLens, Unembed
+from interp.tuned_lens import (
+    Translators,
+    TunedLens,
+    default_lens_dir,
+    load_tuned_lens,
+    unembedding_hash,
+)
+from interp.tuned_lens_eval import EvalConfig, evaluate_lenses
+from interp.tuned_lens_train import TrainConfig, train_tuned_lens
+from tests.browser import assert_clean, visit
+
+WORDS = (
+    "the a model layer token river mountain paris rome water fire reads writes learns "
+    "quickly slowly under over between small large red blue seven twelve because while"
+).split()
+
+
+def _paragraphs(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize() + "."
+            for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("text") / "text.txt"
+    p.write_text("\n\n".join(_paragraphs(120)))
+    return p
+
+
+def _tiny_cfg(**kw) -> TrainConfig:
+    base = dict(tokens=8 * 2 * 16, seq_len=16, batch_size=2, positions_per_window=8,
+                checkpoint_every=2, init_tokens=256, unembed_dtype="float32")
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def run(args: list[str], capsys) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ------------------------------------------------------------------ lens maths
+
+
+def test_zero_translators_are_the_logit_lens(tiny_model):
+    tuned, logit = TunedLens(tiny_model), LogitLens(tiny_model)
+    h = torch.randn(5, tiny_model.d_model) * 3
+    for layer in range(tiny_model.n_layers):
+        torch.testing.assert_close(tuned.logprobs(h, layer), logit.logprobs(h, layer))
+
+
+def test_translator_is_affine_and_last_layer_is_untouched(tiny_model):
+    tr = Translators(tiny_model.n_layers - 1, tiny_model.d_model)
+    with torch.no_grad():
+        tr.A.normal_(0, 0.1)
+        tr.b.normal_(0, 0.1)
+    lens = TunedLens(tiny_model, tr)
+    h = torch.randn(4, tiny_model.d_model)
+    torch.testing.assert_close(lens.transform(h, 0), h + h @ tr.A[0].T + tr.b[0])
+    assert torch.equal(lens.transform(h, tiny_model.n_layers - 1), h)
+    assert not torch.allclose(lens.logprobs(h, 0), LogitLens(tiny_model).logprobs(h, 0))
+
+
+def test_fast_unembed_matches_the_bridge(tiny_model):
+    u = Unembed(tiny_model)
+    assert u._fast, "the tiny Llama should take the direct RMSNorm + W_U path"
+    h = torch.randn(7, tiny_model.d_model) * 4
+    ref = tiny_model.unembed(h).float()
+    torch.testing.assert_close(u(h), ref, atol=1e-5, rtol=1e-5)
+    bf = u(h, matmul_dtype=torch.bfloat16)
+    assert (bf - ref).abs().max() < 0.05 * ref.abs().max()
+
+
+def test_kl_loss_formula_matches_log_softmax(tiny_model):
+    """lens_loss_step's logsumexp form equals KL computed from log-softmaxes."""
+    from interp.tuned_lens_train import lens_loss_step
+
+    tr = Translators(tiny_model.n_layers - 1, tiny_model.d_model)
+    ids = torch.randint(3, tiny_model.d_vocab, (2, 10))
+    pos = torch.tensor([[1, 4, 9], [2, 3, 8]])
+    got = lens_loss_step(tiny_model, tr, ids, pos, Unembed(tiny_model))
+    from interp.capture import forward_with_hooks
+    from interp.lens import kl_divergence
+
+    names = [tiny_model.resid_hook(i) for i in range(tiny_model.n_layers - 1)]
+    acts, logits = forward_with_hooks(tiny_model, ids, None, names, with_logits=True)
+    rows = torch.arange(2).unsqueeze(1).expand_as(pos)
+    final = torch.log_softmax(logits[rows, pos], -1)
+    for layer, value in enumerate(got):
+        lp = LogitLens(tiny_model).logprobs(acts[names[layer]][rows, pos], layer)
+        assert value == pytest.approx(float(kl_divergence(final, lp).mean()), abs=2e-5)
+
+
+# ------------------------------------------------------------------ files
+
+
+def _saved_lens(tiny_model, tmp_path: Path) -> Path:
+    tr = Translators(tiny_model.n_layers - 1, tiny_model.d_model)
+    with torch.no_grad():
+        tr.A.normal_(0, 0.05)
+        tr.b.normal_(0, 0.05)
+    return TunedLens(tiny_model, tr).save(tmp_path / "lens", config={"note": "t"},
+                                          manifest={"seed": 0})
+
+
+def test_save_load_roundtrip(tiny_model, tmp_path):
+    path = _saved_lens(tiny_model, tmp_path)
+    cfg = json.loads((path / "config.json").read_text())
+    assert cfg["config"]["unembedding_sha256"] == unembedding_hash(tiny_model)
+    lens = load_tuned_lens(path, tiny_model)
+    lens2 = load_tuned_lens(tmp_path, tiny_model)  # a run folder resolves to its lens/
+    h = torch.randn(3, tiny_model.d_model)
+    torch.testing.assert_close(lens.logprobs(h, 0), lens2.logprobs(h, 0))
+    assert lens.path == path
+
+
+@pytest.fixture(scope="module")
+def other_tiny_model(tiny_model_dir, tmp_path_factory):
+    """The tiny model with a different final-norm γ: same name shape, other unembedding."""
+    import shutil
+
+    from transformers import LlamaForCausalLM
+
+    import interp
+
+    d = tmp_path_factory.mktemp("other") / "tiny-llama"
+    shutil.copytree(tiny_model_dir, d)
+    hf = LlamaForCausalLM.from_pretrained(str(d))
+    with torch.no_grad():
+        hf.model.norm.weight.mul_(1.5)
+    hf.save_pretrained(str(d))
+    return interp.load(str(d))
+
+
+def test_lens_from_another_model_is_refused(tiny_model, other_tiny_model, tmp_path):
+    path = _saved_lens(tiny_model, tmp_path)
+    with pytest.raises(InterpError, match="trained on another model"):
+        load_tuned_lens(path, other_tiny_model)
+
+
+def test_missing_and_corrupt_lens_files(tiny_model, tmp_path):
+    with pytest.raises(InterpError, match="no tuned lens at"):
+        load_tuned_lens(tmp_path / "nope", tiny_model)
+    with pytest.raises(InterpError, match="interp tuned-lens train"):
+        load_tuned_lens(None, tiny_model)
+    path = _saved_lens(tiny_model, tmp_path)
+    w = path / "weights.safetensors"
+    w.write_bytes(w.read_bytes()[:100])
+    with pytest.raises(InterpError, match="checksum mismatch"):
+        load_tuned_lens(path, tiny_model)
+
+
+def test_default_location_is_inside_the_test_cache(tiny_model):
+    cache = Path(os.environ["INTERP_CACHE"]).resolve()
+    assert cache in default_lens_dir(tiny_model).resolve().parents
+    assert "pytest" in str(cache) or "tmp" in str(cache)
+
+
+# ------------------------------------------------------------------ training
+
+
+def test_training_lowers_kl_below_the_logit_lens(tiny_model, text_file):
+    from interp.corpus import load_texts
+
+    train = load_texts("train", text_file=text_file)
+    held = load_texts("heldout", text_file=text_file)
+    ev_cfg = EvalConfig(tokens=16 * 12, seq_len=16, batch_size=4, summary_last=1)
+    for init in ("zero", "lstsq"):
+        res = train_tuned_lens(tiny_model, train, Path(os.environ["INTERP_CACHE"]) / init,
+                               _tiny_cfg(init=init, tokens=16 * 2 * 30, lr=3e-3),
+                               progress=False)
+        assert res.complete and res.steps_done == 30
+        lens = load_tuned_lens(res.lens_path, tiny_model)
+        ev = evaluate_lenses(tiny_model, {"logit": LogitLens(tiny_model), "tuned": lens},
+                             held, ev_cfg).to_dict()
+        for layer in (0, 1):
+            assert ev["kl_tuned_lens"][layer] < ev["kl_logit_lens"][layer], (init, ev)
+        assert ev["kl_tuned_lens"][-1] == pytest.approx(ev["kl_logit_lens"][-1])
+        assert ev["kl_logit_lens"][-1] < 1e-4  # the last layer is the model's output
+
+
+def _assert_same_run(a: Path, b: Path) -> None:
+    from interp.artifacts import load_artifact
+
+    la, lb = load_artifact(a / "lens"), load_artifact(b / "lens")
+    assert la.config["losses"] == lb.config["losses"]
+    for name in ("A", "b"):
+        assert torch.equal(la.tensors[name], lb.tensors[name])
+
+
+def test_interrupted_run_resumes_to_the_same_losses(tiny_model, text_file, tmp_path,
+                                                    monkeypatch):
+    from interp import tuned_lens_train as tlt
+    from interp.corpus import load_texts
+
+    docs = load_texts("train", text_file=text_file)
+    cfg = _tiny_cfg(tokens=16 * 2 * 7, checkpoint_every=2)
+    full = train_tuned_lens(tiny_model, docs, tmp_path / "full", cfg, progress=False)
+
+    real = tlt.lens_loss_step
+    calls = {"n": 0}
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 4:  # step 4 of 7: the last checkpoint holds step 2
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tlt, "lens_loss_step", dying)
+    with pytest.raises(KeyboardInterrupt):
+        train_tuned_lens(tiny_model, docs, tmp_path / "cut", cfg, progress=False)
+    monkeypatch.setattr(tlt, "lens_loss_step", real)
+    assert not (tmp_path / "cut" / "lens").exists()
+    resumed = train_tuned_lens(tiny_model, docs, tmp_path / "cut", cfg, progress=False)
+    assert resumed.resumed_from == 2
+    assert resumed.losses == full.losses
+    _assert_same_run(tmp_path / "full", tmp_path / "cut")
+    again = train_tuned_lens(tiny_model, docs, tmp_path / "cut", cfg, progress=False)
+    assert again.complete and again.resumed_from == 7  # nothing left to do
+
+
+def test_resume_refuses_other_settings(tiny_model, text_file, tmp_path):
+    from interp.corpus import load_texts
+
+    docs = load_texts("train", text_file=text_file)
+    train_tuned_lens(tiny_model, docs, tmp_path, _tiny_cfg(), stop_at=2, progress=False)
+    with pytest.raises(InterpError, match="other settings.*lr"):
+        train_tuned_lens(tiny_model, docs, tmp_path, _tiny_cfg(lr=0.5), progress=False)
+
+
+def test_nan_loss_stops_and_keeps_the_checkpoint(tiny_model, text_file, tmp_path,
+                                                 monkeypatch):
+    from interp import tuned_lens_train as tlt
+    from interp.corpus import load_texts
+
+    docs = load_texts("train", text_file=text_file)
+    real = tlt.lens_loss_step
+    calls = {"n": 0}
+
+    def poisoned(*args, **kwargs):
+        calls["n"] += 1
+        out = real(*args, **kwargs)
+        return [float("nan")] * len(out) if calls["n"] == 3 else out
+
+    monkeypatch.setattr(tlt, "lens_loss_step", poisoned)
+    with pytest.raises(InterpError, match=r"nan at step 3.*checkpoint \(step 2\) is kept"):
+        train_tuned_lens(tiny_model, docs, tmp_path, _tiny_cfg(), progress=False)
+    cfg = json.loads((tmp_path / "checkpoint" / "config.json").read_text())
+    assert cfg["config"]["step"] == 2
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [({"lr": -1.0}, "learning rate must be > 0"), ({"lr": float("nan")}, "learning rate"),
+     ({"optimizer": "lbfgs"}, "unknown optimizer"), ({"weight_decay": -1}, "weight decay"),
+     ({"seq_len": 1}, "sequence length"), ({"init": "random"}, "unknown init")],
+)
+def test_bad_training_settings(kw, message):
+    with pytest.raises(InterpError, match=message):
+        TrainConfig(**kw)
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_train_eval_and_lens_report(tiny_model_dir, text_file, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    common = ["--model", str(tiny_model_dir), "--text", str(text_file)]
+    code, out, err = run(["tuned-lens", "train", *common, "--tokens", "320", "--seq-len", "16",
+                          "--batch-size", "2", "--positions-per-window", "8",
+                          "--init-tokens", "128", "--out", str(run_dir)], capsys)
+    assert code == 0, err
+    assert "steps 10/10" in out and (run_dir / "lens" / "config.json").is_file()
+    code, out, err = run(["tuned-lens", "train", *common, "--tokens", "320", "--seq-len", "16",
+                          "--batch-size", "2", "--positions-per-window", "8",
+                          "--init-tokens", "128", "--out", str(run_dir)], capsys)
+    assert code == 0 and "already trained" in err
+
+    ev_dir = tmp_path / "ev"
+    code, out, err = run(["tuned-lens", "eval", *common, "--lens", str(run_dir), "--tokens",
+                          "160", "--seq-len", "16", "--out", str(ev_dir)], capsys)
+    assert code == 0, err
+    res = json.loads((ev_dir / "results.json").read_text())
+    assert res["layers"] == [0, 1, 2]
+    assert len(res["kl_logit_lens"]) == len(res["kl_tuned_lens"]) == 3
+    assert res["kl_tuned_lens"][0] < res["kl_logit_lens"][0]
+    assert res["manifest"]["dataset_hash"] and "ratio" in out
+
+    lens_dir = tmp_path / "lens_out"
+    code, out, err = run(["lens", "The river reads", "--model", str(tiny_model_dir),
+                          "--tuned", str(run_dir), "--out", str(lens_dir)], capsys)
+    assert code == 0, err
+    data = json.loads((lens_dir / "results.json").read_text())
+    assert data["lens"] == "logit" and data["tuned"]["lens"] == "tuned"
+    assert data["tuned"]["kl"][-1] == pytest.approx(data["kl"][-1], abs=1e-5)
+
+    v = visit(ev_dir / "report.html", "tuned_lens_eval_report.png",
+              lambda page: page.locator("svg.interp-linechart").count())
+    assert_clean(v)
+    assert v.checks >= 4  # KL, CE, entropy, top-1 (+ training loss)
+    v = visit(lens_dir / "report.html", "lens_with_tuned_report.png",
+              lambda page: page.locator("svg").count())
+    assert_clean(v)
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("other-model", "trained on another model"),
+        ("corrupt", "checksum mismatch"),
+        ("missing", "no tuned lens at"),
+        ("bad-lr", "learning rate must be > 0"),
+        ("out-under-file", "cannot create output folder"),
+        ("hf-offline", "cannot load Hugging Face dataset"),
+        ("text-missing", "cannot read text file"),
+    ],
+)
+def test_cli_errors_are_one_line(case, message, tiny_model, tiny_model_dir, other_tiny_model,
+                                 text_file, tmp_path, capsys):
+    lens = _saved_lens(tiny_model, tmp_path)
+    out = tmp_path / "out"
+    tiny = ["--model", str(tiny_model_dir)]
+    if case == "other-model":
+        args = ["tuned-lens", "eval", "--model", other_tiny_model.path, "--lens", str(lens),
+                "--text", str(text_file), "--out", str(out)]
+    elif case == "corrupt":
+        (lens / "weights.safetensors").write_bytes(b"\0" * 10)
+        args = ["lens", "hi", *tiny, "--tuned", str(lens), "--out", str(out)]
+    elif case == "missing":
+        args = ["tuned-lens", "eval", *tiny, "--lens", str(tmp_path / "nope"), "--text",
+                str(text_file), "--out", str(out)]
+    elif case == "bad-lr":
+        args = ["tuned-lens", "train", *tiny, "--lr", "-1", "--text", str(text_file),
+                "--out", str(out)]
+    elif case == "out-under-file":
+        (tmp_path / "f").write_text("x")
+        args = ["tuned-lens", "train", *tiny, "--text", str(text_file), "--tokens", "64",
+                "--seq-len", "16", "--out", str(tmp_path / "f" / "run")]
+    elif case == "hf-offline":
+        args = ["tuned-lens", "train", *tiny, "--hf-dataset", "wikitext", "--out", str(out)]
+    else:
+        args = ["tuned-lens", "train", *tiny, "--text", str(tmp_path / "none.txt"),
+                "--out", str(out)]
+    code, stdout, stderr = run(args, capsys)
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], stderr
+    assert "Traceback" not in stderr
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------ SIGKILL
+
+
+def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path) -> list[str]:
+    exe = Path(sys.executable).parent / "interp"
+    return [str(exe), "tuned-lens", "train", "--model", str(tiny_model_dir), "--text",
+            str(text_file), "--tokens", str(16 * 2 * 40), "--seq-len", "16", "--batch-size", "2",
+            "--positions-per-window", "8", "--init-tokens", "128", "--checkpoint-every", "3",
+            "--unembed-dtype", "float32", "--out", str(out)]
+
+
+def _ckpt_step(out: Path) -> int:
+    try:
+        return json.loads((out / "checkpoint" / "config.json").read_text())["config"]["step"]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
+def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_path):
+    """Kill training with SIGKILL ≥ 5 times; every resume works, the result is unchanged."""
+    env = {**os.environ, "INTERP_NO_PROGRESS": "1"}
+    ref = tmp_path / "ref"
+    subprocess.run(_train_cmd(tiny_model_dir, text_file, ref), env=env, check=True,
+                   capture_output=True, timeout=300)
+    out = tmp_path / "killed"
+    rng = random.Random(1)
+    kills, lost = 0, []
+    while kills < 5:
+        before = _ckpt_step(out)
+        proc = subprocess.Popen(_train_cmd(tiny_model_dir, text_file, out), env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 120
+        while _ckpt_step(out) <= before and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)  # wait until this run has made progress of its own
+        time.sleep(rng.uniform(0.0, 0.6))
+        if proc.poll() is not None:
+            break  # finished before we could kill it
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        step = _ckpt_step(out)
+        assert step >= 0, "a killed run must leave a readable checkpoint"
+        lost.append(step)
+    assert kills >= 5, "training finished too fast to be killed 5 times"
+    proc = subprocess.run(_train_cmd(tiny_model_dir, text_file, out), env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    _assert_same_run(ref, out)
+    assert lost == sorted(lost)  # checkpoints only move forward
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "lens"]  # no debris
+
+
+# ------------------------------------------------------------------ real model
+
+
+@pytest.mark.slow
+def test_real_model_tuned_lens_beats_logit_lens(model, tmp_path):
+    """A short real run (least-squares init + a few KL steps) already beats the logit lens."""
+    from interp.corpus import load_texts
+
+    cfg = TrainConfig(tokens=4 * 128 * 3, init_tokens=4096, checkpoint_every=100)
+    res = train_tuned_lens(model, load_texts("train"), tmp_path, cfg, progress=False)
+    lens = load_tuned_lens(tmp_path, model)
+    ev = evaluate_lenses(model, {"logit": LogitLens(model), "tuned": lens},
+                         load_texts("heldout"), EvalConfig(tokens=512)).to_dict()
+    assert res.complete
+    assert set(ev["tuned_lower_kl_layers"]) >= set(range(model.n_layers - 1)), ev
+    assert ev["kl_logit_lens"][-1] < 1e-3 and ev["kl_tuned_lens"][-1] < 1e-3
+    assert ev["kl_ratio"] > 2.0, ev["kl_ratio"]
+    # the tuned lens at the last layer is the model: top-1 agreement 1
+    assert ev["top1_agreement_tuned_lens"][-1] == 1.0
