@@ -22,6 +22,8 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["INTERP_NO_PROGRESS"] = "1"
+#: The user's (or CI's) real cache, where `make setup` built the default corpus.
+_USER_CACHE = Path(os.environ.get("INTERP_CACHE") or Path.home() / ".cache" / "interp")
 _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="interp-test-cache-"))
 os.environ["INTERP_CACHE"] = str(_SESSION_CACHE)
 
@@ -74,6 +76,26 @@ socket.getaddrinfo = _guarded_getaddrinfo
 def session_cache() -> Path:
     """The session's temporary INTERP_CACHE."""
     return _SESSION_CACHE
+
+
+@pytest.fixture(scope="session")
+def real_corpus() -> Path:
+    """The default corpus built by `make setup`, linked read-only into the session cache.
+
+    Fails in CI (setup must have built it); skips elsewhere when it is missing.
+    """
+    from interp import corpus
+
+    src = _USER_CACHE / "corpus" / corpus.CORPUS_NAME
+    if not corpus.is_built(src):
+        if os.environ.get("CI"):
+            pytest.fail(f"the default corpus is not built at {src}: run `make setup`")
+        pytest.skip(f"the default corpus is not built at {src}")
+    dst = corpus.default_dir()
+    if not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.symlink_to(src, target_is_directory=True)
+    return dst
 
 
 @pytest.fixture(scope="session")

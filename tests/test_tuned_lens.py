@@ -430,7 +430,7 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
 
 
 @pytest.mark.slow
-def test_real_model_tuned_lens_beats_logit_lens(model, tmp_path):
+def test_real_model_tuned_lens_beats_logit_lens(model, real_corpus, tmp_path):
     """A short real run (least-squares init + a few KL steps) already beats the logit lens."""
     from interp.corpus import load_texts
 
