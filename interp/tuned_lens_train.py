@@ -186,16 +186,19 @@ def lens_loss_step(
     positions: Tensor,
     unembed: Unembed,
     matmul_dtype: torch.dtype = torch.float32,
+    layers: Sequence[int] | None = None,
 ) -> list[float]:
     """Forward ``ids``, back-propagate the summed per-layer KL at ``positions``; per-layer KLs.
 
     ``KL(p ‖ q) = −H(p) + logsumexp(z) − Σ p·z`` for lens logits ``z``: one pass over the
     vocabulary forward and one backward (``softmax(z) − p``). Gradients accumulate into
-    ``translators``; the caller steps the optimiser.
+    ``translators``; the caller steps the optimiser. ``layers`` restricts the loss to some
+    translators (benchmarks); the default is all of them.
     """
-    n_tr = translators.A.shape[0]
-    names = [model.resid_hook(layer) for layer in range(n_tr)]
-    acts, logits = forward_with_hooks(model, ids.to(model.device), None, names, with_logits=True)
+    todo = list(range(translators.A.shape[0])) if layers is None else list(layers)
+    names = {layer: model.resid_hook(layer) for layer in todo}
+    acts, logits = forward_with_hooks(model, ids.to(model.device), None, list(names.values()),
+                                      with_logits=True)
     assert logits is not None
     rows = torch.arange(ids.shape[0]).unsqueeze(1).expand_as(positions)
     final_lp = torch.log_softmax(logits[rows, positions].reshape(-1, logits.shape[-1]), -1)
@@ -203,7 +206,7 @@ def lens_loss_step(
     p_final = final_lp.exp()
     ent_final = (p_final * final_lp).sum(-1)  # −H(final): the constant part of the KL
     out = []
-    for layer in range(n_tr):
+    for layer in todo:
         h = acts.pop(names[layer])[rows, positions].reshape(-1, model.d_model)
         z = unembed(translators(h, layer), matmul_dtype=matmul_dtype)
         kl = (ent_final + torch.logsumexp(z, -1) - (p_final * z).sum(-1)).mean()

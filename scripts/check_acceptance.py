@@ -42,6 +42,9 @@ def main(root: str = "accept-out") -> int:
     n = len(l6["ablation"]["probe"]["random"]["kl"])
     check("layer 6: probe direction compared with ≥ 10 random directions", n >= 10,
           f"{n} random directions, probe KL percentile {l6['ablation']['probe']['percentile']:.0f}")
+    tl_path = Path(root) / "tuned-lens" / "results.json"
+    if tl_path.exists():
+        _check_tuned_lens(json.loads(tl_path.read_text()), check)
     steer_path = Path(root) / "steer" / "results.json"
     if steer_path.exists():
         _check_steering(json.loads(steer_path.read_text()), check)
@@ -88,6 +91,24 @@ def _check_steering(r: dict, check) -> None:  # noqa: ANN001
                  for li in range(len(r["layers"]))]
         check("steering: α = −1 lowers VADER below α = 0", all(falls),
               f"{sum(falls)}/{len(falls)} layers")
+
+
+
+
+def _check_tuned_lens(res: dict, check) -> None:  # noqa: ANN001
+    layers, logit, tuned = res["layers"], res["kl_logit_lens"], res["kl_tuned_lens"]
+    worse = [la for la, lg, t in zip(layers[:-1], logit, tuned, strict=False) if t >= lg]
+    check("tuned lens: lower held-out KL than the logit lens at every layer but the last",
+          not worse, f"layers where it is not lower: {worse or 'none'}")
+    check("tuned lens: both lenses ≈ 0 at the last layer", max(logit[-1], tuned[-1]) < 1e-3,
+          f"logit {logit[-1]:.2e}, tuned {tuned[-1]:.2e} nats")
+    lo, hi = res["kl_ratio_ci95"]
+    check("tuned lens: mean KL over layers 0–20 at least 3× lower", res["kl_ratio"] >= 3.0,
+          f"ratio {res['kl_ratio']:.2f}× (95% CI {lo:.2f}–{hi:.2f}); logit "
+          f"{res['mean_kl_logit_lens']:.3f} vs tuned {res['mean_kl_tuned_lens']:.3f} nats")
+    minutes = (res.get("training") or {}).get("elapsed_s", float("nan")) / 60
+    check("tuned lens: trained in ≤ 30 CPU minutes", minutes <= 30,
+          f"{minutes:.1f} min of training")
 
 
 if __name__ == "__main__":
