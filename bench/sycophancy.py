@@ -66,6 +66,8 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=300)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--skip-naive", action="store_true")
+    ap.add_argument("--skip-deterministic", action="store_true")
+    ap.add_argument("--skip-full", action="store_true")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "sycophancy.json"))
     args = ap.parse_args()
 
@@ -84,15 +86,20 @@ def main() -> None:
 
     base = timed("neutral_batched", lambda: score_continuations(
         model, prompts, conts, batch_size=args.batch_size, progress=False))
-    det = timed("neutral_deterministic", lambda: score_continuations(
-        model, prompts, conts, batch_size=args.batch_size, deterministic=True, progress=False))
-    max_diff = {"deterministic_vs_batched": float((det.logprob - base.logprob).abs().max())}
+    max_diff = {}
+    if not args.skip_deterministic:
+        det = timed("neutral_deterministic", lambda: score_continuations(
+            model, prompts, conts, batch_size=args.batch_size, deterministic=True,
+            progress=False))
+        max_diff["deterministic_vs_batched"] = float((det.logprob - base.logprob).abs().max())
     if not args.skip_naive:
         naive = timed("neutral_naive_unbatched", lambda: _naive(model, prompts, conts))
         max_diff["naive_vs_batched"] = float((naive - base.logprob).abs().max())
-    full = timed("full_eval", lambda: run_sycophancy(
-        model, qs, batch_size=args.batch_size, probe=True, progress=False))
-    d = full.to_dict()
+    d: dict = {}
+    if not args.skip_full:
+        full = timed("full_eval", lambda: run_sycophancy(
+            model, qs, batch_size=args.batch_size, probe=True, progress=False))
+        d = full.to_dict()
     out = {
         "questions": len(qs), "batch_size": args.batch_size, "threads": torch.get_num_threads(),
         "seconds": times,
