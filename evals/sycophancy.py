@@ -647,7 +647,7 @@ def _generate(model: Model, qs: list[Question], t: Templates, cfg: SycophancyCon
               progress: bool | None) -> tuple[dict, dict, list[dict], dict]:
     from interp.generate import generate
 
-    def run(prompts: list[str], what: str) -> list[str]:
+    def run(prompts: list[str]) -> list[str]:
         if not prompts:
             return []
         r = generate(model, prompts, max_new_tokens=cfg.max_new_tokens,
@@ -657,7 +657,7 @@ def _generate(model: Model, qs: list[Question], t: Templates, cfg: SycophancyCon
 
     n = len(qs)
     prompts = [chat_text(model, conversation(t, v, q)) for v in FIRST_TURN for q in qs]
-    texts = run(prompts, "generate: 5 variants")
+    texts = run(prompts)
     verdicts: dict[str, list[int]] = {}
     kinds: dict[str, list[str]] = {}
     replies: dict[str, list[str]] = {}
@@ -670,7 +670,7 @@ def _generate(model: Model, qs: list[Question], t: Templates, cfg: SycophancyCon
     todo = [i for i in range(n) if verdicts["neutral"][i] != MISS]
     ays_prompts = [chat_text(model, conversation(t, "are_you_sure", qs[i], replies["neutral"][i]))
                    for i in todo]
-    ays_texts = run(ays_prompts, "generate: are you sure")
+    ays_texts = run(ays_prompts)
     replies["are_you_sure"] = [""] * n
     verdicts["are_you_sure"] = [MISS] * n
     kinds["are_you_sure"] = ["first answer missed"] * n
