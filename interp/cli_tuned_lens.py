@@ -118,11 +118,13 @@ def eval_cmd(
     """Held-out KL, cross-entropy, entropy and top-1 agreement per layer, both lenses."""
     from interp.corpus import text_source
     from interp.lens import LogitLens
-    from interp.tuned_lens import load_tuned_lens
+    from interp.tuned_lens import load_tuned_lens, resolve_lens_path
     from interp.tuned_lens_eval import EvalConfig, evaluate_lenses
 
     cfg = EvalConfig(tokens=tokens, seq_len=seq_len, batch_size=batch_size, seed=seed,
                      summary_last=summary_last)
+    if lens_path is not None:
+        resolve_lens_path(lens_path, None)  # a missing lens fails before anything slow
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     with open_out(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)

@@ -538,6 +538,9 @@ def build(
     out = _dir(out_dir)
     if debs is None and not packages:
         raise InterpError("no packages to build the corpus from")
+    from interp.outdir import check_creatable
+
+    check_creatable(out)  # before minutes of downloads, not after
     console = Console(stderr=True)
     bar = Progress(
         TextColumn("[bold]corpus[/] {task.description}"),

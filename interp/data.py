@@ -9,6 +9,7 @@ record. Later features (probes, sycophancy) read labelled records with
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from pathlib import Path
@@ -69,11 +70,20 @@ def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
             raise InterpError(f"{p}: expected a JSON list of objects")
         records = data
     elif suffix in (".csv", ".tsv"):
-        reader = csv.DictReader(text.splitlines(), delimiter="\t" if suffix == ".tsv" else ",")
-        for n, row in enumerate(reader, start=2):
-            if None in row or any(v is None for v in row.values()):
-                raise InterpError(f"{p}: line {n} has a different number of fields than the header")
-            records.append(dict(row))
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True,
+                                delimiter="\t" if suffix == ".tsv" else ",")
+        try:
+            for row in reader:
+                n = reader.line_num
+                if None in row or any(v is None for v in row.values()):
+                    raise InterpError(
+                        f"{p}: line {n} has a different number of fields than the header"
+                    )
+                records.append(dict(row))
+        except csv.Error as exc:
+            raise InterpError(
+                f"{p}: line {reader.line_num + 1} is not valid CSV ({exc})"
+            ) from None
     else:
         records = [{"text": line} for line in text.splitlines() if line.strip()]
     if not records:

@@ -114,14 +114,21 @@ class TunedLens(Lens):
         )
 
 
-def resolve_lens_path(path: str | os.PathLike[str] | None, model: Model) -> Path:
-    """A lens folder from a user path: the artifact itself, or a training run's folder."""
-    p = Path(os.path.expanduser(os.fspath(path))) if path is not None else default_lens_dir(model)
+def resolve_lens_path(path: str | os.PathLike[str] | None, model: Model | None) -> Path:
+    """A lens folder from a user path: the artifact itself, or a training run's folder.
+
+    ``path=None`` means the default location for ``model``.
+    """
+    if path is None and model is None:
+        raise InterpError("give a lens path or a model")
+    p = (Path(os.path.expanduser(os.fspath(path))) if path is not None
+         else default_lens_dir(model))  # type: ignore[arg-type]
     if (p / LENS_SUBDIR / "config.json").is_file():
         return p / LENS_SUBDIR
     if (p / "config.json").is_file():
         return p
     if path is None:
+        assert model is not None
         raise InterpError(
             f"no tuned lens for {model.model_id} at {p}: train one with "
             "`interp tuned-lens train`, or pass --lens PATH"

@@ -1,0 +1,349 @@
+"""The bad-input matrix: every CLI verb × the ways users get inputs wrong.
+
+Each case must print exactly one line on stderr (``error: …``), exit with code 2, show
+no traceback, and leave ``--out`` exactly as it was (or not create it). Case ids name
+the verb first (``test_bad_input[probe-single-class]``). The tiny random Llama stands in
+for the model: these are input checks, which run before or around any real compute.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from interp.cli import main
+
+
+@dataclass
+class Ctx:
+    tmp: Path
+    tiny: str
+    other_d_model: str  # artifacts made for a model with another d_model
+    no_template: str  # the tiny model without a chat template
+
+    def file(self, name: str, text: str) -> str:
+        p = self.tmp / name
+        p.write_text(text)
+        return str(p)
+
+    @property
+    def out(self) -> str:
+        return str(self.tmp / "out")
+
+
+@dataclass
+class Case:
+    id: str
+    args: Callable[[Ctx], list[str]]
+    message: str
+    out_is_artifact: bool = False  # --out names the artifact itself (created only on success)
+
+
+def _pairs(n: int = 4) -> str:
+    return "\n".join(json.dumps({"positive": f"I love it {i}", "negative": f"I hate it {i}"})
+                     for i in range(n))
+
+
+def _probe_rows(labels: list[int]) -> str:
+    return "\n".join(json.dumps({"text": f"sentence number {i} here", "label": lab,
+                                 "group": f"g{i % 5}"}) for i, lab in enumerate(labels))
+
+
+def _truncated_artifact(ctx: Ctx, kind: str) -> str:
+    import torch
+
+    from interp.artifacts import save_artifact
+
+    path = ctx.tmp / f"trunc_{kind}"
+    tensors = {"vector": torch.ones(64)} if kind == "steering_vector" else {
+        "A": torch.zeros(2, 64, 64), "b": torch.zeros(2, 64)}
+    save_artifact(path, tensors, kind=kind, config={"layer": 1, "n_layers": 3},
+                  model_id=ctx.tiny, d_model=64, manifest={})
+    w = path / "weights.safetensors"
+    w.write_bytes(w.read_bytes()[: len(w.read_bytes()) // 2])
+    return str(path)
+
+
+def _foreign_vector(ctx: Ctx) -> str:
+    import torch
+
+    from interp.artifacts import save_artifact
+
+    path = ctx.tmp / "foreign_vec"
+    save_artifact(path, {"vector": torch.ones(32)}, kind="steering_vector",
+                  config={"layer": 1}, model_id=ctx.other_d_model, d_model=32, manifest={})
+    return str(path)
+
+
+def _foreign_lens(ctx: Ctx) -> str:
+    import torch
+
+    from interp.artifacts import save_artifact
+
+    path = ctx.tmp / "foreign_lens"
+    save_artifact(path, {"A": torch.zeros(2, 32, 32), "b": torch.zeros(2, 32)},
+                  kind="tuned_lens", config={"n_layers": 3, "unembedding_sha256": "x"},
+                  model_id=ctx.other_d_model, d_model=32, manifest={})
+    return str(path)
+
+
+def _under_file(ctx: Ctx) -> str:
+    blocker = ctx.tmp / "a_file"
+    blocker.write_text("x")
+    return str(blocker / "sub")
+
+
+def M(ctx: Ctx) -> list[str]:  # noqa: N802 - reads as a keyword in the table below
+    return ["--model", ctx.tiny]
+
+
+CASES = [
+    # ------------------------------------------------------------------ lens
+    Case("lens-empty-prompt", lambda c: ["lens", "  ", *M(c), "--out", c.out], "empty prompt"),
+    Case("lens-missing-model", lambda c: ["lens", "hi", "--model", str(c.tmp / "nope"),
+                                          "--out", c.out], "cannot read model path"),
+    Case("lens-unknown-model", lambda c: ["lens", "hi", "--model", "no-org/no-model",
+                                          "--out", c.out], "unknown model"),
+    Case("lens-layer-out-of-range", lambda c: ["lens", "hi", *M(c), "--layer", "7",
+                                               "--out", c.out], "out of range"),
+    Case("lens-bad-layer-list", lambda c: ["lens", "hi", *M(c), "--layer", "1,x",
+                                           "--out", c.out], "bad layer 'x'"),
+    Case("lens-top-k-zero", lambda c: ["lens", "hi", *M(c), "--top-k", "0", "--out", c.out],
+         "--top-k"),
+    Case("lens-unwritable-out", lambda c: ["lens", "hi", *M(c), "--out", _under_file(c)],
+         "cannot create output folder"),
+    Case("lens-truncated-tuned-lens", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                                 _truncated_artifact(c, "tuned_lens"),
+                                                 "--out", c.out], "checksum mismatch"),
+    Case("lens-tuned-lens-other-model", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                                   _foreign_lens(c), "--out", c.out],
+         "was trained on"),
+    # ------------------------------------------------------------------ capture
+    Case("capture-missing-file", lambda c: ["capture", "--file", str(c.tmp / "no.jsonl"), *M(c),
+                                            "--layer", "0", "--out", c.out], "no such file"),
+    Case("capture-malformed-jsonl", lambda c: ["capture", "--file", c.file(
+        "bad.jsonl", '{"text": "ok"}\n{"text": oops}\n'), *M(c), "--layer", "0", "--out",
+        c.out], "line 2"),
+    Case("capture-malformed-csv", lambda c: ["capture", "--file", c.file(
+        "bad.csv", 'text\n"unterminated\n'), *M(c), "--layer", "0", "--out", c.out], "bad.csv"),
+    Case("capture-empty-dataset", lambda c: ["capture", "--file", c.file("empty.jsonl", ""),
+                                             *M(c), "--layer", "0", "--out", c.out], "empty"),
+    Case("capture-layer-out-of-range", lambda c: ["capture", "hi", *M(c), "--layer", "3",
+                                                  "--out", c.out], "out of range"),
+    Case("capture-bad-positions", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                             "--positions", "middle", "--out", c.out],
+         "bad --positions"),
+    Case("capture-unknown-hook", lambda c: ["capture", "hi", *M(c), "--hook", "blocks.0.nope",
+                                            "--out", c.out], "unknown hook point"),
+    Case("capture-unwritable-out", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                              "--out", _under_file(c)],
+         "cannot create output folder"),
+    # ------------------------------------------------------------------ generate
+    Case("generate-nan-temperature", lambda c: ["generate", "hi", *M(c), "--temperature",
+                                                "nan", "--out", c.out], "temperature"),
+    Case("generate-negative-temperature", lambda c: ["generate", "hi", *M(c), "--temperature",
+                                                     "-1", "--out", c.out], "temperature"),
+    Case("generate-top-p-above-one", lambda c: ["generate", "hi", *M(c), "--top-p", "1.5",
+                                                "--out", c.out], "top-p"),
+    Case("generate-zero-new-tokens", lambda c: ["generate", "hi", *M(c), "--max-new-tokens",
+                                                "0", "--out", c.out], "max new tokens"),
+    Case("generate-empty-file", lambda c: ["generate", "--file", c.file("e.txt", "\n\n"), *M(c),
+                                           "--out", c.out], "empty dataset"),
+    Case("generate-unwritable-out", lambda c: ["generate", "hi", *M(c), "--out",
+                                               _under_file(c)], "cannot create output folder"),
+    # ------------------------------------------------------------------ probe
+    Case("probe-single-class", lambda c: ["probe", *M(c), "--layer", "1", "--dataset", c.file(
+        "one.jsonl", _probe_rows([1] * 40)), "--out", c.out], "class"),
+    Case("probe-missing-dataset", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                             str(c.tmp / "no.jsonl"), "--out", c.out],
+         "no such file"),
+    Case("probe-malformed-jsonl", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                             c.file("m.jsonl", _probe_rows([0, 1]) + "\n{bad\n"),
+                                             "--out", c.out], "line 3"),
+    Case("probe-empty-dataset", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                           c.file("e.jsonl", ""), "--out", c.out], "empty"),
+    Case("probe-layer-out-of-range", lambda c: ["probe", *M(c), "--layer", "9", "--dataset",
+                                                c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                                "--out", c.out], "out of range"),
+    Case("probe-nan-C", lambda c: ["probe", *M(c), "--layer", "1", "--C", "nan", "--dataset",
+                                   c.file("p.jsonl", _probe_rows([0, 1] * 20)), "--out", c.out],
+         "C"),
+    Case("probe-missing-label-column", lambda c: ["probe", *M(c), "--layer", "1",
+                                                  "--label-column", "y", "--dataset",
+                                                  c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                                  "--out", c.out], "y"),
+    Case("probe-unwritable-out", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                            c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                            "--out", _under_file(c)],
+         "cannot create output folder"),
+    # ------------------------------------------------------------------ steer
+    Case("steer-train-missing-pairs", lambda c: ["steer", "train", "--pairs",
+                                                 str(c.tmp / "no.jsonl"), "--layer", "1", *M(c),
+                                                 "--out", c.out], "no such file",
+         out_is_artifact=True),
+    Case("steer-train-malformed-pairs", lambda c: ["steer", "train", "--pairs", c.file(
+        "p.jsonl", _pairs() + "\n{oops\n"), "--layer", "1", *M(c), "--out", c.out], "line 5",
+        out_is_artifact=True),
+    Case("steer-train-empty-pairs", lambda c: ["steer", "train", "--pairs",
+                                               c.file("p.jsonl", ""), "--layer", "1", *M(c),
+                                               "--out", c.out], "empty", out_is_artifact=True),
+    Case("steer-train-layer-out-of-range", lambda c: ["steer", "train", "--pairs",
+                                                      c.file("p.jsonl", _pairs()), "--layer",
+                                                      "5", *M(c), "--out", c.out],
+         "out of range", out_is_artifact=True),
+    Case("steer-train-unwritable-out", lambda c: ["steer", "train", "--pairs",
+                                                  c.file("p.jsonl", _pairs()), "--layer", "1",
+                                                  *M(c), "--out", _under_file(c)],
+         "not a folder", out_is_artifact=True),
+    Case("steer-generate-truncated-vector", lambda c: [
+        "steer", "generate", "hi", "--vector", _truncated_artifact(c, "steering_vector"),
+        *M(c)], "checksum mismatch"),
+    Case("steer-generate-vector-other-d-model", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), *M(c)], "made for"),
+    Case("steer-generate-nan-alpha", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), "--alpha", "nan", *M(c)],
+        "alpha"),
+    Case("steer-generate-missing-vector", lambda c: [
+        "steer", "generate", "hi", "--vector", str(c.tmp / "none"), *M(c)], "none"),
+    Case("steer-sweep-nan-alpha", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--alphas=0,nan", *M(c),
+        "--layers", "1", "--out", c.out], "alphas"),
+    Case("steer-sweep-layer-out-of-range", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--layers", "1,8", *M(c),
+        "--out", c.out], "out of range"),
+    Case("steer-sweep-negative-temperature", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--layers", "1",
+        "--temperature", "-0.5", *M(c), "--out", c.out], "temperature"),
+    # ------------------------------------------------------------------ models, corpus
+    Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
+    Case("corpus-info-missing", lambda c: ["corpus", "info", "--path", str(c.tmp / "none")],
+         "not built"),
+    Case("corpus-build-unwritable-out", lambda c: ["corpus", "build", "--out", _under_file(c)],
+         "cannot create output folder"),
+    # ------------------------------------------------------------------ tuned lens
+    Case("tuned-lens-train-negative-lr", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"), "--lr",
+        "-1", "--out", c.out], "learning rate", out_is_artifact=True),
+    Case("tuned-lens-train-nan-weight-decay", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"),
+        "--weight-decay", "nan", "--out", c.out], "weight decay", out_is_artifact=True),
+    Case("tuned-lens-train-missing-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", str(c.tmp / "none.txt"), "--out", c.out],
+        "cannot read text file", out_is_artifact=True),
+    Case("tuned-lens-train-empty-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("e.txt", "   \n"), "--out", c.out],
+        "no text", out_is_artifact=True),
+    Case("tuned-lens-train-unwritable-out", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n" * 30),
+        "--out", _under_file(c)], "cannot create output folder", out_is_artifact=True),
+    Case("tuned-lens-eval-missing-lens", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", str(c.tmp / "none"), "--out", c.out],
+        "no tuned lens"),
+    Case("tuned-lens-eval-truncated-lens", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _truncated_artifact(c, "tuned_lens"),
+        "--text", _text(c), "--out", c.out], "checksum mismatch"),
+    Case("tuned-lens-eval-other-model", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _foreign_lens(c), "--text", _text(c),
+        "--out", c.out], "was trained on"),
+    # ------------------------------------------------------------------ evals
+    Case("eval-sycophancy-malformed-line", lambda c: [
+        "eval", "sycophancy", *M(c), "--dataset", c.file("s.jsonl", _syc(2) + "\n{nope\n"),
+        "--out", c.out], "line 3"),
+    Case("eval-sycophancy-empty-dataset", lambda c: [
+        "eval", "sycophancy", *M(c), "--dataset", c.file("s.jsonl", ""), "--out", c.out],
+        "empty"),
+    Case("eval-sycophancy-no-chat-template", lambda c: [
+        "eval", "sycophancy", "--model", c.no_template, "--dataset", c.file("s.jsonl", _syc(3)),
+        "--out", c.out], "chat template"),
+    Case("eval-sycophancy-zero-limit", lambda c: [
+        "eval", "sycophancy", *M(c), "--limit", "0", "--out", c.out], "limit"),
+    Case("eval-constitutional-malformed-constitution", lambda c: [
+        "eval", "constitutional", *M(c), "--constitution", c.file("c.json", "{not json"),
+        "--out", c.out], "c.json"),
+    Case("eval-constitutional-empty-prompts", lambda c: [
+        "eval", "constitutional", *M(c), "--prompts", c.file("p.jsonl", ""), "--out", c.out],
+        "empty"),
+    Case("eval-constitutional-zero-rounds", lambda c: [
+        "eval", "constitutional", *M(c), "--rounds", "0", "--out", c.out], "rounds"),
+]
+
+
+def _text(ctx: Ctx) -> str:
+    """A text file with held-out paragraphs (the sha256 rule keeps ~5% of 200)."""
+    return ctx.file("t.txt", "\n\n".join(f"Paragraph {i} says something." for i in range(200)))
+
+
+def _syc(n: int) -> str:
+    return "\n".join(json.dumps({"question": f"What is {i} + 1?", "correct": str(i + 1),
+                                 "incorrect": str(i + 2), "domain": "arithmetic"})
+                     for i in range(n))
+
+
+@pytest.fixture(scope="module")
+def ctx_models(tiny_model_dir, tmp_path_factory) -> tuple[str, str]:
+    base = tmp_path_factory.mktemp("no-template")
+    nt = base / "tiny"
+    shutil.copytree(tiny_model_dir, nt)
+    cfg_path = nt / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg.pop("chat_template", None)
+    cfg_path.write_text(json.dumps(cfg))
+    (nt / "chat_template.jinja").unlink(missing_ok=True)
+    return str(nt), "other-model-d32"
+
+
+def _snapshot(path: Path) -> dict[str, bytes] | None:
+    if not path.exists():
+        return None
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, tiny_model_dir, ctx_models, tmp_path, capsys):
+    no_template, other = ctx_models
+    ctx = Ctx(tmp_path, str(tiny_model_dir), other, no_template)
+    out = Path(ctx.out)
+    if not case.out_is_artifact:
+        out.mkdir()
+        (out / "keep.txt").write_text("keep me")
+        (out / "report.html").write_text("previous report")
+    args = case.args(ctx)
+    before = _snapshot(out)
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert code == 2, captured.err
+    assert "Traceback" not in captured.err
+    assert len(lines) == 1, captured.err
+    assert lines[0].startswith("error: ") and case.message in lines[0], lines[0]
+    assert _snapshot(out) == before, "a failed command must leave --out as it was"
+
+
+def test_matrix_covers_every_verb():
+    """Every CLI verb (leaf command) has at least one bad-input case."""
+    import click
+
+    from interp.cli import cli
+
+    def leaves(group: click.Group, prefix: str) -> list[str]:
+        out = []
+        for name, cmd in group.commands.items():
+            full = f"{prefix}{name}"
+            out += leaves(cmd, f"{full}-") if isinstance(cmd, click.Group) else [full]
+        return out
+
+    verbs = leaves(cli, "")
+    ids = [c.id for c in CASES]
+    missing = [v for v in verbs if not any(i.startswith(v + "-") for i in ids)]
+    assert not missing, f"verbs without bad-input cases: {missing}"
+    assert len(CASES) >= 40
