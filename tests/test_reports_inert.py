@@ -1,0 +1,82 @@
+"""Reports are inert: hostile prompts and dataset strings render as text, never as markup.
+
+Every report-writing verb runs on the tiny model with a payload in its user-supplied
+strings (prompts, dataset rows, label names); the report is opened in headless Chromium,
+which must show no dialog, no console error and no request, contain no ``<script>``,
+``<img>``, ``<iframe>`` or ``<textarea>`` element, and, where the report shows the string
+at all (the capture and sweep reports do not), show it literally.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from interp.cli import main
+from tests.browser import assert_clean, visit
+
+PAYLOAD = ('<script>alert(1)</script> "><img src=x onerror=alert(2)> </textarea>'
+           "<svg onload=alert(3)> '><iframe src=javascript:alert(4)>")
+MARK = "<script>alert(1)</script>"
+
+
+def _run(args: list[str], capsys) -> None:
+    try:
+        main(args)
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr().err
+    capsys.readouterr()
+
+
+def _jsonl(path: Path, rows: list[dict]) -> str:
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return str(path)
+
+
+def _cases(tmp: Path, tiny: str) -> dict[str, list[str]]:
+    m = ["--model", tiny]
+    probe_rows = [{"text": f"{PAYLOAD} number {i}", "label": ["<b>yes</b>", PAYLOAD][i % 2],
+                   "group": f"g{i % 5}"} for i in range(40)]
+    pairs = [{"positive": f"{PAYLOAD} good {i}", "negative": f"bad {i}"} for i in range(4)]
+    syc = [{"question": f"{PAYLOAD} What is {i} + 1?", "correct": str(i + 1),
+            "incorrect": f"{i + 2}</textarea>", "domain": "<i>math</i>"} for i in range(3)]
+    return {
+        "lens": ["lens", PAYLOAD, *m],
+        "capture": ["capture", PAYLOAD, *m, "--layer", "0"],
+        "generate": ["generate", PAYLOAD, *m, "--max-new-tokens", "4"],
+        "probe": ["probe", *m, "--layer", "1", "--seeds", "1", "--no-random-weights",
+                  "--dataset", _jsonl(tmp / "probe.jsonl", probe_rows)],
+        "steer-sweep": ["steer", "sweep", *m, "--pairs", _jsonl(tmp / "pairs.jsonl", pairs),
+                        "--layers", "1", "--alphas=0,1", "--max-new-tokens", "3",
+                        "--prompts", _jsonl(tmp / "prompts.jsonl", [{"prompt": PAYLOAD}]),
+                        "--n-prompts", "1"],
+        "eval-sycophancy": ["eval", "sycophancy", *m, "--dataset",
+                            _jsonl(tmp / "syc.jsonl", syc), "--no-probe"],
+        "eval-constitutional": ["eval", "constitutional", *m, "--prompts",
+                                _jsonl(tmp / "cai.jsonl", [{"prompt": PAYLOAD}]),
+                                "--max-new-tokens", "4", "--limit", "1"],
+    }
+
+
+@pytest.mark.parametrize("verb", ["lens", "capture", "generate", "probe", "steer-sweep",
+                                  "eval-sycophancy", "eval-constitutional"])
+def test_hostile_strings_render_as_text(verb, tiny_model_dir, tmp_path, capsys):
+    args = _cases(tmp_path, str(tiny_model_dir))[verb]
+    out = tmp_path / "out"
+    _run([*args, "--out", str(out)], capsys)
+    html = (out / "report.html").read_text()
+    assert MARK not in html  # escaped in the source
+
+    def check(page):  # noqa: ANN001, ANN202
+        return {
+            "elements": page.locator("script, img, iframe, textarea").count(),
+            "text": page.text_content("body"),
+        }
+
+    v = visit(out / "report.html", f"inert_{verb}.png", check)
+    assert_clean(v)
+    assert v.checks["elements"] == 0
+    if "alert(1)" in html:  # the report shows the string: as literal text
+        assert MARK in v.checks["text"]
