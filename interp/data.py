@@ -26,7 +26,9 @@ def _open_text(path: Path) -> str:
     if path.is_dir():
         raise InterpError(f"cannot read {path}: it is a folder, not a file")
     try:
-        return path.read_text(encoding="utf-8")
+        # Bytes, not read_text: universal-newline translation would turn a "\r" inside a
+        # quoted CSV field into "\n". A UTF-8 byte-order mark (Excel) is dropped.
+        return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InterpError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
