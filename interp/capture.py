@@ -296,6 +296,7 @@ def capture(
     drop_first: bool = False,
     with_logits: bool = False,
     progress: bool | None = None,
+    max_memory_gb: float | None = None,
 ) -> Activations:
     """Run ``prompts`` through ``model`` and keep the activations at the given hooks.
 
@@ -316,6 +317,9 @@ def capture(
         with_logits: also return the model's output logits at the same positions
             (runs the full forward instead of stopping early).
         progress: force the progress bar on/off (default: on for > 1 batch).
+        max_memory_gb: refuse (before any forward pass) a capture whose results would
+            need more memory than this; default ``$INTERP_MAX_MEMORY_GB`` or half the
+            machine's RAM. Stream with :func:`iter_capture` instead for big runs.
 
     Returns:
         :class:`Activations` in the order of ``prompts``.
@@ -324,6 +328,7 @@ def capture(
         prompts = [prompts]
     names = resolve_hooks(model, hooks, layers)
     n = len(prompts)
+    check_memory(model, prompts, names, positions, dtype, chat, with_logits, max_memory_gb)
     parts: list[CaptureBatch] = list(
         iter_capture(
             model, prompts, hooks=names, positions=positions, batch_size=batch_size,
@@ -371,6 +376,70 @@ def capture(
         input_ids=input_ids, mask=out_mask, model_id=model.model_id, logits=logits,
         hook_points=names,
     )
+
+
+def memory_limit_gb(requested: float | None = None) -> float:
+    """The capture memory limit: ``requested``, ``$INTERP_MAX_MEMORY_GB``, or half the RAM."""
+    import math
+    import os
+
+    if requested is None and os.environ.get("INTERP_MAX_MEMORY_GB"):
+        try:
+            requested = float(os.environ["INTERP_MAX_MEMORY_GB"])
+        except ValueError:
+            raise InterpError(
+                f"INTERP_MAX_MEMORY_GB must be a number of GB, got "
+                f"{os.environ['INTERP_MAX_MEMORY_GB']!r}"
+            ) from None
+    if requested is not None:
+        if not math.isfinite(requested) or requested <= 0:
+            raise InterpError(f"memory limit must be a positive number of GB, got {requested}")
+        return float(requested)
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        total = 16 * 2**30
+    return total / 2 / 2**30
+
+
+def estimate_capture_bytes(
+    model: Model, prompts: Sequence[str], names: Sequence[str], positions: Position,
+    dtype: torch.dtype, chat: bool = False, with_logits: bool = False,
+) -> int:
+    """Bytes :func:`capture` will hold: its result, and as much again while assembling it.
+
+    Widths: ``d_model`` for residual-stream hooks, ``max(d_model, d_mlp)`` for any other
+    hook point (an upper bound); logits are float32 over the vocabulary.
+    """
+    cfg = model.bridge.cfg
+    wide = max(model.d_model, int(getattr(cfg, "d_mlp", 0) or 0))
+    width = sum(model.d_model if "resid" in name else wide for name in names)
+    rows = len(prompts)
+    if positions == "all":
+        texts = [model.format_prompt(p, chat) for p in prompts]
+        lengths = [len(x) for x in model.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        rows = len(prompts) * max(lengths, default=0)
+    item = torch.empty((), dtype=dtype).element_size()
+    total = rows * width * item
+    if with_logits:
+        total += rows * model.d_vocab * 4
+    return 2 * total
+
+
+def check_memory(
+    model: Model, prompts: Sequence[str], names: Sequence[str], positions: Position,
+    dtype: torch.dtype, chat: bool, with_logits: bool, max_memory_gb: float | None,
+) -> None:
+    """Refuse, in one line, a capture that would not fit under :func:`memory_limit_gb`."""
+    limit = memory_limit_gb(max_memory_gb)
+    need = estimate_capture_bytes(model, prompts, names, positions, dtype, chat, with_logits)
+    if need > limit * 2**30:
+        raise InterpError(
+            f"this capture would hold about {need / 2**30:.2f} GB in memory ({len(prompts)} "
+            f"prompts, {len(names)} hook point(s), positions={positions}), over the "
+            f"{limit:.2f} GB limit: capture fewer layers or positions, stream with "
+            "interp.iter_capture, or raise the limit (--max-memory-gb, INTERP_MAX_MEMORY_GB)"
+        )
 
 
 def summarize(acts: Activations) -> list[dict[str, object]]:

@@ -148,13 +148,16 @@ def _print_lens_table(data: dict[str, Any], max_cols: int) -> None:
 @click.option("--save-dtype", default="float32", show_default=True,
               type=click.Choice(["float32", "bfloat16", "float16"]),
               help="dtype of the saved activations.")
+@click.option("--max-memory-gb", default=None, type=float,
+              help="Refuse captures needing more memory [default: $INTERP_MAX_MEMORY_GB or "
+              "half the RAM].")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Folder for activations/ (artifact), results.json and report.html.")
 def capture(
     prompts: tuple[str, ...], file_: str | None, text_column: str, model_name: str | None,
     device: str, dtype: str, batch_size: int, seed: int, layers: str | None,
     hooks: tuple[str, ...], positions: str, drop_first: bool, chat: bool, save_dtype: str,
-    out_dir: str,
+    max_memory_gb: float | None, out_dir: str,
 ) -> None:
     """Capture activations for PROMPTS (or --file) and save them as an artifact."""
 
@@ -180,7 +183,7 @@ def capture(
         acts = run_capture(
             model, texts, hooks=list(hooks) or None, layers=layers, positions=pos,
             batch_size=batch_size, dtype=parse_dtype(save_dtype), chat=chat,
-            drop_first=drop_first,
+            drop_first=drop_first, max_memory_gb=max_memory_gb,
         )
         from interp.manifest import sha256_texts
 
