@@ -393,6 +393,7 @@ def train_tuned_lens(
             layer_losses.append(per_layer)
             elapsed += time.perf_counter() - t0
             bar.update(task, completed=step + 1, info=_info(losses, layer_losses))
+            _write_progress(out, step + 1, steps, total, last_saved[0])
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
                 save_checkpoint(step + 1)
 
@@ -414,6 +415,19 @@ def train_tuned_lens(
         )
     return TrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
                        _rate(cfg, done, elapsed), elapsed, lens_path)
+
+
+PROGRESS_FILE = "progress.json"
+
+
+def _write_progress(out: Path, step: int, steps: int, loss: float, checkpoint: int) -> None:
+    """``out/progress.json``: the last finished step, for monitoring (and the kill tests)."""
+    import json
+
+    from interp.atomic import atomic_write_text
+
+    atomic_write_text(out / PROGRESS_FILE, json.dumps(
+        {"step": step, "steps": steps, "loss": loss, "checkpoint_step": checkpoint}))
 
 
 def _remove_debris(out: Path) -> None:

@@ -385,6 +385,13 @@ def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path) -> list[str]:
             "--unembed-dtype", "float32", "--out", str(out)]
 
 
+def _progress_step(out: Path) -> int:
+    try:
+        return json.loads((out / "progress.json").read_text())["step"]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
 def _ckpt_step(out: Path) -> int:
     try:
         return json.loads((out / "checkpoint" / "config.json").read_text())["config"]["step"]
@@ -414,8 +421,9 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         kills += 1
-        step = _ckpt_step(out)
+        step, reached = _ckpt_step(out), _progress_step(out)
         assert step >= 0, "a killed run must leave a readable checkpoint"
+        assert reached - step <= 3, "lost more than one checkpoint interval (3 steps)"
         lost.append(step)
     assert kills >= 5, "training finished too fast to be killed 5 times"
     proc = subprocess.run(_train_cmd(tiny_model_dir, text_file, out), env=env,
@@ -423,7 +431,7 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
     assert proc.returncode == 0, proc.stderr
     _assert_same_run(ref, out)
     assert lost == sorted(lost)  # checkpoints only move forward
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "lens"]  # no debris
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "lens", "progress.json"]
 
 
 # ------------------------------------------------------------------ real model
