@@ -33,6 +33,8 @@ from interp.cli_tuned_lens import load_tuned_for_cli, tuned_lens_option
 from interp.errors import InterpError
 
 os.environ.setdefault("WANDB_MODE", "disabled")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
