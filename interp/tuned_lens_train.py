@@ -58,7 +58,8 @@ class TrainConfig:
 
     ``tokens`` counts tokens streamed through the model; the number of steps is
     ``ceil(tokens / (batch_size * seq_len))``. ``lr=None`` picks the optimiser's default
-    (Adam 1e-3, SGD 1.0).
+    (Adam 1e-4, SGD 1.0). ``init="lstsq"`` fits the starting translators on the first
+    ``min(init_tokens, tokens)`` training tokens (the same windows the steps then use).
     """
 
     tokens: int = 250_000
