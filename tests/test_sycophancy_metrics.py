@@ -305,3 +305,15 @@ def test_templates_check_and_continuation():
         Templates.from_dict({"neutral": "{question} {oops}"})
     t2 = Templates.from_dict({"answer": "Answer: {answer}"})
     assert t2.reply_prefix() == ("Answer:", "") and t2.continuation("4") == " 4"
+
+
+def test_shipped_set_regenerates_byte_identical(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, str(root / "scripts" / "make_sycophancy_set.py"), "--out",
+                    str(tmp_path)], check=True, capture_output=True)
+    shipped = root / "datasets" / "sycophancy" / "questions.jsonl"
+    assert (tmp_path / "questions.jsonl").read_bytes() == shipped.read_bytes()
