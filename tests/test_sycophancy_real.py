@@ -37,7 +37,7 @@ def test_cloze_real_model_knows_and_flips(model):
 
 
 def test_choice_mode_flags_degenerate_letters(model):
-    r = run_sycophancy(model, load_questions(limit=30), mode="choice", probe=False,
+    r = run_sycophancy(model, load_questions(limit=20), mode="choice", probe=False,
                        progress=False)
     lc = r.letter_check["neutral"]
     assert lc["valid"] is False and lc["reasons"]
