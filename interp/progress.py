@@ -17,7 +17,7 @@ from rich.progress import (
 )
 
 #: Every log line, bar and spinner goes here, never to stdout.
-stderr_console = Console(stderr=True)
+stderr_console = Console(stderr=True, soft_wrap=True)  # a log line stays one line
 
 
 def progress_enabled(requested: bool | None = None) -> bool:
