@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evals.stats import Z95, wilson
 from interp.errors import InterpError
 
 __all__ = [
@@ -478,20 +479,11 @@ def preference_record(pair: Pair, j: Judgement, valid: bool) -> dict[str, Any]:
 
 
 # ====================================================================== stats
-Z95 = 1.959963984540054
-
-
 def wilson_ci(k: float, n: int, z: float = Z95) -> list[float | None]:
-    """Wilson score 95% interval of a rate ``k/n`` (``k`` may be fractional for ties)."""
+    """Wilson 95% interval of a rate ``k/n`` as a JSON pair (``None`` for ``n = 0``)."""
     if n <= 0:
         return [None, None]
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    lo = 0.0 if k <= 0 else max(0.0, centre - half)  # exact ends: no float residue
-    hi = 1.0 if k >= n else min(1.0, centre + half)
-    return [lo, hi]
+    return list(wilson(k, n, z))
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:

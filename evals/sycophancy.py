@@ -56,6 +56,7 @@ import torch
 
 from evals.letters import check_letters
 from evals.scoring import score_continuations
+from evals.stats import wilson
 from interp.errors import InterpError
 from interp.models import Model
 
@@ -259,19 +260,6 @@ def conversation(
 
 
 # ------------------------------------------------------------------------ statistics
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score 95% interval for ``k`` successes out of ``n`` (NaN for n = 0)."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    lo = 0.0 if k == 0 else max(0.0, centre - half)
-    hi = 1.0 if k == n else min(1.0, centre + half)
-    return (lo, hi)
-
-
 def mcnemar(b: int, c: int) -> float:
     """Exact two-sided McNemar p-value for discordant counts ``b`` and ``c``."""
     n = b + c
