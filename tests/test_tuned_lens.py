@@ -407,15 +407,18 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
                    capture_output=True, timeout=300)
     out = tmp_path / "killed"
     rng = random.Random(1)
+    # Kill points: a random step in each of 5 spaced bands of the 40-step run, then a
+    # random extra delay inside that step, so the kill lands anywhere in the loop
+    # (mid-step, mid-checkpoint-write) whatever the machine's speed.
+    targets = [band + rng.randrange(0, 4) for band in (2, 9, 16, 23, 30)]
     kills, lost = 0, []
-    while kills < 5:
-        before = _ckpt_step(out)
+    for target in targets:
         proc = subprocess.Popen(_train_cmd(tiny_model_dir, text_file, out), env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 120
-        while _ckpt_step(out) <= before and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)  # wait until this run has made progress of its own
-        time.sleep(rng.uniform(0.0, 0.6))
+        deadline = time.time() + 180
+        while _progress_step(out) < target and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.03))
         if proc.poll() is not None:
             break  # finished before we could kill it
         proc.send_signal(signal.SIGKILL)
