@@ -443,6 +443,8 @@ def _remove_debris(out: Path) -> None:
         for p in out.glob(f".{name}.old-*"):
             if (out / name).exists():
                 shutil.rmtree(p, ignore_errors=True)
+    for p in out.glob(f".{PROGRESS_FILE}.*.tmp"):  # a killed atomic_write_text
+        p.unlink(missing_ok=True)
 
 
 def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:
