@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from interp.cli import main
+from tests.cli_runner import run
 
 
 @dataclass
@@ -321,16 +321,11 @@ def test_bad_input(case: Case, tiny_model_dir, ctx_models, tmp_path, capsys):
         (out / "report.html").write_text("previous report")
     args = case.args(ctx)
     before = _snapshot(out)
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert code == 2, captured.err
-    assert "Traceback" not in captured.err
-    assert len(lines) == 1, captured.err
+    code, _, err = run(args, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert len(lines) == 1, err
     assert lines[0].startswith("error: ") and case.message in lines[0], lines[0]
     assert _snapshot(out) == before, "a failed command must leave --out as it was"
 

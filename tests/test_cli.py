@@ -10,20 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from interp.cli import main
 from tests.browser import assert_clean, visit
+from tests.cli_runner import run
 
 REQUIRED = {"model", "tokens", "layers", "top1", "topk", "kl", "entropy"}
-
-
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_lens_writes_report_and_results(tiny_model_dir, tmp_path, capsys):

@@ -35,20 +35,11 @@ from interp.cli import main
 from interp.errors import InterpError
 from reports.constitutional import render_constitutional_report, write_constitutional_report
 from tests.browser import ARTIFACTS, assert_clean, visit
+from tests.cli_runner import run
 from tests.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
 LN = math.log
-
-
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _con(*names: str) -> Constitution:

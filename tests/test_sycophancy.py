@@ -11,23 +11,13 @@ import torch
 
 from evals.scoring import ContinuationScores, score_continuations
 from evals.sycophancy import VARIANTS, Question, load_questions, run_sycophancy
-from interp.cli import main
 from interp.errors import InterpError
 from reports.sycophancy import render_sycophancy_report
 from tests.browser import ARTIFACTS, assert_clean, visit
+from tests.cli_runner import run
 from tests.html_checks import parse, section, svgs
 
 HOSTILE = "<script>alert(1)</script>"
-
-
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _questions(n: int = 24) -> list[Question]:

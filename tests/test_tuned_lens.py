@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from interp.cli import main
 from interp.errors import InterpError
 from interp.lens import LogitLens, Unembed
 from interp.tuned_lens import (
@@ -27,6 +26,7 @@ from interp.tuned_lens import (
 from interp.tuned_lens_eval import EvalConfig, evaluate_lenses
 from interp.tuned_lens_train import TrainConfig, train_tuned_lens
 from tests.browser import assert_clean, visit
+from tests.cli_runner import run
 
 WORDS = (
     "the a model layer token river mountain paris rome water fire reads writes learns "
@@ -52,16 +52,6 @@ def _tiny_cfg(**kw) -> TrainConfig:
                 checkpoint_every=2, init_tokens=256, unembed_dtype="float32")
     base.update(kw)
     return TrainConfig(**base)
-
-
-def run(args: list[str], capsys) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 # ------------------------------------------------------------------ lens maths
