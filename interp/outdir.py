@@ -39,8 +39,7 @@ class OutDir:
         self._staged_dirs: dict[str, Path] = {}
 
     def __enter__(self) -> OutDir:
-        if self.path.exists() and not self.path.is_dir():
-            raise InterpError(f"cannot write to --out {self.path}: it is a file, not a folder")
+        check_creatable(self.path)
         if not self.path.exists():
             try:
                 self.path.mkdir(parents=True)
