@@ -732,9 +732,11 @@ def _register_verbs() -> None:
     """Verbs defined in their own modules join the ``interp`` group here."""
     from evals.cli import eval_group
     from interp.cli_tuned_lens import tuned_lens
+    from saes.cli import sae_group
 
     cli.add_command(eval_group)
     cli.add_command(tuned_lens)
+    cli.add_command(sae_group)
 
 
 _register_verbs()

@@ -47,6 +47,31 @@ def _doc_tokens(model: Model, docs: Sequence[str], seed: int) -> Iterator[list[i
         epoch += 1
 
 
+def iter_windows(
+    model: Model, docs: Sequence[str], *, seq_len: int, seed: int = 0, start: int = 0
+) -> Iterator[Int[Tensor, " seq_len"]]:
+    """Packed windows ``start, start + 1, …`` of ``seq_len`` tokens, lazily, without end.
+
+    The same windows as :func:`pack_windows` (which takes the first ``n``), for streams
+    too long to tokenise up front (SAE training). Skipping to ``start`` tokenises the
+    documents before it, which is far cheaper than running the model over them.
+    """
+    if seq_len < 2:
+        raise InterpError(f"sequence length must be ≥ 2, got {seq_len}")
+    docs = [d for d in docs if isinstance(d, str) and d.strip()]
+    if not docs:
+        raise InterpError("no text: the document list is empty")
+    buf: list[int] = []
+    index = 0
+    for ids in _doc_tokens(model, docs, seed):
+        buf.extend(ids)
+        while len(buf) >= seq_len:
+            if index >= start:
+                yield torch.tensor(buf[:seq_len], dtype=torch.long)
+            del buf[:seq_len]
+            index += 1
+
+
 def pack_windows(
     model: Model, docs: Sequence[str], *, seq_len: int, n_windows: int, seed: int = 0
 ) -> Int[Tensor, "n_windows seq_len"]:
@@ -55,16 +80,8 @@ def pack_windows(
         raise InterpError(f"sequence length must be ≥ 2, got {seq_len}")
     if n_windows < 1:
         raise InterpError(f"need at least one window, got {n_windows}")
-    docs = [d for d in docs if isinstance(d, str) and d.strip()]
-    if not docs:
-        raise InterpError("no text: the document list is empty")
-    need = seq_len * n_windows
-    buf: list[int] = []
-    for ids in _doc_tokens(model, docs, seed):
-        buf.extend(ids)
-        if len(buf) >= need:
-            break
-    return torch.tensor(buf[:need], dtype=torch.long).view(n_windows, seq_len)
+    it = iter_windows(model, docs, seq_len=seq_len, seed=seed)
+    return torch.stack([next(it) for _ in range(n_windows)])
 
 
 def shard(windows: Tensor, rank: int, world: int) -> Tensor:

@@ -43,6 +43,13 @@ from interp.errors import InterpError
 from interp.lens import Unembed
 from interp.models import Model
 from interp.progress import make_progress
+from interp.run_state import (
+    load_optimizer_tensors,
+    optimizer_tensors,
+    remove_debris,
+    settings_diff,
+    write_progress,
+)
 from interp.text_windows import pack_windows
 from interp.tuned_lens import LENS_SUBDIR, Translators, TunedLens, unembedding_hash
 
@@ -152,25 +159,6 @@ def _optimizer(params: Sequence[Tensor], cfg: TrainConfig) -> torch.optim.Optimi
     return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
 
 
-def _opt_tensors(opt: torch.optim.Optimizer) -> dict[str, Tensor]:
-    out = {}
-    for pid, state in opt.state_dict()["state"].items():
-        for key, val in state.items():
-            out[f"opt.{pid}.{key}"] = torch.as_tensor(val).clone()
-    return out
-
-
-def _load_opt_tensors(opt: torch.optim.Optimizer, tensors: dict[str, Tensor]) -> None:
-    sd = opt.state_dict()
-    state: dict[int, dict[str, Tensor]] = {}
-    for name, val in tensors.items():
-        if name.startswith("opt."):
-            _, pid, key = name.split(".", 2)
-            state.setdefault(int(pid), {})[key] = val.clone()
-    sd["state"] = state
-    opt.load_state_dict(sd)
-
-
 def sample_positions(cfg: TrainConfig, step: int, n_windows: int) -> Tensor:
     """Positions (1 … seq_len−1) sampled at ``step``: ``[n_windows, positions_per_window]``."""
     g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 7919 * step + 1)
@@ -264,11 +252,6 @@ def _checkpoint_config(cfg: TrainConfig, data: dict[str, Any], unembed: str) -> 
     return {"train": asdict(cfg), "data": data, "unembedding_sha256": unembed}
 
 
-def _diff(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    keys = sorted(set(a) | set(b))
-    return [f"{k} {a.get(k)!r} → {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
-
-
 def train_tuned_lens(
     model: Model,
     docs: Sequence[str],
@@ -305,13 +288,13 @@ def train_tuned_lens(
     if out.exists() and not out.is_dir():
         raise InterpError(f"cannot train into {out}: it is a file, not a folder")
 
-    _remove_debris(out)
+    remove_debris(out, (CHECKPOINT_SUBDIR, LENS_SUBDIR))
     translators = Translators(model.n_layers - 1, model.d_model).to(model.device)
     opt = _optimizer([translators.A, translators.b], cfg)
     start, losses, layer_losses, elapsed = 0, [], [], 0.0
     if (ckpt_dir / "config.json").is_file():
         have = read_config(ckpt_dir)["config"]
-        diffs = [f"{part}: {d}" for part in ("train", "data") for d in _diff(
+        diffs = [f"{part}: {d}" for part in ("train", "data") for d in settings_diff(
             have.get(part, {}), want[part])]
         if have.get("unembedding_sha256") != unembed:
             diffs.append("the model's unembedding")
@@ -324,7 +307,7 @@ def train_tuned_lens(
         with torch.no_grad():
             translators.A.copy_(art.tensors["A"])
             translators.b.copy_(art.tensors["b"])
-        _load_opt_tensors(opt, art.tensors)
+        load_optimizer_tensors(opt, art.tensors)
         start = int(art.config["step"])
         losses = list(art.config["losses"])
         layer_losses = [list(x) for x in art.config["layer_losses"]]
@@ -346,7 +329,7 @@ def train_tuned_lens(
     def save_checkpoint(step: int) -> None:
         save_artifact(
             ckpt_dir,
-            {"A": translators.A.detach(), "b": translators.b.detach(), **_opt_tensors(opt)},
+            {"A": translators.A.detach(), "b": translators.b.detach(), **optimizer_tensors(opt)},
             kind=CHECKPOINT_KIND,
             config={**want, "step": step, "losses": losses, "layer_losses": layer_losses,
                     "elapsed_s": elapsed},
@@ -394,7 +377,8 @@ def train_tuned_lens(
             layer_losses.append(per_layer)
             elapsed += time.perf_counter() - t0
             bar.update(task, completed=step + 1, info=_info(losses, layer_losses))
-            _write_progress(out, step + 1, steps, total, last_saved[0])
+            write_progress(out, step=step + 1, steps=steps, loss=total,
+                           checkpoint_step=last_saved[0])
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
                 save_checkpoint(step + 1)
 
@@ -416,35 +400,6 @@ def train_tuned_lens(
         )
     return TrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
                        _rate(cfg, done, elapsed), elapsed, lens_path)
-
-
-PROGRESS_FILE = "progress.json"
-
-
-def _write_progress(out: Path, step: int, steps: int, loss: float, checkpoint: int) -> None:
-    """``out/progress.json``: the last finished step, for monitoring (and the kill tests)."""
-    import json
-
-    from interp.atomic import atomic_write_text
-
-    atomic_write_text(out / PROGRESS_FILE, json.dumps(
-        {"step": step, "steps": steps, "loss": loss, "checkpoint_step": checkpoint}))
-
-
-def _remove_debris(out: Path) -> None:
-    """Temporary folders a killed save left behind (never anything else)."""
-    import shutil
-
-    if not out.is_dir():
-        return
-    for name in (CHECKPOINT_SUBDIR, LENS_SUBDIR):
-        for p in out.glob(f".{name}.tmp-*"):
-            shutil.rmtree(p, ignore_errors=True)
-        for p in out.glob(f".{name}.old-*"):
-            if (out / name).exists():
-                shutil.rmtree(p, ignore_errors=True)
-    for p in out.glob(f".{PROGRESS_FILE}.*.tmp"):  # a killed atomic_write_text
-        p.unlink(missing_ok=True)
 
 
 def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:

@@ -4,7 +4,9 @@ A report is a title, a list of :class:`Section` and the run manifest. It renders
 to ONE self-contained HTML file: inline CSS, inline SVG figures, no script, no
 external URL of any kind, and a Content-Security-Policy that forbids fetching
 anything, so the file can be mailed, archived or opened offline and looks the
-same everywhere.
+same everywhere. (A report may opt in to one constant inline script, e.g. the SAE
+browser's search box: ``render_report(..., script=...)``; the CSP allows exactly
+that script by its sha256 and nothing else.)
 
 Safety rule: every string that reaches the page is escaped. Jinja2 runs with
 autoescape on, and the helpers here build section bodies with
@@ -15,6 +17,8 @@ Only :class:`Markup` objects built by these helpers (or by
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 import os
@@ -388,6 +392,17 @@ def _interp_version(manifest: Mapping[str, Any]) -> str:
         return "unknown"
 
 
+def _script_hash(script: str) -> str:
+    """``sha256-<base64>`` of the exact script text, for the CSP ``script-src``."""
+    if not isinstance(script, str) or not script.strip():
+        raise InterpError("report script must be a non-empty string")
+    lowered = script.lower()
+    if "</script" in lowered or "<!--" in lowered or "<script" in lowered:
+        raise InterpError("report script must not contain '<script', '</script' or '<!--'")
+    digest = hashlib.sha256(script.encode("utf-8")).digest()
+    return "sha256-" + base64.b64encode(digest).decode("ascii")
+
+
 def render_report(
     title: str,
     sections: list[Section],
@@ -395,12 +410,19 @@ def render_report(
     *,
     subtitle: str | None = None,
     lead: Markup | None = None,
+    script: str | None = None,
 ) -> str:
     """The complete, self-contained HTML document.
 
     ``sections`` come in order; the manifest section is appended at the bottom.
     ``lead`` is optional trusted HTML (helpers' :class:`Markup`) shown in the
     header under the subtitle, e.g. the prompt of a lens report.
+
+    ``script`` is optional JavaScript inlined at the end of the body as
+    ``<script id="interp-report-js">``; the CSP then allows exactly that text
+    (``script-src 'sha256-…'``) and nothing else. It must be a constant of the
+    calling module, never built from data: data reaches the script only through
+    escaped HTML attributes. Without it the page has no script at all.
     """
     if not isinstance(manifest, Mapping):
         raise InterpError(f"report manifest must be a dict, not {type(manifest).__name__}")
@@ -414,8 +436,11 @@ def render_report(
         lead = paragraph(str(lead))
     all_sections = [*sections, manifest_section(manifest)]
     anchors = [f"sec-{i + 1}" for i in range(len(all_sections))]
+    script_hash = _script_hash(script) if script is not None else None
     template = _env().get_template("report.html.j2")
     return template.render(
+        script=Markup(script) if script is not None else None,
+        script_hash=script_hash,
         title=str(title),
         subtitle=subtitle,
         lead=lead,
@@ -435,7 +460,8 @@ def write_report(
     *,
     subtitle: str | None = None,
     lead: Markup | None = None,
+    script: str | None = None,
 ) -> Path:
     """Render the report and write it atomically to ``path``; returns the path."""
-    html = render_report(title, sections, manifest, subtitle=subtitle, lead=lead)
+    html = render_report(title, sections, manifest, subtitle=subtitle, lead=lead, script=script)
     return atomic_write_text(path, html)

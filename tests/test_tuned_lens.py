@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from interp.tuned_lens_eval import EvalConfig, evaluate_lenses
 from interp.tuned_lens_train import TrainConfig, train_tuned_lens
 from tests.browser import assert_clean, visit
 from tests.cli_runner import run
+from tests.kill_resume import kill_at_steps
 
 WORDS = (
     "the a model layer token river mountain paris rome water fire reads writes learns "
@@ -375,20 +374,6 @@ def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path) -> list[str]:
             "--unembed-dtype", "float32", "--out", str(out)]
 
 
-def _progress_step(out: Path) -> int:
-    try:
-        return json.loads((out / "progress.json").read_text())["step"]
-    except (OSError, ValueError, KeyError):
-        return -1
-
-
-def _ckpt_step(out: Path) -> int:
-    try:
-        return json.loads((out / "checkpoint" / "config.json").read_text())["config"]["step"]
-    except (OSError, ValueError, KeyError):
-        return -1
-
-
 def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_path):
     """Kill training with SIGKILL ≥ 5 times; every resume works, the result is unchanged."""
     env = {**os.environ, "INTERP_NO_PROGRESS": "1"}
@@ -401,23 +386,8 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
     # random extra delay inside that step, so the kill lands anywhere in the loop
     # (mid-step, mid-checkpoint-write) whatever the machine's speed.
     targets = [band + rng.randrange(0, 4) for band in (2, 9, 16, 23, 30)]
-    kills, lost = 0, []
-    for target in targets:
-        proc = subprocess.Popen(_train_cmd(tiny_model_dir, text_file, out), env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 180
-        while _progress_step(out) < target and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.005)
-        time.sleep(rng.uniform(0.0, 0.03))
-        if proc.poll() is not None:
-            break  # finished before we could kill it
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        kills += 1
-        step, reached = _ckpt_step(out), _progress_step(out)
-        assert step >= 0, "a killed run must leave a readable checkpoint"
-        assert reached - step <= 3, "lost more than one checkpoint interval (3 steps)"
-        lost.append(step)
+    lost = kill_at_steps(_train_cmd(tiny_model_dir, text_file, out), out, targets, 3, rng)
+    kills = len(lost)
     assert kills >= 5, "training finished too fast to be killed 5 times"
     proc = subprocess.run(_train_cmd(tiny_model_dir, text_file, out), env=env,
                           capture_output=True, text=True, timeout=300)

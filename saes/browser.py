@@ -1,0 +1,428 @@
+"""The data behind the SAE feature browser: densities, top contexts and logit effects.
+
+:func:`collect_browser_data` scans ``cfg.tokens`` held-out tokens (packed windows of
+:mod:`interp.text_windows`), encodes the activations at the SAE's hook point and keeps, per
+feature, the number of tokens it fires on and a running top-k of its largest activations.
+Position 0 of every window (an attention sink with a huge residual norm) is never an
+example and never counted. Memory stays bounded: each batch's ``f [batch, pos, d_sae]`` is
+merged into the running top-k with :func:`torch.topk` and dropped; next to each of the
+``top_k × d_sae`` kept activations the scan keeps the feature's activations on the
+surrounding ``context + 5`` tokens, so the contexts need no second forward pass.
+
+For each selected feature (``cfg.features``) the result has its density, its largest
+activation, its top contexts (token strings with the feature's activation on each) and
+the tokens its decoder direction promotes and suppresses through the unembedding,
+``W_dec[i] · (γ_final ⊙ W_U)`` (the direct logit effect, ignoring the final norm's scale).
+
+Activations are the SAE's raw ``f`` (see :mod:`saes.sae`: decoder rows are not unit norm);
+each card also carries ``dec_norm = ‖W_dec[i]‖``, and ``f · dec_norm`` is the size of the
+feature's contribution to the reconstruction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from interp.capture import forward_with_hooks
+from interp.errors import InterpError
+from interp.models import Model
+from interp.progress import make_progress
+from interp.text_windows import pack_windows
+from saes.sae import SparseAutoencoder
+
+__all__ = [
+    "DENSITY_BINS",
+    "RIGHT_CONTEXT",
+    "BrowserConfig",
+    "BrowserData",
+    "FeatureCard",
+    "FeatureContext",
+    "collect_browser_data",
+    "logit_effects",
+    "parse_feature_spec",
+    "select_features",
+]
+
+#: Tokens shown right of the activating token.
+RIGHT_CONTEXT = 4
+#: log10(density) histogram edges (the same bins as :mod:`saes.metrics`).
+DENSITY_BINS: list[float] = [-7.0 + 0.25 * i for i in range(29)]
+
+
+def _pos_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InterpError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
+    return value
+
+
+def parse_feature_spec(spec: str) -> tuple[str, int | list[int] | None]:
+    """Parse ``cfg.features``: ``"all"`` → ``("all", None)``, ``"alive:N"`` → ``("alive", N)``,
+    ``"3,17"`` → ``("list", [3, 17])``.
+
+    Duplicates in a list are dropped (first occurrence kept). Raises :class:`InterpError`.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise InterpError(
+            f"features must be 'all', 'alive:N' or a comma list of indices, got {spec!r}"
+        )
+    s = spec.strip().lower()
+    if s == "all":
+        return "all", None
+    if s.startswith("alive:"):
+        n = s.split(":", 1)[1].strip()
+        if not n.isdigit() or int(n) < 1:
+            raise InterpError(f"features 'alive:N' needs a positive integer N, got {spec!r}")
+        return "alive", int(n)
+    out: list[int] = []
+    for part in s.split(","):
+        part = part.strip()
+        if not part.isdigit():
+            raise InterpError(
+                f"features must be 'all', 'alive:N' or a comma list of indices like '3,17,99'; "
+                f"{part!r} in {spec!r} is not a non-negative integer"
+            )
+        if int(part) not in out:
+            out.append(int(part))
+    return "list", out
+
+
+@dataclass
+class BrowserConfig:
+    """How much held-out text to scan and what to show per feature (see module doc)."""
+
+    tokens: int = 65536
+    seq_len: int = 128
+    batch_size: int = 8
+    top_k: int = 12
+    context: int = 12
+    n_logits: int = 10
+    features: str = "alive:300"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        _pos_int("tokens", self.tokens)
+        _pos_int("sequence length", self.seq_len, 2)
+        _pos_int("batch size", self.batch_size)
+        _pos_int("top_k (contexts per feature)", self.top_k)
+        _pos_int("context (tokens left of the activating one)", self.context, 0)
+        _pos_int("n_logits (promoted/suppressed tokens)", self.n_logits)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise InterpError(f"seed must be an integer, got {self.seed!r}")
+        parse_feature_spec(self.features)
+
+    @property
+    def n_windows(self) -> int:
+        """Windows scanned: ``ceil(tokens / seq_len)``."""
+        return math.ceil(self.tokens / self.seq_len)
+
+
+@dataclass
+class FeatureContext:
+    """One top activation: the tokens of window ``window`` around ``position``.
+
+    ``tokens[j]`` and ``acts[j]`` are the token text and the feature's activation at
+    position ``position - max_at + j``; ``tokens[max_at]`` is the activating token.
+    """
+
+    tokens: list[str]
+    acts: list[float]
+    max_at: int
+    window: int
+    position: int
+
+
+@dataclass
+class FeatureCard:
+    """Everything the browser shows for one feature."""
+
+    index: int
+    density: float
+    n_fires: int
+    max_act: float
+    dec_norm: float
+    contexts: list[FeatureContext]
+    promoted: list[tuple[str, float]]
+    suppressed: list[tuple[str, float]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "density": self.density, "n_fires": self.n_fires,
+            "max_act": self.max_act, "dec_norm": self.dec_norm,
+            "contexts": [asdict(c) for c in self.contexts],
+            "promoted": [[t, v] for t, v in self.promoted],
+            "suppressed": [[t, v] for t, v in self.suppressed],
+        }
+
+
+@dataclass
+class BrowserData:
+    """The result of :func:`collect_browser_data`; :meth:`to_dict` is JSON-safe."""
+
+    model_id: str
+    hook_point: str
+    layer: int | None
+    d_sae: int
+    n_windows: int
+    seq_len: int
+    n_tokens: int
+    fires: list[int]
+    features: list[FeatureCard]
+    config: BrowserConfig
+    selected: list[int] = field(default_factory=list)
+
+    @property
+    def densities(self) -> list[float]:
+        """Per feature (all ``d_sae``): fraction of scanned tokens it fires on."""
+        return [k / self.n_tokens for k in self.fires]
+
+    @property
+    def n_dead(self) -> int:
+        return sum(1 for k in self.fires if k == 0)
+
+    def density_histogram(self) -> dict[str, list[float] | list[int]]:
+        """Counts of alive features per ``log10(density)`` bin (clipped to the edges)."""
+        edges = DENSITY_BINS
+        counts = [0] * (len(edges) - 1)
+        for d in self.densities:
+            if d <= 0:
+                continue
+            x = min(max(math.log10(d), edges[0]), edges[-1])
+            i = min(int((x - edges[0]) / 0.25), len(counts) - 1)
+            counts[i] += 1
+        return {"edges": list(edges), "counts": counts}
+
+    def to_dict(self) -> dict[str, Any]:
+        from evals.stats import wilson
+
+        n_dead = self.n_dead
+        lo, hi = wilson(n_dead, self.d_sae)
+        return {
+            "model_id": self.model_id,
+            "hook_point": self.hook_point,
+            "layer": self.layer,
+            "d_sae": self.d_sae,
+            "n_windows": self.n_windows,
+            "seq_len": self.seq_len,
+            "n_tokens": self.n_tokens,
+            "config": asdict(self.config),
+            "densities": self.densities,
+            "density_histogram": self.density_histogram(),
+            "n_dead": n_dead,
+            "dead_fraction": n_dead / self.d_sae,
+            "dead_fraction_ci95": [lo, hi],
+            "dead_fraction_n": self.d_sae,
+            "selected": list(self.selected),
+            "features": [f.to_dict() for f in self.features],
+        }
+
+
+# ------------------------------------------------------------------------- selection
+
+
+def select_features(spec: str, fires: Sequence[int] | Tensor, seed: int = 0) -> list[int]:
+    """The feature indices ``spec`` names, given per-feature fire counts ``fires [d_sae]``.
+
+    ``"all"``: every index. ``"alive:N"``: a seeded random sample of N features that fired
+    at least once (all of them when fewer), ascending. A list: as given, each checked
+    against ``d_sae``.
+    """
+    counts = torch.as_tensor(fires)
+    d_sae = int(counts.numel())
+    kind, arg = parse_feature_spec(spec)
+    if kind == "all":
+        return list(range(d_sae))
+    if kind == "alive":
+        alive = torch.nonzero(counts > 0).flatten()
+        g = torch.Generator().manual_seed(int(seed))
+        pick = alive[torch.randperm(int(alive.numel()), generator=g)[: int(arg)]]  # type: ignore[arg-type]
+        return sorted(int(i) for i in pick)
+    bad = [i for i in arg if i >= d_sae]  # type: ignore[union-attr]
+    if bad:
+        raise InterpError(f"feature index {bad[0]} is out of range: the SAE has d_sae={d_sae}")
+    return list(arg)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------- logit effects
+
+
+def _gamma_and_W_U(
+    model: Model,
+) -> tuple[Float[Tensor, " d_model"], Float[Tensor, "d_model d_vocab"]]:
+    """The final norm's γ and the unembedding ``W_U [d_model, d_vocab]``, float32."""
+    from interp.lens import Unembed
+
+    un = Unembed(model)
+    if un._fast:  # RMSNorm model whose γ and W_U reproduce the bridge's logits
+        return un.gamma, un.W_U.T
+    W_U = getattr(model.bridge.unembed, "W_U", None)
+    if not isinstance(W_U, Tensor) or tuple(W_U.shape) != (model.d_model, model.d_vocab):
+        raise InterpError(f"cannot read the unembedding W_U of model {model.model_id}")
+    ln = model.bridge.ln_final
+    w = getattr(getattr(ln, "original_component", ln), "weight", None)
+    gamma = w if isinstance(w, Tensor) else torch.ones(model.d_model, device=W_U.device)
+    return gamma.detach().float(), W_U.detach().float()
+
+
+def _named(model: Model, ids: Tensor, values: Tensor) -> list[tuple[str, float]]:
+    return [(model.decode_token(int(i)), float(v)) for i, v in zip(ids, values, strict=True)]
+
+
+@torch.no_grad()
+def logit_effects(
+    model: Model, W_dec: Float[Tensor, "n d_model"], n: int, chunk: int = 64
+) -> list[tuple[list[tuple[str, float]], list[tuple[str, float]]]]:
+    """Per row of ``W_dec``: the ``n`` most promoted and most suppressed tokens.
+
+    The effect of row ``v`` on token ``t`` is ``v · (γ ⊙ W_U[:, t])``; promoted tokens come
+    largest first, suppressed ones most negative first. Rows are done ``chunk`` at a time
+    so the ``[chunk, d_vocab]`` product stays small.
+    """
+    gamma, W_U = _gamma_and_W_U(model)
+    k = min(n, W_U.shape[1])
+    out: list[tuple[list[tuple[str, float]], list[tuple[str, float]]]] = []
+    for start in range(0, W_dec.shape[0], chunk):
+        rows = W_dec[start : start + chunk].to(W_U.device, torch.float32)
+        eff = (rows * gamma) @ W_U  # [chunk, d_vocab]
+        top_v, top_i = eff.topk(k, dim=1)
+        bot_v, bot_i = eff.topk(k, dim=1, largest=False)
+        for r in range(rows.shape[0]):
+            out.append((_named(model, top_i[r], top_v[r]), _named(model, bot_i[r], bot_v[r])))
+    return out
+
+
+# ---------------------------------------------------------------------------- the scan
+
+
+@dataclass
+class _TopK:
+    """Running per-feature top-k: values, flat token ids and activation slices.
+
+    ``vals [k, d_sae]`` (descending per column), ``gid [k, d_sae]`` = window·seq_len + pos,
+    ``sl [k, d_sae, context + 1 + RIGHT_CONTEXT]``: the feature's activations from
+    ``pos - context`` to ``pos + RIGHT_CONTEXT`` (NaN outside the window or at position 0).
+    """
+
+    vals: Tensor
+    gid: Tensor
+    sl: Tensor
+
+    def merge(self, other: _TopK, k: int) -> _TopK:
+        vals = torch.cat([self.vals, other.vals])
+        keep_v, idx = vals.topk(min(k, vals.shape[0]), dim=0)
+        gid = torch.cat([self.gid, other.gid]).gather(0, idx)
+        sl_all = torch.cat([self.sl, other.sl])
+        sl = sl_all.gather(0, idx.unsqueeze(-1).expand(-1, -1, sl_all.shape[-1]))
+        return _TopK(keep_v, gid, sl)
+
+
+def _batch_topk(
+    f: Float[Tensor, "b L d_sae"], first_window: int, seq_len: int, k: int, context: int
+) -> _TopK:
+    """The top-k of one batch; ``f`` covers positions ``1 … seq_len - 1`` of each window."""
+    b, L, m = f.shape
+    vals, rows = f.reshape(b * L, m).topk(min(k, b * L), dim=0)  # [k, m]
+    w_local, p = rows // L, rows % L  # position p + 1 in the window
+    gid = (first_window + w_local) * seq_len + p + 1
+    width = context + 1 + RIGHT_CONTEXT
+    # padded index j ↔ window position j - context + 1, so the slice for position
+    # p + 1 starts at padded index p; padding (and position 0) reads as NaN
+    padded = F.pad(f, (0, 0, context, RIGHT_CONTEXT), value=math.nan)
+    offs = torch.arange(width, device=f.device)
+    feat = torch.arange(m, device=f.device)
+    sl = padded[w_local.unsqueeze(-1), p.unsqueeze(-1) + offs, feat[None, :, None]]
+    return _TopK(vals, gid, sl)
+
+
+def _check_sae(model: Model, sae: SparseAutoencoder) -> None:
+    if sae.cfg.d_in != model.d_model:
+        raise InterpError(
+            f"SAE reads activations of width d_in={sae.cfg.d_in}, but model {model.model_id} "
+            f"has d_model={model.d_model}"
+        )
+    if sae.cfg.model_id and sae.cfg.model_id != model.model_id:
+        raise InterpError(
+            f"SAE was trained on model {sae.cfg.model_id!r} but the loaded model is "
+            f"{model.model_id!r}"
+        )
+
+
+@torch.no_grad()
+def collect_browser_data(
+    model: Model,
+    sae: SparseAutoencoder,
+    docs: Sequence[str],
+    cfg: BrowserConfig | None = None,
+    progress: bool | None = None,
+) -> BrowserData:
+    """Scan held-out ``docs`` and build the browser's data (see module doc).
+
+    Windows: ``pack_windows(model, docs, seq_len, n_windows=ceil(tokens/seq_len), seed)``,
+    ``cfg.batch_size`` per forward pass, stopping after the SAE's hook point. Densities
+    count positions ``1 … seq_len - 1`` of every window (``n_tokens`` in all).
+    """
+    cfg = cfg or BrowserConfig()
+    _check_sae(model, sae)
+    hook = sae.cfg.hook_point
+    ids: Int[Tensor, "n seq"] = pack_windows(
+        model, docs, seq_len=cfg.seq_len, n_windows=cfg.n_windows, seed=cfg.seed
+    ).cpu()
+    n_windows, seq_len = ids.shape
+    dev = sae.W_enc.device
+    m = sae.cfg.d_sae
+    fires = torch.zeros(m, dtype=torch.long, device=dev)
+    top: _TopK | None = None
+    bar = make_progress(enabled=progress)
+    with bar:
+        task = bar.add_task("feature browser", total=n_windows, info="")
+        for start in range(0, n_windows, cfg.batch_size):
+            batch = ids[start : start + cfg.batch_size].to(model.device)
+            acts = forward_with_hooks(model, batch, None, [hook])[0][hook]
+            f = sae.encode(acts[:, 1:].to(dev, torch.float32))  # [b, seq_len - 1, d_sae]
+            fires += (f > 0).sum(dim=(0, 1))
+            part = _batch_topk(f, start, seq_len, cfg.top_k, cfg.context)
+            top = part if top is None else top.merge(part, cfg.top_k)
+            del acts, f
+            bar.update(task, advance=batch.shape[0],
+                       info=f"{int((fires > 0).sum())}/{m} alive")
+    assert top is not None
+    n_tokens = n_windows * (seq_len - 1)
+    fires_list = [int(x) for x in fires.cpu()]
+    selected = select_features(cfg.features, fires_list, cfg.seed)
+    vals, gid, sl = top.vals.cpu(), top.gid.cpu(), top.sl.cpu()
+    W_dec = sae.W_dec.detach()
+    effects = logit_effects(model, W_dec[selected], cfg.n_logits) if selected else []
+    dec_norms = W_dec.norm(dim=1).cpu()
+    cards = []
+    for index, (promoted, suppressed) in zip(selected, effects, strict=True):
+        contexts = []
+        for t in range(vals.shape[0]):
+            if not vals[t, index] > 0:
+                break
+            g = int(gid[t, index])
+            w, pos = divmod(g, seq_len)
+            lo, hi = max(1, pos - cfg.context), min(seq_len, pos + RIGHT_CONTEXT + 1)
+            first = pos - cfg.context  # window position of sl[..., 0]
+            contexts.append(FeatureContext(
+                tokens=model.token_strs(ids[w, lo:hi]),
+                acts=[float(a) for a in sl[t, index, lo - first : hi - first]],
+                max_at=pos - lo, window=w, position=pos,
+            ))
+        cards.append(FeatureCard(
+            index=index, density=fires_list[index] / n_tokens, n_fires=fires_list[index],
+            max_act=float(vals[0, index]) if fires_list[index] else 0.0,
+            dec_norm=float(dec_norms[index]), contexts=contexts,
+            promoted=promoted, suppressed=suppressed,
+        ))
+    return BrowserData(
+        model_id=model.model_id, hook_point=hook, layer=sae.cfg.layer, d_sae=m,
+        n_windows=n_windows, seq_len=seq_len, n_tokens=n_tokens, fires=fires_list,
+        features=cards, config=cfg, selected=selected,
+    )

@@ -1,0 +1,283 @@
+"""The activation store: a deterministic, bounded-memory stream of shuffled activations.
+
+Text is packed into windows of ``seq_len`` tokens (:func:`interp.text_windows.iter_windows`),
+run through the model up to the hooked layer only (:func:`interp.capture.forward_with_hooks`
+stops the forward there), and each window's **first token is dropped**: the model treats it
+as the start of its context (an attention sink whose residual norm is about 7× the
+others'), and an SAE fitted to it wastes capacity and splices badly. Windows are packed
+without padding, so the first real token is always index 0.
+
+**Shuffling.** Activations arrive in *chunks* of ``windows_per_chunk`` windows. Each chunk's
+tokens are permuted with a generator seeded by ``(seed, substream, chunk)`` and served in
+order; memory holds one chunk per substream (``windows_per_chunk × (seq_len − 1) × d × 4``
+bytes, 300 MB at the defaults for d = 576) whatever the number of tokens trained on.
+Tokens from ~1000 windows of different documents are mixed within each batch.
+
+**Substreams and ranks.** The window sequence is dealt round-robin into ``data_shards``
+substreams (window ``i`` goes to substream ``i mod data_shards``). The global batch of
+step ``s`` is the concatenation, over substreams, of each substream's ``batch/data_shards``
+tokens for that step. A process with rank ``r`` of ``world`` serves substreams
+``r, r + world, …``, so a 2-rank DistributedDataParallel run and a single process with
+``data_shards=2`` see exactly the same global batches, and each rank reads and runs the
+model over its own windows only.
+
+**Determinism.** Batch ``s`` is a pure function of ``(text, model, layer, seq_len, seed,
+data_shards, windows_per_chunk)``: a resumed run asks for step ``s`` and gets the same
+tokens, recomputing at most one chunk.
+
+**Disk cache.** With ``cache_dir`` each chunk's (unpermuted) activations are written once as
+a safetensors shard (atomically) under a folder keyed by everything above, and later runs
+— another λ, another width, a resume — read shards instead of running the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from interp.capture import forward_with_hooks
+from interp.errors import InterpError
+from interp.models import Model
+from interp.text_windows import iter_windows
+
+
+@dataclass
+class StoreConfig:
+    """Where the activations come from and how they are cut and shuffled."""
+
+    layer: int
+    seq_len: int = 128
+    windows_per_chunk: int = 1024
+    data_shards: int = 1
+    seed: int = 0
+    forward_batch: int = 8
+
+    def __post_init__(self) -> None:
+        if self.seq_len < 3:
+            raise InterpError(f"sequence length must be ≥ 3, got {self.seq_len}")
+        if self.data_shards < 1:
+            raise InterpError(f"data shards must be ≥ 1, got {self.data_shards}")
+        if self.windows_per_chunk < self.data_shards or self.windows_per_chunk % self.data_shards:
+            raise InterpError(
+                f"windows per chunk ({self.windows_per_chunk}) must be a positive multiple of "
+                f"the data shards ({self.data_shards})"
+            )
+        if self.forward_batch < 1:
+            raise InterpError(f"forward batch must be ≥ 1, got {self.forward_batch}")
+
+    @property
+    def windows_per_shard_chunk(self) -> int:
+        return self.windows_per_chunk // self.data_shards
+
+    @property
+    def tokens_per_shard_chunk(self) -> int:
+        return self.windows_per_shard_chunk * (self.seq_len - 1)
+
+
+def capture_windows(
+    model: Model, windows: Int[Tensor, "n seq"], layer: int, batch: int = 8
+) -> Float[Tensor, "n_tokens d"]:
+    """``hook_resid_post`` of ``layer`` for every window position but the first, in order.
+
+    Rows are window-major: window 0's positions 1…seq−1, then window 1's, …
+    """
+    hook = model.resid_hook(layer)
+    out = []
+    for i in range(0, windows.shape[0], batch):
+        acts, _ = forward_with_hooks(model, windows[i:i + batch].to(model.device), None, [hook])
+        out.append(acts[hook][:, 1:].reshape(-1, acts[hook].shape[-1]).cpu())
+    return torch.cat(out)
+
+
+class _Substream:
+    """Windows ``shard, shard + n_shards, …`` of the packed text, chunk by chunk."""
+
+    def __init__(self, store: ActivationStore, shard: int) -> None:
+        self.store = store
+        self.shard = shard
+        self.chunk_index = -1
+        self.chunk: Tensor | None = None
+        self._windows: Iterator[Tensor] | None = None
+        self._next_window_chunk = 0
+
+    def _chunk_windows(self, c: int) -> Tensor:
+        cfg = self.store.cfg
+        per = cfg.windows_per_shard_chunk
+        if self._windows is None or self._next_window_chunk != c:
+            first_global = c * cfg.windows_per_chunk  # windows of chunk c start here
+            self._windows = iter_windows(
+                self.store.model, self.store.docs, seq_len=cfg.seq_len, seed=cfg.seed,
+                start=first_global,
+            )
+        rows = []
+        for _ in range(per):
+            group = [next(self._windows) for _ in range(cfg.data_shards)]
+            rows.append(group[self.shard])
+        self._next_window_chunk = c + 1
+        return torch.stack(rows)
+
+    def load(self, c: int) -> Tensor:
+        """Chunk ``c`` of this substream, permuted (cached in memory until the next chunk)."""
+        if c == self.chunk_index and self.chunk is not None:
+            return self.chunk
+        self.chunk = None  # free the old chunk before building the new one
+        acts = self.store._read_cached(self.shard, c)
+        if acts is None:
+            windows = self._chunk_windows(c)
+            acts = capture_windows(self.store.model, windows, self.store.cfg.layer,
+                                   self.store.cfg.forward_batch)
+            self.store._write_cached(self.shard, c, acts)
+        else:
+            self._windows = None  # the window iterator no longer matches; rebuilt if needed
+        g = torch.Generator().manual_seed(
+            (self.store.cfg.seed * 1_000_003 + self.shard) * 1_000_033 + c)
+        self.chunk = acts[torch.randperm(acts.shape[0], generator=g)]
+        self.chunk_index = c
+        return self.chunk
+
+    def tokens(self, start: int, n: int) -> Tensor:
+        """Tokens ``start … start + n − 1`` of this substream's shuffled stream."""
+        per = self.store.cfg.tokens_per_shard_chunk
+        parts = []
+        while n > 0:
+            c, off = divmod(start, per)
+            take = min(n, per - off)
+            parts.append(self.load(c)[off:off + take])
+            start += take
+            n -= take
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
+
+
+class ActivationStore:
+    """Batches of shuffled activations at one layer (see module doc).
+
+    Args:
+        model: the model to run.
+        docs: the training documents.
+        cfg: store settings.
+        batch_size: global batch in tokens; must divide by ``cfg.data_shards``.
+        rank, world: this process's place among DistributedDataParallel ranks.
+        cache_dir: folder for on-disk activation shards, or ``None``.
+        data_hash: identifies ``docs`` in the cache key (e.g. the corpus sha256).
+    """
+
+    def __init__(
+        self, model: Model, docs: Sequence[str], cfg: StoreConfig, *, batch_size: int,
+        rank: int = 0, world: int = 1, cache_dir: str | Path | None = None,
+        data_hash: str = "",
+    ) -> None:
+        if batch_size % cfg.data_shards:
+            raise InterpError(
+                f"batch size {batch_size} must be a multiple of the data shards "
+                f"({cfg.data_shards})")
+        if cfg.data_shards % world:
+            raise InterpError(
+                f"data shards ({cfg.data_shards}) must be a multiple of the number of processes "
+                f"({world})")
+        model.check_layer(cfg.layer)
+        self.model, self.docs, self.cfg = model, docs, cfg
+        self.batch_size = batch_size
+        self.rank, self.world = rank, world
+        self.shards = list(range(rank, cfg.data_shards, world))
+        self._subs = {s: _Substream(self, s) for s in self.shards}
+        self.cache = Path(cache_dir) / self.cache_key(data_hash) if cache_dir else None
+        if self.cache is not None:
+            self._init_cache(data_hash)
+
+    # ---- batches ------------------------------------------------------------------
+    @property
+    def local_batch(self) -> int:
+        """Tokens this process contributes to each global batch."""
+        return self.batch_size // self.cfg.data_shards * len(self.shards)
+
+    def batch(self, step: int) -> Float[Tensor, "local_batch d"]:
+        """This process's part of the global batch of ``step`` (substreams concatenated)."""
+        per = self.batch_size // self.cfg.data_shards
+        return torch.cat([self._subs[s].tokens(step * per, per) for s in self.shards])
+
+    def first_chunk(self) -> Float[Tensor, "n d"]:
+        """This process's first chunk of every substream (for the input scale and b_dec)."""
+        return torch.cat([self._subs[s].load(0) for s in self.shards])
+
+    # ---- cache --------------------------------------------------------------------
+    def cache_key(self, data_hash: str) -> str:
+        key = {**asdict(self.cfg), "model_id": self.model.model_id, "data": data_hash}
+        key.pop("forward_batch")
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+    def _init_cache(self, data_hash: str) -> None:
+        from interp.atomic import atomic_write_text
+
+        assert self.cache is not None
+        try:
+            self.cache.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InterpError(
+                f"cannot create activation cache {self.cache}: {exc.strerror}") from None
+        info = self.cache / "store.json"
+        if not info.is_file():
+            atomic_write_text(info, json.dumps(
+                {**asdict(self.cfg), "model_id": self.model.model_id, "data": data_hash,
+                 "hook": self.model.resid_hook(self.cfg.layer), "d_model": self.model.d_model},
+                indent=1))
+
+    def _shard_path(self, shard: int, chunk: int) -> Path:
+        assert self.cache is not None
+        return self.cache / f"s{shard:03d}-c{chunk:06d}.safetensors"
+
+    def _read_cached(self, shard: int, chunk: int) -> Tensor | None:
+        if self.cache is None:
+            return None
+        p = self._shard_path(shard, chunk)
+        if not p.is_file():
+            return None
+        import safetensors.torch
+
+        try:
+            acts = safetensors.torch.load_file(str(p))["acts"]
+        except Exception:  # a damaged shard is recomputed, never trusted
+            p.unlink(missing_ok=True)
+            return None
+        if acts.shape != (self.cfg.tokens_per_shard_chunk, self.model.d_model):
+            p.unlink(missing_ok=True)
+            return None
+        return acts
+
+    def _write_cached(self, shard: int, chunk: int, acts: Tensor) -> None:
+        if self.cache is None:
+            return
+        import os
+        import tempfile
+
+        import safetensors.torch
+
+        target = self._shard_path(shard, chunk)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        try:
+            safetensors.torch.save_file({"acts": acts.contiguous()}, tmp)
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def mean_sq_norm(x: Tensor) -> tuple[float, int]:
+    """Σ‖x‖² (float64) and the row count, for the input scale across processes."""
+    return float(x.double().pow(2).sum()), int(x.shape[0])
+
+
+def input_scale(sum_sq: float, n: int, d_in: int) -> float:
+    """The constant c with ``E‖c·x‖² = d_in``."""
+    if n == 0 or not math.isfinite(sum_sq) or sum_sq <= 0:
+        raise InterpError("cannot scale activations: they are all zero or not finite")
+    return math.sqrt(d_in * n / sum_sq)
+

@@ -1,0 +1,476 @@
+"""SAE maths, activation store, trainer (resume, NaN, settings), metrics and CLI, on the tiny model.
+
+The real-model checks (a short layer-6 run that must beat its ablation baselines) are at
+the end, marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from interp.errors import InterpError
+from saes.metrics import EvalConfig, evaluate_sae
+from saes.sae import SAEConfig, SparseAutoencoder, load_sae, sae_from_tensors
+from saes.splice import logits_with, sae_replacement
+from saes.store import ActivationStore, StoreConfig, capture_windows
+from saes.train import TrainConfig, train_sae
+from tests.cli_runner import run
+
+WORDS = (
+    "the a model layer token river mountain paris rome water fire reads writes learns "
+    "quickly slowly under over between small large red blue seven twelve because while"
+).split()
+
+
+def _paragraphs(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize() + "."
+            for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    return _paragraphs(150)
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("text") / "text.txt"
+    p.write_text("\n\n".join(_paragraphs(300, seed=1)))
+    return p
+
+
+def _sae(d: int, m: int, hook: str = "blocks.1.hook_resid_post", seed: int = 0,
+         scale: float = 1.0) -> SparseAutoencoder:
+    sae = SparseAutoencoder(SAEConfig(d_in=d, d_sae=m, hook_point=hook, layer=1,
+                                      model_id="tiny", input_scale=scale))
+    sae.init_weights(torch.Generator().manual_seed(seed), dec_norm=0.5)
+    with torch.no_grad():
+        sae.b_enc.normal_(0, 0.1, generator=torch.Generator().manual_seed(seed + 1))
+        sae.b_dec.normal_(0, 0.1, generator=torch.Generator().manual_seed(seed + 2))
+    return sae
+
+
+def _identity_sae(d: int, hook: str) -> SparseAutoencoder:
+    """d_sae = 2d with W_enc = [I, −I], W_dec = [I; −I]: ReLU(x) − ReLU(−x) = x exactly."""
+    eye = torch.eye(d)
+    return sae_from_tensors(
+        SAEConfig(d_in=d, d_sae=2 * d, hook_point=hook, layer=1, model_id="tiny"),
+        {"W_enc": torch.cat([eye, -eye], 1), "b_enc": torch.zeros(2 * d),
+         "W_dec": torch.cat([eye, -eye], 0), "b_dec": torch.zeros(d)})
+
+
+def _tiny_cfg(**kw) -> TrainConfig:
+    base = dict(layer=1, d_sae=128, l1_coefficient=1.0, tokens=64 * 12, batch_size=64,
+                lr=1e-3, seq_len=16, windows_per_chunk=8, checkpoint_every=3,
+                dead_window=256)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+# ------------------------------------------------------------------ SAE maths
+
+
+def test_encode_decode_and_loss_follow_the_formulas():
+    sae = _sae(8, 32)
+    x = torch.randn(5, 8)
+    f = torch.relu((x - sae.b_dec) @ sae.W_enc + sae.b_enc)
+    assert torch.allclose(sae.encode(x), f)
+    assert torch.allclose(sae(x), f @ sae.W_dec + sae.b_dec)
+    loss, parts = sae.loss(x, 0.3)
+    mse = ((f @ sae.W_dec + sae.b_dec - x) ** 2).sum(-1).mean()
+    l1 = (f * sae.W_dec.norm(dim=1)).sum(-1).mean()
+    assert torch.allclose(loss, mse + 0.3 * l1)
+    assert torch.allclose(parts["l0"], (f > 0).float().sum(-1).mean())
+
+
+def test_weighted_l1_is_invariant_to_rescaling_a_feature():
+    sae = _sae(8, 16)
+    x = torch.randn(20, 8)
+    before = sae.loss(x, 1.0)[0]
+    with torch.no_grad():  # f_0 → 3 f_0 and W_dec[0] → W_dec[0] / 3: same x̂, same penalty
+        sae.W_enc[:, 0] *= 3
+        sae.b_enc[0] *= 3
+        sae.W_dec[0] /= 3
+    assert torch.allclose(sae.loss(x, 1.0)[0], before, atol=1e-5)
+
+
+def test_folding_the_input_scale_keeps_features_and_raw_reconstructions():
+    sae = _sae(8, 16, scale=2.5)
+    x = torch.randn(6, 8) * 4
+    f, x_hat = sae.encode(x), sae(x)
+    assert torch.allclose(x_hat, (sae.encode(x) @ sae.W_dec + sae.b_dec) / 2.5)
+    sae.fold_input_scale()
+    assert sae.cfg.input_scale == 1.0
+    assert torch.allclose(sae.encode(x), f, atol=1e-5)
+    assert torch.allclose(sae(x), x_hat, atol=1e-5)
+
+
+def test_save_load_roundtrip_and_refusals(tiny_model, tmp_path):
+    sae = _sae(tiny_model.d_model, 32, hook=tiny_model.resid_hook(1))
+    sae.cfg.model_id = tiny_model.model_id
+    sae.save(tmp_path / "s")
+    loaded = load_sae(tmp_path / "s", tiny_model)
+    for name, t in sae.tensors().items():
+        assert torch.equal(getattr(loaded.sae, name), t)
+    wide = _sae(tiny_model.d_model * 2, 8)
+    wide.cfg.model_id = tiny_model.model_id
+    wide.save(tmp_path / "wide")
+    with pytest.raises(InterpError, match="d_in=128, but model .* has d_model=64"):
+        load_sae(tmp_path / "wide", tiny_model)
+    other = _sae(tiny_model.d_model, 8)  # model id "tiny"
+    other.save(tmp_path / "other")
+    with pytest.raises(InterpError, match="trained on model 'tiny'"):
+        load_sae(tmp_path / "other", tiny_model)
+    w = tmp_path / "s" / "weights.safetensors"
+    w.write_bytes(w.read_bytes()[:100])
+    with pytest.raises(InterpError, match="checksum mismatch"):
+        load_sae(tmp_path / "s", tiny_model)
+    with pytest.raises(InterpError, match="W_dec has shape"):
+        sae_from_tensors(sae.cfg, {**sae.tensors(), "W_dec": torch.zeros(3, 3)})
+
+
+# ------------------------------------------------------------------ store
+
+
+def test_store_serves_every_position_but_the_first_shuffled(tiny_model, docs):
+    from interp.text_windows import pack_windows
+
+    cfg = StoreConfig(layer=1, seq_len=16, windows_per_chunk=8, seed=3)
+    store = ActivationStore(tiny_model, docs, cfg, batch_size=40)
+    got = torch.cat([store.batch(s) for s in range(3)])  # 120 of the chunk's 8 × 15 tokens
+    windows = pack_windows(tiny_model, docs, seq_len=16, n_windows=8, seed=3)
+    ref = capture_windows(tiny_model, windows, 1)
+    assert ref.shape == (8 * 15, tiny_model.d_model)
+    order = lambda t: t[torch.argsort(t[:, 0])]  # noqa: E731
+    assert torch.allclose(order(got), order(ref), atol=1e-5)  # a permutation of the chunk
+    assert not torch.allclose(got, ref)  # … and a shuffled one
+    with_first = capture_windows(tiny_model, windows, 1).shape[0]
+    assert with_first == 8 * 15  # position 0 never served
+    again = ActivationStore(tiny_model, docs, cfg, batch_size=40)
+    assert torch.equal(again.batch(2), store.batch(2))  # a pure function of the step
+
+
+def test_substreams_make_world_invariant_batches(tiny_model, docs):
+    cfg = StoreConfig(layer=1, seq_len=16, windows_per_chunk=8, data_shards=2)
+    one = ActivationStore(tiny_model, docs, cfg, batch_size=32)
+    r0 = ActivationStore(tiny_model, docs, cfg, batch_size=32, rank=0, world=2)
+    r1 = ActivationStore(tiny_model, docs, cfg, batch_size=32, rank=1, world=2)
+    for step in (0, 5):
+        assert torch.equal(one.batch(step), torch.cat([r0.batch(step), r1.batch(step)]))
+    with pytest.raises(InterpError, match="multiple of the number of processes"):
+        ActivationStore(tiny_model, docs, StoreConfig(layer=1), batch_size=32, rank=0, world=2)
+
+
+def test_disk_cache_gives_the_same_batches(tiny_model, docs, tmp_path):
+    cfg = StoreConfig(layer=1, seq_len=16, windows_per_chunk=8)
+    plain = ActivationStore(tiny_model, docs, cfg, batch_size=50)
+    cached = ActivationStore(tiny_model, docs, cfg, batch_size=50, cache_dir=tmp_path,
+                             data_hash="abc")
+    want = [plain.batch(s) for s in range(4)]
+    assert [torch.equal(w, cached.batch(s)) for s, w in enumerate(want)] == [True] * 4
+    shards = sorted(p.name for p in next(tmp_path.iterdir()).glob("*.safetensors"))
+    assert shards == ["s000-c000000.safetensors", "s000-c000001.safetensors"]
+    reread = ActivationStore(tiny_model, docs, cfg, batch_size=50, cache_dir=tmp_path,
+                             data_hash="abc")
+    import saes.store as store_mod
+
+    calls = []
+    real = store_mod.capture_windows
+    store_mod.capture_windows = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        assert torch.equal(reread.batch(3), want[3])
+    finally:
+        store_mod.capture_windows = real
+    assert calls == []  # read from disk, the model never ran
+
+
+# ------------------------------------------------------------------ training
+
+
+def test_training_reconstructs_and_sparsifies(tiny_model, docs, tmp_path):
+    cfg = _tiny_cfg(tokens=64 * 60, checkpoint_every=100, lr=3e-3)
+    res = train_sae(tiny_model, docs, tmp_path, cfg, progress=False)
+    h = res.history
+    assert res.complete and len(h["loss"]) == 60
+    assert sum(h["mse"][-5:]) < 0.5 * sum(h["mse"][:5])
+    assert min(h["explained_variance"][-5:]) > 0.5
+    assert sum(h["l0"][-5:]) / 5 < 0.95 * max(h["l0"])
+    loaded = load_sae(tmp_path / "sae", tiny_model)
+    assert loaded.sae.cfg.input_scale == 1.0  # folded: the saved SAE takes raw activations
+    assert loaded.config["train"]["l1_coefficient"] == 1.0
+    assert loaded.manifest["seed"] == 0
+
+
+def _assert_same_sae(a: Path, b: Path) -> None:
+    from interp.artifacts import load_artifact
+
+    la, lb = load_artifact(a / "sae"), load_artifact(b / "sae")
+    assert la.config["history"] == lb.config["history"]
+    for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
+        assert torch.equal(la.tensors[name], lb.tensors[name]), name
+
+
+def test_interrupted_run_resumes_to_the_same_weights(tiny_model, docs, tmp_path, monkeypatch):
+    import saes.train as tr
+
+    cfg = _tiny_cfg(resample_every=4)
+    full = train_sae(tiny_model, docs, tmp_path / "full", cfg, progress=False)
+    real = tr.write_progress
+    calls = {"n": 0}
+
+    def dying(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 8:  # after step 8 of 12; the last checkpoint holds step 6
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tr, "write_progress", dying)
+    with pytest.raises(KeyboardInterrupt):
+        train_sae(tiny_model, docs, tmp_path / "cut", cfg, progress=False)
+    monkeypatch.setattr(tr, "write_progress", real)
+    assert not (tmp_path / "cut" / "sae").exists()
+    resumed = train_sae(tiny_model, docs, tmp_path / "cut", cfg, progress=False)
+    assert resumed.resumed_from == 6
+    assert resumed.history == full.history
+    _assert_same_sae(tmp_path / "full", tmp_path / "cut")
+    again = train_sae(tiny_model, docs, tmp_path / "cut", cfg, progress=False)
+    assert again.complete and again.resumed_from == 12
+
+
+def test_resume_refuses_other_settings(tiny_model, docs, tmp_path):
+    train_sae(tiny_model, docs, tmp_path, _tiny_cfg(), stop_at=3, progress=False)
+    with pytest.raises(InterpError, match="other settings.*l1_coefficient"):
+        train_sae(tiny_model, docs, tmp_path, _tiny_cfg(l1_coefficient=2.0), progress=False)
+
+
+def test_nan_loss_stops_and_keeps_the_checkpoint(tiny_model, docs, tmp_path, monkeypatch):
+    import saes.train as tr
+
+    calls = {"n": 0}
+    real = tr.ActivationStore.batch
+
+    def poisoned(self, step):  # noqa: ANN001, ANN202
+        calls["n"] += 1
+        x = real(self, step)
+        return x * float("nan") if step == 4 else x
+
+    monkeypatch.setattr(tr.ActivationStore, "batch", poisoned)
+    with pytest.raises(InterpError, match=r"nan at step 5.*checkpoint \(step 3\) is kept"):
+        train_sae(tiny_model, docs, tmp_path, _tiny_cfg(), progress=False)
+    cfg = json.loads((tmp_path / "checkpoint" / "config.json").read_text())
+    assert cfg["config"]["step"] == 3
+
+
+def test_resampling_revives_dead_features_and_leaves_live_ones():
+    from saes.train import resample_dead
+
+    torch.manual_seed(0)
+    sae = _sae(16, 64)
+    opt = torch.optim.Adam(sae.parameters(), lr=1e-3)
+    x = torch.randn(256, 16) * 3
+    sae.loss(x, 1.0)[0].backward()
+    opt.step()
+    dead = torch.zeros(64, dtype=torch.bool)
+    dead[:10] = True
+    with torch.no_grad():
+        sae.b_enc[:10] = -1e4  # dead: never fire
+    before = {k: v.clone() for k, v in sae.tensors().items()}
+    assert (sae.encode(x)[:, :10] > 0).sum() == 0
+    n = resample_dead(sae, opt, dead, x, torch.Generator().manual_seed(0))
+    assert n == 10
+    assert torch.equal(sae.W_dec[10:], before["W_dec"][10:])  # live features untouched
+    assert torch.equal(sae.W_enc[:, 10:], before["W_enc"][:, 10:])
+    assert (sae.encode(x)[:, :10] > 0).any(0).all()  # every resampled feature fires again
+    assert torch.all(opt.state[sae.W_dec]["exp_avg"][:10] == 0)
+    assert torch.all(opt.state[sae.W_dec]["exp_avg_sq"][:10] == 0)
+    # each new decoder row points at one of the inputs (minus b_dec)
+    v = torch.nn.functional.normalize(x - sae.b_dec, dim=1)
+    cos = torch.nn.functional.normalize(sae.W_dec[:10], dim=1) @ v.T
+    assert torch.allclose(cos.max(1).values, torch.ones(10), atol=1e-5)
+
+
+def test_training_with_resampling_records_it(tiny_model, docs, tmp_path):
+    kw = dict(tokens=64 * 40, l1_coefficient=40.0, lr=3e-3, dead_window=64 * 2,
+              checkpoint_every=100, resample_until=1.0, resample_every=5)
+    train_sae(tiny_model, docs, tmp_path, _tiny_cfg(**kw), progress=False)
+    cfg = json.loads((tmp_path / "sae" / "config.json").read_text())["config"]
+    assert cfg["resampled"] and all(n > 0 and step % 5 == 0 for step, n in cfg["resampled"])
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"l1_coefficient": 0.0}, "--l1 must be a positive"),
+    ({"l1_coefficient": float("nan")}, "--l1 must be a positive"),
+    ({"l1_coefficient": -1.0}, "--l1 must be a positive"),
+    ({"lr": float("inf")}, "--lr must be a positive"),
+    ({"lr_decay_fraction": 1.5}, "lr_decay_fraction must be in"),
+])
+def test_bad_training_settings(kw, message):
+    with pytest.raises(InterpError, match=message):
+        TrainConfig(**kw)
+
+
+# ------------------------------------------------------------------ metrics
+
+
+def test_identity_sae_scores_perfectly_and_ablations_hurt(tiny_model, docs):
+    sae = _identity_sae(tiny_model.d_model, tiny_model.resid_hook(1))
+    res = evaluate_sae(tiny_model, sae, docs, EvalConfig(tokens=300, seq_len=16, n_bootstrap=50))
+    assert res["explained_variance"] == pytest.approx(1.0, abs=1e-5)
+    assert res["cosine_similarity"] == pytest.approx(1.0, abs=1e-5)
+    assert res["ce_loss_score"] == pytest.approx(1.0, abs=1e-4)
+    assert res["ce_loss_score_mean_ablation"] == pytest.approx(1.0, abs=1e-4)
+    assert abs(res["delta_ce"]) < 1e-4 and abs(res["kl_sae"]) < 1e-5
+    assert res["ce_zero_ablation"] > res["ce_clean"] and res["kl_zero_ablation"] > 0
+    assert res["l0"] == pytest.approx(tiny_model.d_model, rel=0.01)  # one of ±x_i per dim
+    assert res["dead_fraction"] == 0.0
+
+
+def test_metrics_equal_brute_force(tiny_model, docs):
+    from interp.text_windows import pack_windows
+
+    sae = _sae(tiny_model.d_model, 96, hook=tiny_model.resid_hook(1))
+    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 4, seq_len=16, n_bootstrap=50)
+    res = evaluate_sae(tiny_model, sae, docs, cfg)
+    windows = pack_windows(tiny_model, docs, seq_len=16, n_windows=6)
+    x = capture_windows(tiny_model, windows, 1).double()
+    x_hat = sae(x.float()).double()
+    f = sae.encode(x.float())
+    ev = 1 - ((x - x_hat) ** 2).sum() / ((x - x.mean(0)) ** 2).sum()
+    assert res["n_tokens"] == 90
+    assert res["explained_variance"] == pytest.approx(float(ev), rel=1e-4)
+    assert res["l0"] == pytest.approx(float((f > 0).float().sum(-1).mean()), rel=1e-5)
+    density = (f > 0).float().mean(0)
+    assert res["feature_density"] == pytest.approx(density.tolist(), abs=1e-6)
+    assert res["dead_fraction"] == pytest.approx(float((density == 0).float().mean()))
+    lo, hi = res["explained_variance_ci95"]
+    assert lo <= res["explained_variance"] <= hi
+    # CE with the SAE spliced, by hand over the first 4 windows (positions 1 … 14 predict 2 … 15)
+    ids = windows[:4]
+    lp = torch.log_softmax(logits_with(tiny_model, ids, sae.cfg.hook_point,
+                                       sae_replacement(sae))[:, 1:-1], -1)
+    ce = -lp.gather(-1, ids[:, 2:].unsqueeze(-1)).mean()
+    assert res["n_ce_tokens"] == 4 * 14
+    assert res["ce_sae"] == pytest.approx(float(ce), rel=1e-5)
+
+
+def test_splice_leaves_position_zero_alone(tiny_model, docs):
+    from interp.text_windows import pack_windows
+
+    ids = pack_windows(tiny_model, docs, seq_len=12, n_windows=2)
+    clean = logits_with(tiny_model, ids, tiny_model.resid_hook(1), None)
+    zeroed = logits_with(tiny_model, ids, tiny_model.resid_hook(1), torch.zeros_like)
+    assert torch.allclose(clean[:, 0], zeroed[:, 0], atol=1e-5)
+    assert not torch.allclose(clean[:, 1:], zeroed[:, 1:], atol=1e-3)
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_train_eval_browse_export_import(tiny_model_dir, text_file, tmp_path, capsys):
+    from tests.browser import assert_clean, visit
+
+    run_dir = tmp_path / "run"
+    m = ["--model", str(tiny_model_dir)]
+    code, out, err = run(["sae", "train", "--layer", "1", "--d-sae", "128", "--l1", "1",
+                          "--tokens", str(64 * 20), "--batch-size", "64", "--seq-len", "16",
+                          "--windows-per-chunk", "8", "--text", str(text_file), *m,
+                          "--out", str(run_dir)], capsys)
+    assert code == 0, err
+    assert "steps 20/20" in out and (run_dir / "sae" / "config.json").is_file()
+    code, out, err = run(["sae", "train", "--layer", "1", "--d-sae", "128", "--l1", "1",
+                          "--tokens", str(64 * 20), "--batch-size", "64", "--seq-len", "16",
+                          "--windows-per-chunk", "8", "--text", str(text_file), *m,
+                          "--out", str(run_dir)], capsys)
+    assert code == 0 and "already trained" in err
+    code, out, err = run(["sae", "eval", str(run_dir), "--text", str(text_file), "--tokens",
+                          "600", "--seq-len", "16", *m], capsys)
+    assert code == 0, err
+    res = json.loads((run_dir / "sae" / "results.json").read_text())
+    for key in ("l0", "explained_variance", "ce_loss_score", "ce_loss_score_mean_ablation",
+                "delta_ce", "dead_fraction", "dense_fraction"):
+        assert key in res and res[key] is not None, key
+    assert "explained variance" in out
+    v = visit(run_dir / "sae" / "report.html", "sae_eval_tiny.png")
+    assert_clean(v)
+    code, out, err = run(["sae", "browse", str(run_dir), "--text", str(text_file), "--tokens",
+                          "600", "--seq-len", "16", "--features", "alive:5", *m,
+                          "--out", str(tmp_path / "browse")], capsys)
+    assert code == 0, err
+    assert (tmp_path / "browse" / "browser.html").is_file()
+    code, out, err = run(["sae", "export", str(run_dir), "--out", str(tmp_path / "lens")],
+                         capsys)
+    assert code == 0, err
+    code, out, err = run(["sae", "import", str(tmp_path / "lens"), "--out",
+                          str(tmp_path / "back")], capsys)
+    assert code == 0, err
+    a, b = load_sae(run_dir / "sae"), load_sae(tmp_path / "back")
+    for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
+        assert torch.equal(getattr(a.sae, name), getattr(b.sae, name))
+
+
+# ------------------------------------------------------------------ SIGKILL and DDP
+
+
+def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path, *extra: str) -> list[str]:
+    exe = Path(sys.executable).parent / "interp"
+    return [str(exe), "sae", "train", "--model", str(tiny_model_dir), "--text", str(text_file),
+            "--layer", "1", "--d-sae", "128", "--l1", "1", "--tokens", str(64 * 40),
+            "--batch-size", "64", "--seq-len", "16", "--windows-per-chunk", "8",
+            "--checkpoint-every", "3", "--resample-every", "7", "--dead-window", "128",
+            "--out", str(out), *extra]
+
+
+def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_path):
+    """Kill SAE training with SIGKILL ≥ 5 times; every resume works, the result is unchanged."""
+    from tests.kill_resume import kill_at_steps
+
+    env = {**os.environ, "INTERP_NO_PROGRESS": "1"}
+    ref = tmp_path / "ref"
+    subprocess.run(_train_cmd(tiny_model_dir, text_file, ref), env=env, check=True,
+                   capture_output=True, timeout=300)
+    out = tmp_path / "killed"
+    rng = random.Random(2)
+    targets = [band + rng.randrange(0, 4) for band in (2, 9, 16, 23, 30)]
+    kept = kill_at_steps(_train_cmd(tiny_model_dir, text_file, out), out, targets, 3, rng)
+    assert len(kept) >= 5, "training finished too fast to be killed 5 times"
+    proc = subprocess.run(_train_cmd(tiny_model_dir, text_file, out), env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    _assert_same_sae(ref, out)
+    assert kept == sorted(kept)  # checkpoints only move forward
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "progress.json", "sae"]
+
+
+def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path):
+    """torchrun, 2 CPU processes (gloo), each streaming its own shard, versus one process
+    with the same global batch (data shards 2): the same losses and weights."""
+    from interp.artifacts import load_artifact
+
+    env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+    one, two = tmp_path / "one", tmp_path / "two"
+    subprocess.run(_train_cmd(tiny_model_dir, text_file, one, "--data-shards", "2"), env=env,
+                   check=True, capture_output=True, timeout=600)
+    torchrun = Path(sys.executable).parent / "torchrun"
+    proc = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", "--no-python",
+         *_train_cmd(tiny_model_dir, text_file, two)],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = load_artifact(one / "sae"), load_artifact(two / "sae")
+    assert a.config["train"]["data_shards"] == b.config["train"]["data_shards"] == 2
+    la, lb = a.config["history"]["loss"], b.config["history"]["loss"]
+    assert len(la) == len(lb) == 40
+    assert la[0] != la[-1]
+    assert la == pytest.approx(lb, rel=1e-4)
+    assert a.config["resampled"] == b.config["resampled"]
+    for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
+        assert torch.allclose(a.tensors[name], b.tensors[name], atol=1e-4), name

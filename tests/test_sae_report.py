@@ -1,0 +1,396 @@
+"""Tests for the SAE evaluation report (reports.sae).
+
+Every number below is FAKE: a hand-made fixture shaped like ``interp sae eval``'s
+``results.json``, not a measurement of any SAE.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from markupsafe import escape
+
+from interp.errors import InterpError
+from reports.sae import render_sae_report
+from tests.browser import ARTIFACTS, assert_clean, visit
+from tests.html_checks import parse, section, svgs
+
+SCRIPT = "<script>alert(1)</script>"
+SVG_NS_URL = "http://www.w3.org/2000/svg"
+SVG = "{http://www.w3.org/2000/svg}"
+MISSING = "—"
+
+
+def fake_result(*, d_sae: int = 64, steps: int = 120) -> dict:
+    """FAKE numbers (a fixture, not a measurement), in the schema of ``interp sae eval``."""
+    density = []
+    for i in range(d_sae):
+        if i % 16 == 0:
+            density.append(0.0)  # 4 dead features
+        elif i == 5:
+            density.append(0.31)  # one dense feature
+        else:
+            # a bell-ish spread of log10 densities around 10^-2.5
+            density.append(10 ** (-2.5 + 0.6 * (math.sin(i * 1.7) + math.sin(i * 0.37))))
+    edges = [-4.0 + 0.5 * k for k in range(9)]  # 1e-4 .. 1
+    counts = [0] * 8
+    for v in density:
+        if v > 0:
+            counts[min(7, int((math.log10(v) + 4) / 0.5))] += 1
+    history = {
+        "loss": [50.0 * math.exp(-s / 15) + 2 + 0.3 * math.sin(s) for s in range(steps)],
+        "mse": [40.0 * math.exp(-s / 15) + 1 for s in range(steps)],
+        "l1": [5.0 + math.cos(s) for s in range(steps)],
+        "l0": [300 * math.exp(-s / 30) + 20 + math.sin(s) for s in range(steps)],
+        "dead_fraction": [0.0 if s < 30 else max(0.0, 0.1 - 0.0005 * s) for s in range(steps)],
+        "explained_variance": [0.9 - 0.7 * math.exp(-s / 20) for s in range(steps)],
+        "lr": [4e-4] * steps,
+        "l1_coef": [min(5.0, 5.0 * (s + 1) / 10) for s in range(steps)],
+    }
+    return {
+        "model": "fake/tiny-model",
+        "hook_point": "blocks.6.hook_resid_post",
+        "layer": 6,
+        "d_in": 576,
+        "d_sae": d_sae,
+        "sae_path": "runs/fake-sae/sae",
+        "data": {"source": "fake corpus (test fixture)", "sha256": "ab" * 32},
+        "n_tokens": 123456,
+        "n_ce_tokens": 65432,
+        "l0": 23.456,
+        "l0_ci95": [22.912, 24.003],
+        "l0_std": 7.5,
+        "explained_variance": 0.8123,
+        "explained_variance_ci95": [0.8011, 0.8234],
+        "mse": 0.04567,
+        "mse_ci95": [0.04411, 0.04702],
+        "cosine_similarity": 0.9345,
+        "cosine_similarity_ci95": [0.9301, 0.9388],
+        "ce_clean": 3.2101,
+        "ce_sae": 3.5102,
+        "ce_zero_ablation": 9.8765,
+        "ce_mean_ablation": 6.5432,
+        "ce_loss_score": 0.9549,
+        "ce_loss_score_ci95": [0.9473, 0.9621],
+        "ce_loss_score_mean_ablation": 0.9099,
+        "ce_loss_score_mean_ablation_ci95": [0.8951, 0.9234],
+        "delta_ce": 0.3001,
+        "delta_ce_ci95": [0.2812, 0.3195],
+        "kl_sae": 0.2717,
+        "kl_sae_ci95": [0.2601, 0.2833],
+        "kl_zero_ablation": 6.1234,
+        "kl_mean_ablation": 3.3456,
+        "dead_fraction": 4 / d_sae,
+        "dense_fraction": 1 / d_sae,
+        "dense_threshold": 0.1,
+        "dead_fraction_n": d_sae,
+        "feature_density": density,
+        "density_histogram": {"edges": edges, "counts": counts, "n_dead": 4},
+        "targets": {
+            "explained_variance": 0.7,
+            "l0_max": 100,
+            "dead_fraction_max": 0.3,
+            "ce_loss_score": 0.8,
+        },
+        "training": {
+            "train": {"layer": 6, "d_sae": d_sae, "l1_coefficient": 5.0, "tokens": 491520,
+                      "batch_size": 4096, "lr": 4e-4, "resample_every": 40},
+            "history": history,
+            "resampled": [[40, 5], [80, 2]],
+            "elapsed_s": 754.2,
+            "tokens_per_s": 651.7,
+        },
+    }
+
+
+def fake_manifest() -> dict:
+    return {
+        "interp_version": "0.1.0",
+        "git_commit": "0123456789abcdef0123456789abcdef01234567",
+        "git_dirty": False,
+        "packages": {"python": "3.11.7", "torch": "2.6.0"},
+        "timestamp": "2025-01-01T00:00:00+00:00",
+        "command": ["interp", "sae", "eval", "--sae", "runs/fake-sae/sae"],
+        "model_id": "fake/tiny-model",
+        "seed": 0,
+    }
+
+
+def marks(doc: str) -> dict[str, set[str]]:
+    """target key -> the set of data-pass values of its ✓/✗ badges on the page."""
+    out: dict[str, set[str]] = {}
+    for key, state in re.findall(r'data-target="([^"]+)" data-pass="([^"]+)"', doc):
+        out.setdefault(key, set()).add(state)
+    return out
+
+
+def lead(doc: str) -> str:
+    return doc[doc.index('<div class="lead">'): doc.index("</header>")]
+
+
+@pytest.fixture
+def res() -> dict:
+    return fake_result()
+
+
+@pytest.fixture
+def page(res) -> str:
+    return render_sae_report(res, fake_manifest())
+
+
+# ------------------------------------------------------------------------ content
+
+
+def test_sections_in_order(page):
+    heads = re.findall(r"<h2>(.*?)</h2>", page)
+    assert heads == ["Reconstruction vs sparsity", "Spliced into the model", "Feature density",
+                     "Training", "How to read this", "Run manifest"]
+    assert "<title>SAE evaluation — fake/tiny-model</title>" in page
+    assert "blocks.6.hook_resid_post · d_in 576 → 64 features" in page
+
+
+def test_headline_values_and_cis(page):
+    top = lead(page)
+    assert "23.5 [22.9, 24.0]" in top  # L0
+    assert "0.812 [0.801, 0.823]" in top  # EV
+    assert "0.955 [0.947, 0.962]" in top  # CE-loss score
+    assert "+0.300 [0.281, 0.320]" in top  # ΔCE
+    assert "6.25% (4 of 64)" in top  # dead features
+    assert "81.2% of the activations&#39; variance" in top
+    assert "recovers 0.95 of the cross-entropy lost to zero-ablation (0.91 against " in top
+    assert "runs/fake-sae/sae" in top and "fake corpus (test fixture)" in top
+    assert "123,456 (CE: 65,432)" in top
+
+    rec = section(page, "Reconstruction vs sparsity")
+    for text in ("23.5", "[22.9, 24.0]", "0.812", "[0.801, 0.823]", "0.0457",
+                 "[0.0441, 0.0470]", "0.934", "[0.930, 0.939]"):
+        assert text in rec, text
+    # MSE's baseline: predicting the mean, derived as MSE / (1 − EV).
+    assert "predicting the mean ≈ 0.2433" in rec
+
+    spl = section(page, "Spliced into the model")
+    for text in ("3.210", "3.510", "6.543", "9.877",  # CE clean, SAE, mean, zero
+                 "0.955 [0.947, 0.962]", "0.910 [0.895, 0.923]",  # both scores
+                 "+0.300 [0.281, 0.320]", "0.272 [0.260, 0.283]",  # ΔCE, KL
+                 "3.346", "6.123", "+3.333", "+6.666"):
+        assert text in spl, text
+    rows = {r.get("data-label"): r for svg in svgs(spl, "sae-ce-chart")
+            for r in svg.iter(f"{SVG}g") if r.get("class") == "ce-row"}
+    assert set(rows) == {"clean model", "SAE spliced in", "mean ablation", "zero ablation"}
+    assert float(rows["zero ablation"].get("data-value")) == pytest.approx(9.8765)
+    # The clean model's CE is the dashed reference; lost/recovered spans on the SAE row.
+    assert 'class="ce-clean-ref"' in spl and 'class="ce-lost"' in spl
+    assert 'class="ce-recovered"' in spl
+
+
+def test_density_histogram(page, res):
+    dens = section(page, "Feature density")
+    (svg,) = svgs(dens, "sae-density")
+    dead = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "dead-bar"]
+    assert len(dead) == 1 and dead[0].get("data-count") == "4"
+    bars = [r for r in svg.iter(f"{SVG}rect") if r.get("class") == "hist-bar"]
+    assert [int(b.get("data-count")) for b in bars] == res["density_histogram"]["counts"]
+    marker = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "dense-marker"]
+    assert len(marker) == 1 and float(marker[0].get("data-value")) == 0.1
+    assert "#5 31%" in dens  # the densest feature is named
+    # Without the histogram, it is rebuilt from feature_density with the same totals.
+    r2 = dict(res, density_histogram=None)
+    (svg2,) = svgs(section(render_sae_report(r2, {}), "Feature density"), "sae-density")
+    bars2 = [r for r in svg2.iter(f"{SVG}rect") if r.get("class") == "hist-bar"]
+    assert sum(int(b.get("data-count")) for b in bars2) == 60
+    assert svg2.get("data-n") == "64"
+
+
+def test_training_curves_mark_resampling(page):
+    tr = section(page, "Training")
+    curves = svgs(tr, "sae-curve")
+    assert len(curves) == 4
+    titles = [c.find(f"{SVG}title").text for c in curves]
+    assert titles == ["Loss (MSE + L1 penalty) vs training step", "L0 vs training step",
+                      "Explained variance vs training step", "Dead fraction vs training step"]
+    for c in curves:
+        lines = [e for e in c.iter(f"{SVG}line") if e.get("class") == "resample-mark"]
+        assert len(lines) == 2
+        assert c.get("data-n") == "120"
+    assert "step 40: 5 dead features resampled" in tr
+    # The held-out value and the target are drawn as references on the L0 chart.
+    refs = [e.find(f"{SVG}title").text for e in curves[1].iter(f"{SVG}line")
+            if e.get("class") == "curve-ref"]
+    assert refs == ["held-out eval: 23.5", "target ≤ 100: 100.0"]
+    for text in ("L1 coefficient", "learning rate", "12 min 34 s", "652 tokens/s",
+                 "step 40: 5 features; step 80: 2 features", "Training settings"):
+        assert text in tr, text
+
+
+def test_how_to_read_and_manifest(page):
+    how = section(page, "How to read this")
+    assert "Position 0 of every window is excluded from every metric" in how
+    for term in ("L0", "explained variance", "CE-loss score", "ΔCE", "KL", "dead / dense",
+                 "95% CI", "mean ablation"):
+        assert term in how, term
+    man = section(page, "Run manifest")
+    assert "0123456789abcdef0123456789abcdef01234567" in man and "Full manifest (JSON)" in man
+
+
+# ------------------------------------------------------------------------ targets
+
+
+def test_targets_all_pass(page):
+    assert marks(page) == {k: {"true"} for k in
+                           ("explained_variance", "l0_max", "dead_fraction_max", "ce_loss_score")}
+    top = lead(page)
+    assert "meets 4 of 4 targets" in top and 'class="badge ok" data-targets-met="4"' in top
+    assert "✓ target ≥ 0.7" in top and "✓ target ≤ 100" in top
+    assert "✓ target ≤ 30%" in top and "✓ target ≥ 0.8" in top
+    assert "✗" not in top
+
+
+def test_targets_pass_and_fail(res):
+    res["l0"] = 150.0  # fails l0_max 100
+    res["l0_ci95"] = [140.0, 160.0]
+    res["dead_fraction"] = 0.35  # fails dead_fraction_max 0.3
+    res["explained_variance"] = 0.7  # exactly at the target: passes (≥)
+    res["targets"]["kl_sae_max"] = 0.5  # an extra target by the suffix rule: passes
+    doc = render_sae_report(res, fake_manifest())
+    m = marks(doc)
+    assert m["l0_max"] == {"false"} and m["dead_fraction_max"] == {"false"}
+    assert m["explained_variance"] == {"true"} and m["ce_loss_score"] == {"true"}
+    assert m["kl_sae_max"] == {"true"}
+    top = lead(doc)
+    assert "✗ target ≤ 100" in top and "✗ target ≤ 30%" in top and "✓ target ≥ 0.7" in top
+    assert "meets 3 of 5 targets" in top and 'class="badge warn"' in top
+    # The strip's dot is red for a missed target, green for a met one.
+    (strips,) = svgs(section(doc, "Reconstruction vs sparsity"), "sae-strips")
+    dots = {g.get("data-metric"): g.find(f"{SVG}circle").get("fill")
+            for g in strips.iter(f"{SVG}g") if g.get("class") == "strip"}
+    assert dots["l0"] == "#c92a2a" and dots["explained_variance"] == "#2b7a3d"
+    assert dots["mse"] == "#3b5bdb"  # no target: neutral
+
+
+def test_missing_value_gives_unknown_mark(res):
+    res["ce_loss_score"] = None
+    doc = render_sae_report(res, fake_manifest())
+    assert marks(doc)["ce_loss_score"] == {"unknown"}
+    assert "meets 3 of 4 targets" in lead(doc)
+
+
+# -------------------------------------------------------------- missing / broken
+
+
+def test_nan_and_none_render_as_dash(res):
+    for key in ("l0", "explained_variance", "ce_sae", "kl_sae", "delta_ce", "ce_loss_score",
+                "dead_fraction", "mse"):
+        res[key] = float("nan")
+    for key in ("cosine_similarity", "ce_clean", "ce_zero_ablation", "dense_threshold",
+                "n_tokens"):
+        res[key] = None
+    res["l0_ci95"] = [None, float("nan")]
+    res["explained_variance_ci95"] = None
+    res["ce_loss_score_mean_ablation_ci95"] = "garbage"
+    res["feature_density"] = [None, float("nan"), 0.0, 0.01]
+    res["density_histogram"] = {"edges": [0, 1], "counts": [1, 2, 3], "n_dead": None}
+    res["training"]["history"]["loss"] = [None, float("nan"), 1.0, 2.0]
+    res["training"]["history"]["l0"] = [float("nan")] * 5
+    res["training"]["elapsed_s"] = None
+    doc = render_sae_report(res, fake_manifest())
+    assert not re.search(r"\bnan\b|\binf\b", doc, re.I) and "None" not in doc
+    top = lead(doc)
+    assert f"<dd>{MISSING} " in top  # L0 missing, with its unknown-target mark
+    assert marks(doc)["l0_max"] == {"unknown"}
+    assert MISSING in section(doc, "Reconstruction vs sparsity")
+    assert MISSING in section(doc, "Spliced into the model")
+    for cls in ("sae-strips", "sae-ce-chart", "sae-density", "sae-curve"):
+        for svg in svgs(doc, cls):
+            assert svg.tag == f"{SVG}svg"  # still well-formed XML
+
+
+def test_without_training_or_targets(res):
+    del res["training"]
+    del res["targets"]
+    doc = render_sae_report(res, fake_manifest())
+    heads = re.findall(r"<h2>(.*?)</h2>", doc)
+    assert "Training" not in heads and heads[-1] == "Run manifest"
+    assert not marks(doc) and "✓" not in doc and "✗" not in doc
+    assert "targets" not in lead(doc)
+    assert svgs(doc, "sae-curve") == []
+    assert "0.812 [0.801, 0.823]" in lead(doc)
+
+
+def test_training_with_only_none_values_is_left_out(res):
+    # What the CLI writes for an SAE whose artifact carries no training record.
+    res["training"] = {k: None for k in ("train", "history", "resampled", "elapsed_s",
+                                         "tokens_per_s")}
+    doc = render_sae_report(res, fake_manifest())
+    assert "Training" not in re.findall(r"<h2>(.*?)</h2>", doc)
+
+
+def test_empty_result_still_renders():
+    doc = render_sae_report({}, {})
+    assert "<title>SAE evaluation — unknown model</title>" in doc
+    assert "No headline metrics were recorded." in doc
+    assert "no density data" in doc
+    with pytest.raises(InterpError):
+        render_sae_report([], {})  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------- escaping
+
+
+def test_hostile_strings_are_escaped(res):
+    res = copy.deepcopy(res)
+    res["model"] = SCRIPT
+    res["sae_path"] = SCRIPT
+    res["data"]["source"] = SCRIPT
+    res["hook_point"] = SCRIPT
+    res["training"]["train"]["<b>key</b>"] = SCRIPT
+    man = dict(fake_manifest(), model_id=SCRIPT, command=["interp", SCRIPT])
+    doc = render_sae_report(res, man)
+    assert "<script" not in doc.lower() and "<b>" not in doc
+    assert doc.count(str(escape(SCRIPT))) >= 5
+    tree = parse(doc)
+    assert "script" not in tree.tags
+    assert not [a for _, a, _ in tree.attrs if a.startswith("on")]
+
+
+def test_self_contained(page):
+    for url in re.findall(r"(?i)(?:https?:)?//[^\s\"'<>)]+", page):
+        assert url == SVG_NS_URL, url
+    tree = parse(page)
+    assert not {"link", "script", "iframe", "object", "embed", "img"} & set(tree.tags)
+    for cls, n in (("sae-strips", 2), ("sae-ce-chart", 1), ("sae-density", 1), ("sae-curve", 4)):
+        found = svgs(page, cls)
+        assert len(found) == n, cls
+        for svg in found:
+            ET.fromstring(ET.tostring(svg))
+
+
+# ----------------------------------------------------------------------- browser
+
+
+@pytest.mark.browser
+def test_sae_report_in_headless_chromium(tmp_path):
+    res = fake_result(d_sae=512, steps=480)
+    res["model"] = SCRIPT
+    path = tmp_path / "sae_report.html"
+    path.write_text(render_sae_report(res, fake_manifest()), encoding="utf-8")
+
+    def check(page) -> dict:
+        counts = {cls: page.locator(f"svg.{cls}").count()
+                  for cls in ("sae-strips", "sae-ce-chart", "sae-density", "sae-curve")}
+        for cls in counts:
+            first = page.locator(f"svg.{cls}").first
+            box = first.bounding_box()
+            assert first.is_visible() and box and box["width"] > 300 and box["height"] > 80, cls
+        assert page.locator("script").count() == 0
+        assert page.title() == f"SAE evaluation — {SCRIPT}"
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        return counts
+
+    v = visit(path, "sae_report.png", check)
+    assert_clean(v)
+    assert v.checks == {"sae-strips": 2, "sae-ce-chart": 1, "sae-density": 1, "sae-curve": 4}
+    assert (ARTIFACTS / "sae_report.png").stat().st_size > 10_000
