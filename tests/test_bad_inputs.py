@@ -256,6 +256,66 @@ CASES = [
     Case("tuned-lens-eval-other-model", lambda c: [
         "tuned-lens", "eval", *M(c), "--lens", _foreign_lens(c), "--text", _text(c),
         "--out", c.out], "was trained on"),
+    # ------------------------------------------------------------------ SAEs
+    Case("sae-train-zero-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "0", "--out", c.out],
+        "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-negative-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "-0.5",
+        "--out", c.out], "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-nan-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "nan",
+        "--out", c.out], "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-infinite-lr", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--lr", "inf",
+        "--out", c.out], "--lr must be a positive", out_is_artifact=True),
+    Case("sae-train-layer-out-of-range", lambda c: [
+        "sae", "train", *M(c), "--layer", "7", "--text", _text(c), "--out", c.out],
+        "out of range", out_is_artifact=True),
+    Case("sae-train-unknown-model", lambda c: [
+        "sae", "train", "--model", "no-org/no-model", "--text", _text(c), "--out", c.out],
+        "unknown model", out_is_artifact=True),
+    Case("sae-train-missing-text", lambda c: [
+        "sae", "train", *M(c), "--text", str(c.tmp / "none.txt"), "--out", c.out],
+        "cannot read text file", out_is_artifact=True),
+    Case("sae-train-empty-text", lambda c: [
+        "sae", "train", *M(c), "--text", c.file("e.txt", "   \n"), "--out", c.out],
+        "no text", out_is_artifact=True),
+    Case("sae-train-bad-shards", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--data-shards", "3",
+        "--out", c.out], "multiple of the data shards", out_is_artifact=True),
+    Case("sae-train-unwritable-out", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--out", _under_file(c)],
+        "cannot create output folder", out_is_artifact=True),
+    Case("sae-eval-missing-sae", lambda c: [
+        "sae", "eval", str(c.tmp / "none"), *M(c), "--out", c.out], "no SAE at"),
+    Case("sae-eval-truncated-sae", lambda c: [
+        "sae", "eval", _truncated_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "checksum mismatch"),
+    Case("sae-eval-other-d-model", lambda c: [
+        "sae", "eval", _foreign_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "d_in=32, but model"),
+    Case("sae-eval-unwritable-out", lambda c: [
+        "sae", "eval", _foreign_sae(c), *M(c), "--text", _text(c), "--out", _under_file(c)],
+        "cannot create output folder", out_is_artifact=True),
+    Case("sae-browse-bad-features", lambda c: [
+        "sae", "browse", _foreign_sae(c), *M(c), "--features", "alive:x", "--out", c.out],
+        "features"),
+    Case("sae-browse-other-d-model", lambda c: [
+        "sae", "browse", _foreign_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "d_in=32, but model"),
+    Case("sae-export-truncated-sae", lambda c: [
+        "sae", "export", _truncated_sae(c), "--out", c.out], "checksum mismatch",
+        out_is_artifact=True),
+    Case("sae-export-missing-sae", lambda c: [
+        "sae", "export", str(c.tmp / "none"), "--out", c.out], "no SAE at",
+        out_is_artifact=True),
+    Case("sae-import-malformed-cfg", lambda c: [
+        "sae", "import", _saelens_dir(c, "{not json"), "--out", c.out], "cfg.json",
+        out_is_artifact=True),
+    Case("sae-import-missing-folder", lambda c: [
+        "sae", "import", str(c.tmp / "none"), "--out", c.out], "none",
+        out_is_artifact=True),
     # ------------------------------------------------------------------ evals
     Case("eval-sycophancy-malformed-line", lambda c: [
         "eval", "sycophancy", *M(c), "--dataset", c.file("s.jsonl", _syc(2) + "\n{nope\n"),
@@ -277,6 +337,36 @@ CASES = [
     Case("eval-constitutional-zero-rounds", lambda c: [
         "eval", "constitutional", *M(c), "--rounds", "0", "--out", c.out], "rounds"),
 ]
+
+
+def _sae_artifact(ctx: Ctx, name: str, d_in: int, model_id: str) -> Path:
+    import torch
+
+    from saes.sae import SAEConfig, SparseAutoencoder
+
+    sae = SparseAutoencoder(SAEConfig(d_in=d_in, d_sae=16, hook_point="blocks.1.hook_resid_post",
+                                      layer=1, model_id=model_id))
+    sae.init_weights(torch.Generator().manual_seed(0))
+    return sae.save(ctx.tmp / name, manifest={})
+
+
+def _truncated_sae(ctx: Ctx) -> str:
+    path = _sae_artifact(ctx, "trunc_sae", 64, ctx.tiny)
+    w = path / "weights.safetensors"
+    w.write_bytes(w.read_bytes()[: len(w.read_bytes()) // 2])
+    return str(path)
+
+
+def _foreign_sae(ctx: Ctx) -> str:
+    return str(_sae_artifact(ctx, "foreign_sae", 32, ctx.other_d_model))
+
+
+def _saelens_dir(ctx: Ctx, cfg_text: str) -> str:
+    path = ctx.tmp / "saelens"
+    path.mkdir(exist_ok=True)
+    (path / "cfg.json").write_text(cfg_text)
+    (path / "sae_weights.safetensors").write_bytes(b"")
+    return str(path)
 
 
 def _text(ctx: Ctx) -> str:

@@ -54,29 +54,66 @@ def _cases(tmp: Path, tiny: str) -> dict[str, list[str]]:
                         "--n-prompts", "1"],
         "eval-sycophancy": ["eval", "sycophancy", *m, "--dataset",
                             _jsonl(tmp / "syc.jsonl", syc), "--no-probe"],
+        "sae-eval": ["sae", "eval", _sae(tmp, tiny), *m, "--text", _hostile_text(tmp),
+                     "--tokens", "300", "--seq-len", "16"],
+        "sae-browse": ["sae", "browse", _sae(tmp, tiny), *m, "--text", _hostile_text(tmp),
+                       "--tokens", "600", "--seq-len", "16", "--features", "all"],
         "eval-constitutional": ["eval", "constitutional", *m, "--prompts",
                                 _jsonl(tmp / "cai.jsonl", [{"prompt": PAYLOAD}]),
                                 "--max-new-tokens", "4", "--limit", "1"],
     }
 
 
+def _sae(tmp: Path, tiny: str) -> str:
+    import torch
+
+    from interp.models import load
+    from saes.sae import SAEConfig, SparseAutoencoder
+
+    model_id = load(tiny).model_id
+    sae = SparseAutoencoder(SAEConfig(d_in=64, d_sae=32, hook_point="blocks.1.hook_resid_post",
+                                      layer=1, model_id=model_id))
+    sae.init_weights(torch.Generator().manual_seed(0), dec_norm=1.0)
+    return str(sae.save(tmp / "sae", manifest={}))
+
+
+def _hostile_text(tmp: Path) -> str:
+    """Paragraphs full of the payload: the browser shows them as token contexts."""
+    p = tmp / "hostile.txt"
+    p.write_text("\n\n".join(f"{PAYLOAD} paragraph {i} says {PAYLOAD}" for i in range(200)))
+    return str(p)
+
+
+REPORTS = {"sae-browse": "browser.html"}  # verbs whose page is not report.html
+OWN_SCRIPT = "#interp-report-js"  # the browser's search script, pinned by its CSP hash
+
+
 @pytest.mark.parametrize("verb", ["lens", "capture", "generate", "probe", "steer-sweep",
-                                  "eval-sycophancy", "eval-constitutional"])
+                                  "eval-sycophancy", "eval-constitutional", "sae-eval",
+                                  "sae-browse"])
 def test_hostile_strings_render_as_text(verb, tiny_model_dir, tmp_path, capsys):
     args = _cases(tmp_path, str(tiny_model_dir))[verb]
     out = tmp_path / "out"
     _run([*args, "--out", str(out)], capsys)
-    html = (out / "report.html").read_text()
+    page = out / REPORTS.get(verb, "report.html")
+    html = page.read_text()
     assert MARK not in html  # escaped in the source
 
     def check(page):  # noqa: ANN001, ANN202
         return {
-            "elements": page.locator("script, img, iframe, textarea").count(),
+            "elements": page.locator(
+                f"script:not({OWN_SCRIPT}), img, iframe, textarea").count(),
             "text": page.text_content("body"),
         }
 
-    v = visit(out / "report.html", f"inert_{verb}.png", check)
+    v = visit(page, f"inert_{verb}.png", check)
     assert_clean(v)
     assert v.checks["elements"] == 0
-    if "alert(1)" in html:  # the report shows the string: as literal text
+    if verb == "sae-browse":  # token contexts: every markup-like token shows literally
+        feats = json.loads((out / "features.json").read_text())["features"]
+        pieces = {t for f in feats for ctx in f["contexts"] for t in ctx["tokens"]
+                  if "<" in t or ">" in t}
+        assert pieces, "the hostile text should reach the contexts"
+        assert all(t.strip() in v.checks["text"] for t in pieces)
+    elif "alert(1)" in html:  # the report shows the string: as literal text
         assert MARK in v.checks["text"]
