@@ -45,6 +45,9 @@ def main(root: str = "accept-out") -> int:
     tl_path = Path(root) / "tuned-lens" / "results.json"
     if tl_path.exists():
         _check_tuned_lens(json.loads(tl_path.read_text()), check)
+    sae_path = Path(root) / "sae" / "results.json"
+    if sae_path.exists():
+        _check_sae(json.loads(sae_path.read_text()), check)
     steer_path = Path(root) / "steer" / "results.json"
     if steer_path.exists():
         _check_steering(json.loads(steer_path.read_text()), check)
@@ -109,6 +112,29 @@ def _check_tuned_lens(res: dict, check) -> None:  # noqa: ANN001
     minutes = (res.get("training") or {}).get("elapsed_s", float("nan")) / 60
     check("tuned lens: trained in ≤ 30 CPU minutes", minutes <= 30,
           f"{minutes:.1f} min of training")
+
+
+def _check_sae(r: dict, check) -> None:  # noqa: ANN001
+    """Issue 5's figures from `interp sae eval` on the layer-6 SAE."""
+
+    def ci(key: str) -> str:
+        lo, hi = r.get(f"{key}_ci95") or (float("nan"), float("nan"))
+        return f"{r[key]:.3f} (95% CI {lo:.3f}–{hi:.3f})"
+
+    train = (r.get("training") or {}).get("train") or {}
+    check("SAE: layer 6, d_sae = 8 × 576", r["layer"] == 6 and r["d_sae"] == 8 * 576,
+          f"layer {r['layer']}, d_sae {r['d_sae']}, λ {train.get('l1_coefficient')}, "
+          f"{train.get('tokens')} tokens, {r['n_tokens']} held-out tokens")
+    check("SAE: explained variance ≥ 0.7", r["explained_variance"] >= 0.7,
+          ci("explained_variance"))
+    check("SAE: mean L0 ≤ 100", r["l0"] <= 100, ci("l0"))
+    check("SAE: dead fraction ≤ 0.3", r["dead_fraction"] <= 0.3,
+          f"{r['dead_fraction']:.4f} (dense {r['dense_fraction']:.4f})")
+    check("SAE: CE loss score (zero ablation) ≥ 0.8", r["ce_loss_score"] >= 0.8,
+          f"{ci('ce_loss_score')}; mean ablation {ci('ce_loss_score_mean_ablation')}; "
+          f"ΔCE {ci('delta_ce')} nats")
+    minutes = (r.get("training") or {}).get("elapsed_s") or float("nan")
+    check("SAE: trained in ≤ 45 CPU minutes", minutes / 60 <= 45, f"{minutes / 60:.1f} min")
 
 
 if __name__ == "__main__":
