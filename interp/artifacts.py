@@ -45,9 +45,6 @@ import dataclasses
 import enum
 import json
 import os
-import secrets
-import shutil
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
@@ -195,43 +192,23 @@ def save_artifact(
     except (FileExistsError, NotADirectoryError) as exc:
         raise InterpError(f"cannot create artifact {target}: a parent is not a folder") from exc
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
-    backup: Path | None = None
-    swapped_in = False
-    try:
-        import safetensors.torch
+    import safetensors.torch
 
+    from interp.atomic import atomic_folder, fsync_path, write_text_synced
+
+    with atomic_folder(target, before_swap=lambda: _check_replaceable(target)) as tmp:
         weights = tmp / WEIGHTS_FILE
         safetensors.torch.save_file(
             prepared, str(weights), metadata={"format": "pt", "interp_kind": kind}
         )
-        _fsync_file(weights)
+        fsync_path(weights)
         doc["weights_sha256"] = sha256_file(weights)
-        _write_text_synced(tmp / CONFIG_FILE, _to_json(doc, "config") + "\n")
+        write_text_synced(tmp / CONFIG_FILE, _to_json(doc, "config") + "\n")
         umask = os.umask(0)
         os.umask(umask)
         for f in (weights, tmp / CONFIG_FILE):  # mkdtemp/safetensors leave them private
             os.chmod(f, 0o666 & ~umask)
         os.chmod(tmp, 0o777 & ~umask)
-        _fsync_dir(tmp)
-
-        if os.path.lexists(target):
-            _check_replaceable(target)  # re-check: something may have appeared meanwhile
-            backup = parent / f".{target.name}.old-{secrets.token_hex(6)}"
-            os.rename(target, backup)
-        os.rename(tmp, target)
-        swapped_in = True
-        _fsync_dir(parent)
-    except BaseException:
-        if not swapped_in:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if backup is not None and not os.path.lexists(target):
-                os.rename(backup, target)
-                backup = None
-        raise
-    finally:
-        if backup is not None and swapped_in:
-            shutil.rmtree(backup, ignore_errors=True)
     return target
 
 
@@ -318,32 +295,6 @@ def _to_json(data: Any, what: str) -> str:
 
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
-
-
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb+") as fh:
-        os.fsync(fh.fileno())
-
-
-def _write_text_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    """Persist a folder's entries (POSIX only; a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # --------------------------------------------------------------------------- load

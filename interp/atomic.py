@@ -8,7 +8,11 @@ so an interrupted write leaves the previous file (or nothing) in place.
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from interp.errors import InterpError
@@ -45,3 +49,64 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
     """UTF-8 text version of :func:`atomic_write_bytes` (``\\n`` line endings)."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """Persist a file's data or a folder's entries (a no-op where that cannot be done)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_text_synced(path: str | os.PathLike[str], text: str) -> None:
+    """Write UTF-8 text and fsync it (inside a folder that is swapped in atomically)."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+@contextmanager
+def atomic_folder(
+    target: Path, before_swap: Callable[[], None] | None = None
+) -> Iterator[Path]:
+    """Build a folder in a hidden temporary sibling (``.NAME.tmp-XXXX``), then swap it in.
+
+    The body fills the yielded folder. On success it is fsynced and renamed to ``target``;
+    an existing ``target`` is first moved aside (``.NAME.old-XXXX``) and deleted once the
+    new folder is in place (``before_swap`` runs just before, e.g. to re-check that the
+    old folder may be replaced). On any error the temporary folder is removed and the old
+    ``target`` is put back: readers see the old folder or the new one, never a mix.
+    """
+    parent = target.parent
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
+    backup: Path | None = None
+    swapped_in = False
+    try:
+        yield tmp
+        fsync_path(tmp)
+        if os.path.lexists(target):
+            if before_swap is not None:
+                before_swap()
+            backup = parent / f".{target.name}.old-{secrets.token_hex(6)}"
+            os.rename(target, backup)
+        os.rename(tmp, target)
+        swapped_in = True
+        fsync_path(parent)
+    except BaseException:
+        if not swapped_in:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if backup is not None and not os.path.lexists(target):
+                os.rename(backup, target)
+                backup = None
+        raise
+    finally:
+        if backup is not None and swapped_in:
+            shutil.rmtree(backup, ignore_errors=True)

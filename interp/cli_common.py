@@ -49,6 +49,17 @@ def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
     return fn
 
 
+def text_options(fn: Callable) -> Callable:
+    """``--text FILE`` and ``--hf-dataset NAME`` for verbs that read running text."""
+    fn = click.option("--hf-dataset", default=None, metavar="NAME[:CONFIG]",
+                      help="A Hugging Face dataset's 'text' column instead (needs the hub).")(fn)
+    return click.option(
+        "--text", "text_file", default=None, type=click.Path(dir_okay=False),
+        help="Your own text (.txt paragraphs, or .jsonl with a 'text' field) instead of the "
+        "default corpus; its sha256 rule gives the train / held-out split.",
+    )(fn)
+
+
 def load_model(model_name: str | None, device: str, dtype: str, seed: int):
     import torch
 

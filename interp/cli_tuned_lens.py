@@ -8,21 +8,18 @@ from typing import Any
 
 import click
 
-from interp.cli_common import load_model, log, make_model_options, manifest_for, open_out
+from interp.cli_common import (
+    load_model,
+    log,
+    make_model_options,
+    manifest_for,
+    open_out,
+    text_options,
+)
 from interp.errors import InterpError
 from interp.outdir import check_creatable
 
 _window_options = make_model_options(batch_size=4, batch_help="Text windows per forward pass.")
-
-
-def _text_options(fn):  # noqa: ANN001, ANN202
-    fn = click.option("--hf-dataset", default=None, metavar="NAME[:CONFIG]",
-                      help="A Hugging Face dataset's 'text' column instead (needs the hub).")(fn)
-    return click.option(
-        "--text", "text_file", default=None, type=click.Path(dir_okay=False),
-        help="Your own text (.txt paragraphs, or .jsonl with a 'text' field) instead of the "
-        "default corpus; its sha256 rule gives the train / held-out split.",
-    )(fn)
 
 
 @click.group(name="tuned-lens")
@@ -31,7 +28,7 @@ def tuned_lens() -> None:
 
 
 @tuned_lens.command("train")
-@_text_options
+@text_options
 @click.option("--tokens", default=250_000, show_default=True, type=click.IntRange(min=1),
               help="Training tokens streamed through the model.")
 @click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
@@ -101,7 +98,7 @@ def train(
 @tuned_lens.command("eval")
 @click.option("--lens", "lens_path", default=None, type=click.Path(),
               help="Lens or training-run folder [default: $INTERP_CACHE/lenses/<model>/latest].")
-@_text_options
+@text_options
 @click.option("--tokens", default=4096, show_default=True, type=click.IntRange(min=3),
               help="Held-out tokens to evaluate.")
 @click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))

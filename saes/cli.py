@@ -16,7 +16,14 @@ from typing import Any
 
 import click
 
-from interp.cli_common import load_model, log, make_model_options, manifest_for, open_out
+from interp.cli_common import (
+    load_model,
+    log,
+    make_model_options,
+    manifest_for,
+    open_out,
+    text_options,
+)
 from interp.errors import InterpError
 from interp.outdir import check_creatable
 
@@ -26,16 +33,6 @@ _window_options = make_model_options(batch_size=8, batch_help="Text windows per 
 
 TARGETS = {"explained_variance": 0.7, "l0_max": 100, "dead_fraction_max": 0.3,
            "ce_loss_score": 0.8}
-
-
-def _text_options(fn):  # noqa: ANN001, ANN202
-    fn = click.option("--hf-dataset", default=None, metavar="NAME[:CONFIG]",
-                      help="A Hugging Face dataset's 'text' column instead (needs the hub).")(fn)
-    return click.option(
-        "--text", "text_file", default=None, type=click.Path(dir_okay=False),
-        help="Your own text (.txt paragraphs, or .jsonl with a 'text' field) instead of the "
-        "default corpus; its sha256 rule gives the train / held-out split.",
-    )(fn)
 
 
 def _positive(name: str):  # noqa: ANN202
@@ -96,7 +93,7 @@ def _init_distributed(device: str) -> tuple[int, int]:
               help="Steps between checkpoints.")
 @click.option("--stop-at", default=None, type=click.IntRange(min=0),
               help="Stop after this many steps in all (resumable later).")
-@_text_options
+@text_options
 @_train_model_options
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Run folder (checkpoint/, sae/); rerun the same command to resume.")
@@ -170,7 +167,7 @@ def _sae_path(path: str) -> Path:
 
 @sae_group.command("eval")
 @click.argument("sae_dir", type=click.Path())
-@_text_options
+@text_options
 @click.option("--tokens", default=102_400, show_default=True, type=click.IntRange(min=1),
               help="Held-out tokens for L0, explained variance and densities.")
 @click.option("--ce-tokens", default=None, type=click.IntRange(min=0),
@@ -263,7 +260,7 @@ def _print_eval(res: dict[str, Any]) -> None:
 
 @sae_group.command("browse")
 @click.argument("sae_dir", type=click.Path())
-@_text_options
+@text_options
 @click.option("--tokens", default=65_536, show_default=True, type=click.IntRange(min=1),
               help="Held-out tokens scanned for top activations.")
 @click.option("--features", default="alive:300", show_default=True,

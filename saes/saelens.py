@@ -57,15 +57,13 @@ import json
 import math
 import os
 import re
-import secrets
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from interp.atomic import atomic_folder, fsync_path, write_text_synced
 from interp.errors import InterpError
 from saes.sae import LoadedSAE, SAEConfig, SparseAutoencoder, load_sae, sae_from_tensors
 
@@ -138,35 +136,16 @@ def export_saelens(
 
     from interp.manifest import sha256_file
 
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
-    backup: Path | None = None
-    swapped_in = False
     try:
-        weights = tmp / WEIGHTS_FILE
-        safetensors.torch.save_file(tensors, str(weights), metadata={"format": "pt"})
-        _fsync(weights)
-        cfg = _saelens_cfg(sae, source, config, folded_scale, sha256_file(weights))
-        _write_synced(tmp / CFG_FILE, json.dumps(cfg, indent=2) + "\n")
-        os.chmod(tmp, 0o755)  # mkdtemp makes 0700; the result is an ordinary folder
-        _fsync(tmp)
-        if os.path.lexists(target):
-            backup = parent / f".{target.name}.old-{secrets.token_hex(6)}"
-            os.rename(target, backup)
-        os.rename(tmp, target)
-        swapped_in = True
-        _fsync(parent)
-    except BaseException as exc:
-        if not swapped_in:
-            shutil.rmtree(tmp, ignore_errors=True)
-            if backup is not None and not os.path.lexists(target):
-                os.rename(backup, target)
-                backup = None
-        if isinstance(exc, OSError):
-            raise InterpError(f"cannot write SAELens folder {target}: {_reason(exc)}") from exc
-        raise
-    finally:
-        if backup is not None and swapped_in:
-            shutil.rmtree(backup, ignore_errors=True)
+        with atomic_folder(target) as tmp:
+            weights = tmp / WEIGHTS_FILE
+            safetensors.torch.save_file(tensors, str(weights), metadata={"format": "pt"})
+            fsync_path(weights)
+            cfg = _saelens_cfg(sae, source, config, folded_scale, sha256_file(weights))
+            write_text_synced(tmp / CFG_FILE, json.dumps(cfg, indent=2) + "\n")
+            os.chmod(tmp, 0o755)  # mkdtemp makes 0700; the result is an ordinary folder
+    except OSError as exc:
+        raise InterpError(f"cannot write SAELens folder {target}: {_reason(exc)}") from exc
     return target
 
 
@@ -580,27 +559,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _fsync(path: Path) -> None:
-    """Persist a file or a folder's entries (a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 __all__ = [

@@ -23,28 +23,18 @@ from saes.splice import logits_with, sae_replacement
 from saes.store import ActivationStore, StoreConfig, capture_windows
 from saes.train import TrainConfig, train_sae
 from tests.cli_runner import run
-
-WORDS = (
-    "the a model layer token river mountain paris rome water fire reads writes learns "
-    "quickly slowly under over between small large red blue seven twelve because while"
-).split()
-
-
-def _paragraphs(n: int, seed: int = 0) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize() + "."
-            for _ in range(n)]
+from tests.text_fixtures import paragraphs
 
 
 @pytest.fixture(scope="module")
 def docs() -> list[str]:
-    return _paragraphs(150)
+    return paragraphs(150)
 
 
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp("text") / "text.txt"
-    p.write_text("\n\n".join(_paragraphs(300, seed=1)))
+    p.write_text("\n\n".join(paragraphs(300, seed=1)))
     return p
 
 

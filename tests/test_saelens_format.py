@@ -426,7 +426,7 @@ def test_failed_export_leaves_no_debris_and_old_folder_intact(
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(saelens, "_write_synced", boom)
+    monkeypatch.setattr(saelens, "write_text_synced", boom)
     with pytest.raises(InterpError, match="No space left on device") as exc:
         export_saelens(_sae(seed=2), old)
     _one_line(exc)

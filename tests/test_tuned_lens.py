@@ -26,23 +26,13 @@ from interp.tuned_lens_train import TrainConfig, train_tuned_lens
 from tests.browser import assert_clean, visit
 from tests.cli_runner import run
 from tests.kill_resume import kill_at_steps
-
-WORDS = (
-    "the a model layer token river mountain paris rome water fire reads writes learns "
-    "quickly slowly under over between small large red blue seven twelve because while"
-).split()
-
-
-def _paragraphs(n: int, seed: int = 0) -> list[str]:
-    rng = random.Random(seed)
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize() + "."
-            for _ in range(n)]
+from tests.text_fixtures import paragraphs
 
 
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory) -> Path:
     p = tmp_path_factory.mktemp("text") / "text.txt"
-    p.write_text("\n\n".join(_paragraphs(120)))
+    p.write_text("\n\n".join(paragraphs(120)))
     return p
 
 
