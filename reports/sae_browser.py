@@ -2,9 +2,10 @@
 
 Input is :meth:`saes.browser.BrowserData.to_dict` (see that module for the schema). The
 page has a summary (tokens scanned, dead fraction, the log10-density histogram as inline
-SVG), then one card per feature: its index, density, largest activation, the tokens its
-decoder direction promotes and suppresses, and its top contexts with every token shaded by
-the feature's activation on it (the activating token outlined).
+SVG, drawn by :func:`reports.sae_charts.density_svg` like the evaluation report's), then one
+card per feature: its index, density, largest activation, the tokens its decoder direction
+promotes and suppresses, and its top contexts with every token shaded by the feature's
+activation on it (the activating token outlined).
 
 A search box filters the cards by feature index or by any token text on them. That needs
 one small constant script (:data:`SEARCH_JS`), passed to :func:`reports.html.render_report`,
@@ -22,7 +23,6 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.heatmap import GRID, INK_2, MUTED, SANS, SVG_NS
 from reports.html import (
     Section,
     as_float,
@@ -36,13 +36,13 @@ from reports.html import (
     token_repr,
     visible_token,
 )
+from reports.sae_charts import density_svg
 
-__all__ = ["SEARCH_JS", "density_histogram_svg", "render_feature_browser"]
+__all__ = ["SEARCH_JS", "render_feature_browser"]
 
 #: Shade of a token at the feature's maximum activation (alpha scales with act / max).
 SHADE_RGB = (230, 97, 1)
 SHADE_MAX_ALPHA = 0.85
-BAR_COLOR = "#4e79a7"
 
 #: The page's only script: filter the cards by the search box. Constant: never built from data.
 SEARCH_JS = """
@@ -105,86 +105,6 @@ _CSS = Markup("""<style>
 .fb-t.fb-max { outline: 2px solid #7f2704; outline-offset: -1px; }
 .fb-empty { color: var(--muted); font-size: 13px; }
 </style>""")
-
-
-# ----------------------------------------------------------------------- histogram
-
-
-def _n(x: float) -> str:
-    s = f"{x:.2f}".rstrip("0").rstrip(".")
-    return "0" if s in ("-0", "") else s
-
-
-def _y_ticks(hi: float) -> list[float]:
-    if hi <= 0:
-        return [0.0, 1.0]
-    raw = hi / 5
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if raw <= m * mag)
-    return [i * step for i in range(int(math.ceil(hi / step - 1e-9)) + 1)]
-
-
-def density_histogram_svg(
-    edges: Sequence[float], counts: Sequence[int], *, n_tokens: int | None = None,
-    width: float = 760.0, height: float = 250.0,
-) -> Markup:
-    """Bars of alive-feature counts per ``log10(density)`` bin as one ``<svg>``.
-
-    ``edges`` has one more entry than ``counts``. With ``n_tokens``, a dashed line marks
-    the lowest measurable density (one token in ``n_tokens``).
-    """
-    edges = [as_float(e) for e in edges]
-    counts = [int(c) for c in counts]
-    left, right, top, bottom = 56.0, 16.0, 14.0, 44.0
-    pw, ph = width - left - right, height - top - bottom
-    lo, hi = edges[0], edges[-1]
-    ticks = _y_ticks(max(counts, default=0))
-    y_hi = ticks[-1]
-
-    def sx(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * pw
-
-    def sy(v: float) -> float:
-        return top + (1 - v / y_hi) * ph
-
-    aria = "Histogram of log10 feature density (alive features)"
-    out = [Markup(
-        '<svg xmlns="{}" class="fb-hist" width="{}" height="{}" viewBox="0 0 {} {}" role="img" '
-        'aria-label="{}" font-family="{}" font-size="11"><title>{}</title>'
-    ).format(SVG_NS, _n(width), _n(height), _n(width), _n(height), aria, SANS, aria)]
-    for t in ticks:
-        out.append(Markup(
-            '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}"/>'
-            '<text x="{}" y="{}" text-anchor="end" dominant-baseline="central" fill="{}">{}</text>'
-        ).format(_n(left), _n(sy(t)), _n(left + pw), _n(sy(t)), GRID,
-                 _n(left - 6), _n(sy(t)), INK_2, format_number(t if t % 1 else int(t), 1)))
-    for i, c in enumerate(counts):
-        if c <= 0:
-            continue
-        x0, x1 = sx(edges[i]), sx(edges[i + 1])
-        out.append(Markup(
-            '<rect x="{}" y="{}" width="{}" height="{}" fill="{}"><title>{}</title></rect>'
-        ).format(_n(x0 + 0.5), _n(sy(c)), _n(max(x1 - x0 - 1, 0.5)), _n(sy(0) - sy(c)),
-                 BAR_COLOR, f"{c} features with density 1e{edges[i]:g} to 1e{edges[i + 1]:g}"))
-    for e in range(math.ceil(lo), math.floor(hi) + 1):
-        out.append(Markup(
-            '<text x="{}" y="{}" text-anchor="middle" fill="{}">{}</text>'
-        ).format(_n(sx(e)), _n(top + ph + 15), INK_2, "1" if e == 0 else f"1e{e}"))
-    out.append(Markup('<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="#9aa3b2"/>').format(
-        _n(left), _n(top + ph), _n(left + pw), _n(top + ph)))
-    if n_tokens and n_tokens > 0:
-        x = sx(min(max(-math.log10(n_tokens), lo), hi))
-        out.append(Markup(
-            '<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="{}" stroke-dasharray="4 3"/>'
-            '<text x="{}" y="{}" fill="{}">1 token</text>'
-        ).format(_n(x), _n(top), _n(x), _n(top + ph), MUTED, _n(x + 4), _n(top + 10), MUTED))
-    out.append(Markup(
-        '<text x="{}" y="{}" text-anchor="middle" fill="{}" font-size="12">{}</text>'
-        '<text x="14" y="{}" text-anchor="middle" transform="rotate(-90 14 {})" fill="{}" '
-        'font-size="12">{}</text></svg>'
-    ).format(_n(left + pw / 2), _n(height - 6), MUTED, "feature density (log scale)",
-             _n(top + ph / 2), _n(top + ph / 2), MUTED, "features"))
-    return Markup("").join(out)
 
 
 # --------------------------------------------------------------------------- cards
@@ -300,10 +220,11 @@ def _summary(r: Mapping[str, Any]) -> Section:
     body = kv_table(facts)
     if hist.get("edges") and hist.get("counts"):
         body += figure(
-            density_histogram_svg(hist["edges"], hist["counts"], n_tokens=r.get("n_tokens")),
-            f"Alive features by the fraction of scanned tokens they fire on (log scale). "
-            f"{n_dead} dead features are not drawn. Densities below one token in "
-            f"{r.get('n_tokens')} cannot be measured on this much text.",
+            density_svg(hist["edges"], hist["counts"], n_dead=n_dead, n_tokens=r.get("n_tokens")),
+            f"Features by the fraction of scanned tokens they fire on (log scale). The red bar "
+            f"on the left counts the {n_dead} dead features, which fired on none of them; the "
+            f"dotted line is one token in {r.get('n_tokens')}, the rarest firing this much text "
+            "can measure.",
         )
     return Section("Summary", body)
 

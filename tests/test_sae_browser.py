@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+import xml.etree.ElementTree as ET
 
 import pytest
 import torch
@@ -19,7 +20,8 @@ from interp.capture import forward_with_hooks
 from interp.errors import InterpError
 from interp.text_windows import pack_windows
 from reports.html import Section, paragraph, render_report
-from reports.sae_browser import SEARCH_JS, density_histogram_svg, render_feature_browser
+from reports.sae_browser import SEARCH_JS, render_feature_browser
+from reports.sae_charts import density_svg
 from saes.browser import (
     BrowserConfig,
     collect_browser_data,
@@ -29,7 +31,7 @@ from saes.browser import (
 )
 from saes.sae import SAEConfig, SparseAutoencoder
 from tests.conftest import TINY_TEXT
-from tests.html_checks import parse
+from tests.html_checks import parse, svgs
 
 D_SAE = 64
 DEAD = (0, 5, 9)
@@ -37,6 +39,7 @@ CFG = dict(tokens=600, seq_len=24, batch_size=3, top_k=5, context=6, n_logits=4)
 DOCS = [s.strip() + "." for s in TINY_TEXT.split(".") if s.strip()][:12]
 MANIFEST = {"model_id": "tiny", "git_commit": "abc123", "timestamp": "2025-01-01T00:00:00Z"}
 PAYLOADS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>']
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
@@ -256,10 +259,34 @@ def test_page_is_escaped_and_self_contained(data):
     assert "Feature 63" in html and "Run manifest" in html
 
 
+def _bars(svg: ET.Element) -> list[ET.Element]:
+    return [r for r in svg.iter(f"{SVG}rect") if r.get("class") == "hist-bar"]
+
+
+def _dead_bar(svg: ET.Element) -> ET.Element:
+    (dead,) = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "dead-bar"]
+    return dead
+
+
 def test_density_histogram_svg():
-    svg = density_histogram_svg([-3.0, -2.0, -1.0, 0.0], [2, 0, 5], n_tokens=500)
-    assert svg.startswith("<svg") and svg.count("<rect") == 2
-    assert "5 features with density 1e-1 to 1e0" in svg
+    svg = density_svg([-3.0, -2.0, -1.0, 0.0], [2, 0, 5], n_dead=3, n_tokens=500)
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg" and root.get("data-n") == "10"
+    bars = _bars(root)
+    assert [int(b.get("data-count")) for b in bars] == [2, 0, 5]
+    heights = [float(b.get("height")) for b in bars]
+    assert heights[1] == 0 and 0 < heights[0] < heights[2]  # the empty bin draws nothing
+    assert "density 10% to 100% of tokens: 5 features" in svg
+    assert _dead_bar(root).get("data-count") == "3"
+    assert "1 token" in svg and 'class="floor-marker"' in svg  # one token in 500
+
+
+def test_summary_histogram_shows_alive_and_dead_features(data):
+    d = data.to_dict()
+    (svg,) = svgs(render_feature_browser(d, MANIFEST), "sae-density")
+    assert [int(b.get("data-count")) for b in _bars(svg)] == d["density_histogram"]["counts"]
+    assert _dead_bar(svg).get("data-count") == str(len(DEAD))
+    assert svg.get("data-n") == str(D_SAE)
 
 
 @pytest.mark.browser
