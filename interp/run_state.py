@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
+
+from interp.errors import InterpError
 
 PROGRESS_FILE = "progress.json"
 
@@ -67,3 +69,35 @@ def settings_diff(have: dict[str, Any], want: dict[str, Any]) -> list[str]:
     """``"key old → new"`` for every key whose value differs."""
     keys = sorted(set(have) | set(want))
     return [f"{k} {have.get(k)!r} → {want.get(k)!r}" for k in keys if have.get(k) != want.get(k)]
+
+
+def prepare_run_dir(out: Path, artifact_names: Iterable[str], *, sweep: bool = True) -> None:
+    """Refuse a run folder that is a file; sweep a killed save's debris (``sweep``)."""
+    if out.exists() and not out.is_dir():
+        raise InterpError(f"cannot train into {out}: it is a file, not a folder")
+    if sweep:
+        remove_debris(out, artifact_names)
+
+
+def check_resumable(
+    out: Path, ckpt_dir: Path, want: dict[str, Any], what: str,
+    extra: Callable[[dict[str, Any]], list[str]] | None = None,
+) -> bool:
+    """Whether ``ckpt_dir`` holds a checkpoint of this run (``want``'s ``train`` and
+    ``data`` settings, plus ``extra(have)`` differences); another run's is refused in one
+    line naming up to three differences."""
+    from interp.artifacts import read_config
+
+    if not (ckpt_dir / "config.json").is_file():
+        return False
+    have = read_config(ckpt_dir)["config"]
+    diffs = [f"{part}: {d}" for part in ("train", "data")
+             for d in settings_diff(have.get(part, {}), want[part])]
+    if extra is not None:
+        diffs += extra(have)
+    if diffs:
+        raise InterpError(
+            f"{out} holds {what} with other settings ({'; '.join(diffs[:3])}); "
+            "use another --out, or delete that folder to start over"
+        )
+    return True

@@ -44,10 +44,10 @@ from interp.lens import Unembed
 from interp.models import Model
 from interp.progress import make_progress
 from interp.run_state import (
+    check_resumable,
     load_optimizer_tensors,
     optimizer_tensors,
-    remove_debris,
-    settings_diff,
+    prepare_run_dir,
     write_progress,
 )
 from interp.text_windows import pack_windows
@@ -277,7 +277,7 @@ def train_tuned_lens(
         manifest: run manifest to save with the lens (default: built here).
         on_checkpoint: called with the step after each checkpoint is on disk (tests).
     """
-    from interp.artifacts import load_artifact, read_config, save_artifact
+    from interp.artifacts import load_artifact, save_artifact
 
     cfg = cfg or TrainConfig()
     out = Path(out_dir).expanduser()
@@ -285,24 +285,12 @@ def train_tuned_lens(
     unembed = unembedding_hash(model)
     want = _checkpoint_config(cfg, data, unembed)
     ckpt_dir, lens_dir = out / CHECKPOINT_SUBDIR, out / LENS_SUBDIR
-    if out.exists() and not out.is_dir():
-        raise InterpError(f"cannot train into {out}: it is a file, not a folder")
-
-    remove_debris(out, (CHECKPOINT_SUBDIR, LENS_SUBDIR))
+    prepare_run_dir(out, (CHECKPOINT_SUBDIR, LENS_SUBDIR))
     translators = Translators(model.n_layers - 1, model.d_model).to(model.device)
     opt = _optimizer([translators.A, translators.b], cfg)
     start, losses, layer_losses, elapsed = 0, [], [], 0.0
-    if (ckpt_dir / "config.json").is_file():
-        have = read_config(ckpt_dir)["config"]
-        diffs = [f"{part}: {d}" for part in ("train", "data") for d in settings_diff(
-            have.get(part, {}), want[part])]
-        if have.get("unembedding_sha256") != unembed:
-            diffs.append("the model's unembedding")
-        if diffs:
-            raise InterpError(
-                f"{out} holds a tuned-lens run with other settings ({'; '.join(diffs[:3])}); "
-                "use another --out, or delete that folder to start over"
-            )
+    if check_resumable(out, ckpt_dir, want, "a tuned-lens run", lambda have: (
+            ["the model's unembedding"] if have.get("unembedding_sha256") != unembed else [])):
         art = load_artifact(ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
         with torch.no_grad():
             translators.A.copy_(art.tensors["A"])

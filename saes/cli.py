@@ -182,7 +182,9 @@ def eval_cmd(
     batch_size: int, seed: int, out_dir: str | None,
 ) -> None:
     """L0, explained variance, CE-loss score (zero and mean ablation), ΔCE, KL, dead/dense."""
+    from interp.cli_common import json_safe
     from interp.corpus import text_source
+    from reports.sae import render_sae_report
     from saes.metrics import EvalConfig, evaluate_sae
     from saes.sae import load_sae
 
@@ -191,9 +193,7 @@ def eval_cmd(
                      batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     target = out_dir or str(path)
-    if out_dir is None:
-        _check_writable_folder(path)
-    with open_out(out_dir) as out:
+    with open_out(target) as out:
         model = load_model(model_name, device, dtype, seed)
         loaded = load_sae(path, model, device=device)
         res = evaluate_sae(model, loaded.sae, docs, cfg)
@@ -207,30 +207,10 @@ def eval_cmd(
         man["sae_manifest"] = {k: loaded.manifest.get(k) for k in
                                ("git_commit", "timestamp", "dataset_hash", "seed", "config")}
         res["manifest"] = man
-        _write_results(out if out_dir is not None else None, path, res, man)
+        out.write_json("results.json", json_safe(res))
+        out.write_text("report.html", render_sae_report(res, man))
     _print_eval(res)
     log(f"wrote {os.path.join(target, 'report.html')} and results.json")
-
-
-def _check_writable_folder(path: Path) -> None:
-    if not os.access(path, os.W_OK):
-        raise InterpError(f"cannot write results into {path}: permission denied; use --out")
-
-
-def _write_results(out: Any, sae_path: Path, res: dict[str, Any], man: dict[str, Any]) -> None:
-    from interp.atomic import atomic_write_text
-    from interp.cli_common import json_safe
-    from reports.sae import render_sae_report
-
-    html = render_sae_report(res, man)
-    if out is not None:
-        out.write_json("results.json", res)
-        out.write_text("report.html", html)
-        return
-    import json
-
-    atomic_write_text(sae_path / "results.json", json.dumps(json_safe(res), indent=1) + "\n")
-    atomic_write_text(sae_path / "report.html", html)
 
 
 def _print_eval(res: dict[str, Any]) -> None:

@@ -47,10 +47,10 @@ from interp.errors import InterpError
 from interp.models import Model
 from interp.progress import make_progress
 from interp.run_state import (
+    check_resumable,
     load_optimizer_tensors,
     optimizer_tensors,
-    remove_debris,
-    settings_diff,
+    prepare_run_dir,
     write_progress,
 )
 from saes.sae import SAEConfig, SparseAutoencoder
@@ -267,7 +267,7 @@ def train_sae(
         InterpError: bad settings, a run with other settings in ``out_dir``, or a non-finite
             loss (training stops; the last good checkpoint is kept).
     """
-    from interp.artifacts import load_artifact, read_config, save_artifact
+    from interp.artifacts import load_artifact, save_artifact
 
     cfg = cfg or TrainConfig()
     model.check_layer(cfg.layer)
@@ -276,10 +276,7 @@ def train_sae(
     data = dict(data or {})
     want = _checkpoint_settings(cfg, data, model)
     ckpt_dir, sae_dir = out / CHECKPOINT_SUBDIR, out / SAE_SUBDIR
-    if out.exists() and not out.is_dir():
-        raise InterpError(f"cannot train into {out}: it is a file, not a folder")
-    if rank == 0:
-        remove_debris(out, (CHECKPOINT_SUBDIR, SAE_SUBDIR))
+    prepare_run_dir(out, (CHECKPOINT_SUBDIR, SAE_SUBDIR), sweep=rank == 0)
 
     hook = model.resid_hook(cfg.layer)
     torch.manual_seed(cfg.seed)
@@ -290,17 +287,9 @@ def train_sae(
     history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
     start, elapsed, resampled = 0, 0.0, []
     scale: float | None = None
-    if (ckpt_dir / "config.json").is_file():
-        have = read_config(ckpt_dir)["config"]
-        diffs = [f"{part}: {d}" for part in ("train", "data") for d in settings_diff(
-            have.get(part, {}), want[part])]
-        if have.get("model_id") != model.model_id:
-            diffs.append(f"model {have.get('model_id')!r} → {model.model_id!r}")
-        if diffs:
-            raise InterpError(
-                f"{out} holds an SAE run with other settings ({'; '.join(diffs[:3])}); "
-                "use another --out, or delete that folder to start over"
-            )
+    if check_resumable(out, ckpt_dir, want, "an SAE run", lambda have: (
+            [f"model {have.get('model_id')!r} → {model.model_id!r}"]
+            if have.get("model_id") != model.model_id else [])):
         art = load_artifact(ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
         with torch.no_grad():
             for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
@@ -412,7 +401,7 @@ def train_sae(
                 save_checkpoint(step + 1)
 
     done = max(start, end)
-    sae_path = None
+    sae_path = sae_dir if done >= steps else None  # rank 0 saves it; the others return it
     if done >= steps:
         sae.cfg.input_scale = float(scale)
         sae.fold_input_scale()
@@ -430,8 +419,7 @@ def train_sae(
             })
         _barrier()
     return TrainResult(out, done, steps, done >= steps, start, history,
-                       _rate(cfg, done, elapsed), elapsed, sae_path or (sae_dir if done >= steps
-                                                                        else None))
+                       _rate(cfg, done, elapsed), elapsed, sae_path)
 
 
 def _var(x: Tensor) -> Tensor:

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from evals.constitutional import load_prompts
-from interp.cli import main
 from tests.browser import assert_clean, visit
+from tests.cli_runner import run
 
 LIMIT = 2
 
@@ -20,14 +20,9 @@ def test_real_model_end_to_end(model, tmp_path, capsys):
 
     del model  # converts the embedded model once for the session; the CLI loads it
     out = tmp_path / "cai"
-    code = 0
-    try:
-        main(["eval", "constitutional", "--limit", str(LIMIT), "--max-new-tokens", "16",
-              "--out", str(out)])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    stdout = capsys.readouterr().out
-    assert code == 0
+    code, stdout, err = run(["eval", "constitutional", "--limit", str(LIMIT),
+                             "--max-new-tokens", "16", "--out", str(out)], capsys)
+    assert code == 0, err
     assert "position flip rate" in stdout
 
     res = json.loads((out / "results.json").read_text())

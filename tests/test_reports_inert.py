@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from interp.cli import main
 from tests.browser import assert_clean, visit
+from tests.cli_runner import run
 
 PAYLOAD = ('<script>alert(1)</script> "><img src=x onerror=alert(2)> </textarea>'
            "<svg onload=alert(3)> '><iframe src=javascript:alert(4)>")
@@ -23,11 +23,8 @@ MARK = "<script>alert(1)</script>"
 
 
 def _run(args: list[str], capsys) -> None:
-    try:
-        main(args)
-    except SystemExit as exc:
-        assert not exc.code, capsys.readouterr().err
-    capsys.readouterr()
+    code, _, err = run(args, capsys)
+    assert not code, err
 
 
 def _jsonl(path: Path, rows: list[dict]) -> str:

@@ -13,8 +13,8 @@ import json
 import pytest
 
 from evals.sycophancy import load_questions, run_sycophancy
-from interp.cli import main
 from tests.browser import assert_clean, visit
+from tests.cli_runner import run
 
 pytestmark = pytest.mark.slow
 
@@ -45,22 +45,12 @@ def test_choice_mode_flags_degenerate_letters(model):
     assert any("Degenerate letter" in x for x in r.validity_reasons)
 
 
-def _cli(args: list[str], capsys) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
-
-
 def test_cli_deterministic_batch_sizes_and_report(model, tmp_path, capsys):  # noqa: ARG001
     base = ["eval", "sycophancy", "--limit", "4", "--deterministic", "--no-probe"]
-    code, out1, err = _cli([*base, "--batch-size", "1", "--json"], capsys)
+    code, out1, err = run([*base, "--batch-size", "1", "--json"], capsys)
     assert code == 0, err
     out_dir = tmp_path / "run"
-    code, _, err = _cli([*base, "--batch-size", "16", "--out", str(out_dir)], capsys)
+    code, _, err = run([*base, "--batch-size", "16", "--out", str(out_dir)], capsys)
     assert code == 0, err
     a = json.loads(out1)
     b = json.loads((out_dir / "results.json").read_text())
