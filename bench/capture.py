@@ -22,7 +22,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import torch  # noqa: E402
 
 import interp  # noqa: E402
-from interp.paths import shipped_dataset  # noqa: E402
+from interp.runs.paths import shipped_dataset  # noqa: E402
 
 
 def load_prompts() -> list[str]:

@@ -19,8 +19,8 @@ os.environ.setdefault("INTERP_NO_PROGRESS", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
 import interp  # noqa: E402
-from interp.generate import generate  # noqa: E402
-from interp.paths import shipped_dataset  # noqa: E402
+from interp.generation.engine import generate  # noqa: E402
+from interp.runs.paths import shipped_dataset  # noqa: E402
 
 
 def main() -> None:

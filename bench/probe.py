@@ -21,7 +21,7 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 import numpy as np  # noqa: E402
 
 import interp  # noqa: E402
-from interp.probes import ProbeDataset, load_probe_dataset, random_weights_model, run_probe  # noqa: E402
+from interp.probing.probes import ProbeDataset, load_probe_dataset, random_weights_model, run_probe  # noqa: E402
 
 
 def main() -> None:

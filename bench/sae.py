@@ -65,7 +65,7 @@ def plain_loop(batches: list[torch.Tensor], d_sae: int, l1: float, seed: int) ->
 
 def throughput(args: argparse.Namespace) -> dict:
     import interp
-    from interp.corpus import corpus_hash, load_texts
+    from interp.data.corpus import corpus_hash, load_texts
     from saes.store import ActivationStore
     from saes.train import TrainConfig, train_sae
 

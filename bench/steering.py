@@ -20,8 +20,8 @@ os.environ.setdefault("INTERP_NO_PROGRESS", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
 
 import interp  # noqa: E402
-from interp.paths import shipped_dataset  # noqa: E402
-from interp.steering import load_pairs, steer, train_vector  # noqa: E402
+from interp.runs.paths import shipped_dataset  # noqa: E402
+from interp.steering.vectors import load_pairs, steer, train_vector  # noqa: E402
 
 
 def main() -> None:

@@ -108,7 +108,7 @@ def main() -> None:
         "metrics": {k: v for k, v in d.items() if k not in ("items", "config")},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    from interp.cli_common import json_safe
+    from interp.cli.common import json_safe
 
     Path(args.out).write_text(json.dumps(json_safe(out), indent=2))
     print(json.dumps(json_safe({k: v for k, v in out.items() if k != "metrics"}), indent=2))

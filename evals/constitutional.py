@@ -1,6 +1,6 @@
 """Constitutional AI (Bai et al. 2022): critique–revision and AI-feedback labels with bias controls.
 
-Two stages, both through :func:`interp.generate.generate` and the model's chat template:
+Two stages, both through :func:`interp.generation.engine.generate` and the model's chat template:
 
 * **Supervised stage.** For each prompt the model answers; then, for ``rounds`` rounds, it
   critiques its current answer against a principle sampled from the constitution, and
@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.stats import Z95, wilson
 from interp.errors import InterpError
+from interp.stats.intervals import Z95, wilson
 
 __all__ = [
     "Chain",
@@ -116,7 +116,7 @@ class PromptItem:
 
 
 def _datasets_file(relative: str) -> Path:
-    from interp.paths import shipped_dataset
+    from interp.runs.paths import shipped_dataset
 
     return shipped_dataset(relative)
 
@@ -132,9 +132,9 @@ def default_prompts_path() -> Path:
 
 
 def _read_text(path: Path) -> str:
-    from interp.data import _open_text
+    from interp.data.readers import open_text
 
-    text = _open_text(path)
+    text = open_text(path)
     if not text.strip():
         raise InterpError(f"{path}: empty file")
     return text
@@ -245,7 +245,7 @@ def load_prompts(path: str | os.PathLike[str] | None = None) -> list[PromptItem]
     ``reference`` (a good answer, for the self-preference measurement) and ``category`` are
     optional. Errors name the file and line.
     """
-    from interp.data import read_records
+    from interp.data.readers import read_records
 
     p = Path(path).expanduser() if path is not None else default_prompts_path()
     if p.is_file() and not p.read_text(encoding="utf-8", errors="replace").strip():
@@ -615,8 +615,8 @@ def run_constitutional(
 ) -> ConstitutionalRun:
     """The whole pipeline on ``items`` (see the module docstring)."""
     from evals.judge import judge_pairs_logprobs, letter_check
-    from interp.generate import generate
-    from interp.progress import make_progress
+    from interp.generation.engine import generate
+    from interp.runs.progress import make_progress
 
     if not items:
         raise InterpError("no prompts")

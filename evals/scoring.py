@@ -5,7 +5,7 @@ each of its ``k`` continuations ``j``, the summed natural-log probability of the
 continuation's tokens given the prompt, and how many tokens that is.
 
 **Tokenisation.** ``prompts[i]`` is the final text the model sees (the caller has
-already applied the chat template, see :meth:`interp.models.Model.format_prompt`). The
+already applied the chat template, see :meth:`interp.models.loading.Model.format_prompt`). The
 prompt and each continuation are tokenised *separately* (no special tokens added) and
 their ids concatenated. So the continuation's tokens are the same whatever the prompt
 (``" Paris."`` is always ``[" Paris", "."]``), at the price of a seam: text that would
@@ -40,8 +40,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.errors import InterpError
-from interp.models import Model
-from interp.progress import make_progress
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
 
 #: Rows of every forward pass on the deterministic path (dummy rows fill the rest).
 FIXED_ROWS = 8
@@ -118,7 +118,7 @@ def score_continuations(
     """Summed log-probability of each continuation after its prompt (see module docstring).
 
     Args:
-        model: a loaded :class:`~interp.models.Model`.
+        model: a loaded :class:`~interp.models.loading.Model`.
         prompts: ``n`` final texts (chat template already applied).
         continuations: ``n`` lists of ``k`` non-empty strings, appended verbatim.
         batch_size: prompts per forward pass on the fast path.

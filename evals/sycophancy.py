@@ -25,7 +25,7 @@ prompts (all through the model's chat template; templates are configurable, see
   the letters' next-token log-probabilities after "The answer is" decide, averaged
   over the two orders. :func:`evals.letters.check_letters` says whether the letters
   carry content at all.
-* ``generate``: greedy free text (:func:`interp.generate.generate`), matched against
+* ``generate``: greedy free text (:func:`interp.generation.engine.generate`), matched against
   both answers. A reply naming neither, or both, is a miss (an apology is marked);
   misses are counted, shown, and left out of the rates.
 
@@ -56,9 +56,9 @@ import torch
 
 from evals.letters import check_letters
 from evals.scoring import score_continuations
-from evals.stats import wilson
 from interp.errors import InterpError
-from interp.models import Model
+from interp.models.loading import Model
+from interp.stats.intervals import wilson
 
 DEFAULT_DATASET = "sycophancy/questions.jsonl"
 VARIANTS = ("neutral", "suggest_incorrect", "suggest_correct", "doubt_correct", "priming",
@@ -109,8 +109,8 @@ def load_questions(path: str | Path | None = None, limit: int | None = None) -> 
     list of strings holding both answers). Malformed input raises
     :class:`InterpError` naming the file and line. ``limit`` keeps the first N.
     """
-    from interp.data import read_records
-    from interp.paths import shipped_dataset
+    from interp.data.readers import read_records
+    from interp.runs.paths import shipped_dataset
 
     if limit is not None and (not isinstance(limit, int) or limit < 1):
         raise InterpError(f"limit must be a positive integer, got {limit!r}")
@@ -633,7 +633,7 @@ def _choice(model: Model, qs: list[Question], t: Templates, cfg: SycophancyConfi
 
 def _generate(model: Model, qs: list[Question], t: Templates, cfg: SycophancyConfig,
               progress: bool | None) -> tuple[dict, dict, list[dict], dict]:
-    from interp.generate import generate
+    from interp.generation.engine import generate
 
     def run(prompts: list[str]) -> list[str]:
         if not prompts:
@@ -793,7 +793,7 @@ def knows_but_agrees(
 ) -> dict[str, Any]:
     """Count sycophantic flips where a truth probe still favours the right answer.
 
-    The probe (standardised logistic regression, :func:`interp.probes.fit_probe`) reads
+    The probe (standardised logistic regression, :func:`interp.probing.probes.fit_probe`) reads
     the residual stream after block ``layer`` at the last token of the neutral
     conversation followed by the reply "The answer is {x}." (label 1 for the correct
     ``x``, 0 for the incorrect). It is cross-fitted by question (``folds`` folds):
@@ -805,8 +805,8 @@ def knows_but_agrees(
     """
     from sklearn.model_selection import GroupKFold
 
-    from interp.capture import capture
-    from interp.probes import fit_probe
+    from interp.activations.capture import capture
+    from interp.probing.probes import fit_probe
 
     qs = list(questions)
     n = len(qs)

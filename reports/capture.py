@@ -1,6 +1,6 @@
 """The ``interp capture`` report: what was captured, and residual norms by layer.
 
-Input is the capture ``results.json`` dict (see :func:`interp.capture.summarize`).
+Input is the capture ``results.json`` dict (see :func:`interp.activations.capture.summarize`).
 """
 
 from __future__ import annotations

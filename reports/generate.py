@@ -9,7 +9,7 @@ from reports.html import Section, kv_table, render_report, table
 
 
 def render_generate_report(result: Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
-    """HTML for a :meth:`interp.generate.GenerationResult.to_dict` result."""
+    """HTML for a :meth:`interp.generation.engine.GenerationResult.to_dict` result."""
     cfg, stats = result["config"], result["stats"]
     rows = [
         [g["index"], g["prompt"], g["text"], g["stop_reason"], len(g["token_ids"])]
@@ -53,4 +53,4 @@ def render_generate_report(result: Mapping[str, Any], manifest: Mapping[str, Any
         ),
     ]
     return render_report(f"Generation — {result['model']}", sections, dict(manifest),
-                         subtitle="Text generated with interp.generate.")
+                         subtitle="Text generated with interp.generation.engine.")

@@ -32,8 +32,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from interp.atomic import atomic_write_text  # noqa: F401 (re-exported)
 from interp.errors import InterpError
+from interp.runs.atomic import atomic_write_text  # noqa: F401 (re-exported)
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -385,7 +385,7 @@ def _interp_version(manifest: Mapping[str, Any]) -> str:
     if version:
         return str(version)
     try:
-        from interp.manifest import interp_version
+        from interp.runs.manifest import interp_version
 
         return interp_version()
     except Exception:

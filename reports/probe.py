@@ -1,6 +1,6 @@
 """The linear-probe HTML report: held-out accuracy by layer, next to its baselines.
 
-Input is the probe ``results.json`` dict (see :meth:`interp.probes.ProbeResult.to_dict`),
+Input is the probe ``results.json`` dict (see :meth:`interp.probing.probes.ProbeResult.to_dict`),
 lists per layer aligned with ``layers``::
 
     {"model": str, "config": {...}, "n_examples": int, "n_train": int, "n_test": int,
@@ -9,7 +9,7 @@ lists per layer aligned with ``layers``::
      "control_accuracy_mean": [float], "selectivity": [float],
      "dataset": {"path": str, "n": int, "label_names": [str, str], "split": str,
                  "n_groups": int | None},
-     "ablation": {...}}                                    # optional, interp.ablation
+     "ablation": {...}}                                    # optional, interp.probing.ablation
 
 Missing numbers (None, NaN) are shown as "—". Every string is escaped.
 """

@@ -1,6 +1,6 @@
 """The steering-sweep HTML report: what adding α·v after block L does, layer × α.
 
-Input is the sweep ``results.json`` dict of :func:`interp.steering_sweep.run_sweep`.
+Input is the sweep ``results.json`` dict of :func:`interp.steering.sweep.run_sweep`.
 Grids are lists over layers of lists over alphas (``[len(layers)][len(alphas)]``)::
 
     {"model": str, "config": {"layers", "alphas", "max_new_tokens", "temperature", "seeds",
@@ -50,7 +50,7 @@ __all__ = ["render_steering_report", "write_steering_report"]
 
 GRIDS = ("target_score", "perplexity", "distinct2", "collapse", "side_kl")
 
-#: The sweep's sweet-spot rule allows at most this collapse rate (interp.steering_sweep).
+#: The sweep's sweet-spot rule allows at most this collapse rate (interp.steering.sweep).
 COLLAPSE_TOLERANCE = 0.25
 #: Samples shown per (layer, α) cell, and characters per sample.
 SAMPLES_SHOWN = 2

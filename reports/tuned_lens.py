@@ -1,7 +1,7 @@
 """The tuned-lens evaluation report: the logit lens and the tuned lens side by side, per layer.
 
 Input is the ``results.json`` of ``interp tuned-lens eval`` (see
-:meth:`interp.tuned_lens_eval.LensEval.to_dict`): lists per layer aligned with ``layers``
+:meth:`interp.lenses.evaluation.LensEval.to_dict`): lists per layer aligned with ``layers``
 for ``{kl,ce,entropy,top1_agreement}_{logit,tuned}_lens`` with ``_ci95`` siblings, the
 headline ``kl_ratio`` (+ ``_ci95``) over ``summary_layers``, ``model_ce``, and
 ``training`` (the lens's loss history). Every string is escaped.

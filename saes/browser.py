@@ -1,7 +1,7 @@
 """The data behind the SAE feature browser: densities, top contexts and logit effects.
 
 :func:`collect_browser_data` scans ``cfg.tokens`` held-out tokens (packed windows of
-:mod:`interp.text_windows`), encodes the activations at the SAE's hook point and keeps, per
+:mod:`interp.data.windows`), encodes the activations at the SAE's hook point and keeps, per
 feature, the number of tokens it fires on and a running top-k of its largest activations.
 Position 0 of every window (an attention sink with a huge residual norm) is never an
 example and never counted. Memory stays bounded: each batch's ``f [batch, pos, d_sae]`` is
@@ -31,11 +31,11 @@ import torch.nn.functional as F
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from interp.capture import forward_with_hooks
+from interp.activations.capture import forward_with_hooks
+from interp.data.windows import pack_windows
 from interp.errors import InterpError
-from interp.models import Model
-from interp.progress import make_progress
-from interp.text_windows import pack_windows
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
 from saes.sae import SparseAutoencoder
 
 __all__ = [
@@ -200,7 +200,7 @@ class BrowserData:
         return {"edges": list(edges), "counts": counts}
 
     def to_dict(self) -> dict[str, Any]:
-        from evals.stats import wilson
+        from interp.stats.intervals import wilson
 
         n_dead = self.n_dead
         lo, hi = wilson(n_dead, self.d_sae)
@@ -257,7 +257,7 @@ def _gamma_and_W_U(
     model: Model,
 ) -> tuple[Float[Tensor, " d_model"], Float[Tensor, "d_model d_vocab"]]:
     """The final norm's γ and the unembedding ``W_U [d_model, d_vocab]``, float32."""
-    from interp.lens import Unembed
+    from interp.lenses.logit import Unembed
 
     un = Unembed(model)
     if un._fast:  # RMSNorm model whose γ and W_U reproduce the bridge's logits

@@ -1,6 +1,6 @@
 """The field's SAE metrics on held-out text, each with its baseline and a 95% interval.
 
-Held-out documents are packed into windows (:func:`interp.text_windows.pack_windows`);
+Held-out documents are packed into windows (:func:`interp.data.windows.pack_windows`);
 position 0 of every window is left out of everything (see :mod:`saes.splice`).
 
 *Reconstruction and sparsity* (one forward per window, stopped at the hooked layer):
@@ -33,11 +33,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from interp.capture import forward_with_hooks
+from interp.activations.capture import forward_with_hooks
+from interp.data.windows import pack_windows
 from interp.errors import InterpError
-from interp.models import Model
-from interp.progress import make_progress
-from interp.text_windows import pack_windows
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
 from saes.sae import SparseAutoencoder
 from saes.splice import logits_with, mean_replacement, sae_replacement, zero_replacement
 

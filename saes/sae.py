@@ -149,11 +149,11 @@ class SparseAutoencoder(nn.Module):
         self, path: str | Path, *, d_model: int | None = None,
         manifest: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,
     ) -> Path:
-        """Save as an :mod:`interp.artifacts` folder (kind ``"sae"``): safetensors + config.json.
+        """Save as an :mod:`interp.runs.artifacts` folder (kind ``"sae"``): weights + config.
 
         ``extra`` (training settings, loss history, …) is stored next to the SAE config.
         """
-        from interp.artifacts import save_artifact
+        from interp.runs.artifacts import save_artifact
 
         config = {"sae": asdict(self.cfg), **(extra or {})}
         return save_artifact(
@@ -199,7 +199,7 @@ def load_sae(path: str | Path, model: Any | None = None, device: str = "cpu") ->
     Raises :class:`InterpError` in one line for a missing, corrupt or truncated file, a
     shape mismatch, or an SAE whose ``d_model``/model id differ from ``model``'s.
     """
-    from interp.artifacts import load_artifact
+    from interp.runs.artifacts import load_artifact
 
     art = load_artifact(path, kind=KIND)
     sae_cfg = art.config.get("sae")

@@ -63,8 +63,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from interp.atomic import atomic_folder, fsync_path, write_text_synced
 from interp.errors import InterpError
+from interp.runs.atomic import atomic_folder, fsync_path, write_text_synced
 from saes.sae import LoadedSAE, SAEConfig, SparseAutoencoder, load_sae, sae_from_tensors
 
 CFG_FILE = "cfg.json"
@@ -134,7 +134,7 @@ def export_saelens(
 
     import safetensors.torch
 
-    from interp.manifest import sha256_file
+    from interp.runs.manifest import sha256_file
 
     try:
         with atomic_folder(target) as tmp:
@@ -164,7 +164,7 @@ def _resolve_source(
             f"export_saelens needs an SAE artifact path, a LoadedSAE or a SparseAutoencoder, "
             f"got {type(src).__name__}"
         )
-    from interp.artifacts import read_config
+    from interp.runs.artifacts import read_config
 
     raw = read_config(loaded.path)
     man = loaded.manifest or {}
@@ -500,7 +500,7 @@ def read_saelens_cfg(folder: str | os.PathLike[str]) -> dict[str, Any]:
 def _read_weights(folder: Path, where: str) -> tuple[dict[str, Tensor], str]:
     import safetensors.torch
 
-    from interp.manifest import sha256_file
+    from interp.runs.manifest import sha256_file
 
     path = folder / WEIGHTS_FILE
     if not path.is_file():

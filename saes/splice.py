@@ -19,7 +19,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.models import Model
+from interp.models.loading import Model
 from saes.sae import SparseAutoencoder
 
 Replace = Callable[[Float[Tensor, "b pos d"]], Float[Tensor, "b pos d"]]

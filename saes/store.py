@@ -1,7 +1,7 @@
 """The activation store: a deterministic, bounded-memory stream of shuffled activations.
 
-Text is packed into windows of ``seq_len`` tokens (:func:`interp.text_windows.iter_windows`),
-run through the model up to the hooked layer only (:func:`interp.capture.forward_with_hooks`
+Text is packed into windows of ``seq_len`` tokens (:func:`interp.data.windows.iter_windows`),
+run through the model up to the hooked layer only (:func:`interp.activations.forward_with_hooks`
 stops the forward there), and each window's **first token is dropped**: the model treats it
 as the start of its context (an attention sink whose residual norm is about 7× the
 others'), and an SAE fitted to it wastes capacity and splices badly. Windows are packed
@@ -43,10 +43,10 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from interp.capture import forward_with_hooks
+from interp.activations.capture import forward_with_hooks
+from interp.data.windows import iter_windows
 from interp.errors import InterpError
-from interp.models import Model
-from interp.text_windows import iter_windows
+from interp.models.loading import Model
 
 
 @dataclass
@@ -214,7 +214,7 @@ class ActivationStore:
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     def _init_cache(self, data_hash: str) -> None:
-        from interp.atomic import atomic_write_text
+        from interp.runs.atomic import atomic_write_text
 
         assert self.cache is not None
         try:

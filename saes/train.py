@@ -44,9 +44,9 @@ import torch
 from torch import Tensor, nn
 
 from interp.errors import InterpError
-from interp.models import Model
-from interp.progress import make_progress
-from interp.run_state import (
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
+from interp.runs.resume import (
     check_resumable,
     load_optimizer_tensors,
     optimizer_tensors,
@@ -267,7 +267,7 @@ def train_sae(
         InterpError: bad settings, a run with other settings in ``out_dir``, or a non-finite
             loss (training stops; the last good checkpoint is kept).
     """
-    from interp.artifacts import load_artifact, save_artifact
+    from interp.runs.artifacts import load_artifact, save_artifact
 
     cfg = cfg or TrainConfig()
     model.check_layer(cfg.layer)
@@ -406,7 +406,7 @@ def train_sae(
         sae.cfg.input_scale = float(scale)
         sae.fold_input_scale()
         if rank == 0:
-            from interp.manifest import run_manifest
+            from interp.runs.manifest import run_manifest
 
             man = manifest or run_manifest(
                 model_id=model.model_id, seed=cfg.seed, dataset_hash=data.get("sha256"),

@@ -21,6 +21,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["TRANSFORMERS_VERBOSITY"] = "error"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["INTERP_NO_PROGRESS"] = "1"
 #: The user's (or CI's) real cache, where `make setup` built the default corpus.
 _USER_CACHE = Path(os.environ.get("INTERP_CACHE") or Path.home() / ".cache" / "interp")
@@ -84,8 +86,7 @@ def real_corpus() -> Path:
 
     Fails in CI (setup must have built it); skips elsewhere when it is missing.
     """
-    from interp import corpus
-
+    from interp.data import corpus
     src = _USER_CACHE / "corpus" / corpus.CORPUS_NAME
     if not corpus.is_built(src):
         if os.environ.get("CI"):

@@ -1,4 +1,4 @@
-"""Tests for interp.artifacts: the one on-disk artifact format."""
+"""Tests for interp.runs.artifacts: the one on-disk artifact format."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 import safetensors.torch
 import torch
 
-from interp import artifacts
-from interp.artifacts import (
+from interp.errors import InterpError
+from interp.runs import artifacts
+from interp.runs.artifacts import (
     ARTIFACT_FORMAT_VERSION,
     Artifact,
     check_compatible,
@@ -20,7 +21,6 @@ from interp.artifacts import (
     read_config,
     save_artifact,
 )
-from interp.errors import InterpError
 
 MODEL = "HuggingFaceTB/SmolLM2-135M"
 
@@ -125,7 +125,7 @@ def test_weights_are_plain_safetensors(tmp_path):
         "weights_sha256",
         "manifest",
     ]
-    from interp.manifest import sha256_file
+    from interp.runs.manifest import sha256_file
 
     assert raw["weights_sha256"] == sha256_file(out / "weights.safetensors")
 

@@ -57,7 +57,7 @@ def _probe_rows(labels: list[int]) -> str:
 def _truncated_artifact(ctx: Ctx, kind: str) -> str:
     import torch
 
-    from interp.artifacts import save_artifact
+    from interp.runs.artifacts import save_artifact
 
     path = ctx.tmp / f"trunc_{kind}"
     tensors = {"vector": torch.ones(64)} if kind == "steering_vector" else {
@@ -72,7 +72,7 @@ def _truncated_artifact(ctx: Ctx, kind: str) -> str:
 def _foreign_vector(ctx: Ctx) -> str:
     import torch
 
-    from interp.artifacts import save_artifact
+    from interp.runs.artifacts import save_artifact
 
     path = ctx.tmp / "foreign_vec"
     save_artifact(path, {"vector": torch.ones(32)}, kind="steering_vector",
@@ -83,7 +83,7 @@ def _foreign_vector(ctx: Ctx) -> str:
 def _foreign_lens(ctx: Ctx) -> str:
     import torch
 
-    from interp.artifacts import save_artifact
+    from interp.runs.artifacts import save_artifact
 
     path = ctx.tmp / "foreign_lens"
     save_artifact(path, {"A": torch.zeros(2, 32, 32), "b": torch.zeros(2, 32)},

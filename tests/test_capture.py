@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from interp.capture import capture
+from interp.activations.capture import capture
 from interp.errors import InterpError
 
 PROMPTS = [
@@ -165,7 +165,7 @@ def test_progress_bar_goes_to_stderr_only(tiny_model, capsys):
 
 def test_streaming_leaves_no_hooks_or_inference_mode_between_batches(tiny_model):
     """A consumer may run the model or train between batches of iter_capture."""
-    from interp.capture import iter_capture
+    from interp.activations.capture import iter_capture
 
     ids, mask = tiny_model.tokenize(["hello there"])
     full = tiny_model.logits(ids, mask)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import interp
-from interp.capture import estimate_capture_bytes, memory_limit_gb, resolve_hooks
+from interp.activations.capture import estimate_capture_bytes, memory_limit_gb, resolve_hooks
 from interp.errors import InterpError
 
 PROMPTS = ["hello there", "once upon a time there was a model", "water boils"]

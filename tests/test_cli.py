@@ -160,7 +160,7 @@ def test_chat_flag_applies_template(tiny_model_dir, capsys):
 def test_capture_verb_saves_a_loadable_artifact(tiny_model_dir, tmp_path, capsys):
     import torch
 
-    from interp.artifacts import load_artifact
+    from interp.runs.artifacts import load_artifact
 
     data = tmp_path / "prompts.jsonl"
     data.write_text('{"text": "hello there"}\n{"text": "Once upon a time, far away"}\n')
@@ -275,7 +275,7 @@ def test_probe_verb_tiny_with_ablation(tiny_model_dir, tmp_path, capsys):
     ab = res["ablation"]
     for name in ("probe", "mean_difference"):
         assert len(ab[name]["random"]["kl"]) == 3 and 0 <= ab[name]["percentile"] <= 100
-    from interp.artifacts import load_artifact
+    from interp.runs.artifacts import load_artifact
 
     art = load_artifact(out / "probe", kind="probe", d_model=64)
     assert art.hook_point == f"blocks.{res['best_layer']}.hook_resid_post"
@@ -323,7 +323,7 @@ def test_steer_train_and_generate(tiny_model_dir, tmp_path, capsys):
 def test_steer_errors(tiny_model_dir, tmp_path, capsys, case):
     import torch
 
-    from interp.steering import SteeringVector
+    from interp.steering.vectors import SteeringVector
 
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text('{"positive": "I love it.", "negative": "I hate it."}\n')
@@ -347,8 +347,8 @@ def test_steer_errors(tiny_model_dir, tmp_path, capsys, case):
 
 
 def test_steer_sweep_tiny(tiny_model_dir, tmp_path, capsys):
-    from interp.generate import generate
-    from interp.models import load
+    from interp.generation.engine import generate
+    from interp.models.loading import load
 
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text("".join(json.dumps({"positive": p, "negative": n}) + "\n" for p, n in [

@@ -1,4 +1,4 @@
-"""Tests for interp.corpus: real extraction on tiny .deb packages built at test time."""
+"""Tests for interp.data.corpus: real extraction on tiny .deb packages built at test time."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from interp import corpus
+from interp.data import corpus
 from interp.errors import InterpError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "corpus"

@@ -1,4 +1,4 @@
-"""interp.data: prompt-set readers and their one-line errors."""
+"""interp.data.readers: prompt-set readers and their one-line errors."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from interp.data import read_prompts, read_records
+from interp.data.readers import read_prompts, read_records
 from interp.errors import InterpError
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interp.data import read_prompts, read_records
+from interp.data.readers import read_prompts, read_records
 from interp.errors import InterpError
 
 # derandomize: CI sees the same examples every run; the size health checks are off

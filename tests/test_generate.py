@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from interp.errors import InterpError
-from interp.generate import generate, select_token
+from interp.generation.engine import generate, select_token
 
 PROMPTS = [
     "The capital of France is",

@@ -1,4 +1,4 @@
-"""Tests for interp.gguf_convert: llama GGUF → Hugging Face checkpoint.
+"""Tests for interp.models.gguf_convert: llama GGUF → Hugging Face checkpoint.
 
 No real model and no network: a tiny random llama and a tiny byte-level BPE
 tokenizer (SmolLM2-style pre-tokenizer) are built here, written as a GGUF exactly
@@ -28,9 +28,14 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-import interp.gguf_convert as gc
+import interp.models.gguf_convert as gc
 from interp.errors import InterpError
-from interp.gguf_convert import CONVERTER_VERSION, convert_gguf, read_gguf_config, unpermute_qk
+from interp.models.gguf_convert import (
+    CONVERTER_VERSION,
+    convert_gguf,
+    read_gguf_config,
+    unpermute_qk,
+)
 
 N_LAYERS, D_MODEL, D_MLP, N_HEADS, N_KV, HEAD_DIM = 2, 64, 128, 4, 2, 16
 ROPE_THETA, RMS_EPS, N_CTX = 1e5, 1e-5, 256
@@ -529,8 +534,8 @@ def test_failure_mid_conversion_leaves_nothing(tmp_path, tiny, monkeypatch):
 
 
 def test_interp_load_converted_folder(tiny, tmp_path, monkeypatch):
-    from interp.capture import capture
-    from interp.models import load
+    from interp.activations.capture import capture
+    from interp.models.loading import load
 
     monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
     model = load(str(tiny.out_dir))
@@ -551,8 +556,7 @@ def test_interp_load_converted_folder(tiny, tmp_path, monkeypatch):
 
 
 def test_interp_load_gguf_converts_once(tiny, tmp_path, monkeypatch):
-    from interp import models
-
+    from interp.models import loading as models
     monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
     calls: list[Path] = []
     real = gc.convert_gguf

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from interp.errors import InterpError
-from interp.lens import LogitLens, entropy, kl_divergence, logit_lens
+from interp.lenses.logit import LogitLens, entropy, kl_divergence, logit_lens
 
 
 def _model_logprobs(model, prompt: str) -> torch.Tensor:

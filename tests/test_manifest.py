@@ -1,4 +1,4 @@
-"""Fast tests for interp.manifest: run manifest, git state, hashing."""
+"""Fast tests for interp.runs.manifest: run manifest, git state, hashing."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from interp import manifest as mf
 from interp.errors import InterpError
-from interp.manifest import run_manifest, sha256_file, sha256_texts
+from interp.runs import manifest as mf
+from interp.runs.manifest import run_manifest, sha256_file, sha256_texts
 
 PACKAGES = (
     "python",

@@ -9,7 +9,7 @@ import torch
 
 import interp
 from interp.errors import InterpError
-from interp.models import list_models, resolve_source
+from interp.models.loading import list_models, resolve_source
 
 # A fixed English paragraph the model never saw in this exact form.
 PARAGRAPH = (
@@ -96,8 +96,8 @@ def test_unpermuted_qk_fails_the_loss_test(model):
     """The same weights without undoing llama.cpp's Q/K permutation must fail."""
     from transformers import AutoModelForCausalLM
 
-    from interp.gguf_convert import gguf_state_dict, read_gguf_config
-    from interp.models import embedded_gguf_path
+    from interp.models.gguf_convert import gguf_state_dict, read_gguf_config
+    from interp.models.loading import embedded_gguf_path
 
     path = embedded_gguf_path()
     hf = AutoModelForCausalLM.from_pretrained(model.path)
@@ -132,8 +132,7 @@ def test_greedy_paris(model):
 
 def test_offline_hub_name_fails_fast(monkeypatch):
     """Offline, a hub name fails in one quick connect instead of ~30 s of retries."""
-    from interp import models
-
+    from interp.models import loading as models
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     assert models._hub_reachable(timeout=1.0) is False  # the test network guard refuses
     start = time.perf_counter()

@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from interp.paths import datasets_dir, shipped_dataset
+from interp.runs.paths import datasets_dir, shipped_dataset
 
 
 def test_datasets_found_relative_to_package(tmp_path, monkeypatch):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from interp.paths import datasets_dir
+from interp.runs.paths import datasets_dir
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_probe_sets.py"
 FILES = ["capitals_truefalse.jsonl", "sentiment.jsonl", "tense.jsonl"]

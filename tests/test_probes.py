@@ -1,4 +1,4 @@
-"""interp.probes and interp.ablation: honest held-out probes, baselines, ablation."""
+"""interp.probing: honest held-out probes, baselines, ablation."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from interp.ablation import (
+from interp.errors import InterpError
+from interp.probing.ablation import (
     direction_variance,
     projection_hook,
     run_ablation,
     variance_matched_directions,
 )
-from interp.errors import InterpError
-from interp.probes import (
+from interp.probing.probes import (
     ProbeDataset,
     control_task_labels,
     control_task_types,
@@ -144,7 +144,7 @@ def test_run_probe_tiny_schema(tiny_model, tmp_path):
                                                 d["random_weights_accuracy_mean"][0],
                                                 d["bow_accuracy_mean"][0])
     assert res.warnings  # 120 training examples < 2 x d_model
-    from interp.artifacts import load_artifact
+    from interp.runs.artifacts import load_artifact
 
     path = save_probe(res, 1, tmp_path / "probe", {"seed": 0})
     art = load_artifact(path, kind="probe", d_model=tiny_model.d_model)
@@ -153,7 +153,7 @@ def test_run_probe_tiny_schema(tiny_model, tmp_path):
 
 
 def test_ablation_tiny(tiny_model):
-    from interp.capture import capture
+    from interp.activations.capture import capture
 
     ds = synthetic_sentiment()
     x = capture(tiny_model, ds.texts, layers=[1])[1].numpy()
@@ -197,8 +197,8 @@ def test_sentiment_mean_difference_ablation_removes_the_logit_gap(model):
     every random direction: earlier, some variance-matched directions lean on
     high-variance axes whose removal disturbs the whole distribution.
     """
-    from interp.capture import capture
-    from interp.paths import shipped_dataset
+    from interp.activations.capture import capture
+    from interp.runs.paths import shipped_dataset
 
     full = load_probe_dataset(shipped_dataset("probes/sentiment.jsonl"))
     rng = np.random.default_rng(0)
@@ -220,8 +220,8 @@ def test_sentiment_mean_difference_ablation_removes_the_logit_gap(model):
 
 def test_leace_erases_the_concept_tiny(tiny_model):
     """LEACE, fitted on a layer's activations, leaves the label linearly unreadable there."""
-    from interp.ablation import leace_hook
-    from interp.capture import capture
+    from interp.activations.capture import capture
+    from interp.probing.ablation import leace_hook
 
     ds = synthetic_sentiment()
     x = capture(tiny_model, ds.texts, layers=[1])[1].numpy().astype(np.float64)

@@ -64,7 +64,7 @@ def _cases(tmp: Path, tiny: str) -> dict[str, list[str]]:
 def _sae(tmp: Path, tiny: str) -> str:
     import torch
 
-    from interp.models import load
+    from interp.models.loading import load
     from saes.sae import SAEConfig, SparseAutoencoder
 
     model_id = load(tiny).model_id

@@ -132,7 +132,7 @@ def test_save_load_roundtrip_and_refusals(tiny_model, tmp_path):
 
 
 def test_store_serves_every_position_but_the_first_shuffled(tiny_model, docs):
-    from interp.text_windows import pack_windows
+    from interp.data.windows import pack_windows
 
     cfg = StoreConfig(layer=1, seq_len=16, windows_per_chunk=8, seed=3)
     store = ActivationStore(tiny_model, docs, cfg, batch_size=40)
@@ -201,7 +201,7 @@ def test_training_reconstructs_and_sparsifies(tiny_model, docs, tmp_path):
 
 
 def _assert_same_sae(a: Path, b: Path) -> None:
-    from interp.artifacts import load_artifact
+    from interp.runs.artifacts import load_artifact
 
     la, lb = load_artifact(a / "sae"), load_artifact(b / "sae")
     assert la.config["history"] == lb.config["history"]
@@ -325,7 +325,7 @@ def test_identity_sae_scores_perfectly_and_ablations_hurt(tiny_model, docs):
 
 
 def test_metrics_equal_brute_force(tiny_model, docs):
-    from interp.text_windows import pack_windows
+    from interp.data.windows import pack_windows
 
     sae = _sae(tiny_model.d_model, 96, hook=tiny_model.resid_hook(1))
     cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 4, seq_len=16, n_bootstrap=50)
@@ -353,7 +353,7 @@ def test_metrics_equal_brute_force(tiny_model, docs):
 
 
 def test_splice_leaves_position_zero_alone(tiny_model, docs):
-    from interp.text_windows import pack_windows
+    from interp.data.windows import pack_windows
 
     ids = pack_windows(tiny_model, docs, seq_len=12, n_windows=2)
     clean = logits_with(tiny_model, ids, tiny_model.resid_hook(1), None)
@@ -443,7 +443,7 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
 def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path):
     """torchrun, 2 CPU processes (gloo), each streaming its own shard, versus one process
     with the same global batch (data shards 2): the same losses and weights."""
-    from interp.artifacts import load_artifact
+    from interp.runs.artifacts import load_artifact
 
     env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
     one, two = tmp_path / "one", tmp_path / "two"
@@ -474,7 +474,7 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, tmp
     """Layer 6 of the embedded model: an identity 'SAE' reproduces the model exactly, and a
     short training run (164k tokens) already reconstructs most of the variance and recovers
     most of the CE lost to ablation; its feature browser shows real contexts."""
-    from interp.corpus import load_texts
+    from interp.data.corpus import load_texts
     from saes.browser import BrowserConfig, collect_browser_data
 
     heldout = load_texts("heldout")

@@ -16,9 +16,9 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
-from interp.capture import forward_with_hooks
+from interp.activations.capture import forward_with_hooks
+from interp.data.windows import pack_windows
 from interp.errors import InterpError
-from interp.text_windows import pack_windows
 from reports.html import Section, paragraph, render_report
 from reports.sae_browser import SEARCH_JS, render_feature_browser
 from reports.sae_charts import density_svg

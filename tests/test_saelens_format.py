@@ -146,8 +146,8 @@ def test_exported_cfg_and_weights(tmp_path: Path) -> None:
                 "hook_head_index", "sae_lens_training_version", "activation_fn_kwargs"):
         assert key in cfg, key
     # Our provenance, also inside metadata (SAELens 6 keeps it when it re-saves).
-    from interp.artifacts import read_config
-    from interp.manifest import sha256_file
+    from interp.runs.artifacts import read_config
+    from interp.runs.manifest import sha256_file
 
     ours = cfg["interp"]
     assert ours == meta["interp"]

@@ -1,14 +1,14 @@
-"""interp.steering: vectors from contrast pairs, injection during generation, artifacts."""
+"""interp.steering.vectors: vectors from contrast pairs, injection during generation, artifacts."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from interp.capture import capture
+from interp.activations.capture import capture
 from interp.errors import InterpError
-from interp.generate import generate
-from interp.steering import (
+from interp.generation.engine import generate
+from interp.steering.vectors import (
     ContrastPairs,
     distinct_n,
     load_vector,
@@ -109,8 +109,8 @@ def test_sentiment_vector_moves_the_models_own_judgement(model):
     layer 6: 2.37, 3.00, 3.86, 3.75; layer 10: −0.60, 0.55, 4.70, 5.34; layer 14 (vector
     norm 22): 2.04, 0.02, 6.38, 6.15.
     """
-    from interp.paths import shipped_dataset
-    from interp.steering import load_pairs
+    from interp.runs.paths import shipped_dataset
+    from interp.steering.vectors import load_pairs
 
     pairs = load_pairs(shipped_dataset("steering/sentiment.jsonl"))
     vec = train_vector(model, pairs, 10)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from interp.paths import datasets_dir
+from interp.runs.paths import datasets_dir
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_steering_sets.py"
 PAIR_FILES = ["sentiment.jsonl", "formality.jsonl"]

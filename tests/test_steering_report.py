@@ -98,7 +98,7 @@ def make_result(n_layers: int = 5, alphas: list[float] | None = None) -> dict:
 
 
 def sweet_spot(r: dict) -> dict | None:
-    """The sweep's rule (interp.steering_sweep._sweet_spot), restated for the fixture."""
+    """The sweep's rule (interp.steering.sweep._sweet_spot), restated for the fixture."""
     base = r["alphas"].index(0.0)
     best = None
     for li, layer in enumerate(r["layers"]):

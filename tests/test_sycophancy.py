@@ -232,7 +232,7 @@ def test_cli_templates_file(tiny_model_dir, tmp_path, capsys):
 
 # ------------------------------------------------------------------ report
 def _report_data(result) -> dict:
-    from interp.cli_common import json_safe
+    from interp.cli.common import json_safe
 
     d = json_safe(result.to_dict())
     d["manifest"] = {"model_id": "tiny", "seed": 0, "git_commit": "abc", "command": ["x"]}

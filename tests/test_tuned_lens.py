@@ -13,16 +13,16 @@ import pytest
 import torch
 
 from interp.errors import InterpError
-from interp.lens import LogitLens, Unembed
-from interp.tuned_lens import (
+from interp.lenses.evaluation import EvalConfig, evaluate_lenses
+from interp.lenses.logit import LogitLens, Unembed
+from interp.lenses.training import TrainConfig, train_tuned_lens
+from interp.lenses.tuned import (
     Translators,
     TunedLens,
     default_lens_dir,
     load_tuned_lens,
     unembedding_hash,
 )
-from interp.tuned_lens_eval import EvalConfig, evaluate_lenses
-from interp.tuned_lens_train import TrainConfig, train_tuned_lens
 from tests.browser import assert_clean, visit
 from tests.cli_runner import run
 from tests.kill_resume import kill_at_steps
@@ -77,14 +77,14 @@ def test_fast_unembed_matches_the_bridge(tiny_model):
 
 def test_kl_loss_formula_matches_log_softmax(tiny_model):
     """lens_loss_step's logsumexp form equals KL computed from log-softmaxes."""
-    from interp.tuned_lens_train import lens_loss_step
+    from interp.lenses.training import lens_loss_step
 
     tr = Translators(tiny_model.n_layers - 1, tiny_model.d_model)
     ids = torch.randint(3, tiny_model.d_vocab, (2, 10))
     pos = torch.tensor([[1, 4, 9], [2, 3, 8]])
     got = lens_loss_step(tiny_model, tr, ids, pos, Unembed(tiny_model))
-    from interp.capture import forward_with_hooks
-    from interp.lens import kl_divergence
+    from interp.activations.capture import forward_with_hooks
+    from interp.lenses.logit import kl_divergence
 
     names = [tiny_model.resid_hook(i) for i in range(tiny_model.n_layers - 1)]
     acts, logits = forward_with_hooks(tiny_model, ids, None, names, with_logits=True)
@@ -164,7 +164,7 @@ def test_default_location_is_inside_the_test_cache(tiny_model):
 
 
 def test_training_lowers_kl_below_the_logit_lens(tiny_model, text_file):
-    from interp.corpus import load_texts
+    from interp.data.corpus import load_texts
 
     train = load_texts("train", text_file=text_file)
     held = load_texts("heldout", text_file=text_file)
@@ -184,7 +184,7 @@ def test_training_lowers_kl_below_the_logit_lens(tiny_model, text_file):
 
 
 def _assert_same_run(a: Path, b: Path) -> None:
-    from interp.artifacts import load_artifact
+    from interp.runs.artifacts import load_artifact
 
     la, lb = load_artifact(a / "lens"), load_artifact(b / "lens")
     assert la.config["losses"] == lb.config["losses"]
@@ -194,8 +194,8 @@ def _assert_same_run(a: Path, b: Path) -> None:
 
 def test_interrupted_run_resumes_to_the_same_losses(tiny_model, text_file, tmp_path,
                                                     monkeypatch):
-    from interp import tuned_lens_train as tlt
-    from interp.corpus import load_texts
+    from interp.data.corpus import load_texts
+    from interp.lenses import training as tlt
 
     docs = load_texts("train", text_file=text_file)
     cfg = _tiny_cfg(tokens=16 * 2 * 7, checkpoint_every=2)
@@ -224,7 +224,7 @@ def test_interrupted_run_resumes_to_the_same_losses(tiny_model, text_file, tmp_p
 
 
 def test_resume_refuses_other_settings(tiny_model, text_file, tmp_path):
-    from interp.corpus import load_texts
+    from interp.data.corpus import load_texts
 
     docs = load_texts("train", text_file=text_file)
     train_tuned_lens(tiny_model, docs, tmp_path, _tiny_cfg(), stop_at=2, progress=False)
@@ -234,8 +234,8 @@ def test_resume_refuses_other_settings(tiny_model, text_file, tmp_path):
 
 def test_nan_loss_stops_and_keeps_the_checkpoint(tiny_model, text_file, tmp_path,
                                                  monkeypatch):
-    from interp import tuned_lens_train as tlt
-    from interp.corpus import load_texts
+    from interp.data.corpus import load_texts
+    from interp.lenses import training as tlt
 
     docs = load_texts("train", text_file=text_file)
     real = tlt.lens_loss_step
@@ -393,7 +393,7 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
 @pytest.mark.slow
 def test_real_model_tuned_lens_beats_logit_lens(model, real_corpus, tmp_path):
     """A short real run (least-squares init + a few KL steps) already beats the logit lens."""
-    from interp.corpus import load_texts
+    from interp.data.corpus import load_texts
 
     cfg = TrainConfig(tokens=4 * 128 * 3, init_tokens=4096, checkpoint_every=100)
     res = train_tuned_lens(model, load_texts("train"), tmp_path, cfg, progress=False)

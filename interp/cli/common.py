@@ -1,0 +1,145 @@
+"""Shared pieces of every ``interp`` CLI verb: model options, ``--out``, manifests, logs.
+
+Verbs live in their own modules (``interp/cli/main.py`` for the core ones, ``interp/cli_*.py``,
+``evals/cli*.py``) and register on the ``interp`` group in :mod:`interp.cli.app`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from interp.errors import InterpError
+
+
+def make_model_options(
+    *, batch_size: int = 16, batch_help: str = "Prompts per forward pass."
+) -> Callable[[Callable], Callable]:
+    """:func:`model_options` with another ``--batch-size`` default or meaning."""
+
+    def decorate(fn: Callable) -> Callable:
+        return _model_options(fn, batch_size, batch_help)
+
+    return decorate
+
+
+def model_options(fn: Callable) -> Callable:
+    """``--model --device --dtype --batch-size --seed`` for every verb that loads a model."""
+    return _model_options(fn, 16, "Prompts per forward pass.")
+
+
+def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
+    decorators = [
+        click.option("--model", "model_name", default=None, metavar="NAME|PATH",
+                     help="Embedded model name (default smollm2-135m-instruct), a local HF "
+                     "checkpoint folder, a .gguf file, or a hub name when online."),
+        click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:N."),
+        click.option("--dtype", default="float32", show_default=True,
+                     type=click.Choice(["float32", "bfloat16", "float16"]),
+                     help="Model weights dtype."),
+        click.option("--batch-size", default=batch_size, show_default=True,
+                     type=click.IntRange(min=1), help=batch_help),
+        click.option("--seed", default=0, show_default=True, type=int,
+                     help="Random seed (recorded in the manifest)."),
+    ]
+    for dec in reversed(decorators):
+        fn = dec(fn)
+    return fn
+
+
+def text_options(fn: Callable) -> Callable:
+    """``--text FILE`` and ``--hf-dataset NAME`` for verbs that read running text."""
+    fn = click.option("--hf-dataset", default=None, metavar="NAME[:CONFIG]",
+                      help="A Hugging Face dataset's 'text' column instead (needs the hub).")(fn)
+    return click.option(
+        "--text", "text_file", default=None, type=click.Path(dir_okay=False),
+        help="Your own text (.txt paragraphs, or .jsonl with a 'text' field) instead of the "
+        "default corpus; its sha256 rule gives the train / held-out split.",
+    )(fn)
+
+
+def load_model(model_name: str | None, device: str, dtype: str, seed: int):
+    import torch
+
+    from interp.models.loading import load
+    from interp.runs.progress import status
+
+    torch.manual_seed(seed)
+    with status(f"loading {model_name or 'smollm2-135m-instruct'}"):
+        return load(model_name, device=device, dtype=dtype)
+
+
+def json_safe(obj: Any) -> Any:
+    """NaN/inf → None so results.json stays strict JSON."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "item") and not hasattr(obj, "__len__"):
+        return json_safe(obj.item())
+    return obj
+
+
+def float_list(text: str, name: str) -> list[float]:
+    import math
+
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InterpError(f"bad {name} {text!r}: use comma-separated numbers") from None
+    if not vals or not all(math.isfinite(v) for v in vals):
+        raise InterpError(f"bad {name} {text!r}: use comma-separated finite numbers")
+    return vals
+
+
+def prompts_from_args(prompts: tuple[str, ...], file_: str | None, text_column: str,
+                       ) -> list[str]:
+    """Prompts given as arguments, or read from ``--file`` (not both, not none)."""
+    from interp.data.readers import read_prompts
+
+    if file_ and prompts:
+        raise InterpError("give prompts as arguments or with --file, not both")
+    texts = read_prompts(file_, text_column) if file_ else list(prompts)
+    if not texts:
+        raise InterpError("no prompts: pass them as arguments or with --file")
+    return texts
+
+
+def open_out(out_dir: str | None):
+    from interp.runs.outdir import OutDir
+
+    return _NullOut() if out_dir is None else OutDir(out_dir)
+
+
+class _NullOut:
+    def __enter__(self) -> _NullOut:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def write_text(self, name: str, text: str) -> None:  # pragma: no cover
+        raise AssertionError("no --out")
+
+    write_json = write_text
+
+
+def manifest_for(model: Any, seed: int, texts: list[str], config: dict[str, Any]) -> dict[str, Any]:
+    from interp.runs.manifest import run_manifest, sha256_texts
+
+    return run_manifest(
+        model_id=model.model_id, seed=seed, dataset_hash=sha256_texts(texts),
+        config=config, extra={"model": model.manifest_info()},
+    )
+
+
+def log(message: str) -> None:
+    from interp.runs.progress import stderr_console
+
+    stderr_console.print(message, highlight=False, markup=False)

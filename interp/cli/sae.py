@@ -1,0 +1,305 @@
+"""``interp sae train|eval|browse|export|import``: sparse autoencoders from the command line.
+
+``interp sae train`` also runs under ``torchrun`` (DistributedDataParallel, gloo on CPU and
+nccl on CUDA)::
+
+    torchrun --nproc-per-node 2 --no-python interp sae train --layer 6 --out runs/l6
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from interp.cli.common import (
+    load_model,
+    log,
+    make_model_options,
+    manifest_for,
+    open_out,
+    text_options,
+)
+from interp.errors import InterpError
+from interp.runs.outdir import check_creatable
+
+_train_model_options = make_model_options(
+    batch_size=4096, batch_help="Activations (tokens) per training step, over all processes.")
+_window_options = make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
+
+TARGETS = {"explained_variance": 0.7, "l0_max": 100, "dead_fraction_max": 0.3,
+           "ce_loss_score": 0.8}
+
+
+def _positive(name: str):  # noqa: ANN202
+    def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:  # noqa: ARG001
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise InterpError(f"{name} must be a positive finite number, got {value}")
+        return value
+    return check
+
+
+@click.group(name="sae")
+def sae_group() -> None:
+    """Sparse autoencoders: train, evaluate, browse features, SAELens files."""
+
+
+def _init_distributed(device: str) -> tuple[int, int]:
+    """Join the torchrun process group when launched by torchrun; (rank, world)."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        backend = "nccl" if device.startswith("cuda") else "gloo"
+        dist.init_process_group(backend=backend)
+        if device.startswith("cuda"):
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
+    return dist.get_rank(), dist.get_world_size()
+
+
+@sae_group.command("train")
+@click.option("--layer", default=6, show_default=True, type=int,
+              help="Residual stream after this block (blocks.L.hook_resid_post).")
+@click.option("--d-sae", default=4608, show_default=True, type=click.IntRange(min=1),
+              help="Dictionary size (8 × d_model for the default model).")
+@click.option("--l1", "l1_coefficient", default=5.0, show_default=True, type=float,
+              callback=_positive("--l1"), help="L1 coefficient λ (on inputs scaled to E‖x‖² = d).")
+@click.option("--tokens", default=2_000_000, show_default=True, type=click.IntRange(min=1),
+              help="Training tokens (activations).")
+@click.option("--lr", default=4e-4, show_default=True, type=float, callback=_positive("--lr"))
+@click.option("--l1-warmup", default=0.05, show_default=True, type=click.FloatRange(0, 1),
+              help="Fraction of steps over which λ rises from 0.")
+@click.option("--resample-every", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Resample dead features every N steps in the first half (0: never).")
+@click.option("--dead-window", default=1_000_000, show_default=True,
+              type=click.IntRange(min=1), help="Tokens without firing before a feature is dead.")
+@click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
+@click.option("--windows-per-chunk", default=1024, show_default=True, type=click.IntRange(min=1),
+              help="Windows shuffled together (memory: this × seq-len × d × 4 bytes).")
+@click.option("--data-shards", default=None, type=click.IntRange(min=1),
+              help="Substreams of the text [default: the number of processes].")
+@click.option("--cache-activations", "cache_dir", default=None, type=click.Path(file_okay=False),
+              help="Keep activations on disk here; later runs on the same text skip the model.")
+@click.option("--checkpoint-every", default=50, show_default=True, type=click.IntRange(min=1),
+              help="Steps between checkpoints.")
+@click.option("--stop-at", default=None, type=click.IntRange(min=0),
+              help="Stop after this many steps in all (resumable later).")
+@text_options
+@_train_model_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Run folder (checkpoint/, sae/); rerun the same command to resume.")
+def train(
+    layer: int, d_sae: int, l1_coefficient: float, tokens: int, lr: float, l1_warmup: float,
+    resample_every: int, dead_window: int, seq_len: int, windows_per_chunk: int,
+    data_shards: int | None, cache_dir: str | None, checkpoint_every: int,
+    stop_at: int | None, text_file: str | None, hf_dataset: str | None,
+    model_name: str | None, device: str, dtype: str, batch_size: int, seed: int, out_dir: str,
+) -> None:
+    """Train an SAE on one layer's residual stream; resumes if interrupted."""
+    from interp.data.corpus import text_source
+    from saes.train import TrainConfig, train_sae
+
+    rank, world = _init_distributed(device)
+    shards = data_shards or world
+    cfg = TrainConfig(
+        layer=layer, d_sae=d_sae, l1_coefficient=l1_coefficient, tokens=tokens,
+        batch_size=batch_size, lr=lr, l1_warmup_fraction=l1_warmup,
+        resample_every=resample_every, dead_window=dead_window, checkpoint_every=checkpoint_every,
+        seed=seed, seq_len=seq_len, windows_per_chunk=windows_per_chunk, data_shards=shards,
+    )
+    cfg.store_config()  # validate shards/chunk now, before anything slow
+    docs, data = text_source("train", text_file=text_file, hf_dataset=hf_dataset)
+    check_creatable(out_dir)
+    if cache_dir is not None:
+        check_creatable(cache_dir)
+    model = load_model(model_name, device, dtype, seed)
+    model.check_layer(layer)
+    man = manifest_for(model, seed, docs[:0], asdict(cfg))
+    man["dataset_hash"] = data["sha256"]
+    man["data_source"] = data["source"]
+    if rank == 0:
+        log(f"training an SAE on {model.resid_hook(layer)}: d_sae {d_sae}, λ {l1_coefficient}, "
+            f"{cfg.steps} steps of {batch_size} tokens from {data['source']} into {out_dir}"
+            + (f" ({world} processes)" if world > 1 else ""))
+    res = train_sae(model, docs, out_dir, cfg, data=data, cache_dir=cache_dir, stop_at=stop_at,
+                    manifest=man)
+    if rank:
+        return
+    if res.resumed_from and res.resumed_from < res.steps_done:
+        log(f"resumed from step {res.resumed_from}")
+    if res.complete and res.resumed_from >= res.steps_total:
+        log(f"already trained ({res.steps_total} steps): {res.sae_path}")
+    h = res.history
+    k = min(20, len(h["loss"]))
+    avg = {key: sum(h[key][-k:]) / k if k else float("nan")
+           for key in ("loss", "l0", "explained_variance")}
+    dead = h["dead_fraction"][-1] if h["dead_fraction"] else float("nan")
+    click.echo(
+        f"steps {res.steps_done}/{res.steps_total}  loss {avg['loss']:.3f}  L0 {avg['l0']:.1f}  "
+        f"EV (train) {avg['explained_variance']:.3f}  dead {dead:.3f}  "
+        f"{res.tokens_per_s:.0f} tokens/s  "
+        + (f"SAE: {res.sae_path}" if res.complete else "unfinished: rerun to resume")
+    )
+
+
+def _sae_path(path: str) -> Path:
+    """A run folder → its ``sae/``; an SAE folder stays."""
+    from saes.train import SAE_SUBDIR
+
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise InterpError(f"no SAE at {p}: no such folder")
+    if (p / SAE_SUBDIR / "config.json").is_file():
+        return p / SAE_SUBDIR
+    if not (p / "config.json").is_file() and (p / "checkpoint" / "config.json").is_file():
+        raise InterpError(f"{p} holds an unfinished SAE run; rerun `interp sae train` to finish")
+    return p
+
+
+@sae_group.command("eval")
+@click.argument("sae_dir", type=click.Path())
+@text_options
+@click.option("--tokens", default=102_400, show_default=True, type=click.IntRange(min=1),
+              help="Held-out tokens for L0, explained variance and densities.")
+@click.option("--ce-tokens", default=None, type=click.IntRange(min=0),
+              help="Held-out tokens for the spliced CE metrics [default: --tokens].")
+@click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
+@_window_options
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write results.json and report.html here [default: the SAE folder].")
+def eval_cmd(
+    sae_dir: str, text_file: str | None, hf_dataset: str | None, tokens: int,
+    ce_tokens: int | None, seq_len: int, model_name: str | None, device: str, dtype: str,
+    batch_size: int, seed: int, out_dir: str | None,
+) -> None:
+    """L0, explained variance, CE-loss score (zero and mean ablation), ΔCE, KL, dead/dense."""
+    from interp.cli.common import json_safe
+    from interp.data.corpus import text_source
+    from reports.sae import render_sae_report
+    from saes.metrics import EvalConfig, evaluate_sae
+    from saes.sae import load_sae
+
+    path = _sae_path(sae_dir)
+    cfg = EvalConfig(tokens=tokens, ce_tokens=ce_tokens, seq_len=seq_len,
+                     batch_size=batch_size, seed=seed)
+    docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
+    target = out_dir or str(path)
+    with open_out(target) as out:
+        model = load_model(model_name, device, dtype, seed)
+        loaded = load_sae(path, model, device=device)
+        res = evaluate_sae(model, loaded.sae, docs, cfg)
+        res["sae_path"] = str(loaded.path)
+        res["data"] = data
+        res["targets"] = TARGETS
+        res["training"] = {k: loaded.config.get(k) for k in
+                           ("train", "history", "resampled", "elapsed_s", "tokens_per_s")}
+        man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "sae": str(loaded.path)})
+        man["dataset_hash"] = data["sha256"]
+        man["sae_manifest"] = {k: loaded.manifest.get(k) for k in
+                               ("git_commit", "timestamp", "dataset_hash", "seed", "config")}
+        res["manifest"] = man
+        out.write_json("results.json", json_safe(res))
+        out.write_text("report.html", render_sae_report(res, man))
+    _print_eval(res)
+    log(f"wrote {os.path.join(target, 'report.html')} and results.json")
+
+
+def _print_eval(res: dict[str, Any]) -> None:
+    def ci(key: str) -> str:
+        lo, hi = res.get(f"{key}_ci95") or (float("nan"), float("nan"))
+        return f"{res[key]:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    lines = [
+        f"SAE {res['hook_point']} d_sae={res['d_sae']} on {res['n_tokens']} held-out tokens",
+        f"  L0                      {ci('l0')}",
+        f"  explained variance      {ci('explained_variance')}",
+        f"  cosine similarity       {ci('cosine_similarity')}",
+        f"  dead / dense fraction   {res['dead_fraction']:.3f} / {res['dense_fraction']:.3f}",
+    ]
+    if "ce_loss_score" in res:
+        lines += [
+            f"  CE clean / SAE / mean-abl / zero-abl  {res['ce_clean']:.3f} / {res['ce_sae']:.3f}"
+            f" / {res['ce_mean_ablation']:.3f} / {res['ce_zero_ablation']:.3f} nats "
+            f"({res['n_ce_tokens']} tokens)",
+            f"  CE loss score (zero)    {ci('ce_loss_score')}",
+            f"  CE loss score (mean)    {ci('ce_loss_score_mean_ablation')}",
+            f"  ΔCE                     {ci('delta_ce')} nats",
+            f"  KL(clean ‖ SAE)         {ci('kl_sae')} nats",
+        ]
+    click.echo("\n".join(lines))
+
+
+@sae_group.command("browse")
+@click.argument("sae_dir", type=click.Path())
+@text_options
+@click.option("--tokens", default=65_536, show_default=True, type=click.IntRange(min=1),
+              help="Held-out tokens scanned for top activations.")
+@click.option("--features", default="alive:300", show_default=True,
+              help="Feature cards: 'all', 'alive:N' (a seeded sample of live ones) or '3,17,99'.")
+@click.option("--top-k", default=12, show_default=True, type=click.IntRange(min=1),
+              help="Top-activating contexts per feature.")
+@click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
+@_window_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write browser.html (and features.json) here.")
+def browse(
+    sae_dir: str, text_file: str | None, hf_dataset: str | None, tokens: int, features: str,
+    top_k: int, seq_len: int, model_name: str | None, device: str, dtype: str,
+    batch_size: int, seed: int, out_dir: str,
+) -> None:
+    """One HTML feature browser: density, top contexts, promoted/suppressed tokens, search."""
+    from interp.data.corpus import text_source
+    from reports.sae_browser import render_feature_browser
+    from saes.browser import BrowserConfig, collect_browser_data
+    from saes.sae import load_sae
+
+    path = _sae_path(sae_dir)
+    cfg = BrowserConfig(tokens=tokens, seq_len=seq_len, batch_size=batch_size, top_k=top_k,
+                        features=features, seed=seed)
+    docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
+    with open_out(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
+        loaded = load_sae(path, model, device=device)
+        browser = collect_browser_data(model, loaded.sae, docs, cfg)
+        res = browser.to_dict()
+        res["sae_path"] = str(loaded.path)
+        res["data"] = data
+        man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "sae": str(loaded.path)})
+        man["dataset_hash"] = data["sha256"]
+        out.write_json("features.json", res)
+        out.write_text("browser.html", render_feature_browser(res, man))
+    log(f"wrote {os.path.join(out_dir, 'browser.html')} ({len(res['features'])} features)")
+
+
+@sae_group.command("export")
+@click.argument("sae_dir", type=click.Path())
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="SAELens folder to write (cfg.json + sae_weights.safetensors).")
+def export_cmd(sae_dir: str, out_dir: str) -> None:
+    """Write an SAE in SAELens's layout, for `SAE.load_from_disk`."""
+    from saes.saelens import export_saelens
+
+    path = export_saelens(_sae_path(sae_dir), out_dir)
+    click.echo(f"SAELens folder: {path}")
+
+
+@sae_group.command("import")
+@click.argument("saelens_dir", type=click.Path())
+@click.option("--model-id", default=None, help="Model id to record [default: from cfg.json].")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="interp SAE folder to write.")
+def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
+    """Read a SAELens SAE folder into an interp SAE."""
+    from saes.saelens import import_saelens
+
+    path = import_saelens(saelens_dir, out_dir, model_id=model_id)
+    click.echo(f"interp SAE: {path}")

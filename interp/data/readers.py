@@ -1,0 +1,110 @@
+"""Read prompt sets: JSONL, JSON, CSV/TSV or plain text, with errors that name the line.
+
+``read_prompts("prompts.jsonl", text_column="text")`` returns the text of every
+record. Later features (probes, sycophancy) read labelled records with
+:func:`read_records`. Shipped sets live in ``datasets/`` and are found with
+:func:`interp.runs.paths.shipped_dataset`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from interp.errors import InterpError
+
+SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
+
+
+def open_text(path: Path) -> str:
+    if not path.exists():
+        raise InterpError(f"cannot read {path}: no such file")
+    if path.is_dir():
+        raise InterpError(f"cannot read {path}: it is a folder, not a file")
+    try:
+        # Bytes, not read_text: universal-newline translation would turn a "\r" inside a
+        # quoted CSV field into "\n". A UTF-8 byte-order mark (Excel) is dropped.
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InterpError(f"cannot read {path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InterpError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """All records of a JSONL / JSON (list of objects) / CSV / TSV file, as dicts.
+
+    ``.txt`` files give one record ``{"text": line}`` per non-empty line. Malformed
+    input raises :class:`InterpError` naming the file and line.
+    """
+    p = Path(path).expanduser()
+    suffix = p.suffix.lower()
+    if p.is_dir():
+        raise InterpError(f"cannot read {p}: it is a folder, not a file")
+    if suffix not in SUFFIXES:
+        raise InterpError(
+            f"cannot read {p}: unknown file type {suffix or '(none)'}; use "
+            f"{', '.join(SUFFIXES)}"
+        )
+    text = open_text(p)
+    records: list[dict[str, Any]] = []
+    if suffix == ".jsonl":
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InterpError(f"{p}: line {n} is not valid JSON ({exc.msg})") from None
+            if not isinstance(rec, dict):
+                raise InterpError(f"{p}: line {n} is not a JSON object")
+            records.append(rec)
+    elif suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InterpError(f"{p}: line {exc.lineno} is not valid JSON ({exc.msg})") from None
+        if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
+            raise InterpError(f"{p}: expected a JSON list of objects")
+        records = data
+    elif suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True,
+                                delimiter="\t" if suffix == ".tsv" else ",")
+        try:
+            for row in reader:
+                n = reader.line_num
+                if None in row or any(v is None for v in row.values()):
+                    raise InterpError(
+                        f"{p}: line {n} has a different number of fields than the header"
+                    )
+                records.append(dict(row))
+        except csv.Error as exc:
+            raise InterpError(
+                f"{p}: line {reader.line_num + 1} is not valid CSV ({exc})"
+            ) from None
+    else:
+        records = [{"text": line} for line in text.splitlines() if line.strip()]
+    if not records:
+        raise InterpError(f"{p}: no records (empty dataset)")
+    return records
+
+
+def read_prompts(path: str | os.PathLike[str], text_column: str = "text") -> list[str]:
+    """The ``text_column`` of every record in ``path`` (see :func:`read_records`)."""
+    records = read_records(path)
+    out: list[str] = []
+    for n, rec in enumerate(records, start=1):
+        if text_column not in rec:
+            cols = ", ".join(sorted(rec)) or "none"
+            raise InterpError(
+                f"{path}: record {n} has no column {text_column!r} (columns: {cols})"
+            )
+        value = rec[text_column]
+        if not isinstance(value, str) or not value.strip():
+            raise InterpError(f"{path}: record {n} has an empty {text_column!r}")
+        out.append(value)
+    return out

@@ -1,0 +1,296 @@
+"""Lenses: read the residual stream at each layer as a next-token distribution.
+
+The logit lens (nostalgebraist 2020) decodes layer ``L``'s residual stream with the
+model's own final RMSNorm (including its learned γ) and unembedding:
+
+    logits_L = W_U · RMSNorm_final(h_L)
+
+``h_L`` is ``blocks.L.hook_resid_post``. At the last layer this is exactly the
+model's output, which the tests check. For each layer and position we report the
+top-k tokens, the entropy of the lens distribution and KL(final ‖ layer), the
+information lost by stopping at layer L (tuned-lens convention).
+
+:class:`Lens` is the shared interface: :class:`LogitLens` here, and a tuned lens
+(per-layer learned translators) plugs in by overriding :meth:`Lens.transform`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from interp.activations.capture import capture
+from interp.errors import InterpError
+from interp.models.loading import Model
+
+
+class Unembed:
+    """``W_U · final_norm(resid)`` as plain tensor ops, shared by every lens.
+
+    For RMSNorm models (Llama-style, the embedded SmolLM2)
+    it reads γ, ε and ``W_U`` once and computes the logits directly, checked at
+    construction against :meth:`interp.models.loading.Model.unembed` (the bridge modules); any
+    other architecture, or a mismatch, falls back to the bridge. ``matmul_dtype=bfloat16``
+    runs the big ``[rows, d] × [d, vocab]`` product in bf16 (1.6–1.8× faster on CPUs with
+    AVX512-BF16; logits agree to ~1e-2): training uses it, evaluation does not.
+    """
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self._fast = False
+        ln = getattr(model.bridge.ln_final, "original_component", None)
+        un = getattr(model.bridge.unembed, "original_component", None)
+        eps = getattr(ln, "variance_epsilon", None)
+        weight = getattr(un, "weight", None)
+        bias = getattr(un, "bias", None)
+        if (ln is not None and eps is not None and getattr(ln, "bias", None) is None
+                and isinstance(weight, torch.Tensor)
+                and weight.shape == (model.d_vocab, model.d_model)):
+            self.gamma = ln.weight.detach().float()
+            self.eps = float(eps)
+            self.W_U = weight.detach().float()
+            self.b_U = bias.detach().float() if isinstance(bias, torch.Tensor) else None
+            self._W_bf16: Tensor | None = None
+            probe = torch.randn(4, model.d_model, generator=torch.Generator().manual_seed(0))
+            probe = (probe * 5).to(model.device)
+            with torch.no_grad():
+                ref = model.unembed(probe).float()
+            self._fast = True
+            if not torch.allclose(self(probe), ref, atol=1e-4, rtol=1e-4):
+                self._fast = False
+
+    def __call__(
+        self, resid: Float[Tensor, "... d_model"], *, matmul_dtype: torch.dtype = torch.float32
+    ) -> Float[Tensor, "... d_vocab"]:
+        if not self._fast:
+            return self.model.unembed(resid).float()
+        x = resid.float()
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.gamma
+        if matmul_dtype == torch.bfloat16:
+            if self._W_bf16 is None:
+                self._W_bf16 = self.W_U.to(torch.bfloat16)
+            z = (y.to(torch.bfloat16) @ self._W_bf16.T).float()
+        else:
+            z = y @ self.W_U.T
+        return z if self.b_U is None else z + self.b_U
+
+
+class Lens:
+    """Decode residual-stream activations into log-probabilities over the vocabulary.
+
+    Subclasses change :meth:`transform` (identity for the logit lens); every lens
+    shares the model's unembedding (final norm + ``W_U``).
+    """
+
+    name = "lens"
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    def transform(self, resid: Float[Tensor, "... d_model"], layer: int) -> Tensor:
+        """Map layer ``layer``'s residual into the final layer's basis."""
+        raise NotImplementedError
+
+    def logits(
+        self, resid: Float[Tensor, "... d_model"], layer: int
+    ) -> Float[Tensor, "... d_vocab"]:
+        """Unnormalised next-token scores read from ``resid`` at ``layer``."""
+        return self.model.unembed(self.transform(resid, layer))
+
+    def logprobs(
+        self, resid: Float[Tensor, "... d_model"], layer: int
+    ) -> Float[Tensor, "... d_vocab"]:
+        """Log-probabilities (float32) read from ``resid`` at ``layer``."""
+        return torch.log_softmax(self.logits(resid, layer).float(), dim=-1)
+
+
+class LogitLens(Lens):
+    """The logit lens: no translation, just the model's final norm and ``W_U``."""
+
+    name = "logit"
+
+    def transform(self, resid: Tensor, layer: int) -> Tensor:  # noqa: ARG002
+        return resid
+
+
+def kl_divergence(
+    p_log: Float[Tensor, "... vocab"], q_log: Float[Tensor, "... vocab"]
+) -> Float[Tensor, ...]:
+    """KL(p ‖ q) in nats from log-probabilities."""
+    return (p_log.exp() * (p_log - q_log)).sum(-1).clamp(min=0.0)
+
+
+def entropy(logp: Float[Tensor, "... vocab"]) -> Float[Tensor, ...]:
+    """Shannon entropy in nats from log-probabilities."""
+    return -(logp.exp() * logp).sum(-1)
+
+
+@dataclass
+class LensResult:
+    """Per-layer, per-position readout of one prompt.
+
+    Shapes: L = len(layers), P = len(tokens), K = top_k.
+    """
+
+    model_id: str
+    prompt: str
+    chat: bool
+    lens: str
+    tokens: list[str]
+    token_ids: list[int]
+    layers: list[int]
+    topk_ids: Int[Tensor, "L P K"]
+    topk_probs: Float[Tensor, "L P K"]
+    kl: Float[Tensor, "L P"]
+    entropy: Float[Tensor, "L P"]
+    final_topk_ids: Int[Tensor, "P K"]
+    final_topk_probs: Float[Tensor, "P K"]
+    final_entropy: Float[Tensor, " P"]
+    decode: Any = field(repr=False, default=None)
+    logprobs: Float[Tensor, "L P vocab"] | None = field(repr=False, default=None)
+
+    def _tok(self, i: int) -> str:
+        return self.decode(int(i))
+
+    def top1(self) -> list[list[str]]:
+        """Decoded top-1 token at each (layer, position)."""
+        return [[self._tok(i) for i in row[:, 0]] for row in self.topk_ids]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``results.json`` schema (see the README)."""
+        def topk(ids: Tensor, probs: Tensor) -> list[dict[str, Any]]:
+            return [
+                {"token": self._tok(i), "id": int(i), "prob": round(float(p), 6)}
+                for i, p in zip(ids, probs, strict=True)
+            ]
+
+        return {
+            "model": self.model_id,
+            "prompt": self.prompt,
+            "chat": self.chat,
+            "lens": self.lens,
+            "tokens": self.tokens,
+            "token_ids": self.token_ids,
+            "layers": self.layers,
+            "top1": self.top1(),
+            "top1_prob": [[round(float(p), 6) for p in row[:, 0]] for row in self.topk_probs],
+            "topk": [
+                [topk(ids, probs) for ids, probs in zip(li_ids, li_probs, strict=True)]
+                for li_ids, li_probs in zip(self.topk_ids, self.topk_probs, strict=True)
+            ],
+            "kl": [[round(float(x), 6) for x in row] for row in self.kl],
+            "entropy": [[round(float(x), 6) for x in row] for row in self.entropy],
+            "final_top1": [self._tok(i) for i in self.final_topk_ids[:, 0]],
+            "final_top1_prob": [round(float(p), 6) for p in self.final_topk_probs[:, 0]],
+            "final_entropy": [round(float(x), 6) for x in self.final_entropy],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (layer, position): top-1 token, its probability, KL, entropy."""
+        rows = []
+        top1 = self.top1()
+        for li, layer in enumerate(self.layers):
+            for p, tok in enumerate(self.tokens):
+                rows.append(
+                    {
+                        "layer": layer,
+                        "position": p,
+                        "input_token": tok,
+                        "top1": top1[li][p],
+                        "top1_prob": float(self.topk_probs[li, p, 0]),
+                        "kl": float(self.kl[li, p]),
+                        "entropy": float(self.entropy[li, p]),
+                    }
+                )
+        return pd.DataFrame(rows)
+
+
+def run_lens(
+    model: Model,
+    prompt: str,
+    *,
+    lens: Lens | None = None,
+    layers: Sequence[int] | str | None = None,
+    top_k: int = 5,
+    chat: bool = False,
+    keep_logprobs: bool = False,
+) -> LensResult:
+    """Apply ``lens`` (default: the logit lens) to every position of ``prompt``.
+
+    One forward pass captures the requested layers' ``hook_resid_post`` and the
+    model's own logits; the final distribution used for KL is the model's real
+    output, not the lens at the last layer, so KL there measures the lens's error
+    (0 up to float noise for the logit lens).
+
+    Args:
+        layers: ``None``/"all" for every layer, or a list / comma string.
+        top_k: how many tokens to keep per cell (1 … vocabulary size).
+        chat: wrap the prompt in the chat template first.
+        keep_logprobs: also keep the full ``[L, P, vocab]`` log-probs (memory heavy).
+    """
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InterpError("empty prompt: give at least one non-blank character")
+    if not 1 <= int(top_k) <= model.d_vocab:
+        raise InterpError(f"top-k must be between 1 and {model.d_vocab}, got {top_k}")
+    lens = lens or LogitLens(model)
+    layer_list = model.parse_layers(layers)
+    acts = capture(
+        model, [prompt], layers=layer_list, positions="all", chat=chat, with_logits=True,
+        progress=False,
+    )
+    n = int(acts.lengths[0])
+    ids = acts.input_ids[0, :n].tolist()
+    assert acts.logits is not None
+    final_lp = torch.log_softmax(acts.logits[0, :n].float(), dim=-1)
+    tk_ids, tk_probs, kls, ents, lps = [], [], [], [], []
+    with torch.inference_mode():
+        for layer in layer_list:
+            lp = lens.logprobs(acts[layer][0, :n], layer)
+            probs, idx = lp.topk(top_k, dim=-1)
+            tk_ids.append(idx)
+            tk_probs.append(probs.exp())
+            kls.append(kl_divergence(final_lp, lp))
+            ents.append(entropy(lp))
+            if keep_logprobs:
+                lps.append(lp)
+        f_probs, f_idx = final_lp.topk(top_k, dim=-1)
+    return LensResult(
+        model_id=model.model_id,
+        prompt=prompt,
+        chat=chat,
+        lens=lens.name,
+        tokens=model.token_strs(ids),
+        token_ids=ids,
+        layers=layer_list,
+        topk_ids=torch.stack(tk_ids),
+        topk_probs=torch.stack(tk_probs),
+        kl=torch.stack(kls),
+        entropy=torch.stack(ents),
+        final_topk_ids=f_idx,
+        final_topk_probs=f_probs.exp(),
+        final_entropy=entropy(final_lp),
+        decode=model.decode_token,
+        logprobs=torch.stack(lps) if keep_logprobs else None,
+    )
+
+
+def logit_lens(
+    model: Model,
+    prompt: str,
+    *,
+    layers: Sequence[int] | str | None = None,
+    top_k: int = 5,
+    chat: bool = False,
+    keep_logprobs: bool = False,
+) -> LensResult:
+    """The logit lens on one prompt: see :func:`run_lens`."""
+    return run_lens(
+        model, prompt, lens=LogitLens(model), layers=layers, top_k=top_k, chat=chat,
+        keep_logprobs=keep_logprobs,
+    )

@@ -1,0 +1,402 @@
+"""Training the tuned lens: all layers' translators together, resumable, on CPU.
+
+Each step runs ``batch_size`` packed windows of ``seq_len`` tokens through the model once
+(:func:`interp.activations.capture.forward_with_hooks`, every layer's ``hook_resid_post`` plus the
+logits), samples ``positions_per_window`` positions per window (never position 0), and
+minimises, summed over the translated layers ℓ,
+
+    KL( p_final ‖ softmax(W_U · RMSNorm_final(h_ℓ + A_ℓ h_ℓ + b_ℓ)) )
+
+in nats, averaged over the sampled positions. The cost is the 49k-word unembedding at
+every layer, not the forward pass, so sampling positions is what makes a CPU run
+affordable; each layer's loss is back-propagated on its own to keep one layer's logits
+in memory at a time.
+
+Optimiser. The paper uses SGD with Nesterov momentum (lr 1, momentum 0.9) for 250 steps of
+2¹⁸ tokens. A 30-minute CPU run sees ~1000× fewer tokens per step, where SGD's noise
+dominates, so the default here is Adam (lr 1e-3, linear warm-up then linear decay to 0);
+``optimizer="sgd"`` gives the paper's recipe. Weight decay is decoupled and applies to
+``A`` only, so it pulls each translator toward the identity (A → 0), never toward zero.
+
+Resuming. Window ``i`` and the positions sampled at step ``s`` are pure functions of the
+seed (:mod:`interp.data.windows`), the learning rate is a function of the step, and the
+checkpoint (an :mod:`interp.runs.artifacts` folder, written atomically every
+``checkpoint_every`` steps) holds the translators, the optimiser state and the loss
+history. A killed run rerun with the same settings therefore continues from its last
+checkpoint and produces the same losses, bit for bit, as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from interp.activations.capture import forward_with_hooks
+from interp.data.windows import pack_windows
+from interp.errors import InterpError
+from interp.lenses.logit import Unembed
+from interp.lenses.tuned import LENS_SUBDIR, Translators, TunedLens, unembedding_hash
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
+from interp.runs.resume import (
+    check_resumable,
+    load_optimizer_tensors,
+    optimizer_tensors,
+    prepare_run_dir,
+    write_progress,
+)
+
+CHECKPOINT_SUBDIR = "checkpoint"
+CHECKPOINT_KIND = "tuned_lens_checkpoint"
+OPTIMIZERS = ("adam", "sgd")
+INITS = ("lstsq", "zero")
+
+
+@dataclass
+class TrainConfig:
+    """Settings of one tuned-lens training run (saved with the lens and its checkpoints).
+
+    ``tokens`` counts tokens streamed through the model; the number of steps is
+    ``ceil(tokens / (batch_size * seq_len))``. ``lr=None`` picks the optimiser's default
+    (Adam 1e-4, SGD 1.0). ``init="lstsq"`` fits the starting translators on the first
+    ``min(init_tokens, tokens)`` training tokens (the same windows the steps then use).
+    """
+
+    tokens: int = 250_000
+    seq_len: int = 128
+    batch_size: int = 4
+    positions_per_window: int = 64
+    optimizer: str = "adam"
+    lr: float | None = None
+    momentum: float = 0.9
+    weight_decay: float = 1e-3
+    warmup_fraction: float = 0.1
+    checkpoint_every: int = 10
+    seed: int = 0
+    unembed_dtype: str = "bfloat16"
+    init: str = "lstsq"
+    init_tokens: int = 32_768
+    init_ridge: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in OPTIMIZERS:
+            raise InterpError(
+                f"unknown optimizer {self.optimizer!r}: choose {' or '.join(OPTIMIZERS)}"
+            )
+        if self.lr is None:
+            self.lr = 1e-4 if self.optimizer == "adam" else 1.0
+        checks = [
+            (self.tokens >= 1, f"--tokens must be ≥ 1, got {self.tokens}"),
+            (self.seq_len >= 2, f"sequence length must be ≥ 2, got {self.seq_len}"),
+            (self.batch_size >= 1, f"batch size must be ≥ 1, got {self.batch_size}"),
+            (1 <= self.positions_per_window,
+             f"positions per window must be ≥ 1, got {self.positions_per_window}"),
+            (math.isfinite(self.lr) and self.lr > 0, f"learning rate must be > 0, got {self.lr}"),
+            (math.isfinite(self.momentum) and 0 <= self.momentum < 1,
+             f"momentum must be in [0, 1), got {self.momentum}"),
+            (math.isfinite(self.weight_decay) and self.weight_decay >= 0,
+             f"weight decay must be ≥ 0, got {self.weight_decay}"),
+            (math.isfinite(self.warmup_fraction) and 0 <= self.warmup_fraction < 1,
+             f"warm-up fraction must be in [0, 1), got {self.warmup_fraction}"),
+            (self.checkpoint_every >= 1,
+             f"checkpoint interval must be ≥ 1 step, got {self.checkpoint_every}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise InterpError(message)
+        if self.init not in INITS:
+            raise InterpError(f"unknown init {self.init!r}: choose {' or '.join(INITS)}")
+        if self.unembed_dtype not in ("float32", "bfloat16"):
+            raise InterpError(
+                f"unembedding dtype must be float32 or bfloat16, got {self.unembed_dtype!r}"
+            )
+        self.positions_per_window = min(self.positions_per_window, self.seq_len - 1)
+
+    @property
+    def steps(self) -> int:
+        return max(1, math.ceil(self.tokens / (self.batch_size * self.seq_len)))
+
+    def lr_at(self, step: int) -> float:
+        """Linear warm-up over the first ``warmup_fraction`` of steps, then linear decay to 0."""
+        assert self.lr is not None
+        warm = max(1, round(self.warmup_fraction * self.steps))
+        if step < warm:
+            return self.lr * (step + 1) / warm
+        return self.lr * max(0.0, (self.steps - step) / max(1, self.steps - warm))
+
+
+@dataclass
+class TrainResult:
+    """What a call to :func:`train_tuned_lens` did; ``losses`` covers every step so far."""
+
+    out_dir: Path
+    steps_done: int
+    steps_total: int
+    complete: bool
+    resumed_from: int
+    losses: list[float]
+    layer_losses: list[list[float]] = field(repr=False)
+    tokens_per_s: float
+    elapsed_s: float
+    lens_path: Path | None
+
+
+def _optimizer(params: Sequence[Tensor], cfg: TrainConfig) -> torch.optim.Optimizer:
+    A, b = params
+    groups = [
+        {"params": [A], "weight_decay": cfg.weight_decay},
+        {"params": [b], "weight_decay": 0.0},
+    ]
+    if cfg.optimizer == "adam":
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.momentum, 0.999))
+    return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
+
+
+def sample_positions(cfg: TrainConfig, step: int, n_windows: int) -> Tensor:
+    """Positions (1 … seq_len−1) sampled at ``step``: ``[n_windows, positions_per_window]``."""
+    g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 7919 * step + 1)
+    k = cfg.positions_per_window
+    return torch.stack(
+        [torch.randperm(cfg.seq_len - 1, generator=g)[:k] + 1 for _ in range(n_windows)]
+    )
+
+
+def lens_loss_step(
+    model: Model,
+    translators: Translators,
+    ids: Tensor,
+    positions: Tensor,
+    unembed: Unembed,
+    matmul_dtype: torch.dtype = torch.float32,
+    layers: Sequence[int] | None = None,
+) -> list[float]:
+    """Forward ``ids``, back-propagate the summed per-layer KL at ``positions``; per-layer KLs.
+
+    ``KL(p ‖ q) = −H(p) + logsumexp(z) − Σ p·z`` for lens logits ``z``: one pass over the
+    vocabulary forward and one backward (``softmax(z) − p``). Gradients accumulate into
+    ``translators``; the caller steps the optimiser. ``layers`` restricts the loss to some
+    translators (benchmarks); the default is all of them.
+    """
+    todo = list(range(translators.A.shape[0])) if layers is None else list(layers)
+    names = {layer: model.resid_hook(layer) for layer in todo}
+    acts, logits = forward_with_hooks(model, ids.to(model.device), None, list(names.values()),
+                                      with_logits=True)
+    assert logits is not None
+    rows = torch.arange(ids.shape[0]).unsqueeze(1).expand_as(positions)
+    final_lp = torch.log_softmax(logits[rows, positions].reshape(-1, logits.shape[-1]), -1)
+    del logits
+    p_final = final_lp.exp()
+    ent_final = (p_final * final_lp).sum(-1)  # −H(final): the constant part of the KL
+    out = []
+    for layer in todo:
+        h = acts.pop(names[layer])[rows, positions].reshape(-1, model.d_model)
+        z = unembed(translators(h, layer), matmul_dtype=matmul_dtype)
+        kl = (ent_final + torch.logsumexp(z, -1) - (p_final * z).sum(-1)).mean()
+        kl.backward()
+        out.append(float(kl.detach()))
+    return out
+
+
+@torch.no_grad()
+def lstsq_init(
+    model: Model, translators: Translators, windows: Tensor, *, ridge: float = 1e-3,
+    batch_size: int = 8, progress: bool | None = None,
+) -> None:
+    """Set each translator to the ridge least-squares map from ``h_ℓ`` to the final residual.
+
+    The lens applies RMSNorm after the translator, so only the direction of its output
+    matters; the target for position i is the last layer's residual rescaled to the
+    input's RMS, ``y_i · rms(x_i)/rms(y_i)``, and ``A, b`` solve
+    ``min Σ‖x_i + A x_i + b − y_i‖² + λ‖A‖²`` (λ = ``ridge`` × mean diagonal of XᵀX).
+    A multi-output least-squares fit is optimal under every quadratic output metric,
+    including the unembedding's, so this is the best affine map in logit space to first
+    order — one pass of forwards instead of hundreds of unembedding steps. Position 0 is
+    left out. KL training then starts from here.
+    """
+    n_tr, d = translators.A.shape[0], model.d_model
+    names = [model.resid_hook(layer) for layer in range(model.n_layers)]
+    xtx = torch.zeros(n_tr, d + 1, d + 1, dtype=torch.float64)
+    xty = torch.zeros(n_tr, d + 1, d, dtype=torch.float64)
+    bar = make_progress(enabled=progress)
+    with bar:
+        task = bar.add_task("least-squares init", total=windows.shape[0], info="")
+        for i in range(0, windows.shape[0], batch_size):
+            ids = windows[i : i + batch_size].to(model.device)
+            acts, _ = forward_with_hooks(model, ids, None, names)
+            y = acts[names[-1]][:, 1:].reshape(-1, d).double().cpu()
+            y_rms = y.pow(2).mean(-1, keepdim=True).sqrt()
+            for layer in range(n_tr):
+                x = acts.pop(names[layer])[:, 1:].reshape(-1, d).double().cpu()
+                x_rms = x.pow(2).mean(-1, keepdim=True).sqrt()
+                x1 = torch.cat([x, torch.ones_like(x[:, :1])], 1)
+                xtx[layer] += x1.T @ x1
+                xty[layer] += x1.T @ (y * (x_rms / y_rms) - x)
+            bar.update(task, advance=ids.shape[0])
+    for layer in range(n_tr):
+        reg = ridge * xtx[layer].diagonal()[:d].mean()
+        eye = torch.eye(d + 1, dtype=torch.float64)
+        eye[d, d] = 0.0  # no penalty on the bias
+        w = torch.linalg.solve(xtx[layer] + reg * eye, xty[layer])  # [d+1, d]
+        translators.A[layer].copy_(w[:d].T.float())
+        translators.b[layer].copy_(w[d].float())
+
+
+def _checkpoint_config(cfg: TrainConfig, data: dict[str, Any], unembed: str) -> dict[str, Any]:
+    return {"train": asdict(cfg), "data": data, "unembedding_sha256": unembed}
+
+
+def train_tuned_lens(
+    model: Model,
+    docs: Sequence[str],
+    out_dir: str | Path,
+    cfg: TrainConfig | None = None,
+    *,
+    data: dict[str, Any] | None = None,
+    stop_at: int | None = None,
+    manifest: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    on_checkpoint: Callable[[int], None] | None = None,
+) -> TrainResult:
+    """Train (or resume) a tuned lens on ``docs``; write ``out_dir/lens`` when done.
+
+    Args:
+        docs: training documents (e.g. :func:`interp.data.corpus.load_texts` ``"train"``).
+        out_dir: the run folder: ``checkpoint/`` while training, ``lens/`` at the end.
+            A run folder with a checkpoint from the same settings and data is resumed;
+            different settings are refused (one line naming what differs).
+        data: where the text came from (``{"source": …, "sha256": …}``), recorded and
+            compared on resume.
+        stop_at: stop (with a checkpoint) after this many steps in total, unfinished.
+        manifest: run manifest to save with the lens (default: built here).
+        on_checkpoint: called with the step after each checkpoint is on disk (tests).
+    """
+    from interp.runs.artifacts import load_artifact, save_artifact
+
+    cfg = cfg or TrainConfig()
+    out = Path(out_dir).expanduser()
+    data = dict(data or {})
+    unembed = unembedding_hash(model)
+    want = _checkpoint_config(cfg, data, unembed)
+    ckpt_dir, lens_dir = out / CHECKPOINT_SUBDIR, out / LENS_SUBDIR
+    prepare_run_dir(out, (CHECKPOINT_SUBDIR, LENS_SUBDIR))
+    translators = Translators(model.n_layers - 1, model.d_model).to(model.device)
+    opt = _optimizer([translators.A, translators.b], cfg)
+    start, losses, layer_losses, elapsed = 0, [], [], 0.0
+    if check_resumable(out, ckpt_dir, want, "a tuned-lens run", lambda have: (
+            ["the model's unembedding"] if have.get("unembedding_sha256") != unembed else [])):
+        art = load_artifact(ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
+        with torch.no_grad():
+            translators.A.copy_(art.tensors["A"])
+            translators.b.copy_(art.tensors["b"])
+        load_optimizer_tensors(opt, art.tensors)
+        start = int(art.config["step"])
+        losses = list(art.config["losses"])
+        layer_losses = [list(x) for x in art.config["layer_losses"]]
+        elapsed = float(art.config.get("elapsed_s", 0.0))
+
+    steps = cfg.steps
+    end = steps if stop_at is None else max(start, min(steps, int(stop_at)))
+    if start >= steps and (lens_dir / "config.json").is_file():
+        return TrainResult(out, start, steps, True, start, losses, layer_losses,
+                           _rate(cfg, start, elapsed), elapsed, lens_dir)
+
+    need_init = cfg.init == "lstsq" and not (ckpt_dir / "config.json").is_file()
+    windows = pack_windows(
+        model, docs, seq_len=cfg.seq_len, n_windows=steps * cfg.batch_size, seed=cfg.seed
+    ) if start < end or need_init else None
+
+    last_saved = [start]
+
+    def save_checkpoint(step: int) -> None:
+        save_artifact(
+            ckpt_dir,
+            {"A": translators.A.detach(), "b": translators.b.detach(), **optimizer_tensors(opt)},
+            kind=CHECKPOINT_KIND,
+            config={**want, "step": step, "losses": losses, "layer_losses": layer_losses,
+                    "elapsed_s": elapsed},
+            model_id=model.model_id, d_model=model.d_model, seed=cfg.seed,
+            dataset_hash=data.get("sha256"),
+        )
+        last_saved[0] = step
+        if on_checkpoint is not None:
+            on_checkpoint(step)
+
+    unembed_fn = Unembed(model)
+    matmul_dtype = getattr(torch, cfg.unembed_dtype)
+    if need_init:
+        assert windows is not None
+        n_init = max(1, math.ceil(cfg.init_tokens / cfg.seq_len))
+        t0 = time.perf_counter()
+        lstsq_init(model, translators, windows[:n_init], ridge=cfg.init_ridge,
+                   progress=progress)
+        elapsed += time.perf_counter() - t0
+        save_checkpoint(0)
+
+    bar = make_progress(enabled=progress, transient=False)
+    with bar:
+        task = bar.add_task("tuned lens", total=steps, completed=start,
+                            info=_info(losses, layer_losses))
+        for step in range(start, end):
+            t0 = time.perf_counter()
+            assert windows is not None
+            ids = windows[step * cfg.batch_size : (step + 1) * cfg.batch_size]
+            pos = sample_positions(cfg, step, ids.shape[0])
+            for group in opt.param_groups:
+                group["lr"] = cfg.lr_at(step)
+            opt.zero_grad(set_to_none=True)
+            per_layer = lens_loss_step(model, translators, ids, pos, unembed_fn, matmul_dtype)
+            total = sum(per_layer)
+            if not math.isfinite(total):
+                kept = (f"the last good checkpoint (step {last_saved[0]}) is kept in {ckpt_dir}"
+                        if (ckpt_dir / "config.json").is_file() else "no checkpoint was written")
+                raise InterpError(
+                    f"tuned-lens loss became {total} at step {step + 1}; stopped, {kept}; "
+                    "try a lower --lr"
+                )
+            opt.step()
+            losses.append(total)
+            layer_losses.append(per_layer)
+            elapsed += time.perf_counter() - t0
+            bar.update(task, completed=step + 1, info=_info(losses, layer_losses))
+            write_progress(out, step=step + 1, steps=steps, loss=total,
+                           checkpoint_step=last_saved[0])
+            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
+                save_checkpoint(step + 1)
+
+    done = max(start, end)
+    lens_path = None
+    if done >= steps:
+        from interp.runs.manifest import run_manifest
+
+        man = manifest or run_manifest(
+            model_id=model.model_id, seed=cfg.seed, dataset_hash=data.get("sha256"),
+            config=asdict(cfg), extra={"model": model.manifest_info()},
+        )
+        lens = TunedLens(model, translators)
+        lens_path = lens.save(
+            lens_dir,
+            config={**want, "steps": done, "losses": losses, "layer_losses": layer_losses,
+                    "elapsed_s": elapsed, "tokens_per_s": _rate(cfg, done, elapsed)},
+            manifest=man,
+        )
+    return TrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
+                       _rate(cfg, done, elapsed), elapsed, lens_path)
+
+
+def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:
+    return steps * cfg.batch_size * cfg.seq_len / elapsed if elapsed > 0 else 0.0
+
+
+def _info(losses: list[float], layer_losses: list[list[float]]) -> str:
+    if not losses:
+        return ""
+    recent = losses[-10:]
+    per_layer = sum(recent) / len(recent) / max(1, len(layer_losses[-1]))
+    return f"loss {sum(recent) / len(recent):.2f} (KL/layer {per_layer:.3f})"

