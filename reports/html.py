@@ -24,16 +24,19 @@ import math
 import os
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from markupsafe import Markup, escape
+from matplotlib.figure import Figure
 
 from interp.errors import InterpError
-from interp.runs.atomic import atomic_write_text  # noqa: F401 (re-exported)
+from interp.runs.atomic import atomic_write_text
+from interp.runs.outdir import OutDir
+from reports.figures import ReportFigure, inline_svg, save_figure
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -52,6 +55,9 @@ __all__ = [
     "manifest_section",
     "note",
     "paragraph",
+    "Report",
+    "ReportFigure",
+    "render_page",
     "render_report",
     "table",
     "token_html",
@@ -281,6 +287,7 @@ class Section:
     title: str
     body: Markup
     note: str | None = None
+    cls: str | None = None
 
     def __post_init__(self) -> None:
         self.title = str(self.title)
@@ -362,15 +369,20 @@ def manifest_section(manifest: Mapping[str, Any]) -> Section:
         body,
         note="Everything needed to reproduce this report: code version, libraries, model, "
         "data and command line.",
+        cls="manifest",
     )
 
 
 # ------------------------------------------------------------------------- render
 
 
+def _is_markup(value: Any) -> bool:
+    return isinstance(value, Markup) or hasattr(value, "__html__")
+
+
 @lru_cache(maxsize=1)
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -378,6 +390,13 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters["fmt"] = format_number
+    env.filters["vtok"] = visible_token
+    env.filters["trepr"] = token_repr
+    env.filters["truncate_chars"] = truncate
+    env.tests["markup"] = _is_markup
+    env.tests["finite"] = is_finite
+    return env
 
 
 def _interp_version(manifest: Mapping[str, Any]) -> str:
@@ -403,6 +422,102 @@ def _script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(digest).decode("ascii")
 
 
+@dataclass
+class Report:
+    """A rendered report: the HTML page and the figures it shows (saved beside it)."""
+
+    html: str
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+    def write(self, out: OutDir) -> None:
+        """Stage ``report.html`` and ``figures/NAME.svg|png`` in a run's ``--out`` folder."""
+        out.write_text("report.html", self.html)
+        if self.figures:
+            folder = out.stage_dir("figures")
+            for name, fig in self.figures.items():
+                save_figure(fig, folder, name)
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write ``folder/report.html`` (atomically) and ``folder/figures/``; returns the page."""
+        folder = Path(folder)
+        for name, fig in self.figures.items():
+            save_figure(fig, folder / "figures", name)
+        return atomic_write_text(folder / "report.html", self.html)
+
+    def __str__(self) -> str:
+        return self.html
+
+
+def _shell(
+    *,
+    title: str,
+    body: Markup,
+    toc: list[tuple[str, str]],
+    manifest: Mapping[str, Any],
+    subtitle: str | None,
+    lead: Markup | None,
+    script: str | None,
+    stylesheets: Sequence[str] = (),
+) -> str:
+    if not isinstance(manifest, Mapping):
+        raise InterpError(f"report manifest must be a dict, not {type(manifest).__name__}")
+    if not str(title).strip():
+        raise InterpError("report title is empty")
+    if lead is not None and not isinstance(lead, Markup):
+        lead = paragraph(str(lead))
+    env = _env()
+    man = manifest_section(manifest)
+    toc = [*toc]
+    man_html = env.get_template("sections.html.j2").render(sections=[man], toc=toc)
+    script_hash = _script_hash(script) if script is not None else None
+    return env.get_template("page.html.j2").render(
+        script=Markup(script) if script is not None else None,
+        script_hash=script_hash,
+        title=str(title),
+        subtitle=subtitle,
+        lead=lead,
+        toc=toc,
+        body=Markup(body) + Markup(man_html),
+        stylesheets=list(stylesheets),
+        model=manifest.get("model_id"),
+        commit=_short_commit(manifest),
+        timestamp=manifest.get("timestamp"),
+        version=_interp_version(manifest),
+    )
+
+
+def render_page(
+    template: str,
+    *,
+    title: str,
+    manifest: Mapping[str, Any],
+    figures: Mapping[str, ReportFigure | Figure] | None = None,
+    subtitle: str | None = None,
+    lead: Markup | None = None,
+    script: str | None = None,
+    stylesheets: Sequence[str] = (),
+    **context: Any,
+) -> Report:
+    """Render a report body template into the page shell.
+
+    ``template`` (under ``reports/templates/``) renders the sections with the
+    macros of ``macros.html.j2`` (``m.card`` registers each in the table of
+    contents). ``figures`` are matplotlib figures by name: the template gets
+    their inline SVG as ``fig.NAME`` and the :class:`Report` keeps them so that
+    :meth:`Report.write` saves them as files. ``stylesheets`` are extra files
+    under ``templates/css/``. The run manifest is always the last section.
+    """
+    specs = {name: f if isinstance(f, ReportFigure) else ReportFigure(f)
+             for name, f in (figures or {}).items()}
+    svgs = {name: inline_svg(spec.figure, name, titles=spec.titles, label=spec.label)
+            for name, spec in specs.items()}
+    toc: list[tuple[str, str]] = []
+    body = _env().get_template(template).render(fig=svgs, toc=toc, **context)
+    html = _shell(title=title, body=Markup(body), toc=toc, manifest=manifest, subtitle=subtitle,
+                  lead=lead, script=script, stylesheets=stylesheets)
+    return Report(html, {name: spec.figure for name, spec in specs.items()})
+
+
 def render_report(
     title: str,
     sections: list[Section],
@@ -412,7 +527,7 @@ def render_report(
     lead: Markup | None = None,
     script: str | None = None,
 ) -> str:
-    """The complete, self-contained HTML document.
+    """The complete, self-contained HTML document from a list of :class:`Section`.
 
     ``sections`` come in order; the manifest section is appended at the bottom.
     ``lead`` is optional trusted HTML (helpers' :class:`Markup`) shown in the
@@ -426,30 +541,14 @@ def render_report(
     """
     if not isinstance(manifest, Mapping):
         raise InterpError(f"report manifest must be a dict, not {type(manifest).__name__}")
-    if not str(title).strip():
-        raise InterpError("report title is empty")
     sections = list(sections)
     for s in sections:
         if not isinstance(s, Section):
             raise TypeError(f"render_report sections must be Section, got {type(s).__name__}")
-    if lead is not None and not isinstance(lead, Markup):
-        lead = paragraph(str(lead))
-    all_sections = [*sections, manifest_section(manifest)]
-    anchors = [f"sec-{i + 1}" for i in range(len(all_sections))]
-    script_hash = _script_hash(script) if script is not None else None
-    template = _env().get_template("report.html.j2")
-    return template.render(
-        script=Markup(script) if script is not None else None,
-        script_hash=script_hash,
-        title=str(title),
-        subtitle=subtitle,
-        lead=lead,
-        sections=list(zip(anchors, all_sections, strict=True)),
-        model=manifest.get("model_id"),
-        commit=_short_commit(manifest),
-        timestamp=manifest.get("timestamp"),
-        version=_interp_version(manifest),
-    )
+    toc: list[tuple[str, str]] = []
+    body = _env().get_template("sections.html.j2").render(sections=sections, toc=toc)
+    return _shell(title=title, body=Markup(body), toc=toc, manifest=manifest, subtitle=subtitle,
+                  lead=lead, script=script)
 
 
 def write_report(

@@ -1,0 +1,202 @@
+"""``interp steer train|generate|sweep``: steering vectors and α × layer sweeps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from interp.cli.common import (
+    float_list,
+    json_safe,
+    load_model,
+    log,
+    manifest_for,
+    model_options,
+    open_out,
+    prompts_from_args,
+)
+from interp.errors import InterpError
+
+
+@click.group()
+def steer() -> None:
+    """Steering vectors: build them from contrast pairs and generate with them."""
+
+
+@steer.command("train")
+@click.option("--pairs", required=True, type=click.Path(dir_okay=False),
+              help="JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
+@click.option("--layer", required=True, type=int, help="0-based layer (resid_post).")
+@click.option("--method", default="mean_diff", show_default=True,
+              type=click.Choice(["mean_diff", "pca"]))
+@click.option("--positive-key", default="positive", show_default=True)
+@click.option("--negative-key", default="negative", show_default=True)
+@model_options
+@click.option("--out", "out_path", required=True, type=click.Path(),
+              help="Artifact folder for the vector (safetensors + config.json).")
+def steer_train(pairs: str, layer: int, method: str, positive_key: str, negative_key: str,
+                model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+                out_path: str) -> None:
+    """Build a steering vector at LAYER from contrast pairs."""
+    from interp.steering.vectors import load_pairs, train_vector
+
+    cp = load_pairs(pairs, positive_key, negative_key)
+    model = load_model(model_name, device, dtype, seed)
+    vec = train_vector(model, cp, layer, method=method, batch_size=batch_size)
+    man = manifest_for(model, seed, cp.positive + cp.negative,
+                    {"layer": layer, "method": method, "pairs": pairs})
+    path = vec.save(out_path, man)
+    click.echo(json.dumps({"vector": str(path), "layer": vec.layer, "method": vec.method,
+                           "n_pairs": vec.n_pairs, "norm": vec.norm,
+                           "scale": vec.scale_note}, indent=2))
+
+
+@steer.command("generate")
+@click.argument("prompts", nargs=-1)
+@click.option("--vector", "vector_path", required=True, type=click.Path(),
+              help="A steering-vector artifact from `interp steer train`.")
+@click.option("--alpha", default=1.0, show_default=True, type=float,
+              help="Coefficient: h ← h + alpha·v (negative steers the other way).")
+@click.option("--positions", "steer_positions", default="all", show_default=True,
+              type=click.Choice(["all", "prompt", "generated"]),
+              help="Which tokens the vector is added to.")
+@click.option("--layer", default=None, type=int, help="Override the vector's layer.")
+@click.option("--file", "file_", default=None, type=click.Path(dir_okay=False))
+@click.option("--text-column", default="text", show_default=True)
+@model_options
+@click.option("--chat", is_flag=True)
+@click.option("--max-new-tokens", default=48, show_default=True, type=int)
+@click.option("--temperature", default=0.0, show_default=True, type=float)
+@click.option("--json", "as_json", is_flag=True)
+def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
+                   layer: int | None, file_: str | None, text_column: str,
+                   model_name: str | None, device: str, dtype: str, batch_size: int,
+                   seed: int, chat: bool, max_new_tokens: int, temperature: float,
+                   as_json: bool, steer_positions: str) -> None:
+    """Generate with a steering vector added at its layer, next to the unsteered text."""
+    import math
+
+    from interp.generation.engine import generate
+    from interp.steering.vectors import load_vector
+    from interp.steering.vectors import steer as steer_ctx
+
+    if not math.isfinite(alpha):
+        raise InterpError(f"--alpha must be finite, got {alpha}")
+    texts = prompts_from_args(prompts, file_, text_column)
+    model = load_model(model_name, device, dtype, seed)
+    vec = load_vector(vector_path, model)
+    kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
+          "chat": chat, "batch_size": batch_size}
+    base = generate(model, texts, **kw)
+    with steer_ctx(model, vec, layer=layer, alpha=alpha, positions=steer_positions):
+        steered = generate(model, texts, **kw)
+    rows = [{"prompt": p, "alpha": alpha, "layer": vec.layer if layer is None else layer,
+             "text": s, "unsteered": b}
+            for p, s, b in zip(texts, steered.texts, base.texts, strict=True)]
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(show_lines=True, title=f"steering at layer {rows[0]['layer']}, alpha {alpha}")
+    for col in ("prompt", "unsteered", "steered"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(Text(r["prompt"]), Text(r["unsteered"]), Text(r["text"]))
+    Console(soft_wrap=False, width=140).print(table)
+
+
+@steer.command("sweep")
+@click.option("--vector", "vector_path", default=None, type=click.Path(),
+              help="A steering-vector artifact, applied as it is at every swept layer.")
+@click.option("--pairs", default=None, type=click.Path(dir_okay=False),
+              help="Contrast pairs: a vector is built at each swept layer.")
+@click.option("--layers", default="2,6,10,14,18", show_default=True)
+@click.option("--alphas", default="-4,-1,0,1,2,4,8,16", show_default=True,
+              help="Comma-separated coefficients (0 is always added).")
+@click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
+              help=".txt (one prompt per line) or JSONL with a 'prompt' field; default: "
+              "shipped neutral prompts.")
+@click.option("--n-prompts", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Use the first N prompts.")
+@click.option("--method", default="mean_diff", show_default=True,
+              type=click.Choice(["mean_diff", "pca"]))
+@click.option("--max-new-tokens", default=24, show_default=True, type=click.IntRange(min=1))
+@click.option("--temperature", default=0.0, show_default=True, type=float)
+@click.option("--seeds", default="0", show_default=True, help="Sampling seeds, comma list.")
+@click.option("--positions", "steer_positions", default="all", show_default=True,
+              type=click.Choice(["all", "prompt", "generated"]),
+              help="Which tokens the vector is added to.")
+@click.option("--chat", is_flag=True)
+@model_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+def steer_sweep(vector_path: str | None, pairs: str | None, layers: str, alphas: str,
+                prompts_path: str | None, n_prompts: int, method: str, max_new_tokens: int,
+                temperature: float, seeds: str, steer_positions: str, chat: bool,
+                model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+                out_dir: str) -> None:
+    """Sweep coefficient × layer; score target, perplexity, distinct-2, side effects."""
+    from interp.steering.sweep import run_sweep
+    from interp.steering.vectors import load_pairs, load_vector
+    from reports.steering import render_steering_report
+
+    if (vector_path is None) == (pairs is None):
+        raise InterpError("give --vector or --pairs (exactly one)")
+    alpha_list = float_list(alphas, "--alphas")
+    seed_list = [int(x) for x in float_list(seeds, "--seeds")]
+    texts = _sweep_prompts(prompts_path)[:n_prompts]
+    cp = load_pairs(pairs) if pairs is not None else None
+    with open_out(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
+        layer_list = model.parse_layers(layers)
+        vec = load_vector(vector_path, model) if vector_path is not None else None
+        res = run_sweep(model, texts, layers=layer_list, alphas=alpha_list, pairs=cp,
+                        vector=vec, method=method, max_new_tokens=max_new_tokens,
+                        temperature=temperature, seeds=seed_list, chat=chat,
+                        batch_size=batch_size, positions=steer_positions)
+        man = manifest_for(model, seed, texts, res["config"])
+        res["manifest"] = man
+        out.write_json("results.json", json_safe(res))
+        out.write_text("report.html", render_steering_report(json_safe(res), man))
+    _print_sweep(res)
+
+
+def _sweep_prompts(path: str | None) -> list[str]:
+    from interp.data.readers import read_prompts
+    from interp.runs.paths import shipped_dataset
+
+    if path is None:
+        return read_prompts(shipped_dataset("steering/neutral_prompts.jsonl"), "prompt")
+    if path.endswith(".txt"):
+        return read_prompts(path, "text")
+    return read_prompts(path, "prompt")
+
+
+def _print_sweep(res: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"steering sweep · {res['model']} · VADER of the continuation "
+                  "(Δ vs α=0, perplexity ratio)", title_justify="left")
+    table.add_column("layer", justify="right")
+    base = res["alphas"].index(0.0)
+    for a in res["alphas"]:
+        table.add_column(f"α={a:g}", justify="right")
+    for li, layer in enumerate(res["layers"]):
+        cells = []
+        for ai in range(len(res["alphas"])):
+            d = res["target_score"][li][ai] - res["target_score"][li][base]
+            r = res["perplexity"][li][ai] / res["perplexity"][li][base]
+            flag = " ⚠" if res["collapse"][li][ai] > 0.25 else ""
+            cells.append(f"{d:+.2f} ({r:.1f}×){flag}")
+        table.add_row(str(layer), *cells)
+    Console(soft_wrap=False, width=160).print(table)
+    sweet = res.get("sweet_spot")
+    if sweet:
+        log(f"sweet spot: layer {sweet['layer']}, alpha {sweet['alpha']:g}: VADER "
+             f"{sweet['effect']:+.3f} (spread {sweet['effect_spread']:.3f}) within "
+             f"{sweet['tolerance']}")

@@ -1,0 +1,140 @@
+"""Matplotlib figures in a report: inline SVG in the page, SVG and PNG files beside it.
+
+Figures are drawn by the tools themselves (``interp/<tool>/figures.py`` builds a
+:class:`matplotlib.figure.Figure` from a result); this module only turns a figure
+into page markup and files. It never draws.
+
+Inline SVG rules:
+
+* text stays text (``svg.fonttype = "none"``), so labels can be searched and copied;
+* no date or creator metadata, and a fixed hash salt, so a rerun gives the same bytes;
+* every ``id`` is prefixed with the figure's name, so several figures on one page
+  never share an id;
+* hover details: an artist given a gid (``artist.set_gid("cell-3-4")``) becomes an
+  SVG group with that id, and ``titles={"cell-3-4": "text"}`` puts an escaped
+  ``<title>`` element in it (a browser shows it as a tooltip).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+from markupsafe import Markup, escape
+from matplotlib.figure import Figure
+
+from interp.errors import InterpError
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+_SVG_RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "interp",
+    "svg.image_inline": True,
+}
+
+
+def _check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise InterpError(f"figure name {name!r} must be lower-case letters, digits, '-' or '_'")
+    return name
+
+
+def _freeze_layout(fig: Figure) -> None:
+    """Run the layout engine once and keep its result.
+
+    Constrained layout moves axes a little on every draw; frozen, the inline SVG,
+    the saved SVG and the PNG all show the same geometry, and a rerun gives the
+    same bytes.
+    """
+    if fig.get_layout_engine() is not None:
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
+
+
+def svg_text(fig: Figure) -> str:
+    """The figure as a standalone, byte-stable SVG document."""
+    _freeze_layout(fig)
+    buf = io.StringIO()
+    with matplotlib.rc_context(_SVG_RC):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return buf.getvalue()
+
+
+def png_bytes(fig: Figure, dpi: int = 144) -> bytes:
+    """The figure as a PNG (no software or date metadata)."""
+    _freeze_layout(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+
+_ID = re.compile(r'\bid="([^"]+)"')
+_REF = re.compile(r'(url\(#|xlink:href="#|href="#)([^")]+)')
+
+
+def inline_svg(
+    fig: Figure,
+    name: str,
+    *,
+    titles: Mapping[str, str] | None = None,
+    label: str | None = None,
+) -> Markup:
+    """``fig`` as an ``<svg>`` element for the page (see the module docstring).
+
+    ``titles`` maps artist gids to hover texts (escaped). ``label`` becomes the
+    SVG's ``aria-label``. Raises if a gid in ``titles`` is not in the figure, so a
+    lost tooltip fails loudly.
+    """
+    _check_name(name)
+    text = svg_text(fig)
+    start = text.find("<svg")
+    if start < 0:
+        raise InterpError("matplotlib produced no <svg> element")
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text[start:], count=1, flags=re.S)
+    ids = set(_ID.findall(text))
+    text = _ID.sub(lambda m: f'id="{name}-{m.group(1)}"', text)
+    text = _REF.sub(lambda m: f"{m.group(1)}{name}-{m.group(2)}" if m.group(2) in ids
+                    else m.group(0), text)
+    for gid, title in (titles or {}).items():
+        if gid not in ids:
+            raise InterpError(f"figure {name!r} has no element with gid {gid!r} for its tooltip")
+        tag = f'<g id="{name}-{gid}"'
+        pos = text.find(tag)
+        if pos < 0:
+            raise InterpError(f"figure {name!r}: element {gid!r} is not a group")
+        end = text.find(">", pos) + 1
+        text = text[:end] + f"\n   <title>{escape(title)}</title>" + text[end:]
+    # a responsive figure: the page sets the width, the viewBox keeps the aspect
+    head_end = text.find(">") + 1
+    head = text[:head_end]
+    head = re.sub(r'\s(width|height)="[^"]*"', "", head, count=2)
+    attrs = f' class="mpl-fig" role="img" data-figure="{escape(name)}"'
+    if label:
+        attrs += f' aria-label="{escape(label)}"'
+    head = head.replace("<svg", "<svg" + attrs, 1)
+    return Markup(head + text[head_end:])
+
+
+def save_figure(fig: Figure, folder: str | Path, name: str) -> tuple[Path, Path]:
+    """Write ``folder/NAME.svg`` and ``folder/NAME.png``; returns both paths."""
+    _check_name(name)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    svg_path, png_path = folder / f"{name}.svg", folder / f"{name}.png"
+    svg_path.write_text(svg_text(fig), encoding="utf-8")
+    png_path.write_bytes(png_bytes(fig))
+    return svg_path, png_path
+
+
+@dataclass
+class ReportFigure:
+    """A figure for a page: the figure, hover texts by gid, and an accessible label."""
+
+    figure: Figure
+    titles: Mapping[str, str] | None = None
+    label: str | None = None
