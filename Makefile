@@ -24,8 +24,11 @@ test: setup lint
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow" -q
 
+# ruff, pyright (basic) on the four packages, and the import contracts (.importlinter).
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/basedpyright
+	$(BIN)/lint-imports
 
 bench: setup
 	$(BIN)/python bench/capture.py

@@ -1,7 +1,21 @@
-"""Statistics shared by every tool: confidence intervals and paired tests."""
+"""Statistics shared by every tool, on scipy and statsmodels.
+
+- :mod:`interp.stats.intervals`: Wilson, mean, bootstrap and correlation intervals;
+- :mod:`interp.stats.tests`: exact McNemar and the paired difference of proportions.
+"""
 
 from __future__ import annotations
 
-from interp.stats.intervals import Z95, wilson
+from interp.stats.intervals import Z95, bootstrap_ci, mean_ci, pearson_ci, wilson, wilson_ci
+from interp.stats.tests import mcnemar_exact, paired_difference_ci
 
-__all__ = ["Z95", "wilson"]
+__all__ = [
+    "Z95",
+    "bootstrap_ci",
+    "mcnemar_exact",
+    "mean_ci",
+    "paired_difference_ci",
+    "pearson_ci",
+    "wilson",
+    "wilson_ci",
+]

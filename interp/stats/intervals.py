@@ -1,25 +1,110 @@
-"""Statistics shared by the evaluations: one Wilson interval for every rate."""
+"""Confidence intervals, on statsmodels and scipy.
+
+Every rate, mean and ratio that a tool reports goes through here, so that one
+definition serves probes, lenses, SAEs and the evaluations alike.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy import stats as sps
+from statsmodels.stats.proportion import proportion_confint
 
 #: The two-sided 95% normal quantile.
-Z95 = 1.959963984540054
+Z95 = float(sps.norm.ppf(0.975))
 
 
 def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval (95% by default) of ``k`` successes out of ``n``.
+    """Wilson score interval (95% by default) of ``k`` successes out of ``n`` (statsmodels).
 
     ``k`` may be fractional (ties counted as half). The ends are exact: 0 when ``k = 0``
     and 1 when ``k = n``, with no float residue. NaN for ``n = 0``.
     """
     if n <= 0:
         return (math.nan, math.nan)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(max(0.0, p * (1 - p)) / n + z * z / (4 * n * n)) / den
-    lo = 0.0 if k <= 0 else max(0.0, centre - half)
-    hi = 1.0 if k >= n else min(1.0, centre + half)
+    alpha = 2.0 * float(sps.norm.sf(z))
+    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
+    lo = 0.0 if k <= 0 else max(0.0, float(lo))
+    hi = 1.0 if k >= n else min(1.0, float(hi))
     return (lo, hi)
+
+
+def wilson_ci(k: float, n: int, z: float = Z95) -> list[float | None]:
+    """:func:`wilson` as a JSON pair (``[None, None]`` for ``n = 0``)."""
+    if n <= 0:
+        return [None, None]
+    return list(wilson(k, n, z))
+
+
+def mean_ci(values: Sequence[float] | np.ndarray, z: float = Z95) -> tuple[float, float, float]:
+    """Mean and its normal-approximation 95% interval ``mean ± z·s/√n`` (NaN ends for n < 2)."""
+    v = np.asarray(values, dtype=np.float64)
+    n = v.size
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(v.mean())
+    if n < 2:
+        return (mean, math.nan, math.nan)
+    half = z * float(v.std(ddof=1)) / math.sqrt(n)
+    return (mean, mean - half, mean + half)
+
+
+def bootstrap_ci(
+    statistic: Callable[[np.ndarray], float],
+    n: int,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> list[float]:
+    """Percentile bootstrap interval of ``statistic(idx)`` over resamples of ``n`` units.
+
+    ``statistic`` receives an index array (units drawn with replacement) and returns
+    one number, so any statistic of paired or grouped data (ratios of sums over
+    windows, say) can be resampled by its units. Draws whose statistic is not finite
+    are dropped. Built on :func:`scipy.stats.bootstrap`.
+    """
+    if n <= 0:
+        return [math.nan, math.nan]
+
+    def stat(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        if idx.ndim == 1:
+            return np.asarray(statistic(idx))
+        return np.apply_along_axis(lambda row: statistic(row), axis, idx)
+
+    res = sps.bootstrap(
+        (np.arange(n),),
+        stat,
+        n_resamples=n_resamples,
+        method="percentile",
+        confidence_level=confidence,
+        vectorized=False,
+        random_state=np.random.default_rng(seed),
+    )
+    dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
+    dist = dist[np.isfinite(dist)]
+    if dist.size == 0:
+        return [math.nan, math.nan]
+    tail = (1 - confidence) / 2 * 100
+    return [float(np.percentile(dist, tail)), float(np.percentile(dist, 100 - tail))]
+
+
+def pearson_ci(
+    xs: Sequence[float], ys: Sequence[float], confidence: float = 0.95
+) -> tuple[float | None, list[float | None]]:
+    """Pearson's r and its Fisher-z interval (scipy); ``None`` with < 4 points or no spread."""
+    x, y = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    if x.size != y.size:
+        raise ValueError(f"pearson: {x.size} x values but {y.size} y values")
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return None, [None, None]
+    res = sps.pearsonr(x, y)
+    r = float(max(-1.0, min(1.0, res.statistic)))
+    if x.size < 4:
+        return r, [None, None]
+    ci = res.confidence_interval(confidence_level=confidence)
+    return r, [float(ci.low), float(ci.high)]

@@ -1,0 +1,45 @@
+"""Paired tests on counts, on scipy."""
+
+from __future__ import annotations
+
+import math
+
+from scipy import stats as sps
+
+from interp.stats.intervals import wilson
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Exact two-sided McNemar p-value for the discordant counts ``b`` and ``c``.
+
+    The binomial test of ``b`` out of ``b + c`` at p = 1/2 (:func:`scipy.stats.binomtest`);
+    1.0 when there is no discordant pair.
+    """
+    n = b + c
+    if n == 0:
+        return 1.0
+    return float(min(1.0, sps.binomtest(b, n, 0.5, alternative="two-sided").pvalue))
+
+
+def paired_difference_ci(a: int, b: int, c: int, d: int) -> tuple[float, float, float]:
+    """Difference p1 − p2 of two paired proportions and its Newcombe (1998, method 10)
+    hybrid-score 95% interval.
+
+    Cells: ``a`` both, ``b`` only the first, ``c`` only the second, ``d`` neither;
+    p1 = (a+b)/n, p2 = (a+c)/n. Neither scipy nor statsmodels has this paired
+    interval, so it is built here from their Wilson intervals.
+    """
+    n = a + b + c + d
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    p1, p2 = (a + b) / n, (a + c) / n
+    l1, u1 = wilson(a + b, n)
+    l2, u2 = wilson(a + c, n)
+    den = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / math.sqrt(den) if den > 0 else 0.0
+    diff = p1 - p2
+    lo = diff - math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2)
+                              + (u2 - p2) ** 2))
+    hi = diff + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2)
+                              + (p2 - l2) ** 2))
+    return (diff, max(-1.0, lo), min(1.0, hi))

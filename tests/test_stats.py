@@ -1,0 +1,94 @@
+"""interp.stats: every interval and test against a published or library reference value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from interp.stats import (
+    bootstrap_ci,
+    mcnemar_exact,
+    mean_ci,
+    paired_difference_ci,
+    pearson_ci,
+    wilson,
+    wilson_ci,
+)
+
+
+def test_wilson_matches_newcombe_1998_table():
+    # Newcombe (1998), Statist. Med. 17:857-872, Table II, method 3 (Wilson score).
+    assert wilson(81, 263) == pytest.approx((0.2553, 0.3662), abs=5e-5)
+    assert wilson(15, 148) == pytest.approx((0.0624, 0.1605), abs=5e-5)
+    assert wilson(0, 20) == pytest.approx((0.0, 0.1611), abs=5e-5)
+    assert wilson(1, 29) == pytest.approx((0.0061, 0.1718), abs=5e-5)
+
+
+def test_wilson_exact_ends_fractional_k_and_empty():
+    assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == 1.0
+    lo, hi = wilson(2.5, 10)
+    assert lo < 0.25 < hi
+    assert all(math.isnan(x) for x in wilson(0, 0))
+    assert wilson_ci(0, 0) == [None, None]
+    assert wilson_ci(3, 10) == list(wilson(3, 10))
+
+
+def test_mcnemar_exact_is_the_binomial_tail():
+    # b = 1, c = 9: 2·P(X ≤ 1 | n = 10, p = ½) = 2·11/1024.
+    assert mcnemar_exact(1, 9) == pytest.approx(22 / 1024)
+    assert mcnemar_exact(9, 1) == pytest.approx(22 / 1024)
+    assert mcnemar_exact(5, 5) == 1.0
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_paired_difference_reduces_to_statsmodels_newcombe_without_correlation():
+    # With a·d = b·c the pairing carries no correlation (phi = 0) and Newcombe's paired
+    # method 10 is his independent-samples hybrid score interval, which statsmodels has.
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    a, b, c, d = 4, 2, 6, 3
+    n = a + b + c + d
+    diff, lo, hi = paired_difference_ci(a, b, c, d)
+    ref = confint_proportions_2indep(a + b, n, a + c, n, method="newcomb", compare="diff")
+    assert diff == pytest.approx((b - c) / n)
+    assert (lo, hi) == pytest.approx(tuple(float(x) for x in ref))
+
+
+def test_paired_difference_narrows_with_positive_correlation():
+    # Same margins, concordant pairs: a positive correlation narrows the interval.
+    _, lo0, hi0 = paired_difference_ci(4, 2, 6, 3)
+    diff, lo, hi = paired_difference_ci(12, 9, 2, 21)
+    assert diff == pytest.approx(7 / 44)
+    assert lo < diff < hi and hi - lo < hi0 - lo0
+    assert all(math.isnan(x) for x in paired_difference_ci(0, 0, 0, 0))
+
+
+def test_mean_ci_is_the_normal_interval():
+    x = np.arange(10, dtype=float)
+    mean, lo, hi = mean_ci(x)
+    half = sps.norm.ppf(0.975) * x.std(ddof=1) / math.sqrt(10)
+    assert (mean, lo, hi) == pytest.approx((4.5, 4.5 - half, 4.5 + half))
+
+
+def test_bootstrap_ci_covers_the_mean_and_is_seeded():
+    x = np.random.default_rng(0).normal(loc=3.0, size=400)
+    a = bootstrap_ci(lambda i: float(x[i].mean()), x.size, seed=1)
+    b = bootstrap_ci(lambda i: float(x[i].mean()), x.size, seed=1)
+    assert a == b
+    assert a[0] < 3.0 < a[1] and a[1] - a[0] < 0.4
+    # agrees with the normal interval within a few percent of its width
+    _, lo, hi = mean_ci(x)
+    assert a == pytest.approx([lo, hi], abs=0.05)
+
+
+def test_pearson_ci_is_fisher_z():
+    xs = [1, 2, 3, 4, 5, 6, 7, 8]
+    ys = [2, 1, 4, 3, 6, 5, 8, 7]
+    r, (lo, hi) = pearson_ci(xs, ys)
+    z, half = math.atanh(r), sps.norm.ppf(0.975) / math.sqrt(len(xs) - 3)
+    assert r == pytest.approx(float(np.corrcoef(xs, ys)[0, 1]))
+    assert (lo, hi) == pytest.approx((math.tanh(z - half), math.tanh(z + half)))
+    assert pearson_ci([1, 1, 1, 1], [1, 2, 3, 4]) == (None, [None, None])
