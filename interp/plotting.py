@@ -2,19 +2,34 @@
 
 Each tool draws its own figures (``interp/<tool>/figures.py``) from its result with
 these helpers and returns a :class:`matplotlib.figure.Figure`; nothing here knows
-about a tool, a report or a file. Figures are built with the object API
+about a tool or a report. A builder looks like::
+
+    @styled
+    def accuracy_figure(result: ProbeResult) -> Figure:
+        fig = new_figure(7.5, 3.4)
+        ax = fig.subplots()
+        ci_line(ax, result.layers, result.accuracy, result.lo, result.hi, label="probe")
+        return fig
+ Figures are built with the object API
 (:class:`~matplotlib.figure.Figure`, never ``pyplot``), so drawing touches no global
 state and needs no display.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import io
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 #: Ink, muted ink and grid colours (the report stylesheet's).
 INK = "#1d2330"
@@ -26,13 +41,13 @@ PALETTE: tuple[str, ...] = (
     "#3b5bdb", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#868e96", "#f08c00",
 )
 
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": 9.5,
     "font.family": "DejaVu Sans",
     "axes.edgecolor": MUTED,
     "axes.labelcolor": INK,
     "axes.titlesize": 10.5,
-    "axes.titleweight": "semibold",
+    "axes.titleweight": "bold",
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.grid": True,
@@ -49,21 +64,24 @@ _RC = {
 }
 
 
-def new_figure(
-    width: float = 7.5, height: float = 3.6, *, nrows: int = 1, ncols: int = 1, **kwargs: object
-) -> tuple[Figure, Axes | Sequence[Axes]]:
-    """A figure in the house style and its axes (one :class:`Axes`, or an array)."""
-    with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(width, height), layout="constrained")
-        axes = fig.subplots(nrows, ncols, squeeze=True, **kwargs)  # type: ignore[arg-type]
-    return fig, axes
+def styled(builder: Callable[P, R]) -> Callable[P, R]:
+    """Decorate a figure builder: everything it draws uses the house style.
+
+    Matplotlib reads its settings when an artist is made, so the whole builder
+    runs inside the style's ``rc_context``, not just the figure's creation.
+    """
+
+    @functools.wraps(builder)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with matplotlib.rc_context(_RC):
+            return builder(*args, **kwargs)
+
+    return wrapper
 
 
-def style(fig: Figure) -> Figure:
-    """Apply the house style to text drawn after :func:`new_figure` (titles, labels)."""
-    for ax in fig.get_axes():
-        ax.set_axisbelow(True)
-    return fig
+def new_figure(width: float = 7.5, height: float = 3.6) -> Figure:
+    """An empty figure with constrained layout (call inside a :func:`styled` builder)."""
+    return Figure(figsize=(width, height), layout="constrained")
 
 
 def colormap(name: str) -> Colormap:
@@ -88,3 +106,43 @@ def ci_line(
                    linestyle="--" if dashed else "-")[0]
     if lo is not None and hi is not None:
         ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.18, linewidth=0)
+
+
+# ------------------------------------------------------------------ figure to bytes
+
+_SVG_RC: dict[RcKeyType, Any] = {
+    "svg.fonttype": "none",  # text stays <text>: searchable, copyable
+    "svg.hashsalt": "interp",  # fixed ids: a rerun gives the same bytes
+    "svg.image_inline": True,
+}
+
+
+def _freeze_layout(fig: Figure) -> None:
+    """Run the layout engine once and keep its result.
+
+    Constrained layout moves axes a little on every draw; frozen, the inline SVG,
+    the saved SVG and the PNG all show the same geometry, and a rerun gives the
+    same bytes.
+    """
+    if fig.get_layout_engine() is not None:
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
+
+
+def svg_text(fig: Figure) -> str:
+    """The figure as a standalone, byte-stable SVG document."""
+    _freeze_layout(fig)
+    buf = io.StringIO()
+    with matplotlib.rc_context(_SVG_RC):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return buf.getvalue()
+
+
+def png_bytes(fig: Figure, dpi: int = 144) -> bytes:
+    """The figure as a PNG (no software or date metadata)."""
+    _freeze_layout(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    return buf.getvalue()
+
+

@@ -17,60 +17,23 @@ Inline SVG rules:
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
 from interp.errors import InterpError
+from interp.plotting import png_bytes, svg_text
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-
-_SVG_RC = {
-    "svg.fonttype": "none",
-    "svg.hashsalt": "interp",
-    "svg.image_inline": True,
-}
-
 
 def _check_name(name: str) -> str:
     if not _NAME.match(name):
         raise InterpError(f"figure name {name!r} must be lower-case letters, digits, '-' or '_'")
     return name
-
-
-def _freeze_layout(fig: Figure) -> None:
-    """Run the layout engine once and keep its result.
-
-    Constrained layout moves axes a little on every draw; frozen, the inline SVG,
-    the saved SVG and the PNG all show the same geometry, and a rerun gives the
-    same bytes.
-    """
-    if fig.get_layout_engine() is not None:
-        fig.draw_without_rendering()
-        fig.set_layout_engine("none")
-
-
-def svg_text(fig: Figure) -> str:
-    """The figure as a standalone, byte-stable SVG document."""
-    _freeze_layout(fig)
-    buf = io.StringIO()
-    with matplotlib.rc_context(_SVG_RC):
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    return buf.getvalue()
-
-
-def png_bytes(fig: Figure, dpi: int = 144) -> bytes:
-    """The figure as a PNG (no software or date metadata)."""
-    _freeze_layout(fig)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
-    return buf.getvalue()
 
 
 _ID = re.compile(r'\bid="([^"]+)"')
