@@ -12,6 +12,7 @@ Conventions every verb follows:
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -43,7 +44,7 @@ def _quiet_environment() -> None:
         huggingface_hub.utils.disable_progress_bars()
     transformers.logging.set_verbosity(
         transformers.logging.get_log_levels_dict().get(
-            os.environ["TRANSFORMERS_VERBOSITY"], transformers.logging.ERROR
+            os.environ["TRANSFORMERS_VERBOSITY"], logging.ERROR
         )
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -54,7 +55,7 @@ def corpus_build(out_dir: str | None, force: bool) -> None:
     if corpus_mod.is_built(out_dir) and not force:
         log(f"corpus already built at {out_dir or corpus_mod.default_dir()} (use --force)")
     else:
-        corpus_mod.build(out_dir)
+        corpus_mod.build(Path(out_dir) if out_dir else None)
     _print_corpus_info(corpus_mod.manifest(out_dir))
 
 

@@ -723,7 +723,7 @@ def _read_text_file(p: Path) -> list[str]:
                 continue
             try:
                 obj = json.loads(line)
-            except ValueError as e:
+            except json.JSONDecodeError as e:
                 raise InterpError(f"{p} line {lineno}: not valid JSON ({e.msg})") from e
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise InterpError(f'{p} line {lineno}: expected an object with a "text" string')

@@ -26,9 +26,9 @@ def wilson(k: float, n: int, z: float = Z95) -> tuple[float, float]:
     if n <= 0:
         return (math.nan, math.nan)
     alpha = 2.0 * float(sps.norm.sf(z))
-    lo, hi = proportion_confint(k, n, alpha=alpha, method="wilson")
-    lo = 0.0 if k <= 0 else max(0.0, float(lo))
-    hi = 1.0 if k >= n else min(1.0, float(hi))
+    ends = np.asarray(proportion_confint(k, n, alpha=alpha, method="wilson"), dtype=np.float64)
+    lo = 0.0 if k <= 0 else max(0.0, float(ends[0]))
+    hi = 1.0 if k >= n else min(1.0, float(ends[1]))
     return (lo, hi)
 
 
@@ -83,7 +83,7 @@ def bootstrap_ci(
         method="percentile",
         confidence_level=confidence,
         vectorized=False,
-        random_state=np.random.default_rng(seed),
+        rng=np.random.default_rng(seed),
     )
     dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
     dist = dist[np.isfinite(dist)]
@@ -103,7 +103,7 @@ def pearson_ci(
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return None, [None, None]
     res = sps.pearsonr(x, y)
-    r = float(max(-1.0, min(1.0, res.statistic)))
+    r = float(np.clip(np.asarray(res[0], dtype=np.float64), -1.0, 1.0))
     if x.size < 4:
         return r, [None, None]
     ci = res.confidence_interval(confidence_level=confidence)
