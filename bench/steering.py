@@ -21,11 +21,12 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 import interp  # noqa: E402
 from interp.runs.paths import shipped_dataset  # noqa: E402
+from interp.steering.sweep import sweep_prompts  # noqa: E402
 from interp.steering.vectors import load_pairs, steer, train_vector  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--prompts", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=16)
     ap.add_argument("--layers", default="6,10")
@@ -36,8 +37,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "steering.json"))
     args = ap.parse_args()
     model = interp.load()
-    lines = shipped_dataset("steering/neutral_prompts.jsonl").read_text().splitlines()
-    prompts = [json.loads(x)["prompt"] for x in lines][: args.prompts]
+    prompts = sweep_prompts(n=args.prompts)  # the shipped neutral prompts, as the sweep
     layers = [int(x) for x in args.layers.split(",")]
     alphas = [float(x) for x in args.alphas.split(",")]
     pairs = load_pairs(shipped_dataset("steering/sentiment.jsonl"))

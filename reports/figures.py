@@ -72,10 +72,12 @@ def inline_svg(
             raise InterpError(f"figure {name!r}: element {gid!r} is not a group")
         end = text.find(">", pos) + 1
         text = text[:end] + f"\n   <title>{escape(title)}</title>" + text[end:]
-    # a responsive figure: the page sets the width, the viewBox keeps the aspect
+    # natural size (matplotlib's width/height in pt); the stylesheet caps the width at the
+    # card's and the viewBox keeps the aspect
     head_end = text.find(">") + 1
     head = text[:head_end]
-    head = re.sub(r'\s(width|height)="[^"]*"', "", head, count=2)
+    # HTML parses inline SVG without namespace declarations: drop their URLs
+    head = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", head)
     attrs = f' class="mpl-fig" role="img" data-figure="{escape(name)}"'
     if label:
         attrs += f' aria-label="{escape(label)}"'

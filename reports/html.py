@@ -58,6 +58,7 @@ __all__ = [
     "Report",
     "ReportFigure",
     "render_page",
+    "template_env",
     "render_report",
     "table",
     "token_html",
@@ -378,6 +379,11 @@ def manifest_section(manifest: Mapping[str, Any]) -> Section:
 
 def _is_markup(value: Any) -> bool:
     return isinstance(value, Markup) or hasattr(value, "__html__")
+
+
+def template_env() -> jinja2.Environment:
+    """The one jinja2 environment of the reports (autoescape on, the shared filters)."""
+    return _env()
 
 
 @lru_cache(maxsize=1)

@@ -1,4 +1,41 @@
-"""Sparse autoencoders trained on interp activations (trainer, metrics, feature browser).
+"""Sparse autoencoders trained on interp activations: trainer, metrics, feature browser.
 
-The package is laid out by the foundation; its contents land with the SAE issue.
+The entry points, each a config in and a typed result out::
+
+    from saes import TrainConfig, train_sae, load_sae, EvalConfig, evaluate_sae
+    run = train_sae(model, docs, "runs/l6", TrainConfig(layer=6))          # TrainResult
+    sae = load_sae(run.sae_path, model).sae
+    result = evaluate_sae(model, sae, heldout, EvalConfig(tokens=8192))    # SAEEvalResult
+    result.to_dict()      # results.json of `interp sae eval`
+    result.to_frame()     # one row per metric
+    data = collect_browser_data(model, sae, heldout, BrowserConfig(features="alive:20"))
+
+Figures of every result are in :mod:`saes.figures`; SAELens folders are read and written
+by :func:`import_saelens` and :func:`export_saelens`.
 """
+
+from saes.browser import BrowserConfig, BrowserData, collect_browser_data
+from saes.metrics import EvalConfig, SAEEvalResult, evaluate_sae
+from saes.results import TrainingRecord
+from saes.sae import LoadedSAE, SAEConfig, SparseAutoencoder, load_sae
+from saes.saelens import export_saelens, import_saelens
+from saes.train import TrainConfig, TrainResult, train_sae
+
+__all__ = [
+    "BrowserConfig",
+    "BrowserData",
+    "EvalConfig",
+    "LoadedSAE",
+    "SAEConfig",
+    "SAEEvalResult",
+    "SparseAutoencoder",
+    "TrainConfig",
+    "TrainResult",
+    "TrainingRecord",
+    "collect_browser_data",
+    "evaluate_sae",
+    "export_saelens",
+    "import_saelens",
+    "load_sae",
+    "train_sae",
+]

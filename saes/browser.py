@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -33,9 +32,19 @@ from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
+from interp.display import result_html
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
+from saes.results import (
+    DENSITY_BINS,
+    BrowserConfig,
+    BrowserRecord,
+    FeatureCard,
+    FeatureContext,
+    format_percent,
+    parse_feature_spec,
+)
 from saes.sae import SparseAutoencoder
 
 __all__ = [
@@ -53,175 +62,26 @@ __all__ = [
 
 #: Tokens shown right of the activating token.
 RIGHT_CONTEXT = 4
-#: log10(density) histogram edges (the same bins as :mod:`saes.metrics`).
-DENSITY_BINS: list[float] = [-7.0 + 0.25 * i for i in range(29)]
 
 
-def _pos_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InterpError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return value
+class BrowserData(BrowserRecord):
+    """What :func:`collect_browser_data` returns (see :class:`~saes.results.BrowserRecord`):
+    ``to_dict()`` is ``features.json``, ``to_frame()`` one row per shown feature; in a
+    notebook it shows its summary, the first features and the density histogram."""
 
+    def _repr_html_(self) -> str:
+        from saes.figures import density_figure
 
-def parse_feature_spec(spec: str) -> tuple[str, int | list[int] | None]:
-    """Parse ``cfg.features``: ``"all"`` → ``("all", None)``, ``"alive:N"`` → ``("alive", N)``,
-    ``"3,17"`` → ``("list", [3, 17])``.
-
-    Duplicates in a list are dropped (first occurrence kept). Raises :class:`InterpError`.
-    """
-    if not isinstance(spec, str) or not spec.strip():
-        raise InterpError(
-            f"features must be 'all', 'alive:N' or a comma list of indices, got {spec!r}"
-        )
-    s = spec.strip().lower()
-    if s == "all":
-        return "all", None
-    if s.startswith("alive:"):
-        n = s.split(":", 1)[1].strip()
-        if not n.isdigit() or int(n) < 1:
-            raise InterpError(f"features 'alive:N' needs a positive integer N, got {spec!r}")
-        return "alive", int(n)
-    out: list[int] = []
-    for part in s.split(","):
-        part = part.strip()
-        if not part.isdigit():
-            raise InterpError(
-                f"features must be 'all', 'alive:N' or a comma list of indices like '3,17,99'; "
-                f"{part!r} in {spec!r} is not a non-negative integer"
-            )
-        if int(part) not in out:
-            out.append(int(part))
-    return "list", out
-
-
-@dataclass
-class BrowserConfig:
-    """How much held-out text to scan and what to show per feature (see module doc)."""
-
-    tokens: int = 65536
-    seq_len: int = 128
-    batch_size: int = 8
-    top_k: int = 12
-    context: int = 12
-    n_logits: int = 10
-    features: str = "alive:300"
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        _pos_int("tokens", self.tokens)
-        _pos_int("sequence length", self.seq_len, 2)
-        _pos_int("batch size", self.batch_size)
-        _pos_int("top_k (contexts per feature)", self.top_k)
-        _pos_int("context (tokens left of the activating one)", self.context, 0)
-        _pos_int("n_logits (promoted/suppressed tokens)", self.n_logits)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise InterpError(f"seed must be an integer, got {self.seed!r}")
-        parse_feature_spec(self.features)
-
-    @property
-    def n_windows(self) -> int:
-        """Windows scanned: ``ceil(tokens / seq_len)``."""
-        return math.ceil(self.tokens / self.seq_len)
-
-
-@dataclass
-class FeatureContext:
-    """One top activation: the tokens of window ``window`` around ``position``.
-
-    ``tokens[j]`` and ``acts[j]`` are the token text and the feature's activation at
-    position ``position - max_at + j``; ``tokens[max_at]`` is the activating token.
-    """
-
-    tokens: list[str]
-    acts: list[float]
-    max_at: int
-    window: int
-    position: int
-
-
-@dataclass
-class FeatureCard:
-    """Everything the browser shows for one feature."""
-
-    index: int
-    density: float
-    n_fires: int
-    max_act: float
-    dec_norm: float
-    contexts: list[FeatureContext]
-    promoted: list[tuple[str, float]]
-    suppressed: list[tuple[str, float]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index, "density": self.density, "n_fires": self.n_fires,
-            "max_act": self.max_act, "dec_norm": self.dec_norm,
-            "contexts": [asdict(c) for c in self.contexts],
-            "promoted": [[t, v] for t, v in self.promoted],
-            "suppressed": [[t, v] for t, v in self.suppressed],
-        }
-
-
-@dataclass
-class BrowserData:
-    """The result of :func:`collect_browser_data`; :meth:`to_dict` is JSON-safe."""
-
-    model_id: str
-    hook_point: str
-    layer: int | None
-    d_sae: int
-    n_windows: int
-    seq_len: int
-    n_tokens: int
-    fires: list[int]
-    features: list[FeatureCard]
-    config: BrowserConfig
-    selected: list[int] = field(default_factory=list)
-
-    @property
-    def densities(self) -> list[float]:
-        """Per feature (all ``d_sae``): fraction of scanned tokens it fires on."""
-        return [k / self.n_tokens for k in self.fires]
-
-    @property
-    def n_dead(self) -> int:
-        return sum(1 for k in self.fires if k == 0)
-
-    def density_histogram(self) -> dict[str, list[float] | list[int]]:
-        """Counts of alive features per ``log10(density)`` bin (clipped to the edges)."""
-        edges = DENSITY_BINS
-        counts = [0] * (len(edges) - 1)
-        for d in self.densities:
-            if d <= 0:
-                continue
-            x = min(max(math.log10(d), edges[0]), edges[-1])
-            i = min(int((x - edges[0]) / 0.25), len(counts) - 1)
-            counts[i] += 1
-        return {"edges": list(edges), "counts": counts}
-
-    def to_dict(self) -> dict[str, Any]:
-        from interp.stats.intervals import wilson
-
-        n_dead = self.n_dead
-        lo, hi = wilson(n_dead, self.d_sae)
-        return {
-            "model_id": self.model_id,
-            "hook_point": self.hook_point,
-            "layer": self.layer,
-            "d_sae": self.d_sae,
-            "n_windows": self.n_windows,
-            "seq_len": self.seq_len,
-            "n_tokens": self.n_tokens,
-            "config": asdict(self.config),
-            "densities": self.densities,
-            "density_histogram": self.density_histogram(),
-            "n_dead": n_dead,
-            "dead_fraction": n_dead / self.d_sae,
-            "dead_fraction_ci95": [lo, hi],
-            "dead_fraction_n": self.d_sae,
-            "selected": list(self.selected),
-            "features": [f.to_dict() for f in self.features],
-        }
+        frame = self.to_frame().head(20)
+        rows: list[tuple[str, object]] = [
+            ("hook point", self.hook_point), ("features (d_sae)", self.d_sae),
+            ("tokens scanned", self.n_tokens),
+            ("dead features", f"{self.n_dead} ({format_percent(self.dead_fraction)})"),
+            ("features shown", len(self.features)),
+        ]
+        return result_html(f"SAE feature browser — {self.model_id}", rows,
+                           density_figure(self), columns=list(frame.columns),
+                           table=list(frame.itertuples(index=False, name=None)))
 
 
 # ------------------------------------------------------------------------- selection

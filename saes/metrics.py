@@ -19,78 +19,98 @@ ablation at positions 1…), next-token cross-entropy in nats over positions 1�
   same against mean ablation (a harder, more honest baseline);
 * ``delta_ce`` = CE_sae − CE_clean, and ``kl_sae`` = KL(clean ‖ spliced), per token.
 
-Intervals: 95% percentile bootstrap over windows (1000 resamples, seeded), recomputing each
-ratio from resampled sums, so they reflect the text's variability, not just token noise.
+Intervals: 95% percentile bootstrap over windows (:func:`interp.stats.bootstrap_ci`, 1000
+resamples, seeded), recomputing each ratio from resampled sums, so they reflect the text's
+variability, not just token noise.
+
+:func:`evaluate_sae` returns a :class:`SAEEvalResult` (fields as in ``results.json``; see
+:class:`saes.results.EvalRecord`); :mod:`saes.figures` draws it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
+from jaxtyping import Int
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
+from interp.display import result_html
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
+from interp.stats.intervals import bootstrap_ci
+from saes.results import (
+    CI,
+    DENSITY_BINS,
+    DensityHistogram,
+    EvalConfig,
+    EvalRecord,
+    format_metric,
+)
 from saes.sae import SparseAutoencoder
 from saes.splice import logits_with, mean_replacement, sae_replacement, zero_replacement
 
-DENSITY_BINS = np.arange(-7.0, 0.01, 0.25)
+__all__ = ["DENSITY_BINS", "EvalConfig", "SAEEvalResult", "evaluate_sae"]
 
 
-@dataclass
-class EvalConfig:
-    """How much held-out text to use and how to cut it."""
+class SAEEvalResult(EvalRecord):
+    """What :func:`evaluate_sae` returns: the metrics of the module doc, typed.
 
-    tokens: int = 102_400
-    ce_tokens: int | None = None
-    seq_len: int = 128
-    batch_size: int = 8
-    seed: int = 0
-    dense_threshold: float = 0.1
-    n_bootstrap: int = 1000
+    ``to_dict()`` is ``results.json``; ``to_frame()`` one row per metric; in a notebook it
+    shows its headline metrics and the reconstruction figure (see :class:`EvalRecord`).
+    """
 
-    def __post_init__(self) -> None:
-        if self.ce_tokens is None:
-            self.ce_tokens = self.tokens
-        if self.seq_len < 3:
-            raise InterpError(f"sequence length must be ≥ 3, got {self.seq_len}")
-        if self.tokens < 1 or self.ce_tokens < 0:
-            raise InterpError(f"--tokens must be ≥ 1, got {self.tokens}")
-        if self.batch_size < 1:
-            raise InterpError(f"batch size must be ≥ 1, got {self.batch_size}")
-        if not (math.isfinite(self.dense_threshold) and 0 < self.dense_threshold < 1):
-            raise InterpError(f"dense threshold must be in (0, 1), got {self.dense_threshold}")
+    def _repr_html_(self) -> str:
+        from saes.figures import reconstruction_figure
 
-    @property
-    def n_windows(self) -> int:
-        return max(1, math.ceil(self.tokens / (self.seq_len - 1)))
+        def ci(metric: str) -> str:
+            lo, hi = getattr(self, f"{metric}_ci95", (math.nan, math.nan))
+            text = format_metric(metric, self.value(metric))
+            if math.isfinite(lo) and math.isfinite(hi):
+                text += f" [{format_metric(metric, lo)}, {format_metric(metric, hi)}]"
+            return text
 
-    @property
-    def n_ce_windows(self) -> int:
-        assert self.ce_tokens is not None
-        return 0 if self.ce_tokens == 0 else max(1, math.ceil(self.ce_tokens / (self.seq_len - 2)))
+        rows: list[tuple[str, object]] = [
+            ("hook point", self.hook_point or "?"),
+            ("features (d_sae)", self.d_sae if self.d_sae is not None else "?"),
+            ("tokens", self.n_tokens if self.n_tokens is not None else "?"),
+            ("L0", ci("l0")),
+            ("explained variance", ci("explained_variance")),
+            ("cosine similarity", ci("cosine_similarity")),
+            ("dead fraction", format_metric("dead_fraction", self.dead_fraction)),
+        ]
+        if self.has_splice:
+            rows += [("CE-loss score (zero ablation)", ci("ce_loss_score")),
+                     ("CE-loss score (mean ablation)", ci("ce_loss_score_mean_ablation")),
+                     ("ΔCE (nats/token)", ci("delta_ce"))]
+        return result_html(f"SAE evaluation — {self.model or 'unknown model'}", rows,
+                           reconstruction_figure(self))
 
 
-def _bootstrap(stat, sums: dict[str, np.ndarray], n: int, seed: int) -> list[float]:  # noqa: ANN001
-    """Percentile 95% interval of ``stat(totals)`` over window resamples of ``sums``."""
-    rng = np.random.default_rng(seed)
-    k = next(iter(sums.values())).shape[0]
-    vals = []
-    for _ in range(n):
-        idx = rng.integers(0, k, k)
-        vals.append(stat({name: v[idx].sum(0) for name, v in sums.items()}))
-    vals = np.asarray(vals, dtype=np.float64)
-    vals = vals[np.isfinite(vals)]
-    if vals.size == 0:
-        return [float("nan"), float("nan")]
-    return [float(np.percentile(vals, 2.5)), float(np.percentile(vals, 97.5))]
+def _window_ci(stat: Callable[[dict[str, np.ndarray]], float], per: dict[str, np.ndarray],
+               keys: Sequence[str], n_resamples: int, seed: int) -> CI:
+    """Percentile 95% interval of ``stat(totals)``, resampling windows (rows of ``per``).
+
+    Only the arrays in ``keys`` are resampled; each resample's totals are their sums over
+    the drawn windows. One window gives the point value twice (nothing to resample).
+    """
+    arrays = {k: per[k] for k in keys}
+    n = next(iter(arrays.values())).shape[0]
+
+    def statistic(idx: np.ndarray) -> float:
+        return stat({k: v[idx].sum(0) for k, v in arrays.items()})
+
+    if n < 2:
+        v = statistic(np.arange(n))
+        return (v, v) if math.isfinite(v) else (math.nan, math.nan)
+    lo, hi = bootstrap_ci(statistic, n, n_resamples=n_resamples, seed=seed)
+    return (lo, hi)
 
 
 def _ev(t: dict[str, np.ndarray]) -> float:
@@ -100,11 +120,12 @@ def _ev(t: dict[str, np.ndarray]) -> float:
 
 
 @torch.no_grad()
-def reconstruction_metrics(
-    model: Model, sae: SparseAutoencoder, windows: Tensor, cfg: EvalConfig,
+def _reconstruction(
+    model: Model, sae: SparseAutoencoder, windows: Int[Tensor, "n seq"], cfg: EvalConfig,
     progress: bool | None = None,
 ) -> tuple[dict[str, Any], Tensor]:
-    """L0, EV, MSE, cosine and densities on ``windows``; also returns the mean activation."""
+    """L0, EV, MSE, cosine and densities (fields of :class:`SAEEvalResult`) on ``windows``;
+    also returns the mean activation."""
     hook, d, m = sae.cfg.hook_point, sae.cfg.d_in, sae.cfg.d_sae
     nw = windows.shape[0]
     per = {"err": np.zeros(nw), "sumsq": np.zeros(nw), "n": np.zeros(nw),
@@ -132,32 +153,31 @@ def reconstruction_metrics(
             bar.update(task, advance=ids.shape[0])
     tot = {k: v.sum(0) for k, v in per.items()}
     n = float(tot["n"])
-    boot = cfg.n_bootstrap
+    boot, seed = cfg.n_bootstrap, cfg.seed
+
+    def ratio(key: str) -> Callable[[dict[str, np.ndarray]], float]:
+        return lambda t: float(t[key] / t["n"])
+
     density = (fires / n).numpy()
     dead = density == 0
-    logd = np.log10(density[~dead]) if (~dead).any() else np.zeros(0)
-    counts, edges = np.histogram(np.clip(logd, DENSITY_BINS[0], DENSITY_BINS[-1]),
-                                 bins=DENSITY_BINS)
-    l0_tok = per["l0"] / per["n"]
     out = {
         "n_tokens": int(n),
         "l0": float(tot["l0"] / n),
-        "l0_ci95": _bootstrap(lambda t: t["l0"] / t["n"], per, boot, cfg.seed),
-        "l0_std": float(np.std(l0_tok)),
+        "l0_ci95": _window_ci(ratio("l0"), per, ("l0", "n"), boot, seed),
+        "l0_std": float(np.std(per["l0"] / per["n"])),
         "explained_variance": _ev(tot),
-        "explained_variance_ci95": _bootstrap(_ev, per, boot, cfg.seed + 1),
+        "explained_variance_ci95": _window_ci(_ev, per, ("err", "sumsq", "sumx", "n"), boot,
+                                              seed + 1),
         "mse": float(tot["err"] / n),
-        "mse_ci95": _bootstrap(lambda t: t["err"] / t["n"], per, boot, cfg.seed + 2),
+        "mse_ci95": _window_ci(ratio("err"), per, ("err", "n"), boot, seed + 2),
         "cosine_similarity": float(tot["cos"] / n),
-        "cosine_similarity_ci95": _bootstrap(lambda t: t["cos"] / t["n"], per, boot,
-                                             cfg.seed + 3),
+        "cosine_similarity_ci95": _window_ci(ratio("cos"), per, ("cos", "n"), boot, seed + 3),
         "feature_density": [float(v) for v in density],
         "dead_fraction": float(dead.mean()),
         "dead_fraction_n": m,
         "dense_fraction": float((density > cfg.dense_threshold).mean()),
         "dense_threshold": cfg.dense_threshold,
-        "density_histogram": {"edges": [float(e) for e in edges],
-                              "counts": [int(c) for c in counts], "n_dead": int(dead.sum())},
+        "density_histogram": DensityHistogram.of(density),
     }
     mean = torch.from_numpy(tot["sumx"] / n).float()
     return out, mean
@@ -172,11 +192,12 @@ def _ce_and_kl(logits: Tensor, clean_lp: Tensor, targets: Tensor) -> tuple[Tenso
 
 
 @torch.no_grad()
-def splice_metrics(
-    model: Model, sae: SparseAutoencoder, windows: Tensor, mean: Tensor, cfg: EvalConfig,
-    progress: bool | None = None,
+def _splice(
+    model: Model, sae: SparseAutoencoder, windows: Int[Tensor, "n seq"], mean: Tensor,
+    cfg: EvalConfig, progress: bool | None = None,
 ) -> dict[str, Any]:
-    """CE and KL with the SAE, zero and mean ablation spliced in (see module doc)."""
+    """CE and KL with the SAE, zero and mean ablation spliced in (fields of
+    :class:`SAEEvalResult`; see the module doc)."""
     hook = sae.cfg.hook_point
     variants = {"sae": sae_replacement(sae), "zero": zero_replacement(),
                 "mean": mean_replacement(mean)}
@@ -206,8 +227,8 @@ def splice_metrics(
     n = tot["n"]
     boot, seed = cfg.n_bootstrap, cfg.seed + 10
 
-    def score(base: str):  # noqa: ANN202
-        def stat(t: dict[str, np.ndarray]) -> float:
+    def score(base: str) -> Callable[[dict[str, Any]], float]:
+        def stat(t: dict[str, Any]) -> float:
             gap = t[base] - t["clean"]
             return float((t[base] - t["sae"]) / gap) if gap != 0 else float("nan")
         return stat
@@ -219,24 +240,32 @@ def splice_metrics(
         "ce_zero_ablation": tot["zero"] / n,
         "ce_mean_ablation": tot["mean"] / n,
         "ce_loss_score": score("zero")(tot),
-        "ce_loss_score_ci95": _bootstrap(score("zero"), per, boot, seed),
+        "ce_loss_score_ci95": _window_ci(score("zero"), per, ("zero", "sae", "clean"), boot,
+                                         seed),
         "ce_loss_score_mean_ablation": score("mean")(tot),
-        "ce_loss_score_mean_ablation_ci95": _bootstrap(score("mean"), per, boot, seed + 1),
+        "ce_loss_score_mean_ablation_ci95": _window_ci(score("mean"), per,
+                                                       ("mean", "sae", "clean"), boot, seed + 1),
         "delta_ce": (tot["sae"] - tot["clean"]) / n,
-        "delta_ce_ci95": _bootstrap(lambda t: (t["sae"] - t["clean"]) / t["n"], per, boot,
-                                    seed + 2),
+        "delta_ce_ci95": _window_ci(lambda t: float((t["sae"] - t["clean"]) / t["n"]), per,
+                                    ("sae", "clean", "n"), boot, seed + 2),
         "kl_sae": tot["kl_sae"] / n,
-        "kl_sae_ci95": _bootstrap(lambda t: t["kl_sae"] / t["n"], per, boot, seed + 3),
+        "kl_sae_ci95": _window_ci(lambda t: float(t["kl_sae"] / t["n"]), per, ("kl_sae", "n"),
+                                  boot, seed + 3),
         "kl_zero_ablation": tot["kl_zero"] / n,
         "kl_mean_ablation": tot["kl_mean"] / n,
     }
 
 
 def evaluate_sae(
-    model: Model, sae: SparseAutoencoder, docs: list[str], cfg: EvalConfig | None = None,
+    model: Model, sae: SparseAutoencoder, docs: Sequence[str], cfg: EvalConfig | None = None,
     progress: bool | None = None,
-) -> dict[str, Any]:
-    """All metrics of the module doc on held-out ``docs``, as a JSON-ready dict."""
+) -> SAEEvalResult:
+    """All metrics of the module doc on held-out ``docs``.
+
+    Reconstruction and densities on ``cfg.tokens`` tokens, the spliced CE on
+    ``cfg.ce_tokens`` (left out when 0), each in windows of ``cfg.seq_len`` tokens.
+    ``result.to_dict()`` is JSON-ready (NaN aside).
+    """
     cfg = cfg or EvalConfig()
     if sae.cfg.d_in != model.d_model:
         raise InterpError(
@@ -244,12 +273,9 @@ def evaluate_sae(
     n = max(cfg.n_windows, cfg.n_ce_windows)
     windows = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=n, seed=cfg.seed)
     sae = sae.to(model.device).eval()
-    out: dict[str, Any] = {
-        "model": model.model_id, "hook_point": sae.cfg.hook_point, "layer": sae.cfg.layer,
-        "d_in": sae.cfg.d_in, "d_sae": sae.cfg.d_sae, "eval": asdict(cfg),
-    }
-    rec, mean = reconstruction_metrics(model, sae, windows[:cfg.n_windows], cfg, progress)
-    out.update(rec)
-    if cfg.n_ce_windows:
-        out.update(splice_metrics(model, sae, windows[:cfg.n_ce_windows], mean, cfg, progress))
-    return out
+    rec, mean = _reconstruction(model, sae, windows[:cfg.n_windows], cfg, progress)
+    spliced = (_splice(model, sae, windows[:cfg.n_ce_windows], mean, cfg, progress)
+               if cfg.n_ce_windows else {})
+    return SAEEvalResult(model=model.model_id, hook_point=sae.cfg.hook_point,
+                         layer=sae.cfg.layer, d_in=sae.cfg.d_in, d_sae=sae.cfg.d_sae, eval=cfg,
+                         **rec, **spliced)

@@ -158,7 +158,7 @@ def _resolve_source(
     if isinstance(src, LoadedSAE):
         loaded = src
     elif isinstance(src, str | os.PathLike):
-        loaded = load_sae(src)
+        loaded = load_sae(os.fspath(src))
     else:
         raise InterpError(
             f"export_saelens needs an SAE artifact path, a LoadedSAE or a SparseAutoencoder, "
@@ -202,8 +202,9 @@ def _saelens_cfg(
     model_name = HF_MODEL_NAMES.get(model_id, model_id)
     m = _BLOCK.match(hook)
     hook_layer = int(m.group(1)) if m else (cfg.layer if cfg.layer is not None else 0)
-    train = config.get("train") if isinstance(config.get("train"), dict) else None
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    train_raw, data_raw = config.get("train"), config.get("data")
+    train = train_raw if isinstance(train_raw, dict) else None
+    data = data_raw if isinstance(data_raw, dict) else {}
     context_size = train.get("seq_len") if train else None
     dataset_path = str(data.get("source") or "").removeprefix("hf:")
     # interp's SAE training drops each window's first token (saes.store) and packs
@@ -320,7 +321,7 @@ def import_saelens(
             module docstring).
     """
     sae, info = load_saelens(in_dir, model_id=model_id)
-    return sae.save(out_dir, d_model=sae.cfg.d_in, extra={"saelens": info})
+    return sae.save(os.fspath(out_dir), d_model=sae.cfg.d_in, extra={"saelens": info})
 
 
 def load_saelens(
@@ -335,7 +336,8 @@ def load_saelens(
     folder = Path(os.path.expanduser(os.fspath(in_dir)))
     raw = read_saelens_cfg(folder)
     where = f"SAELens folder {folder}"
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    meta_raw = raw.get("metadata")
+    meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
 
     def field(key: str, *old: str) -> Any:
         for k in (key, *old):
@@ -445,7 +447,8 @@ def load_saelens(
         out[name] = t.contiguous()
 
     # ---- provenance -------------------------------------------------------------------
-    ours = raw.get("interp") if isinstance(raw.get("interp"), dict) else meta.get("interp")
+    ours_raw = raw.get("interp")
+    ours = ours_raw if isinstance(ours_raw, dict) else meta.get("interp")
     ours = ours if isinstance(ours, dict) else {}
     if model_id is None:
         model_id = ours.get("model_id") or field("model_name") or "unknown"

@@ -40,9 +40,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 from torch import Tensor, nn
 
+from interp.display import result_html
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
@@ -53,6 +55,7 @@ from interp.runs.resume import (
     prepare_run_dir,
     write_progress,
 )
+from saes.results import TrainingRecord
 from saes.sae import SAEConfig, SparseAutoencoder
 from saes.store import ActivationStore, StoreConfig, input_scale, mean_sq_norm
 
@@ -143,7 +146,12 @@ class TrainConfig:
 
 @dataclass
 class TrainResult:
-    """What one call to :func:`train_sae` did; ``history`` covers every step so far."""
+    """What one call to :func:`train_sae` did; ``history`` covers every step so far.
+
+    ``to_dict()`` is JSON-ready, ``to_frame()`` the history (one row per step), and
+    ``record`` the run as saved with the SAE (what ``interp sae eval`` reports under
+    "Training"); in a notebook it shows its progress and the training curves.
+    """
 
     out_dir: Path
     steps_done: int
@@ -154,6 +162,42 @@ class TrainResult:
     tokens_per_s: float
     elapsed_s: float
     sae_path: Path | None
+    resampled: list[list[int]] = field(default_factory=list)
+    config: TrainConfig | None = None
+
+    @property
+    def record(self) -> TrainingRecord:
+        """Settings, history and resampling events, as saved with the SAE."""
+        return TrainingRecord(train=asdict(self.config) if self.config else None,
+                              history=self.history, resampled=self.resampled,
+                              elapsed_s=self.elapsed_s, tokens_per_s=self.tokens_per_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"out_dir": str(self.out_dir), "steps_done": self.steps_done,
+                "steps_total": self.steps_total, "complete": self.complete,
+                "resumed_from": self.resumed_from, "tokens_per_s": self.tokens_per_s,
+                "elapsed_s": self.elapsed_s,
+                "sae_path": str(self.sae_path) if self.sae_path else None,
+                **self.record.to_dict()}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per step: loss, MSE, L1, L0, dead fraction, EV, learning rate, λ."""
+        return self.record.to_frame()
+
+    def _repr_html_(self) -> str:
+        from saes.figures import training_figure
+
+        h = self.history
+        last = {k: h[k][-1] for k in ("loss", "l0", "explained_variance", "dead_fraction")
+                if h.get(k)}
+        rows: list[tuple[str, object]] = [
+            ("steps", f"{self.steps_done} of {self.steps_total}"
+                      + ("" if self.complete else " (unfinished: rerun to resume)")),
+            ("tokens/s", self.tokens_per_s), *last.items(),
+            ("resampling events", len(self.resampled)),
+            ("SAE", str(self.sae_path) if self.sae_path else "—"),
+        ]
+        return result_html(f"SAE training — {self.out_dir}", rows, training_figure(self.record))
 
 
 class _LossModule(nn.Module):
@@ -306,7 +350,7 @@ def train_sae(
     end = steps if stop_at is None else max(start, min(steps, int(stop_at)))
     if start >= steps and (sae_dir / "config.json").is_file():
         return TrainResult(out, start, steps, True, start, history,
-                           _rate(cfg, start, elapsed), elapsed, sae_dir)
+                           _rate(cfg, start, elapsed), elapsed, sae_dir, resampled, cfg)
 
     store = ActivationStore(model, docs, cfg.store_config(), batch_size=cfg.batch_size,
                             rank=rank, world=world, cache_dir=cache_dir,
@@ -419,7 +463,7 @@ def train_sae(
             })
         _barrier()
     return TrainResult(out, done, steps, done >= steps, start, history,
-                       _rate(cfg, done, elapsed), elapsed, sae_path)
+                       _rate(cfg, done, elapsed), elapsed, sae_path, resampled, cfg)
 
 
 def _var(x: Tensor) -> Tensor:

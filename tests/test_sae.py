@@ -314,14 +314,14 @@ def test_bad_training_settings(kw, message):
 def test_identity_sae_scores_perfectly_and_ablations_hurt(tiny_model, docs):
     sae = _identity_sae(tiny_model.d_model, tiny_model.resid_hook(1))
     res = evaluate_sae(tiny_model, sae, docs, EvalConfig(tokens=300, seq_len=16, n_bootstrap=50))
-    assert res["explained_variance"] == pytest.approx(1.0, abs=1e-5)
-    assert res["cosine_similarity"] == pytest.approx(1.0, abs=1e-5)
-    assert res["ce_loss_score"] == pytest.approx(1.0, abs=1e-4)
-    assert res["ce_loss_score_mean_ablation"] == pytest.approx(1.0, abs=1e-4)
-    assert abs(res["delta_ce"]) < 1e-4 and abs(res["kl_sae"]) < 1e-5
-    assert res["ce_zero_ablation"] > res["ce_clean"] and res["kl_zero_ablation"] > 0
-    assert res["l0"] == pytest.approx(tiny_model.d_model, rel=0.01)  # one of ±x_i per dim
-    assert res["dead_fraction"] == 0.0
+    assert res.explained_variance == pytest.approx(1.0, abs=1e-5)
+    assert res.cosine_similarity == pytest.approx(1.0, abs=1e-5)
+    assert res.ce_loss_score == pytest.approx(1.0, abs=1e-4)
+    assert res.ce_loss_score_mean_ablation == pytest.approx(1.0, abs=1e-4)
+    assert abs(res.delta_ce) < 1e-4 and abs(res.kl_sae) < 1e-5
+    assert res.ce_zero_ablation > res.ce_clean and res.kl_zero_ablation > 0
+    assert res.l0 == pytest.approx(tiny_model.d_model, rel=0.01)  # one of ±x_i per dim
+    assert res.dead_fraction == 0.0
 
 
 def test_metrics_equal_brute_force(tiny_model, docs):
@@ -335,21 +335,21 @@ def test_metrics_equal_brute_force(tiny_model, docs):
     x_hat = sae(x.float()).double()
     f = sae.encode(x.float())
     ev = 1 - ((x - x_hat) ** 2).sum() / ((x - x.mean(0)) ** 2).sum()
-    assert res["n_tokens"] == 90
-    assert res["explained_variance"] == pytest.approx(float(ev), rel=1e-4)
-    assert res["l0"] == pytest.approx(float((f > 0).float().sum(-1).mean()), rel=1e-5)
+    assert res.n_tokens == 90
+    assert res.explained_variance == pytest.approx(float(ev), rel=1e-4)
+    assert res.l0 == pytest.approx(float((f > 0).float().sum(-1).mean()), rel=1e-5)
     density = (f > 0).float().mean(0)
-    assert res["feature_density"] == pytest.approx(density.tolist(), abs=1e-6)
-    assert res["dead_fraction"] == pytest.approx(float((density == 0).float().mean()))
-    lo, hi = res["explained_variance_ci95"]
-    assert lo <= res["explained_variance"] <= hi
+    assert res.feature_density == pytest.approx(density.tolist(), abs=1e-6)
+    assert res.dead_fraction == pytest.approx(float((density == 0).float().mean()))
+    lo, hi = res.explained_variance_ci95
+    assert lo <= res.explained_variance <= hi
     # CE with the SAE spliced, by hand over the first 4 windows (positions 1 … 14 predict 2 … 15)
     ids = windows[:4]
     lp = torch.log_softmax(logits_with(tiny_model, ids, sae.cfg.hook_point,
                                        sae_replacement(sae))[:, 1:-1], -1)
     ce = -lp.gather(-1, ids[:, 2:].unsqueeze(-1)).mean()
-    assert res["n_ce_tokens"] == 4 * 14
-    assert res["ce_sae"] == pytest.approx(float(ce), rel=1e-5)
+    assert res.n_ce_tokens == 4 * 14
+    assert res.ce_sae == pytest.approx(float(ce), rel=1e-5)
 
 
 def test_splice_leaves_position_zero_alone(tiny_model, docs):
@@ -389,6 +389,9 @@ def test_cli_train_eval_browse_export_import(tiny_model_dir, text_file, tmp_path
                 "delta_ce", "dead_fraction", "dense_fraction"):
         assert key in res and res[key] is not None, key
     assert "explained variance" in out
+    for name in ("reconstruction", "ce", "scores", "density", "training"):  # beside the page
+        assert (run_dir / "sae" / "figures" / f"{name}.svg").is_file(), name
+        assert (run_dir / "sae" / "figures" / f"{name}.png").is_file(), name
     v = visit(run_dir / "sae" / "report.html", "sae_eval_tiny.png")
     assert_clean(v)
     code, out, err = run(["sae", "browse", str(run_dir), "--text", str(text_file), "--tokens",
@@ -396,6 +399,7 @@ def test_cli_train_eval_browse_export_import(tiny_model_dir, text_file, tmp_path
                           "--out", str(tmp_path / "browse")], capsys)
     assert code == 0, err
     assert (tmp_path / "browse" / "browser.html").is_file()
+    assert (tmp_path / "browse" / "figures" / "density.svg").is_file()
     code, out, err = run(["sae", "export", str(run_dir), "--out", str(tmp_path / "lens")],
                          capsys)
     assert code == 0, err
@@ -481,8 +485,8 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, tmp
     ident = _identity_sae(model.d_model, model.resid_hook(6))
     exact = evaluate_sae(model, ident, heldout, EvalConfig(tokens=1024, ce_tokens=1024,
                                                            n_bootstrap=50))
-    assert abs(exact["delta_ce"]) < 1e-4 and exact["ce_loss_score"] == pytest.approx(1, abs=1e-4)
-    assert exact["ce_zero_ablation"] - exact["ce_clean"] > 1.0  # ablating layer 6 hurts
+    assert abs(exact.delta_ce) < 1e-4 and exact.ce_loss_score == pytest.approx(1, abs=1e-4)
+    assert exact.ce_zero_ablation - exact.ce_clean > 1.0  # ablating layer 6 hurts
 
     cfg = TrainConfig(layer=6, d_sae=1152, l1_coefficient=4.0, tokens=2048 * 80,
                       batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=100)
@@ -491,13 +495,13 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, tmp
     sae = load_sae(tmp_path / "sae", model).sae
     ev = evaluate_sae(model, sae, heldout, EvalConfig(tokens=8192, ce_tokens=4096,
                                                       n_bootstrap=200))
-    print({k: ev[k] for k in ("l0", "explained_variance", "ce_loss_score",
-                              "ce_loss_score_mean_ablation", "delta_ce", "dead_fraction")})
+    print({k: ev.value(k) for k in ("l0", "explained_variance", "ce_loss_score",
+                                    "ce_loss_score_mean_ablation", "delta_ce", "dead_fraction")})
     # measured here: L0 31, EV 0.74, CE-loss score 0.84 [0.82, 0.85] (mean ablation 0.70)
-    assert ev["explained_variance"] > 0.6
-    assert ev["ce_clean"] < ev["ce_sae"] < ev["ce_mean_ablation"] < ev["ce_zero_ablation"]
-    assert ev["ce_loss_score_ci95"][0] > 0.7
-    assert ev["l0"] < 100
+    assert ev.explained_variance > 0.6
+    assert ev.ce_clean < ev.ce_sae < ev.ce_mean_ablation < ev.ce_zero_ablation
+    assert ev.ce_loss_score_ci95[0] > 0.7
+    assert ev.l0 < 100
     data = collect_browser_data(model, sae, heldout, BrowserConfig(tokens=2048,
                                                                    features="alive:3"))
     d = data.to_dict()

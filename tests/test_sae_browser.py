@@ -20,8 +20,7 @@ from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.errors import InterpError
 from reports.html import Section, paragraph, render_report
-from reports.sae_browser import SEARCH_JS, render_feature_browser
-from reports.sae_charts import density_svg
+from reports.sae_browser import SEARCH_JS, render_feature_browser, sae_browser_report
 from saes.browser import (
     BrowserConfig,
     collect_browser_data,
@@ -31,7 +30,7 @@ from saes.browser import (
 )
 from saes.sae import SAEConfig, SparseAutoencoder
 from tests.conftest import TINY_TEXT
-from tests.html_checks import parse, svgs
+from tests.html_checks import parse
 
 D_SAE = 64
 DEAD = (0, 5, 9)
@@ -259,34 +258,46 @@ def test_page_is_escaped_and_self_contained(data):
     assert "Feature 63" in html and "Run manifest" in html
 
 
-def _bars(svg: ET.Element) -> list[ET.Element]:
-    return [r for r in svg.iter(f"{SVG}rect") if r.get("class") == "hist-bar"]
+def _density_hover(doc: str) -> dict[str, str]:
+    """gid -> hover text of the summary's density figure."""
+    (m,) = re.finditer(r'<svg[^>]*data-figure="density".*?</svg>', doc, re.S)
+    svg = ET.fromstring(m.group(0))
+    return {g.get("id").removeprefix("density-"): g.find(f"{SVG}title").text
+            for g in svg.iter(f"{SVG}g") if g.find(f"{SVG}title") is not None}
 
 
-def _dead_bar(svg: ET.Element) -> ET.Element:
-    (dead,) = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "dead-bar"]
-    return dead
-
-
-def test_density_histogram_svg():
-    svg = density_svg([-3.0, -2.0, -1.0, 0.0], [2, 0, 5], n_dead=3, n_tokens=500)
-    root = ET.fromstring(svg)
-    assert root.tag == f"{SVG}svg" and root.get("data-n") == "10"
-    bars = _bars(root)
-    assert [int(b.get("data-count")) for b in bars] == [2, 0, 5]
-    heights = [float(b.get("height")) for b in bars]
-    assert heights[1] == 0 and 0 < heights[0] < heights[2]  # the empty bin draws nothing
-    assert "density 10% to 100% of tokens: 5 features" in svg
-    assert _dead_bar(root).get("data-count") == "3"
-    assert "1 token" in svg and 'class="floor-marker"' in svg  # one token in 500
+def _count(text: str) -> int:
+    return int(re.search(r": (\d+) features", text).group(1))
 
 
 def test_summary_histogram_shows_alive_and_dead_features(data):
     d = data.to_dict()
-    (svg,) = svgs(render_feature_browser(d, MANIFEST), "sae-density")
-    assert [int(b.get("data-count")) for b in _bars(svg)] == d["density_histogram"]["counts"]
-    assert _dead_bar(svg).get("data-count") == str(len(DEAD))
-    assert svg.get("data-n") == str(D_SAE)
+    tips = _density_hover(render_feature_browser(d, MANIFEST))
+    bins = sorted((k for k in tips if k.startswith("bin-")), key=lambda k: int(k[4:]))
+    assert [_count(tips[b]) for b in bins] == d["density_histogram"]["counts"]
+    assert _count(tips["dead-bar"]) == len(DEAD)
+    assert sum(_count(tips[b]) for b in bins) + _count(tips["dead-bar"]) == D_SAE
+    # one token in the scan is the rarest firing it can measure: marked on the axis
+    assert tips["floor"].startswith(f"1 / n_tokens = {1 / data.n_tokens:.2g}")
+
+
+def test_browser_report_takes_the_typed_result_and_keeps_its_figure(data, tmp_path):
+    report = sae_browser_report(data, MANIFEST)
+    assert set(report.figures) == {"density"}
+    assert report.html == render_feature_browser(data.to_dict(), MANIFEST)
+    report.save(tmp_path)
+    assert (tmp_path / "figures" / "density.svg").is_file()
+    assert (tmp_path / "figures" / "density.png").stat().st_size > 1000
+
+
+def test_to_frame_and_notebook_view(data):
+    frame = data.to_frame()
+    assert list(frame["index"]) == [c.index for c in data.features]
+    assert frame.loc[3, "density"] == pytest.approx(data.features[3].density)
+    top = data.features[3].contexts[0]
+    assert frame.loc[3, "top_token"] == top.tokens[top.max_at]
+    html = data._repr_html_()
+    assert "SAE feature browser" in html and "<svg" in html and "<script" not in html
 
 
 @pytest.mark.browser

@@ -15,14 +15,17 @@ import pytest
 from markupsafe import escape
 
 from interp.errors import InterpError
-from reports.sae import render_sae_report
+from reports.sae import render_sae_report, sae_report
+from saes.metrics import SAEEvalResult
 from tests.browser import ARTIFACTS, assert_clean, visit
-from tests.html_checks import parse, section, svgs
+from tests.html_checks import parse, section
 
 SCRIPT = "<script>alert(1)</script>"
 SVG_NS_URL = "http://www.w3.org/2000/svg"
+XLINK_NS_URL = "http://www.w3.org/1999/xlink"  # matplotlib's SVG declares it; nothing fetched
 SVG = "{http://www.w3.org/2000/svg}"
 MISSING = "—"
+FIGURES = ("reconstruction", "ce", "scores", "density", "training")
 
 
 def fake_result(*, d_sae: int = 64, steps: int = 120) -> dict:
@@ -132,6 +135,30 @@ def lead(doc: str) -> str:
     return doc[doc.index('<div class="lead">'): doc.index("</header>")]
 
 
+def figure_svgs(doc: str, name: str) -> list[ET.Element]:
+    """The inline SVGs of figure ``name`` (saes.figures via reports.figures)."""
+    return [ET.fromstring(m.group(0)) for m in
+            re.finditer(rf'<svg[^>]*data-figure="{name}".*?</svg>', doc, re.S)]
+
+
+def hover(doc: str, name: str) -> dict[str, str]:
+    """gid -> hover text (its <title>) of every hover target in figure ``name``."""
+    (svg,) = figure_svgs(doc, name)
+    out = {}
+    for g in svg.iter(f"{SVG}g"):
+        t = g.find(f"{SVG}title")
+        if t is not None:
+            out[g.get("id").removeprefix(f"{name}-")] = t.text
+    return out
+
+
+def fills(doc: str, name: str, gid: str) -> set[str]:
+    """The fill colours drawn inside hover target ``gid`` of figure ``name``."""
+    (svg,) = figure_svgs(doc, name)
+    (g,) = [g for g in svg.iter(f"{SVG}g") if g.get("id") == f"{name}-{gid}"]
+    return set(re.findall(r"fill: (#[0-9a-f]{6})", ET.tostring(g, encoding="unicode")))
+
+
 @pytest.fixture
 def res() -> dict:
     return fake_result()
@@ -178,52 +205,64 @@ def test_headline_values_and_cis(page):
                  "+0.300 [0.281, 0.320]", "0.272 [0.260, 0.283]",  # ΔCE, KL
                  "3.346", "6.123", "+3.333", "+6.666"):
         assert text in spl, text
-    rows = {r.get("data-label"): r for svg in svgs(spl, "sae-ce-chart")
-            for r in svg.iter(f"{SVG}g") if r.get("class") == "ce-row"}
-    assert set(rows) == {"clean model", "SAE spliced in", "mean ablation", "zero ablation"}
-    assert float(rows["zero ablation"].get("data-value")) == pytest.approx(9.8765)
+    ce = hover(spl, "ce")
+    assert {k for k in ce if k in {"ce-clean", "ce-sae", "ce-mean", "ce-zero"}} == {
+        "ce-clean", "ce-sae", "ce-mean", "ce-zero"}
+    assert ce["ce-zero"] == "zero ablation: CE 9.877 nats/token; KL 6.123"
+    assert ce["ce-sae"] == "SAE spliced in: CE 3.510 nats/token; KL 0.272 [0.260, 0.283]"
     # The clean model's CE is the dashed reference; lost/recovered spans on the SAE row.
-    assert 'class="ce-clean-ref"' in spl and 'class="ce-lost"' in spl
-    assert 'class="ce-recovered"' in spl
+    assert ce["ce-clean-ref"] == "clean model: 3.210 nats/token"
+    assert ce["ce-lost"] == "lost vs the clean model: +0.300 nats"
+    assert ce["ce-recovered"] == "recovered of the zero-ablation gap: 6.366 nats"
 
 
 def test_density_histogram(page, res):
     dens = section(page, "Feature density")
-    (svg,) = svgs(dens, "sae-density")
-    dead = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "dead-bar"]
-    assert len(dead) == 1 and dead[0].get("data-count") == "4"
-    bars = [r for r in svg.iter(f"{SVG}rect") if r.get("class") == "hist-bar"]
-    assert [int(b.get("data-count")) for b in bars] == res["density_histogram"]["counts"]
-    marker = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "dense-marker"]
-    assert len(marker) == 1 and float(marker[0].get("data-value")) == 0.1
+    tips = hover(dens, "density")
+    assert tips["dead-bar"] == "dead (fired on none of 123,456 tokens): 4 features"
+    bars = sorted((k for k in tips if k.startswith("bin-")), key=lambda k: int(k[4:]))
+    assert [int(re.search(r": (\d+) features", tips[b]).group(1)) for b in bars] == \
+        res["density_histogram"]["counts"]
+    assert tips["dense-threshold"] == "dense threshold: dense ≥ 10% of tokens"
     assert "#5 31%" in dens  # the densest feature is named
     # Without the histogram, it is rebuilt from feature_density with the same totals.
     r2 = dict(res, density_histogram=None)
-    (svg2,) = svgs(section(render_sae_report(r2, {}), "Feature density"), "sae-density")
-    bars2 = [r for r in svg2.iter(f"{SVG}rect") if r.get("class") == "hist-bar"]
-    assert sum(int(b.get("data-count")) for b in bars2) == 60
-    assert svg2.get("data-n") == "64"
+    tips2 = hover(section(render_sae_report(r2, {}), "Feature density"), "density")
+    counts2 = [int(re.search(r": (\d+) features", t).group(1)) for k, t in tips2.items()
+               if k.startswith("bin-")]
+    assert sum(counts2) == 60
+    assert sum(counts2) + int(re.search(r": (\d+) features", tips2["dead-bar"]).group(1)) == 64
 
 
 def test_training_curves_mark_resampling(page):
     tr = section(page, "Training")
-    curves = svgs(tr, "sae-curve")
-    assert len(curves) == 4
-    titles = [c.find(f"{SVG}title").text for c in curves]
-    assert titles == ["Loss (MSE + L1 penalty) vs training step", "L0 vs training step",
-                      "Explained variance vs training step", "Dead fraction vs training step"]
-    for c in curves:
-        lines = [e for e in c.iter(f"{SVG}line") if e.get("class") == "resample-mark"]
-        assert len(lines) == 2
-        assert c.get("data-n") == "120"
-    assert "step 40: 5 dead features resampled" in tr
+    (svg,) = figure_svgs(tr, "training")
+    texts = [t.text for t in svg.iter(f"{SVG}text")]
+    for title in ("Loss (MSE + L1 penalty)", "L0", "Explained variance", "Dead fraction"):
+        assert title in texts, title
+    tips = hover(tr, "training")
+    for key in ("loss", "l0", "explained_variance", "dead_fraction"):
+        marks = sorted(k for k in tips if k.startswith(f"resample-{key}-"))
+        assert len(marks) == 2, key
+    assert tips["resample-l0-0"] == "step 40: 5 dead features resampled"
     # The held-out value and the target are drawn as references on the L0 chart.
-    refs = [e.find(f"{SVG}title").text for e in curves[1].iter(f"{SVG}line")
-            if e.get("class") == "curve-ref"]
+    refs = [tips[k] for k in sorted(k for k in tips if k.startswith("ref-l0-"))]
     assert refs == ["held-out eval: 23.5", "target ≤ 100: 100.0"]
     for text in ("L1 coefficient", "learning rate", "12 min 34 s", "652 tokens/s",
                  "step 40: 5 features; step 80: 2 features", "Training settings"):
         assert text in tr, text
+
+
+def test_report_takes_the_typed_result_and_keeps_its_figures(res, tmp_path):
+    typed = SAEEvalResult.from_dict(res)
+    report = sae_report(typed, fake_manifest())
+    assert list(report.figures) == list(FIGURES)
+    assert report.html == render_sae_report(res, fake_manifest())  # a dict is read the same
+    report.save(tmp_path)
+    for name in FIGURES:
+        assert (tmp_path / "figures" / f"{name}.svg").is_file()
+        assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 1000
+    assert (tmp_path / "report.html").read_text() == report.html
 
 
 def test_how_to_read_and_manifest(page):
@@ -264,11 +303,10 @@ def test_targets_pass_and_fail(res):
     assert "✗ target ≤ 100" in top and "✗ target ≤ 30%" in top and "✓ target ≥ 0.7" in top
     assert "meets 3 of 5 targets" in top and 'class="badge warn"' in top
     # The strip's dot is red for a missed target, green for a met one.
-    (strips,) = svgs(section(doc, "Reconstruction vs sparsity"), "sae-strips")
-    dots = {g.get("data-metric"): g.find(f"{SVG}circle").get("fill")
-            for g in strips.iter(f"{SVG}g") if g.get("class") == "strip"}
-    assert dots["l0"] == "#c92a2a" and dots["explained_variance"] == "#2b7a3d"
-    assert dots["mse"] == "#3b5bdb"  # no target: neutral
+    rec = section(doc, "Reconstruction vs sparsity")
+    assert fills(rec, "reconstruction", "strip-l0") == {"#c92a2a"}
+    assert fills(rec, "reconstruction", "strip-explained_variance") == {"#2b7a3d"}
+    assert fills(rec, "reconstruction", "strip-mse") == {"#3b5bdb"}  # no target: neutral
 
 
 def test_missing_value_gives_unknown_mark(res):
@@ -303,8 +341,8 @@ def test_nan_and_none_render_as_dash(res):
     assert marks(doc)["l0_max"] == {"unknown"}
     assert MISSING in section(doc, "Reconstruction vs sparsity")
     assert MISSING in section(doc, "Spliced into the model")
-    for cls in ("sae-strips", "sae-ce-chart", "sae-density", "sae-curve"):
-        for svg in svgs(doc, cls):
+    for name in FIGURES:
+        for svg in figure_svgs(doc, name):
             assert svg.tag == f"{SVG}svg"  # still well-formed XML
 
 
@@ -316,7 +354,7 @@ def test_without_training_or_targets(res):
     assert "Training" not in heads and heads[-1] == "Run manifest"
     assert not marks(doc) and "✓" not in doc and "✗" not in doc
     assert "targets" not in lead(doc)
-    assert svgs(doc, "sae-curve") == []
+    assert figure_svgs(doc, "training") == []
     assert "0.812 [0.801, 0.823]" in lead(doc)
 
 
@@ -358,14 +396,13 @@ def test_hostile_strings_are_escaped(res):
 
 def test_self_contained(page):
     for url in re.findall(r"(?i)(?:https?:)?//[^\s\"'<>)]+", page):
-        assert url == SVG_NS_URL, url
+        assert url in (SVG_NS_URL, XLINK_NS_URL), url
     tree = parse(page)
     assert not {"link", "script", "iframe", "object", "embed", "img"} & set(tree.tags)
-    for cls, n in (("sae-strips", 2), ("sae-ce-chart", 1), ("sae-density", 1), ("sae-curve", 4)):
-        found = svgs(page, cls)
-        assert len(found) == n, cls
-        for svg in found:
-            ET.fromstring(ET.tostring(svg))
+    for name in FIGURES:  # strips: reconstruction + scores; training: the 4 curves in one
+        found = figure_svgs(page, name)
+        assert len(found) == 1, name
+        ET.fromstring(ET.tostring(found[0]))
 
 
 # ----------------------------------------------------------------------- browser
@@ -379,12 +416,12 @@ def test_sae_report_in_headless_chromium(tmp_path):
     path.write_text(render_sae_report(res, fake_manifest()), encoding="utf-8")
 
     def check(page) -> dict:
-        counts = {cls: page.locator(f"svg.{cls}").count()
-                  for cls in ("sae-strips", "sae-ce-chart", "sae-density", "sae-curve")}
-        for cls in counts:
-            first = page.locator(f"svg.{cls}").first
+        counts = {name: page.locator(f'svg.mpl-fig[data-figure="{name}"]').count()
+                  for name in FIGURES}
+        for name in counts:
+            first = page.locator(f'svg.mpl-fig[data-figure="{name}"]').first
             box = first.bounding_box()
-            assert first.is_visible() and box and box["width"] > 300 and box["height"] > 80, cls
+            assert first.is_visible() and box and box["width"] > 300 and box["height"] > 80, name
         assert page.locator("script").count() == 0
         assert page.title() == f"SAE evaluation — {SCRIPT}"
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
@@ -392,5 +429,5 @@ def test_sae_report_in_headless_chromium(tmp_path):
 
     v = visit(path, "sae_report.png", check)
     assert_clean(v)
-    assert v.checks == {"sae-strips": 2, "sae-ce-chart": 1, "sae-density": 1, "sae-curve": 4}
+    assert v.checks == dict.fromkeys(FIGURES, 1)
     assert (ARTIFACTS / "sae_report.png").stat().st_size > 10_000

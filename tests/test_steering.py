@@ -156,3 +156,41 @@ def test_unknown_positions(tiny_model):
     with pytest.raises(InterpError, match="unknown positions"), \
             steer(tiny_model, vec, alpha=1.0, positions="middle"):
         pass
+
+
+def test_run_sweep_takes_a_config_and_returns_a_typed_result(tiny_model):
+    """The config call and the keyword call give the same result; α = 0 is added."""
+    import json
+
+    from interp.steering.sweep import SweepConfig, SweepResult, run_sweep
+
+    cfg = SweepConfig(layers=[1], alphas=[5.0], max_new_tokens=3, batch_size=8)
+    res = run_sweep(tiny_model, PROMPTS[:2], cfg, pairs=PAIRS, progress=False)
+    assert isinstance(res, SweepResult) and cfg.alphas == [5.0]
+    assert res.alphas == [0.0, 5.0] and res.config.alphas == [0.0, 5.0]
+    assert res.config.vector_source == "inline" and res.n_prompts == 2
+    assert res.side_kl[0][0] == 0.0 and len(res.texts) == 4
+    again = run_sweep(tiny_model, PROMPTS[:2], pairs=PAIRS, progress=False, layers=[1],
+                      alphas=[5.0], max_new_tokens=3, batch_size=8)
+    assert json.dumps(again.to_dict()) == json.dumps(res.to_dict())
+    assert json.dumps(SweepResult.from_dict(res.to_dict()).to_dict()) == json.dumps(res.to_dict())
+    frame = res.to_frame()
+    assert list(frame.alpha) == [0.0, 5.0] and list(frame.layer) == [1, 1]
+    assert len(res.texts_frame()) == 4
+    with pytest.raises(InterpError, match="layers"):
+        run_sweep(tiny_model, PROMPTS, pairs=PAIRS)
+    with pytest.raises(InterpError, match="not both"):
+        run_sweep(tiny_model, PROMPTS, cfg)
+
+
+def test_sweep_prompts(tmp_path):
+    from interp.steering.sweep import sweep_prompts
+
+    shipped = sweep_prompts()
+    assert len(shipped) > 3 and sweep_prompts(n=3) == shipped[:3]
+    txt = tmp_path / "p.txt"
+    txt.write_text("one\ntwo\nthree\n")
+    assert sweep_prompts(txt, 2) == ["one", "two"]
+    jl = tmp_path / "p.jsonl"
+    jl.write_text('{"prompt": "a"}\n{"prompt": "b"}\n')
+    assert sweep_prompts(str(jl)) == ["a", "b"]

@@ -1,4 +1,5 @@
-"""Tests for the steering-sweep HTML report (reports.steering)."""
+"""Tests for the steering-sweep HTML report (reports.steering), its figures
+(interp.steering.figures) and the typed sweep result (interp.steering.sweep.SweepResult)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,30 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from markupsafe import escape
+from matplotlib.colors import Normalize, to_hex
+from matplotlib.figure import Figure
 
-from reports.steering import DIVERGING, render_steering_report, write_steering_report
+from interp.errors import InterpError
+from interp.plotting import colormap
+from interp.steering.figures import (
+    HEATMAPS as FIGURES,
+)
+from interp.steering.figures import (
+    MISSING_FILL,
+    heatmap_figure,
+    heatmap_titles,
+    target_by_alpha_figure,
+    target_by_alpha_titles,
+)
+from interp.steering.sweep import SweepResult
+from reports.steering import render_steering_report, steering_report, write_steering_report
 from tests.browser import ARTIFACTS, assert_clean, visit
 from tests.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
 QUOTES = "She said \"stop\" & he said 'go'"
 SVG = "{http://www.w3.org/2000/svg}"
+NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink")
 ALPHAS = [-4.0, -1.0, 0.0, 1.0, 2.0, 4.0]
 KEYS = ("target_score", "perplexity", "distinct2", "collapse", "side_kl")
 NOT_RENDERED = "per-text record that must not be rendered"
@@ -141,6 +158,14 @@ def nan_result() -> dict:
     return r
 
 
+def typed(r: dict) -> SweepResult:
+    return SweepResult.from_dict(r)
+
+
+def render(r: dict, manifest: dict | None = None) -> str:
+    return render_steering_report(typed(r), make_manifest() if manifest is None else manifest)
+
+
 def make_manifest() -> dict:
     return {
         "interp_version": "0.1.0",
@@ -157,21 +182,66 @@ def section_titles(doc: str) -> list[str]:
     return re.findall(r"<h2>(.*?)</h2>", doc)
 
 
+def figure_name(svg: ET.Element) -> str:
+    return svg.get("data-figure") or ""
+
+
+def groups(svg: ET.Element, pattern: str) -> list[ET.Element]:
+    """The groups of a figure whose gid (after the figure-name prefix) matches ``pattern``."""
+    rx = re.compile(re.escape(figure_name(svg)) + "-" + pattern + "$")
+    return [g for g in svg.iter(f"{SVG}g") if rx.match(g.get("id") or "")]
+
+
 def cells(svg: ET.Element) -> list[ET.Element]:
-    return [g for g in svg.iter(f"{SVG}g") if g.get("class") == "hm-cell"]
+    return groups(svg, r"cell-\d+-\d+")
 
 
 def cell(svg: ET.Element, i: int, j: int) -> ET.Element:
-    (g,) = [c for c in cells(svg) if c.get("data-row") == str(i) and c.get("data-col") == str(j)]
+    (g,) = groups(svg, f"cell-{i}-{j}")
     return g
 
 
+def cell_fill(svg: ET.Element, i: int, j: int) -> str:
+    style = cell(svg, i, j).find(f"{SVG}path").get("style")
+    return re.search(r"fill: (#[0-9a-f]{6})", style).group(1)
+
+
+def cell_label(svg: ET.Element, i: int, j: int) -> ET.Element:
+    (g,) = groups(svg, f"cell-{i}-{j}-t")
+    return g.find(f"{SVG}text")
+
+
 def cell_text(svg: ET.Element, i: int, j: int) -> str:
-    return cell(svg, i, j).find(f"{SVG}text").text or ""
+    return cell_label(svg, i, j).text or ""
+
+
+def is_bold(svg: ET.Element, i: int, j: int) -> bool:
+    return "font-weight: 700" in (cell_label(svg, i, j).get("style") or "")
+
+
+def tooltip(svg: ET.Element, i: int, j: int) -> str:
+    return cell(svg, i, j).find(f"{SVG}title").text
+
+
+def row_labels(svg: ET.Element) -> list[str]:
+    return [g.find(f"{SVG}text").text for g in groups(svg, r"row-\d+")]
+
+
+def figures(doc: str) -> list[ET.Element]:
+    return svgs(doc, "mpl-fig")
+
+
+def heatmaps(doc: str) -> list[ET.Element]:
+    return [s for s in figures(doc) if figure_name(s) in FIGURES]
 
 
 def heatmap(doc: str, title: str) -> ET.Element:
-    (svg,) = [s for s in svgs(doc, "interp-heatmap") if s.get("aria-label") == title]
+    (svg,) = [s for s in heatmaps(doc) if s.get("aria-label") == title]
+    return svg
+
+
+def line_chart(doc: str) -> ET.Element:
+    (svg,) = [s for s in figures(doc) if figure_name(s) == "target_by_alpha"]
     return svg
 
 
@@ -186,12 +256,12 @@ HEATMAPS = (
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    return render_steering_report(make_result(), make_manifest())
+    return render(make_result())
 
 
 @pytest.fixture(scope="module")
 def nan_page() -> str:
-    return render_steering_report(nan_result(), make_manifest())
+    return render(nan_result())
 
 
 # --------------------------------------------------------------------- escaping
@@ -199,16 +269,19 @@ def nan_page() -> str:
 
 @pytest.mark.parametrize("make", [make_result, single_layer_result, nan_result])
 def test_no_raw_markup_and_self_contained(make):
-    doc = render_steering_report(make(), make_manifest())
+    doc = render(make())
     low = doc.lower()
     assert "<script" not in low and "<b>" not in low
     tags = parse(doc)
     assert not {"script", "img", "iframe", "link", "object"} & set(tags.tags)
     assert not [a for _, a, _ in tags.attrs if a.startswith("on")]
-    assert "http://" not in doc.replace("http://www.w3.org/2000/svg", "")
+    bare = doc
+    for ns in NAMESPACES:  # XML namespace names, never fetched
+        bare = bare.replace(ns, "")
+    assert "http://" not in bare
     assert "https://" not in doc
-    assert svgs(doc, r"interp-\w+")
-    for svg in svgs(doc, r"interp-\w+"):  # every figure is well-formed XML
+    assert figures(doc)
+    for svg in figures(doc):  # every figure is well-formed XML
         assert svg.tag == SVG + "svg"
 
 
@@ -245,24 +318,35 @@ def test_sections_and_lead(page):
 
 
 def test_heatmaps_have_one_cell_per_layer_and_alpha(page):
-    maps = svgs(page, "interp-heatmap")
+    maps = heatmaps(page)
     assert sorted(s.get("aria-label") for s in maps) == sorted(HEATMAPS)
     for svg in maps:
         assert len(cells(svg)) == 5 * len(ALPHAS)
-        rows = [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "hm-row-label"]
-        assert rows == ["2", "5", "8", "11", "14"]
+        assert row_labels(svg) == ["2", "5", "8", "11", "14"]
         # the sweet spot (layer 8 = row 2, α = 2 = column 4) is bold in every heatmap
-        bold = [c for c in cells(svg) if c.find(f"{SVG}text").get("font-weight") == "700"]
-        assert [(c.get("data-row"), c.get("data-col")) for c in bold] == [("2", "4")]
+        bold = [(i, j) for i in range(5) for j in range(len(ALPHAS)) if is_bold(svg, i, j)]
+        assert bold == [(2, 4)]
+
+
+def test_heatmap_rows_run_top_down_in_sweep_order(page):
+    """The first swept layer is the top row: its cells sit above the last layer's."""
+    svg = heatmap(page, HEATMAPS[0])
+    ys = [float(g.find(f"{SVG}text").get("y")) for g in groups(svg, r"row-\d+")]
+    assert ys == sorted(ys)  # SVG y grows downwards
+    top = float(cell_label(svg, 0, 0).get("y"))
+    bottom = float(cell_label(svg, 4, 0).get("y"))
+    assert top < bottom
 
 
 def test_target_heatmap_is_diverging_and_centred_at_zero(page):
     r = make_result()
     svg = heatmap(page, HEATMAPS[0])
+    cmap = colormap(FIGURES["target_delta"].cmap)
+    centre = to_hex(cmap(0.5))
+    assert all(int(centre[k : k + 2], 16) >= 0xF0 for k in (1, 3, 5))  # white-ish
     for i in range(5):
-        zero = cell(svg, i, 2)  # α = 0
-        assert cell_text(svg, i, 2) == "0"
-        assert zero.find(f"{SVG}rect").get("fill") == DIVERGING[5]  # white, the centre
+        assert cell_text(svg, i, 2) == "0"  # α = 0
+        assert cell_fill(svg, i, 2) == centre
     delta = r["target_score"][2][5] - r["target_score"][2][2]
     assert cell_text(svg, 2, 5) == f"+{delta:.2f}"
     assert cell_text(svg, 2, 0).startswith("−")
@@ -271,11 +355,11 @@ def test_target_heatmap_is_diverging_and_centred_at_zero(page):
         ((i, j) for i in range(5) for j in range(6)),
         key=lambda ij: abs(r["target_score"][ij[0]][ij[1]] - r["target_score"][ij[0]][2]),
     )
-    assert cell(svg, *extreme).find(f"{SVG}rect").get("fill") in (DIVERGING[0], DIVERGING[-1])
-    tip = cell(svg, 2, 4).find(f"{SVG}title").text
+    assert cell_fill(svg, *extreme) in (to_hex(cmap(0.0)), to_hex(cmap(1.0)))
+    tip = tooltip(svg, 2, 4)
     assert "layer 8 · α = 2" in tip and " ± " in tip and "sweet spot" in tip
     assert "within the coherence tolerance" in tip
-    assert "outside the coherence tolerance" in cell(svg, 4, 5).find(f"{SVG}title").text
+    assert "outside the coherence tolerance" in tooltip(svg, 4, 5)
 
 
 def test_other_heatmaps_cell_text(page):
@@ -285,7 +369,7 @@ def test_other_heatmaps_cell_text(page):
     ratio = r["perplexity"][0][3] / r["perplexity"][0][2]
     assert cell_text(ppl, 0, 3) == f"{ratio:.1f}×"
     assert cell_text(ppl, 4, 0).endswith("×") and float(cell_text(ppl, 4, 0)[:-1]) >= 10
-    tip = cell(ppl, 0, 3).find(f"{SVG}title").text
+    tip = tooltip(ppl, 0, 3)
     assert "perplexity: " in tip and " ± " in tip and "(α = 0: " in tip
     d2 = heatmap(page, HEATMAPS[2])
     assert cell_text(d2, 0, 2) == "0.95"
@@ -295,16 +379,33 @@ def test_other_heatmaps_cell_text(page):
     kl = heatmap(page, HEATMAPS[4])
     assert cell_text(kl, 0, 2) == "0"
     assert cell_text(kl, 4, 5) == f"{r['side_kl'][4][5]:.3g}"
-    assert "nats" in cell(kl, 4, 5).find(f"{SVG}title").text
+    assert "nats" in tooltip(kl, 4, 5)
+
+
+def test_collapse_heatmap_flags_collapsed_cells(page):
+    """Collapsed cells are darker red than cells without collapse, and say so on hover."""
+    r = make_result()
+    col = heatmap(page, HEATMAPS[3])
+    cmap = colormap(FIGURES["collapse"].cmap)
+    assert cell_fill(col, 0, 2) == to_hex(cmap(0.0))
+    worst = max(((i, j) for i in range(5) for j in range(6)),
+                key=lambda c: r["collapse"][c[0]][c[1]])
+    rate = r["collapse"][worst[0]][worst[1]]
+    assert rate > 0.25 and cell_fill(col, *worst) == to_hex(cmap(Normalize(0, 1)(rate)))
+    assert "collapse rate: " in tooltip(col, *worst) and "of texts" in tooltip(col, *worst)
 
 
 def test_line_chart_has_a_line_and_band_per_layer(page):
-    (chart,) = svgs(page, "interp-linechart")
-    assert len(chart.findall(f".//{SVG}path[@class='lc-line']")) == 5
-    assert len(chart.findall(f".//{SVG}path[@class='lc-band']")) == 5
+    chart = line_chart(page)
+    assert len(groups(chart, r"line-\d+")) == 5
+    assert len(groups(chart, r"band-\d+")) == 5
     legend = " ".join(t.text or "" for t in chart.iter(f"{SVG}text"))
     for layer in (2, 5, 8, 11, 14):
         assert f"layer {layer}" in legend
+    points = groups(chart, r"point-\d+-\d+")
+    assert len(points) == 5 * len(ALPHAS)
+    tip = points[0].find(f"{SVG}title").text
+    assert "layer 2 · α = −4" in tip and "target score: " in tip and " ± " in tip
 
 
 def test_samples_show_two_per_cell_and_mark_collapse(page):
@@ -323,11 +424,10 @@ def test_samples_show_two_per_cell_and_mark_collapse(page):
 
 
 def test_single_layer():
-    doc = render_steering_report(single_layer_result(), make_manifest())
-    for svg in svgs(doc, "interp-heatmap"):
+    doc = render(single_layer_result())
+    for svg in heatmaps(doc):
         assert len(cells(svg)) == 3
-    (chart,) = svgs(doc, "interp-linechart")
-    assert len(chart.findall(f".//{SVG}path[@class='lc-line']")) == 1
+    assert len(groups(line_chart(doc), r"line-\d+")) == 1
     assert doc.count('<details class="layer-samples"') == 1
     assert '<details class="layer-samples" data-layer="2" open>' in doc
 
@@ -338,7 +438,7 @@ def test_nan_is_a_dash_and_no_sweet_spot(nan_page):
     assert not re.search(r"\bnan\b", nan_page, re.I)
     tgt = heatmap(nan_page, HEATMAPS[0])
     assert cell_text(tgt, 1, 3) == "—"
-    assert cell(tgt, 1, 3).find(f"{SVG}rect").get("fill") == "#e9ebef"  # missing grey
+    assert cell_fill(tgt, 1, 3) == MISSING_FILL  # missing grey
     ppl = heatmap(nan_page, HEATMAPS[1])
     assert all(cell_text(ppl, 2, j) == "—" for j in range(len(ALPHAS)))  # α = 0 missing
     d2 = heatmap(nan_page, HEATMAPS[2])
@@ -346,26 +446,112 @@ def test_nan_is_a_dash_and_no_sweet_spot(nan_page):
     assert cell_text(heatmap(nan_page, HEATMAPS[3]), 3, 5) == "—"
     kl = heatmap(nan_page, HEATMAPS[4])
     assert all(cell_text(kl, 2, j) == "—" for j in range(len(ALPHAS)))
-    for svg in svgs(nan_page, "interp-heatmap"):
+    for svg in heatmaps(nan_page):
         assert len(cells(svg)) == 4 * len(ALPHAS)
-        assert not [c for c in cells(svg) if c.find(f"{SVG}text").get("font-weight")]
+        assert not [c for c in range(4 * len(ALPHAS)) if is_bold(svg, c // 6, c % 6)]
     assert 'data-layer="2" open' in nan_page  # no sweet spot: the first layer is open
 
 
 def test_empty_and_sparse_results_still_render():
-    doc = render_steering_report({"model": "m"}, {})
+    doc = render({"model": "m"}, {})
     assert "No coherent setting moved the target score" in doc
     assert section_titles(doc) == ["Metrics", "Setup", "Run manifest"]
     r = make_result(2)
     for k in ("samples", "vector_norms", "side_kl", "side_kl_std", "texts"):
         del r[k]
-    doc = render_steering_report(r, make_manifest())
+    doc = render(r)
     assert len(cells(heatmap(doc, HEATMAPS[4]))) == 2 * len(ALPHAS)
 
 
 def test_write_steering_report(tmp_path, page):
-    path = write_steering_report(tmp_path / "r.html", make_result(), make_manifest())
+    path = write_steering_report(tmp_path / "r.html", typed(make_result()), make_manifest())
     assert path.read_text(encoding="utf-8") == page
+
+
+def test_report_saves_every_figure(tmp_path, page):
+    report = steering_report(typed(make_result()), make_manifest())
+    assert report.html == page
+    assert sorted(report.figures) == sorted([*FIGURES, "target_by_alpha"])
+    report.save(tmp_path)
+    for name in report.figures:
+        assert (tmp_path / "figures" / f"{name}.svg").stat().st_size > 1000
+        assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 1000
+    again = steering_report(typed(make_result()), make_manifest())
+    assert again.html == page  # byte-stable
+
+
+# ----------------------------------------------------------------- figure builders
+
+
+def test_heatmap_figure_cells_and_tooltips():
+    r = typed(make_result(3))
+    for name in FIGURES:
+        fig = heatmap_figure(r, name)
+        assert isinstance(fig, Figure)
+        (ax,) = fig.axes[:1]
+        gids = [p.get_gid() for p in ax.patches]
+        assert sorted(gids) == sorted(f"cell-{i}-{j}" for i in range(3) for j in range(6))
+        assert set(heatmap_titles(r, name)) == set(gids)
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["2", "5", "8"]
+        assert ax.get_ylim()[0] > ax.get_ylim()[1]  # row 0 at the top
+        assert ax.get_title(loc="left") == FIGURES[name].title
+    with pytest.raises(InterpError, match="unknown steering heatmap"):
+        heatmap_figure(r, "nope")
+
+
+def test_heatmap_figure_colours_follow_the_scale():
+    r = typed(make_result(3))
+    fig = heatmap_figure(r, "distinct2")
+    cmap = colormap(FIGURES["distinct2"].cmap)
+    patch = {p.get_gid(): p for p in fig.axes[0].patches}["cell-0-2"]
+    assert to_hex(patch.get_facecolor()) == to_hex(cmap(r.distinct2[0][2]))
+
+
+def test_target_by_alpha_figure_lines_bands_points():
+    r = typed(make_result(2))
+    fig = target_by_alpha_figure(r)
+    ax = fig.axes[0]
+    assert [ln.get_gid() for ln in ax.lines if (ln.get_gid() or "").startswith("line-")] == [
+        "line-0", "line-1"]
+    assert [c.get_gid() for c in ax.collections] == ["band-0", "band-1"]
+    assert len(target_by_alpha_titles(r)) == 2 * len(ALPHAS)
+    assert ax.get_ylim() == (-1.0, 1.0)
+
+
+# ------------------------------------------------------------------ typed result
+
+
+def test_to_dict_is_the_results_json():
+    r = make_result()
+    d = typed(r).to_dict()
+    grids = [f"{k}{s}" for k in KEYS for s in ("", "_std")]
+    assert list(d) == ["model", "config", "layers", "alphas", *grids, "vector_norms", "samples",
+                       "n_prompts", "sweet_spot", "texts", "side_effect_prompts"]
+    assert d == {**r, "config": {**r["config"], "positions": "all"}}
+    assert typed(d).to_dict() == d
+
+
+def test_to_frame_one_row_per_layer_and_alpha():
+    r = make_result()
+    frame = typed(r).to_frame()
+    assert len(frame) == 5 * len(ALPHAS)
+    assert list(frame[["layer", "alpha"]].iloc[0]) == [2, -4.0]
+    row = frame[(frame.layer == 8) & (frame.alpha == 2.0)].iloc[0]
+    assert row.target_score == r["target_score"][2][4]
+    assert row.side_kl_std == r["side_kl_std"][2][4]
+    assert row.target_delta == pytest.approx(r["target_score"][2][4] - r["target_score"][2][2])
+    assert row.perplexity_ratio == pytest.approx(r["perplexity"][2][4] / r["perplexity"][2][2])
+    assert bool(row.sweet_spot) and bool(row.coherent)
+    assert int(frame.sweet_spot.sum()) == 1
+    assert list(typed(r).texts_frame().text) == [NOT_RENDERED]
+
+
+def test_repr_html_headline_and_figure():
+    html = typed(make_result())._repr_html_()
+    assert "Steering sweep" in html and "<svg" in html
+    assert "layer 8, α = 2" in html
+    assert "&lt;b&gt;model&lt;/b&gt;" in html and "<b>model" not in html
+    assert "<svg" not in typed({"model": "m"})._repr_html_()
 
 
 # ------------------------------------------------------------------------- browser
@@ -373,12 +559,17 @@ def test_write_steering_report(tmp_path, page):
 
 @pytest.mark.browser
 def test_report_in_browser(tmp_path):
-    path = write_steering_report(tmp_path / "steering.html", make_result(), make_manifest())
+    path = write_steering_report(tmp_path / "steering.html", typed(make_result()),
+                                 make_manifest())
+    cell_selector = ", ".join(f'svg.mpl-fig[data-figure="{n}"] g[id^="{n}-cell-"]'
+                              f':not([id$="-t"])' for n in FIGURES)
 
     def check(page):
         return {
-            "heatmap_cells": page.locator("svg.interp-heatmap g.hm-cell").count(),
-            "lines": page.locator("svg.interp-linechart path.lc-line").count(),
+            "heatmap_cells": page.locator(cell_selector).count(),
+            "lines": page.locator(
+                'svg.mpl-fig[data-figure="target_by_alpha"] g[id^="target_by_alpha-line-"]'
+            ).count(),
             "open_samples": page.locator("details.layer-samples[open] .sample").count(),
             "overflow": page.evaluate(
                 "document.documentElement.scrollWidth > document.documentElement.clientWidth"

@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,19 +21,17 @@ from interp.cli.common import (
     log,
     make_model_options,
     manifest_for,
-    open_out,
     text_options,
 )
 from interp.errors import InterpError
-from interp.runs.outdir import check_creatable
+from interp.runs.outdir import OutDir, check_creatable
+
+if TYPE_CHECKING:
+    from saes.metrics import SAEEvalResult
 
 _train_model_options = make_model_options(
     batch_size=4096, batch_help="Activations (tokens) per training step, over all processes.")
 _window_options = make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
-
-TARGETS = {"explained_variance": 0.7, "l0_max": 100, "dead_fraction_max": 0.3,
-           "ce_loss_score": 0.8}
-
 
 def _positive(name: str):  # noqa: ANN202
     def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:  # noqa: ARG001
@@ -184,8 +182,9 @@ def eval_cmd(
     """L0, explained variance, CE-loss score (zero and mean ablation), ΔCE, KL, dead/dense."""
     from interp.cli.common import json_safe
     from interp.data.corpus import text_source
-    from reports.sae import render_sae_report
+    from reports.sae import sae_report
     from saes.metrics import EvalConfig, evaluate_sae
+    from saes.results import DEFAULT_TARGETS, TRAINING_KEYS, TrainingRecord
     from saes.sae import load_sae
 
     path = _sae_path(sae_dir)
@@ -193,43 +192,42 @@ def eval_cmd(
                      batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     target = out_dir or str(path)
-    with open_out(target) as out:
+    with OutDir(target) as out:
         model = load_model(model_name, device, dtype, seed)
         loaded = load_sae(path, model, device=device)
         res = evaluate_sae(model, loaded.sae, docs, cfg)
-        res["sae_path"] = str(loaded.path)
-        res["data"] = data
-        res["targets"] = TARGETS
-        res["training"] = {k: loaded.config.get(k) for k in
-                           ("train", "history", "resampled", "elapsed_s", "tokens_per_s")}
+        res.sae_path = str(loaded.path)
+        res.data = data
+        res.targets = dict(DEFAULT_TARGETS)
+        res.training = TrainingRecord.from_dict({k: loaded.config.get(k) for k in TRAINING_KEYS})
         man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "sae": str(loaded.path)})
         man["dataset_hash"] = data["sha256"]
         man["sae_manifest"] = {k: loaded.manifest.get(k) for k in
                                ("git_commit", "timestamp", "dataset_hash", "seed", "config")}
-        res["manifest"] = man
-        out.write_json("results.json", json_safe(res))
-        out.write_text("report.html", render_sae_report(res, man))
+        res.manifest = man
+        out.write_json("results.json", json_safe(res.to_dict()))
+        sae_report(res, man).write(out)
     _print_eval(res)
     log(f"wrote {os.path.join(target, 'report.html')} and results.json")
 
 
-def _print_eval(res: dict[str, Any]) -> None:
+def _print_eval(res: SAEEvalResult) -> None:
     def ci(key: str) -> str:
-        lo, hi = res.get(f"{key}_ci95") or (float("nan"), float("nan"))
-        return f"{res[key]:.3f} [{lo:.3f}, {hi:.3f}]"
+        lo, hi = getattr(res, f"{key}_ci95")
+        return f"{res.value(key):.3f} [{lo:.3f}, {hi:.3f}]"
 
     lines = [
-        f"SAE {res['hook_point']} d_sae={res['d_sae']} on {res['n_tokens']} held-out tokens",
+        f"SAE {res.hook_point} d_sae={res.d_sae} on {res.n_tokens} held-out tokens",
         f"  L0                      {ci('l0')}",
         f"  explained variance      {ci('explained_variance')}",
         f"  cosine similarity       {ci('cosine_similarity')}",
-        f"  dead / dense fraction   {res['dead_fraction']:.3f} / {res['dense_fraction']:.3f}",
+        f"  dead / dense fraction   {res.dead_fraction:.3f} / {res.dense_fraction:.3f}",
     ]
-    if "ce_loss_score" in res:
+    if res.n_ce_tokens is not None:
         lines += [
-            f"  CE clean / SAE / mean-abl / zero-abl  {res['ce_clean']:.3f} / {res['ce_sae']:.3f}"
-            f" / {res['ce_mean_ablation']:.3f} / {res['ce_zero_ablation']:.3f} nats "
-            f"({res['n_ce_tokens']} tokens)",
+            f"  CE clean / SAE / mean-abl / zero-abl  {res.ce_clean:.3f} / {res.ce_sae:.3f}"
+            f" / {res.ce_mean_ablation:.3f} / {res.ce_zero_ablation:.3f} nats "
+            f"({res.n_ce_tokens} tokens)",
             f"  CE loss score (zero)    {ci('ce_loss_score')}",
             f"  CE loss score (mean)    {ci('ce_loss_score_mean_ablation')}",
             f"  ΔCE                     {ci('delta_ce')} nats",
@@ -258,7 +256,8 @@ def browse(
 ) -> None:
     """One HTML feature browser: density, top contexts, promoted/suppressed tokens, search."""
     from interp.data.corpus import text_source
-    from reports.sae_browser import render_feature_browser
+    from reports.figures import save_figure
+    from reports.sae_browser import sae_browser_report
     from saes.browser import BrowserConfig, collect_browser_data
     from saes.sae import load_sae
 
@@ -266,18 +265,21 @@ def browse(
     cfg = BrowserConfig(tokens=tokens, seq_len=seq_len, batch_size=batch_size, top_k=top_k,
                         features=features, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
-    with open_out(out_dir) as out:
+    with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         loaded = load_sae(path, model, device=device)
         browser = collect_browser_data(model, loaded.sae, docs, cfg)
-        res = browser.to_dict()
-        res["sae_path"] = str(loaded.path)
-        res["data"] = data
+        browser.sae_path = str(loaded.path)
+        browser.data = data
         man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "sae": str(loaded.path)})
         man["dataset_hash"] = data["sha256"]
-        out.write_json("features.json", res)
-        out.write_text("browser.html", render_feature_browser(res, man))
-    log(f"wrote {os.path.join(out_dir, 'browser.html')} ({len(res['features'])} features)")
+        out.write_json("features.json", browser.to_dict())
+        report = sae_browser_report(browser, man)
+        out.write_text("browser.html", report.html)
+        folder = out.stage_dir("figures")  # beside browser.html, as Report.write does
+        for name, fig in report.figures.items():
+            save_figure(fig, folder, name)
+    log(f"wrote {os.path.join(out_dir, 'browser.html')} ({len(browser.features)} features)")
 
 
 @sae_group.command("export")

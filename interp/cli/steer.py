@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,10 +15,12 @@ from interp.cli.common import (
     log,
     manifest_for,
     model_options,
-    open_out,
     prompts_from_args,
 )
 from interp.errors import InterpError
+
+if TYPE_CHECKING:
+    from interp.steering.sweep import SweepResult
 
 
 @click.group()
@@ -140,63 +143,52 @@ def steer_sweep(vector_path: str | None, pairs: str | None, layers: str, alphas:
                 model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
                 out_dir: str) -> None:
     """Sweep coefficient × layer; score target, perplexity, distinct-2, side effects."""
-    from interp.steering.sweep import run_sweep
+    from interp.runs.outdir import OutDir
+    from interp.steering.sweep import SweepConfig, run_sweep, sweep_prompts
     from interp.steering.vectors import load_pairs, load_vector
-    from reports.steering import render_steering_report
+    from reports.steering import steering_report
 
     if (vector_path is None) == (pairs is None):
         raise InterpError("give --vector or --pairs (exactly one)")
     alpha_list = float_list(alphas, "--alphas")
     seed_list = [int(x) for x in float_list(seeds, "--seeds")]
-    texts = _sweep_prompts(prompts_path)[:n_prompts]
+    texts = sweep_prompts(prompts_path, n_prompts)
     cp = load_pairs(pairs) if pairs is not None else None
-    with open_out(out_dir) as out:
+    with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        layer_list = model.parse_layers(layers)
         vec = load_vector(vector_path, model) if vector_path is not None else None
-        res = run_sweep(model, texts, layers=layer_list, alphas=alpha_list, pairs=cp,
-                        vector=vec, method=method, max_new_tokens=max_new_tokens,
-                        temperature=temperature, seeds=seed_list, chat=chat,
-                        batch_size=batch_size, positions=steer_positions)
-        man = manifest_for(model, seed, texts, res["config"])
-        res["manifest"] = man
-        out.write_json("results.json", json_safe(res))
-        out.write_text("report.html", render_steering_report(json_safe(res), man))
-    _print_sweep(res)
+        config = SweepConfig(layers=model.parse_layers(layers), alphas=alpha_list,
+                             max_new_tokens=max_new_tokens, temperature=temperature,
+                             seeds=seed_list, chat=chat, batch_size=batch_size, method=method,
+                             positions=steer_positions)
+        result = run_sweep(model, texts, config, pairs=cp, vector=vec)
+        man = manifest_for(model, seed, texts, asdict(result.config))
+        out.write_json("results.json", json_safe({**result.to_dict(), "manifest": man}))
+        steering_report(result, man).write(out)
+    _print_sweep(result)
 
 
-def _sweep_prompts(path: str | None) -> list[str]:
-    from interp.data.readers import read_prompts
-    from interp.runs.paths import shipped_dataset
-
-    if path is None:
-        return read_prompts(shipped_dataset("steering/neutral_prompts.jsonl"), "prompt")
-    if path.endswith(".txt"):
-        return read_prompts(path, "text")
-    return read_prompts(path, "prompt")
-
-
-def _print_sweep(res: dict[str, Any]) -> None:
+def _print_sweep(res: SweepResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"steering sweep · {res['model']} · VADER of the continuation "
+    from interp.steering.sweep import COLLAPSE_TOLERANCE
+
+    table = Table(title=f"steering sweep · {res.model} · VADER of the continuation "
                   "(Δ vs α=0, perplexity ratio)", title_justify="left")
     table.add_column("layer", justify="right")
-    base = res["alphas"].index(0.0)
-    for a in res["alphas"]:
+    for a in res.alphas:
         table.add_column(f"α={a:g}", justify="right")
-    for li, layer in enumerate(res["layers"]):
+    delta, ratio = res.target_delta, res.perplexity_ratio
+    for li, layer in enumerate(res.layers):
         cells = []
-        for ai in range(len(res["alphas"])):
-            d = res["target_score"][li][ai] - res["target_score"][li][base]
-            r = res["perplexity"][li][ai] / res["perplexity"][li][base]
-            flag = " ⚠" if res["collapse"][li][ai] > 0.25 else ""
-            cells.append(f"{d:+.2f} ({r:.1f}×){flag}")
+        for ai in range(len(res.alphas)):
+            flag = " ⚠" if res.collapse[li][ai] > COLLAPSE_TOLERANCE else ""
+            cells.append(f"{delta[li][ai]:+.2f} ({ratio[li][ai]:.1f}×){flag}")
         table.add_row(str(layer), *cells)
     Console(soft_wrap=False, width=160).print(table)
-    sweet = res.get("sweet_spot")
+    sweet = res.sweet_spot
     if sweet:
-        log(f"sweet spot: layer {sweet['layer']}, alpha {sweet['alpha']:g}: VADER "
-             f"{sweet['effect']:+.3f} (spread {sweet['effect_spread']:.3f}) within "
-             f"{sweet['tolerance']}")
+        log(f"sweet spot: layer {sweet.layer}, alpha {sweet.alpha:g}: VADER "
+            f"{sweet.effect:+.3f} (spread {sweet.effect_spread:.3f}) within "
+            f"{sweet.tolerance}")

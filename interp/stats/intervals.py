@@ -69,6 +69,9 @@ def bootstrap_ci(
     """
     if n <= 0:
         return [math.nan, math.nan]
+    if n == 1:  # one unit: every resample is that unit
+        value = float(statistic(np.zeros(1, dtype=np.int64)))
+        return [value, value] if math.isfinite(value) else [math.nan, math.nan]
 
     def stat(idx: np.ndarray, axis: int = -1) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)

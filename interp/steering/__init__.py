@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from interp.steering.sweep import SweepConfig, run_sweep
+from interp.steering.sweep import (
+    SweepConfig,
+    SweepResult,
+    SweepText,
+    SweetSpot,
+    run_sweep,
+    sweep_prompts,
+)
 from interp.steering.vectors import (
     ContrastPairs,
     SteeringVector,
@@ -17,10 +24,14 @@ __all__ = [
     "ContrastPairs",
     "SteeringVector",
     "SweepConfig",
+    "SweepResult",
+    "SweepText",
+    "SweetSpot",
     "from_probe",
     "load_pairs",
     "load_vector",
     "run_sweep",
     "steer",
+    "sweep_prompts",
     "train_vector",
 ]

@@ -18,9 +18,10 @@ Every cell reports mean and standard deviation over prompts (and sampling seeds)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -31,6 +32,9 @@ from interp.lenses.logit import kl_divergence
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 from interp.steering.vectors import ContrastPairs, SteeringVector, distinct_n, steer, train_vector
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_ALPHAS = (-4.0, -1.0, 0.0, 1.0, 2.0, 4.0, 8.0, 16.0)
 SIDE_EFFECT_PROMPTS = (
@@ -88,8 +92,14 @@ def continuation_perplexity(
 
 @dataclass
 class SweepConfig:
+    """What a sweep steers and how it scores (``results.json["config"]``).
+
+    ``vector_source`` is filled in by :func:`run_sweep` from the pairs or vector it is
+    given; ``layers`` and ``alphas`` come back checked, with α = 0 added when missing.
+    """
+
     layers: list[int]
-    alphas: list[float]
+    alphas: list[float] = field(default_factory=lambda: list(DEFAULT_ALPHAS))
     max_new_tokens: int = 24
     temperature: float = 0.0
     seeds: list[int] = field(default_factory=lambda: [0])
@@ -103,6 +113,230 @@ class SweepConfig:
     positions: str = "all"
 
 
+#: Per-cell metrics of a sweep, each a ``[len(layers)][len(alphas)]`` grid (plus ``_std``).
+GRID_METRICS = ("target_score", "perplexity", "distinct2", "collapse", "side_kl")
+#: The sweet spot may have at most this share of collapsed texts.
+COLLAPSE_TOLERANCE = 0.25
+
+Grid = list[list[float]]
+
+
+@dataclass
+class SweetSpot:
+    """The largest target-score change vs α = 0 within the coherence tolerance."""
+
+    layer: int
+    alpha: float
+    effect: float
+    effect_spread: float
+    tolerance: str
+
+
+@dataclass
+class SweepText:
+    """One scored continuation (``results.json["texts"]``)."""
+
+    layer: int
+    alpha: float
+    seed: int
+    prompt: str
+    text: str
+    target_score: float
+    perplexity: float
+    distinct2: float
+
+
+def _as_float(value: Any) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _fit(values: Sequence[Any] | None, n: int, fill: Any) -> list[Any]:
+    out = list(values or [])[:n]
+    return out + [fill() if callable(fill) else fill for _ in range(n - len(out))]
+
+
+@dataclass
+class SweepResult:
+    """Every (layer, α) cell of a sweep: grids are ``[len(layers)][len(alphas)]``.
+
+    Grids are made whole on construction (missing rows or cells become NaN, ``None``
+    becomes NaN), so ``result.perplexity[i][j]`` always exists for a layer index ``i``
+    and an α index ``j``.
+    """
+
+    model: str
+    config: SweepConfig
+    layers: list[int]
+    alphas: list[float]
+    target_score: Grid = field(default_factory=list)
+    target_score_std: Grid = field(default_factory=list)
+    perplexity: Grid = field(default_factory=list)
+    perplexity_std: Grid = field(default_factory=list)
+    distinct2: Grid = field(default_factory=list)
+    distinct2_std: Grid = field(default_factory=list)
+    collapse: Grid = field(default_factory=list)
+    collapse_std: Grid = field(default_factory=list)
+    side_kl: Grid = field(default_factory=list)
+    side_kl_std: Grid = field(default_factory=list)
+    vector_norms: list[float] = field(default_factory=list)
+    samples: list[list[list[str]]] = field(default_factory=list)
+    n_prompts: int = 0
+    sweet_spot: SweetSpot | None = None
+    texts: list[SweepText] = field(default_factory=list)
+    side_effect_prompts: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.layers = [int(x) for x in self.layers]
+        self.alphas = [float(a) for a in self.alphas]
+        n_l, n_a = len(self.layers), len(self.alphas)
+        for key in self.grid_names():
+            rows = _fit(getattr(self, key), n_l, list)
+            setattr(self, key, [[_as_float(v) for v in _fit(row, n_a, math.nan)]
+                                for row in rows])
+        self.vector_norms = [_as_float(v) for v in _fit(self.vector_norms, n_l, math.nan)]
+        self.samples = [[[str(t) for t in cell] for cell in _fit(row, n_a, list)]
+                        for row in _fit(self.samples, n_l, list)]
+
+    # ------------------------------------------------------------------ derived
+
+    @staticmethod
+    def grid_names() -> list[str]:
+        """The grid fields, means then standard deviations of each metric."""
+        return [f"{k}{s}" for k in GRID_METRICS for s in ("", "_std")]
+
+    def grid(self, name: str) -> Grid:
+        """The grid called ``name`` (e.g. ``"perplexity"`` or ``"side_kl_std"``)."""
+        if name not in self.grid_names():
+            raise InterpError(f"unknown sweep grid {name!r}: use {', '.join(self.grid_names())}")
+        return getattr(self, name)
+
+    @property
+    def base_index(self) -> int | None:
+        """The column of α = 0 (the unsteered baseline of every layer)."""
+        return self.alphas.index(0.0) if 0.0 in self.alphas else None
+
+    @property
+    def target_delta(self) -> Grid:
+        """Mean target score minus the same layer's α = 0 mean."""
+        b = self.base_index
+        return [[v - row[b] if b is not None else math.nan for v in row]
+                for row in self.target_score]
+
+    @property
+    def perplexity_ratio(self) -> Grid:
+        """Mean perplexity ÷ the same layer's α = 0 mean (NaN without a positive base)."""
+        b = self.base_index
+        out = []
+        for row in self.perplexity:
+            base = row[b] if b is not None else math.nan
+            ok = math.isfinite(base) and base > 0
+            out.append([v / base if ok else math.nan for v in row])
+        return out
+
+    def coherent(self, i: int, j: int) -> bool | None:
+        """The sweet-spot rule for cell (i, j): perplexity ratio within
+        ``coherence_ppl_factor`` and collapse rate ≤ :data:`COLLAPSE_TOLERANCE`
+        (None when either is unknown)."""
+        ratio, collapse = self.perplexity_ratio[i][j], self.collapse[i][j]
+        if math.isnan(ratio) or math.isnan(collapse):
+            return None
+        return ratio <= self.config.coherence_ppl_factor and collapse <= COLLAPSE_TOLERANCE
+
+    @property
+    def sweet_cell(self) -> tuple[int, int] | None:
+        """(layer index, α index) of the sweet spot, when it is one of the swept cells."""
+        s = self.sweet_spot
+        if s is None or s.layer not in self.layers or float(s.alpha) not in self.alphas:
+            return None
+        return self.layers.index(s.layer), self.alphas.index(float(s.alpha))
+
+    # ------------------------------------------------------------------ views
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``results.json`` content (without the manifest, which the caller adds)."""
+        return {
+            "model": self.model, "config": asdict(self.config), "layers": list(self.layers),
+            "alphas": list(self.alphas),
+            **{k: [list(row) for row in getattr(self, k)] for k in self.grid_names()},
+            "vector_norms": list(self.vector_norms),
+            "samples": [[list(cell) for cell in row] for row in self.samples],
+            "n_prompts": self.n_prompts,
+            "sweet_spot": asdict(self.sweet_spot) if self.sweet_spot is not None else None,
+            "texts": [asdict(t) for t in self.texts],
+            "side_effect_prompts": list(self.side_effect_prompts),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SweepResult:
+        """A result from its ``results.json`` dict (extra keys such as the manifest are
+        ignored; absent grids and lists become NaN and empty)."""
+        names = {f.name for f in fields(SweepConfig)}
+        raw_cfg = d.get("config") or {}
+        layers = list(d.get("layers") or raw_cfg.get("layers") or [])
+        alphas = list(d.get("alphas") or raw_cfg.get("alphas") or [])
+        cfg = SweepConfig(**{"layers": layers, "alphas": alphas,
+                             **{k: v for k, v in raw_cfg.items() if k in names}})
+        sweet = d.get("sweet_spot")
+        return cls(
+            model=str(d.get("model") or ""), config=cfg, layers=layers, alphas=alphas,
+            **{k: d.get(k) or [] for k in cls.grid_names()},
+            vector_norms=list(d.get("vector_norms") or []),
+            samples=list(d.get("samples") or []),
+            n_prompts=int(d.get("n_prompts") or 0),
+            sweet_spot=SweetSpot(**sweet) if isinstance(sweet, Mapping) else None,
+            texts=[SweepText(**t) for t in d.get("texts") or []],
+            side_effect_prompts=[str(p) for p in d.get("side_effect_prompts") or []],
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (layer, α): every metric's mean and std, the change of the target
+        score and the perplexity ratio vs α = 0, collapse and coherence flags."""
+        import pandas as pd
+
+        delta, ratio, sweet = self.target_delta, self.perplexity_ratio, self.sweet_cell
+        rows = []
+        for i, layer in enumerate(self.layers):
+            for j, alpha in enumerate(self.alphas):
+                row: dict[str, Any] = {"layer": layer, "alpha": alpha}
+                row.update({k: getattr(self, k)[i][j] for k in self.grid_names()})
+                row.update({
+                    "target_delta": delta[i][j], "perplexity_ratio": ratio[i][j],
+                    "vector_norm": self.vector_norms[i], "coherent": self.coherent(i, j),
+                    "sweet_spot": (i, j) == sweet,
+                })
+                rows.append(row)
+        columns = ["layer", "alpha", *self.grid_names(), "target_delta", "perplexity_ratio",
+                   "vector_norm", "coherent", "sweet_spot"]
+        return pd.DataFrame(rows, columns=columns)
+
+    def texts_frame(self) -> pd.DataFrame:
+        """One row per scored continuation (``results.json["texts"]``)."""
+        import pandas as pd
+
+        return pd.DataFrame([asdict(t) for t in self.texts],
+                            columns=[f.name for f in fields(SweepText)])
+
+    def _repr_html_(self) -> str:
+        from interp.display import result_html
+        from interp.steering.figures import heatmap_figure
+
+        s = self.sweet_spot
+        rows: list[tuple[str, object]] = [
+            ("model", self.model), ("vector source", self.config.vector_source),
+            ("layers", ", ".join(str(x) for x in self.layers)),
+            ("α", ", ".join(f"{a:g}" for a in self.alphas)), ("prompts", self.n_prompts),
+            ("sweet spot", f"layer {s.layer}, α = {s.alpha:g}: Δ target {s.effect:+.3f} "
+                           f"(spread {s.effect_spread:.3f})" if s is not None else "none"),
+        ]
+        fig = heatmap_figure(self, "target_delta") if self.layers and self.alphas else None
+        return result_html("Steering sweep", rows, fig)
+
+
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     v = np.array([x for x in values if x == x], dtype=float)
     if len(v) == 0:
@@ -110,51 +344,68 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
 
 
+def sweep_prompts(path: str | Path | None = None, n: int | None = None) -> list[str]:
+    """The prompts a sweep continues: the first ``n`` of ``path`` (``.txt``: one per line;
+    JSONL/CSV: the ``prompt`` column), or of the shipped neutral prompts without a path."""
+    from interp.data.readers import read_prompts
+    from interp.runs.paths import shipped_dataset
+
+    if path is None:
+        texts = read_prompts(shipped_dataset("steering/neutral_prompts.jsonl"), "prompt")
+    elif str(path).endswith(".txt"):
+        texts = read_prompts(path, "text")
+    else:
+        texts = read_prompts(path, "prompt")
+    return texts if n is None else texts[:n]
+
+
 def run_sweep(
     model: Model,
     prompts: Sequence[str],
+    config: SweepConfig | None = None,
     *,
-    layers: Sequence[int],
-    alphas: Sequence[float] = DEFAULT_ALPHAS,
     pairs: ContrastPairs | None = None,
     vector: SteeringVector | None = None,
-    method: str = "mean_diff",
-    max_new_tokens: int = 24,
-    temperature: float = 0.0,
-    seeds: Sequence[int] = (0,),
-    chat: bool = False,
-    batch_size: int = 32,
     side_effect_prompts: Sequence[str] = SIDE_EFFECT_PROMPTS,
-    positions: str = "all",
     progress: bool | None = None,
-) -> dict[str, Any]:
+    **options: Any,
+) -> SweepResult:
     """Steer at every layer × α and score every continuation (see the module doc).
 
     Give ``pairs`` (a vector is trained at each swept layer) or ``vector`` (applied as it
-    is at every swept layer). Returns the ``results.json`` dict: grids are
-    ``[len(layers)][len(alphas)]``.
+    is at every swept layer). ``options`` are :class:`SweepConfig` fields: without a
+    ``config`` they make one (``run_sweep(model, prompts, layers=[6], pairs=pairs)``),
+    with one they override it. ``result.to_dict()`` is the ``results.json`` content.
     """
+    if config is None:
+        if "layers" not in options:
+            raise InterpError("give the layers to sweep (a SweepConfig or layers=...)")
+        options = {k: list(v) if k in ("layers", "alphas", "seeds") else v
+                   for k, v in options.items()}
+        config = SweepConfig(**options)
+    elif options:
+        config = replace(config, **options)
     if (pairs is None) == (vector is None):
         raise InterpError("give contrast pairs or a vector, not both and not neither")
     if not prompts:
         raise InterpError("no prompts to steer")
-    alphas = [float(a) for a in alphas]
+    alphas = [float(a) for a in config.alphas]
     if not all(math.isfinite(a) for a in alphas):
         raise InterpError("alphas must be finite")
     if 0.0 not in alphas:
         alphas = [0.0, *alphas]  # the unsteered baseline of every layer
-    layer_list = [model.check_layer(int(x)) for x in layers]
-    cfg = SweepConfig(layer_list, alphas, max_new_tokens, temperature, list(seeds), chat,
-                      batch_size, pairs.source if pairs is not None else vector.source, method,
-                      positions=positions)
+    layer_list = [model.check_layer(int(x)) for x in config.layers]
+    source = pairs.source if pairs is not None else vector.source if vector is not None else ""
+    cfg = replace(config, layers=layer_list, alphas=alphas, seeds=[int(s) for s in config.seeds],
+                  vector_source=source)
+    method, positions, seeds = cfg.method, cfg.positions, cfg.seeds
     n_a = len(alphas)
     rows_prompts = [p for p in prompts for _ in alphas]
     rows_alpha = [a for _ in prompts for a in alphas]
-    keys = ("target_score", "perplexity", "distinct2", "collapse", "side_kl")
-    grids: dict[str, list[list[float]]] = {f"{k}{s}": [] for k in keys for s in ("", "_std")}
+    grids: dict[str, Grid] = {k: [] for k in SweepResult.grid_names()}
     samples: list[list[list[str]]] = []
     norms: list[float] = []
-    per_text: list[dict[str, Any]] = []
+    per_text: list[SweepText] = []
     side_ids, side_mask = model.tokenize(list(side_effect_prompts))
     with torch.no_grad():
         clean_side = torch.log_softmax(model.logits(side_ids, side_mask)[:, -1].float(), -1)
@@ -164,17 +415,18 @@ def run_sweep(
         for layer in layer_list:
             vec = train_vector(model, pairs, layer, method=method, progress=False) \
                 if pairs is not None else vector
+            assert vec is not None
             norms.append(vec.norm)
             cell: dict[tuple[int, str], list[float]] = {}
             cell_samples: list[list[str]] = [[] for _ in alphas]
             for seed in seeds:
                 with steer(model, vec, layer=layer, alpha=rows_alpha, positions=positions):
-                    res = generate(model, rows_prompts, max_new_tokens=max_new_tokens,
-                                   temperature=temperature, seed=seed, chat=chat,
-                                   batch_size=batch_size, progress=False)
+                    res = generate(model, rows_prompts, max_new_tokens=cfg.max_new_tokens,
+                                   temperature=cfg.temperature, seed=seed, chat=cfg.chat,
+                                   batch_size=cfg.batch_size, progress=False)
                 texts = res.texts
                 ppl = continuation_perplexity(model, rows_prompts,
-                                              [g.token_ids for g in res.generations], chat)
+                                              [g.token_ids for g in res.generations], cfg.chat)
                 vader = vader_scores(texts)
                 d2 = [distinct_n(g.token_ids, 2) for g in res.generations]
                 for i in range(len(texts)):
@@ -184,10 +436,8 @@ def run_sweep(
                     cell.setdefault((a_idx, "distinct2"), []).append(d2[i])
                     if len(cell_samples[a_idx]) < 3:
                         cell_samples[a_idx].append(texts[i])
-                    per_text.append({"layer": layer, "alpha": rows_alpha[i], "seed": seed,
-                                     "prompt": rows_prompts[i], "text": texts[i],
-                                     "target_score": vader[i], "perplexity": ppl[i],
-                                     "distinct2": d2[i]})
+                    per_text.append(SweepText(layer, rows_alpha[i], seed, rows_prompts[i],
+                                              texts[i], vader[i], ppl[i], d2[i]))
                 bar.update(task, advance=1, info=f"layer {layer}")
             base_idx = alphas.index(0.0)
             base_ppl = _mean_std(cell[(base_idx, "perplexity")])[0]
@@ -207,38 +457,37 @@ def run_sweep(
                     lp = torch.log_softmax(model.logits(side_ids, side_mask)[:, -1].float(),
                                            -1)
                 cell[(a_idx, "side_kl")] = kl_divergence(clean_side, lp).tolist()
-            for k in keys:
+            for k in GRID_METRICS:
                 stats = [_mean_std(cell[(a_idx, k)]) for a_idx in range(n_a)]
                 grids[k].append([m for m, _ in stats])
                 grids[f"{k}_std"].append([s for _, s in stats])
             samples.append(cell_samples)
-    sweet = _sweet_spot(layer_list, alphas, grids, cfg)
-    return {
-        "model": model.model_id, "config": asdict(cfg), "layers": layer_list,
-        "alphas": alphas, **grids, "vector_norms": norms, "samples": samples,
-        "n_prompts": len(prompts), "sweet_spot": sweet, "texts": per_text,
-        "side_effect_prompts": list(side_effect_prompts),
-    }
+    return SweepResult(
+        model=model.model_id, config=cfg, layers=layer_list, alphas=alphas, **grids,
+        vector_norms=norms, samples=samples, n_prompts=len(prompts),
+        sweet_spot=sweet_spot(layer_list, alphas, grids, cfg), texts=per_text,
+        side_effect_prompts=list(side_effect_prompts),
+    )
 
 
-def _sweet_spot(layers: list[int], alphas: list[float], g: dict, cfg: SweepConfig,
-                ) -> dict[str, Any] | None:
+def sweet_spot(layers: Sequence[int], alphas: Sequence[float], g: Mapping[str, Grid],
+               cfg: SweepConfig) -> SweetSpot | None:
     """The largest target-score change vs α = 0 whose coherence stays within tolerance:
-    mean perplexity ≤ ``coherence_ppl_factor`` × the α = 0 value and no collapse."""
-    base = alphas.index(0.0)
-    best = None
+    mean perplexity ≤ ``coherence_ppl_factor`` × the α = 0 value and at most
+    :data:`COLLAPSE_TOLERANCE` of the texts collapsed."""
+    base = list(alphas).index(0.0)
+    best: SweetSpot | None = None
     for li, layer in enumerate(layers):
         for ai, alpha in enumerate(alphas):
             if ai == base:
                 continue
             ppl_ok = g["perplexity"][li][ai] <= cfg.coherence_ppl_factor * \
                 g["perplexity"][li][base]
-            if not ppl_ok or g["collapse"][li][ai] > 0.25:
+            if not ppl_ok or g["collapse"][li][ai] > COLLAPSE_TOLERANCE:
                 continue
             effect = g["target_score"][li][ai] - g["target_score"][li][base]
-            if best is None or abs(effect) > abs(best["effect"]):
-                best = {"layer": layer, "alpha": alpha, "effect": effect,
-                        "effect_spread": g["target_score_std"][li][ai],
-                        "tolerance": f"perplexity ≤ {cfg.coherence_ppl_factor}× α=0, "
-                                     "collapse ≤ 25% of texts"}
+            if best is None or abs(effect) > abs(best.effect):
+                best = SweetSpot(layer, alpha, effect, g["target_score_std"][li][ai],
+                                 f"perplexity ≤ {cfg.coherence_ppl_factor}× α=0, collapse ≤ "
+                                 f"{100 * COLLAPSE_TOLERANCE:.0f}% of texts")
     return best

@@ -33,7 +33,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.activations.capture import capture
+from interp.activations.capture import Position, capture
 from interp.data.readers import read_records
 from interp.errors import InterpError
 from interp.models.loading import Model
@@ -127,7 +127,7 @@ def train_vector(
     layer: int,
     *,
     method: str = "mean_diff",
-    position: str | int = "last",
+    position: Position = "last",
     batch_size: int = 16,
     progress: bool | None = None,
 ) -> SteeringVector:
