@@ -1,32 +1,35 @@
 """HTML reports: one self-contained file per report, shared by every tool of interp.
 
-:mod:`reports.html` is the base (sections, tables, the manifest section,
-atomic writing); :mod:`reports.heatmap` draws pure-SVG figures;
-:mod:`reports.lens` is the logit-lens report.
+:mod:`reports.html` is the base (page shell, tables, the manifest section, atomic
+writing, :class:`~reports.html.Report`); :mod:`reports.figures` embeds matplotlib
+figures drawn by the tools; each report module (e.g. :mod:`reports.lens`) lays out
+one tool's result through its template in ``reports/templates/``.
 """
 
 from __future__ import annotations
 
-from reports.heatmap import heatmap_svg, line_chart_svg
 from reports.html import (
+    Report,
     Section,
     figure,
     kv_table,
     paragraph,
+    render_page,
     render_report,
     table,
     write_report,
 )
-from reports.lens import render_lens_report, write_lens_report
+from reports.lens import lens_report, render_lens_report, write_lens_report
 
 __all__ = [
+    "Report",
     "Section",
     "figure",
-    "heatmap_svg",
     "kv_table",
-    "line_chart_svg",
+    "lens_report",
     "paragraph",
     "render_lens_report",
+    "render_page",
     "render_report",
     "table",
     "write_lens_report",

@@ -176,3 +176,38 @@ def test_streaming_leaves_no_hooks_or_inference_mode_between_batches(tiny_model)
         w = torch.zeros(tiny_model.d_model, requires_grad=True)
         (batch.acts["blocks.0.hook_resid_post"] @ w).sum().backward()  # trainable downstream
         assert w.grad is not None
+
+
+def test_run_capture_result_frame_figure_and_report(tiny_model, tmp_path):
+    """The capture verb's typed result: results.json dict, frame, notebook view, report."""
+    from interp.activations.capture import CaptureConfig, run_capture, summarize
+    from interp.activations.figures import norm_figure, norm_titles
+    from interp.plotting import svg_text
+    from interp.runs.outdir import OutDir
+    from reports.capture import capture_report
+
+    cfg = CaptureConfig(layers="all", positions="all", dataset="<b>set</b>")
+    res = run_capture(tiny_model, ["<script>x</script> hello", "Once upon a time"], cfg)
+    d = res.to_dict()
+    assert list(d) == ["model", "n_prompts", "n_tokens", "positions", "dtype", "dataset",
+                       "dataset_hash", "artifact", "hooks"]
+    assert d["hooks"] == summarize(res.activations)
+    assert d["n_tokens"] == int(res.activations.lengths.sum())
+    assert set(res.tensors()) == {*res.activations.hook_points, "lengths", "mask", "input_ids"}
+    assert len(res.to_frame()) == tiny_model.n_layers
+    # the figure: one hover point per layer and curve (mean, first token, other tokens)
+    fig = norm_figure(res)
+    (ax,) = fig.axes
+    assert len([ln for ln in ax.get_lines() if ln.get_gid()]) == 3 * tiny_model.n_layers
+    assert len(norm_titles(res)) == 3 * tiny_model.n_layers
+    assert svg_text(fig) == svg_text(norm_figure(res))  # byte-stable
+    assert "<svg" in res._repr_html_() and "<script>" not in res._repr_html_()
+    report = capture_report(res, {"model_id": res.model_id})
+    assert "&lt;b&gt;set&lt;/b&gt;" in report.html and report.html.count("<svg") == 1
+    with OutDir(tmp_path / "o") as out:
+        report.write(out)
+    assert sorted(p.name for p in (tmp_path / "o" / "figures").iterdir()) == [
+        "norms.png", "norms.svg"]
+    # one layer: no norm-by-layer figure
+    one = run_capture(tiny_model, ["hi"], CaptureConfig(layers=[1]))
+    assert "<svg" not in capture_report(one, {}).html and one.to_dict()["hooks"][0]["norm_n"] == 1

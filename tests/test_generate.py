@@ -201,3 +201,28 @@ def test_real_model_cache_batching_and_determinism(model):
     det1 = generate(model, prompts, batch_size=1, deterministic=True, verify_every=3,
                     inject_batch_noise=0.05, **kw)
     assert det7.texts == det1.texts
+
+
+def test_result_notebook_view_and_report():
+    from interp.generation.engine import (
+        Generation,
+        GenerationConfig,
+        GenerationResult,
+        GenerationStats,
+    )
+    from reports.generate import generate_report, render_generate_report
+
+    res = GenerationResult(
+        generations=[Generation(0, "<script>alert(1)</script>", " <b>hi</b>", [1, 2], "stop")],
+        stats=GenerationStats(prompts=1, new_tokens=2, seconds=0.5, forward_passes=2),
+        config=GenerationConfig(stop=("\n",)), model_id="tiny",
+    )
+    html = res._repr_html_()
+    assert "&lt;script&gt;" in html and "<script>" not in html and "<b>" not in html
+    assert len(res.to_frame()) == 1
+    page = generate_report(res, {"model_id": "tiny"}).html
+    assert page == render_generate_report(res, {"model_id": "tiny"})
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<b>" not in page
+    assert "&#39;\\n&#39;" in page  # the stop string, as Python writes it
+    assert [h for h in ("Continuations", "Settings", "Engine") if f"<h2>{h}</h2>" in page] == [
+        "Continuations", "Settings", "Engine"]

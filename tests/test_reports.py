@@ -1,17 +1,25 @@
-"""Tests for the HTML report base (reports.html), the SVG figures and the logit-lens report."""
+"""Tests for the HTML report base (reports.html), the lens figures and the logit-lens report."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import xml.etree.ElementTree as ET
 
 import pytest
 from markupsafe import Markup, escape
 
 from interp.errors import InterpError
-from reports.heatmap import colormap_color, heatmap_svg, line_chart_svg, text_color_for
+from interp.lenses.figures import (
+    cell_colors,
+    lens_compare_figure,
+    lens_curves_figure,
+    lens_curves_titles,
+    token_grid,
+)
+from interp.lenses.logit import LensResult
+from interp.lenses.readout import LensReadout
+from interp.plotting import svg_text
 from reports.html import (
     Section,
     figure,
@@ -22,11 +30,10 @@ from reports.html import (
     visible_token,
     write_report,
 )
-from reports.lens import render_lens_report, validate_lens_result, write_lens_report
+from reports.lens import lens_report, render_lens_report, write_lens_report
 from tests.browser import ARTIFACTS, assert_clean, visit
 from tests.html_checks import parse
 
-SVG = "{http://www.w3.org/2000/svg}"
 SVG_NS_URL = "http://www.w3.org/2000/svg"
 CSP = (
     '<meta http-equiv="Content-Security-Policy" '
@@ -114,14 +121,26 @@ def manifest() -> dict:
 
 
 @pytest.fixture
-def page(result, manifest) -> str:
-    return render_lens_report(result, manifest)
+def readout(result) -> LensReadout:
+    return LensReadout.from_dict(result)
 
 
-def heatmap_root(doc: str) -> ET.Element:
-    m = re.search(r'<svg[^>]*class="interp-heatmap".*?</svg>', doc, re.S)
-    assert m, "no heatmap svg"
-    return ET.fromstring(m.group(0))
+@pytest.fixture
+def page(readout, manifest) -> str:
+    return render_lens_report(readout, manifest)
+
+
+def grid_rows(doc: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    """The token grid's body rows: (row header, [(class, title, text) per cell])."""
+    m = re.search(r'<table class="lens-grid".*?</table>', doc, re.S)
+    assert m, "no token grid"
+    body = m.group(0).split("<tbody>", 1)[1]
+    rows = []
+    for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S):
+        head = re.search(r"<th[^>]*>(.*?)</th>", tr, re.S)
+        cells = re.findall(r'<td(?: class="([^"]*)")?[^>]*?title="([^"]*)">(.*?)</td>', tr, re.S)
+        rows.append((head.group(1) if head else "", cells))
+    return rows
 
 
 # --------------------------------------------------------------------- escaping
@@ -186,7 +205,9 @@ def test_no_external_reference(page):
     assert CSP in page
     for url in re.findall(r"(?i)(?:https?:)?//[^\s\"'<>)]+", page):
         assert url == SVG_NS_URL, url
-    assert "url(" not in page.lower() and "@import" not in page.lower()
+    # url() only to same-page fragments (matplotlib's clip paths), never to a resource
+    assert all(ref.startswith("#") for ref in re.findall(r"(?i)url\(([^)]*)\)", page))
+    assert "@import" not in page.lower()
     doc = parse(page)
     for tag, name, value in doc.attrs:
         if name in ("src", "srcset", "data", "action", "formaction", "poster", "background"):
@@ -223,83 +244,121 @@ def test_last_position_table_has_baseline_and_every_layer(page, result):
     assert rows[1] == "baseline" and "model output" in table_html
 
 
-# ----------------------------------------------------------------------- heatmap
+# ------------------------------------------------------------------ token grid
 
 
-def test_heatmap_cell_count_and_last_layer_on_top(page, result):
+def test_grid_cell_count_and_last_layer_on_top(page, result):
     n_layers, n_pos = len(result["layers"]), len(result["tokens"])
-    root = heatmap_root(page)
-    cells = [g for g in root.iter(f"{SVG}g") if g.get("class") == "hm-cell"]
+    rows = grid_rows(page)
+    cells = [c for _, row in rows for c in row if "lens-cell" in c[0]]
     assert len(cells) == n_layers * n_pos
-    assert page.count('class="hm-cell"') == n_layers * n_pos
-    # Rows from top to bottom: the last layer first.
-    labels = [t for t in root.iter(f"{SVG}text") if t.get("class") == "hm-row-label"]
-    by_y = sorted(labels, key=lambda t: float(t.get("y")))
-    assert [t.text for t in by_y] == [str(x) for x in reversed(result["layers"])]
-    first_col = sorted(
-        (g for g in cells if g.get("data-col") == "0"),
-        key=lambda g: float(g.find(f"{SVG}rect").get("y")),
-    )
-    assert first_col[0].find(f"{SVG}title").text.startswith(f"layer {result['layers'][-1]} ")
-    assert first_col[-1].find(f"{SVG}title").text.startswith(f"layer {result['layers'][0]} ")
+    assert page.count('class="lens-cell') == n_layers * n_pos
+    # Rows from top to bottom: the model's own prediction, then the last layer first.
+    assert [h for h, _ in rows] == ["model", *[str(x) for x in reversed(result["layers"])]]
+    first_col = [row[0] for h, row in rows if h != "model"]
+    assert first_col[0][1].startswith(f"layer {result['layers'][-1]} ")
+    assert first_col[-1][1].startswith(f"layer {result['layers'][0]} ")
     # The tooltip lists the top-k, KL and entropy.
-    tip = first_col[0].find(f"{SVG}title").text
+    tip = first_col[0][1]
     assert "top-5" in tip and "KL(final" in tip and "entropy" in tip
+    # Bold (class "match") exactly where the lens's top-1 is the model's own.
+    for (h, row) in rows[1:]:
+        li = result["layers"].index(int(h))
+        for p, (cls, _, _) in enumerate(row):
+            same = result["top1"][li][p] == result["final_top1"][p]
+            assert ("match" in cls.split()) == same
 
 
-def test_heatmap_svg_unit():
-    svg = heatmap_svg(
-        [[0.0, 1.0], [float("nan"), 0.5]],
-        row_labels=["r<0>", "r1"],
-        col_labels=[" a", "\n"],
-        cell_text=[["<x>", " y"], ["z", "&"]],
-        colorbar_label="p & q",
-        title="T<>",
-    )
-    assert isinstance(svg, Markup)
-    root = ET.fromstring(str(svg))
-    cells = [g for g in root.iter(f"{SVG}g") if g.get("class") == "hm-cell"]
-    assert len(cells) == 4
-    texts = {(g.get("data-row"), g.get("data-col")): g.find(f"{SVG}text") for g in cells}
-    assert texts[("0", "0")].text == "<x>" and texts[("0", "1")].text == "␣y"
-    # Contrast: white on dark viridis purple, dark ink on bright yellow.
-    assert texts[("0", "0")].get("fill") == "#ffffff"
-    assert texts[("0", "1")].get("fill") != "#ffffff"
-    assert "&lt;x&gt;" in svg and "r&lt;0&gt;" in svg and "p &amp; q" in svg
-    with pytest.raises(InterpError):
-        heatmap_svg([[1, 2], [3]], row_labels=["a", "b"], col_labels=["x", "y"])
-    with pytest.raises(InterpError):
-        heatmap_svg([[1]], row_labels=["a"], col_labels=["x", "y"])
-    with pytest.raises(InterpError):
-        heatmap_svg([[1]], row_labels=["a"], col_labels=["x"], colormap="nope")
+def test_token_grid_unit():
+    """Cells: the token (escaped, whitespace visible), colour by probability, exact tooltip."""
+    data = make_result(2, 2)
+    data["topk"][1][0][0].update(token="<x>", prob=0.0)
+    data["topk"][1][1][0].update(token=" y", prob=1.0)
+    data["topk"][0][0][0].update(prob=float("nan"))
+    grid = token_grid(LensResult.from_dict(data))
+    assert [r.layer for r in grid.rows] == [1, 0]  # last layer on top
+    top = grid.rows[0].cells
+    assert top[0].token == "<x>" and top[1].token == " y"
+    # Contrast: white on dark viridis purple, dark ink on bright yellow; NaN is grey.
+    assert (top[0].background, top[0].color) == ("#440154", "#ffffff")
+    assert top[1].background == "#fde725" and top[1].color != "#ffffff"
+    assert grid.rows[1].cells[0].background == "#d0d4dc"
+    assert '"<x>"' in top[0].title and "layer 1 · position 0" in top[0].title
+    doc = render_lens_report(LensResult.from_dict(data), make_manifest())
+    assert ">&lt;x&gt;</td>" in doc and ">␣y</td>" in doc and "<x>" not in doc
 
 
-def test_colormap_and_contrast():
-    assert colormap_color(0.0) == "#440154"
-    assert colormap_color(1.0) == "#fde725"
-    assert colormap_color(2.0) == "#fde725"  # clamped
-    assert text_color_for("#000000") == "#ffffff"
-    assert text_color_for("#ffffff") != "#ffffff"
+def test_cell_colors_and_contrast():
+    assert cell_colors(0.0) == ("#440154", "#ffffff")
+    assert cell_colors(1.0)[0] == "#fde725" and cell_colors(1.0)[1] != "#ffffff"
+    assert cell_colors(2.0)[0] == "#fde725"  # clamped
+    assert cell_colors(-1.0)[0] == "#440154"
 
 
-def test_line_chart_svg():
-    svg = line_chart_svg(
-        {"KL <nats>": [3.0, 1.0, 0.5, 0.0], "entropy": [2.0, float("nan"), 1.0, 0.5]},
-        [0, 1, 2, 3],
-        x_label="layer",
-        y_label="nats",
-        title="curves & bands",
-        bands={"KL <nats>": ([2.5, 0.5, 0.2, 0.0], [3.5, 1.5, 0.8, 0.0])},
-    )
-    root = ET.fromstring(str(svg))
-    paths = [p.get("class") for p in root.iter(f"{SVG}path")]
-    assert paths.count("lc-band") == 1 and paths.count("lc-line") == 2
-    assert "KL &lt;nats&gt;" in svg and "curves &amp; bands" in svg
-    assert len(list(root.iter(f"{SVG}circle"))) == 7  # the NaN point is skipped
-    with pytest.raises(InterpError):
-        line_chart_svg({"a": [1, 2]}, [0, 1, 2], x_label="x", y_label="y")
-    with pytest.raises(InterpError):
-        line_chart_svg({"a": [1]}, [0], x_label="x", y_label="y", bands={"b": ([0], [1])})
+def _axes(fig):
+    return [ax for ax in fig.axes if ax.get_title()]
+
+
+def test_lens_curves_figure(readout, result):
+    """Two panels (KL, entropy): last position and mean, a band, one hover point per layer."""
+    fig = lens_curves_figure(readout.logit)
+    n_layers = len(result["layers"])
+    axes = _axes(fig)
+    assert [ax.get_title() for ax in axes] == ["KL(final ‖ layer)",
+                                                "Entropy of the lens distribution"]
+    for ax in axes:
+        points = [ln for ln in ax.get_lines() if ln.get_gid()]
+        assert len(points) == 2 * n_layers  # last position and mean, each point hoverable
+        assert len(ax.collections) == 1  # the 25th–75th percentile band of the mean
+        assert list(ax.get_lines()[0].get_ydata()) == pytest.approx(
+            [row[-1] for row in result["kl" if ax is axes[0] else "entropy"]])
+    titles = lens_curves_titles(readout.logit)
+    assert len(titles) == 4 * n_layers
+    assert titles["p0-kl-last-0"].startswith("last position\nlayer 0: ")
+    assert svg_text(fig) == svg_text(lens_curves_figure(readout.logit))  # byte-stable
+    # NaN points are left out of the hover targets
+    data = make_result(4, 3)
+    data["kl"][1][-1] = None
+    fig = lens_curves_figure(LensResult.from_dict(data))
+    assert len([ln for ln in _axes(fig)[0].get_lines() if ln.get_gid()]) == 2 * 4 - 1
+
+
+def test_lens_compare_figure(result):
+    tuned = dict(make_result(4, 3), lens="tuned")
+    r = LensReadout.from_dict(dict(result, tuned=tuned))
+    assert r.tuned is not None
+    fig = lens_compare_figure(r.logit, r.tuned)
+    (ax,) = _axes(fig)
+    assert len([ln for ln in ax.get_lines() if ln.get_gid()]) == 4 * 4
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["logit lens, last position", "tuned lens, last position",
+                      "logit lens, mean", "tuned lens, mean"]
+
+
+def test_report_figure_saved_with_hover_titles(tmp_path, readout, manifest):
+    from interp.runs.outdir import OutDir
+
+    report = lens_report(readout, manifest)
+    assert list(report.figures) == ["curves"]
+    with OutDir(tmp_path / "out") as out:
+        report.write(out)
+    files = sorted(p.relative_to(tmp_path / "out").as_posix()
+                   for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert files == ["figures/curves.png", "figures/curves.svg", "report.html"]
+    svg = re.search(r'<svg[^>]*data-figure="curves".*?</svg>', report.html, re.S).group(0)
+    titles = re.findall(r"<title>(.*?)</title>", svg, re.S)
+    assert len(titles) == 4 * len(readout.logit.layers)
+    assert any(t.startswith("mean, positions 1–2\nlayer 3: ") for t in titles)
+
+
+def test_readout_frame_and_notebook_view(readout, result):
+    frame = readout.to_frame()
+    assert len(frame) == len(result["layers"]) * len(result["tokens"])
+    assert list(frame.columns)[:3] == ["lens", "layer", "position"]
+    assert readout.to_dict()["top1"] == result["top1"]
+    html = readout._repr_html_()
+    assert "<svg" in html and "&lt;script&gt;" in html and "<script>" not in html
+    assert "lens agrees from layer" in html
 
 
 # ----------------------------------------------------------------- validation
@@ -309,35 +368,37 @@ def test_validation_errors_are_user_errors(result):
     bad = dict(result)
     del bad["kl"]
     with pytest.raises(InterpError, match="'kl'"):
-        validate_lens_result(bad)
+        LensResult.from_dict(bad)
     bad = dict(result, top1_prob=result["top1_prob"][:-1])
     with pytest.raises(InterpError, match="top1_prob"):
-        validate_lens_result(bad)
+        LensResult.from_dict(bad)
     bad = dict(result, final_top1=result["final_top1"][:-1])
     with pytest.raises(InterpError, match="final_top1"):
-        validate_lens_result(bad)
+        LensResult.from_dict(bad)
     bad = dict(result, entropy=[["x"] * 3] * 4)
     with pytest.raises(InterpError, match="number"):
-        validate_lens_result(bad)
+        LensReadout.from_dict(bad)
     with pytest.raises(InterpError):
-        render_lens_report(result, "not a dict")  # type: ignore[arg-type]
+        LensReadout.from_dict(dict(result, tuned=bad))
+    with pytest.raises(InterpError):
+        render_lens_report(LensReadout.from_dict(result), "not a dict")  # type: ignore[arg-type]
 
 
 def test_single_position_result_renders(manifest):
-    r = make_result(3, 1)
+    r = LensReadout.from_dict(make_result(3, 1))
     doc = render_lens_report(r, manifest)
-    assert doc.count('class="hm-cell"') == 3
+    assert doc.count('class="lens-cell') == 3
     assert "Position 0 is left out" not in doc
 
 
 # ------------------------------------------------------------------ atomic write
 
 
-def test_write_is_atomic_and_complete(tmp_path, result, manifest):
+def test_write_is_atomic_and_complete(tmp_path, readout, manifest):
     target = tmp_path / "sub" / "report.html"
-    out = write_lens_report(target, result, manifest)
+    out = write_lens_report(target, readout, manifest)
     assert out == target and target.is_file()
-    assert target.read_text(encoding="utf-8") == render_lens_report(result, manifest)
+    assert target.read_text(encoding="utf-8") == render_lens_report(readout, manifest)
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
     # Overwrite in place.
     write_report(target, "Other", [Section("s", paragraph("x"))], manifest)
@@ -345,7 +406,8 @@ def test_write_is_atomic_and_complete(tmp_path, result, manifest):
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
 
 
-def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch, result, manifest):
+def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch, readout,
+                                                         manifest):
     target = tmp_path / "report.html"
     target.write_text("old", encoding="utf-8")
 
@@ -354,14 +416,14 @@ def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch, r
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
-        write_lens_report(target, result, manifest)
+        write_lens_report(target, readout, manifest)
     assert target.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
 
 
-def test_write_to_a_directory_is_a_user_error(tmp_path, result, manifest):
+def test_write_to_a_directory_is_a_user_error(tmp_path, readout, manifest):
     with pytest.raises(InterpError, match="directory"):
-        write_lens_report(tmp_path, result, manifest)
+        write_lens_report(tmp_path, readout, manifest)
 
 
 # ----------------------------------------------------------------------- browser
@@ -369,19 +431,19 @@ def test_write_to_a_directory_is_a_user_error(tmp_path, result, manifest):
 
 @pytest.mark.browser
 def test_report_in_headless_chromium(tmp_path, manifest):
-    result = make_result(12, 8)
+    result = LensReadout.from_dict(make_result(12, 8))
     report = write_lens_report(tmp_path / "lens_report.html", result, manifest)
 
     def check(page) -> None:
-        heatmap = page.locator("svg.interp-heatmap")
-        assert heatmap.count() == 1
-        assert heatmap.is_visible()
-        box = heatmap.bounding_box()
+        grid = page.locator("table.lens-grid")
+        assert grid.count() == 1
+        assert grid.is_visible()
+        box = grid.bounding_box()
         assert box and box["width"] > 100 and box["height"] > 100
-        assert page.locator("svg.interp-heatmap g.hm-cell").count() == 12 * 8
-        charts = page.locator("svg.interp-linechart")
-        assert charts.count() == 2  # KL and entropy panels
-        assert all(charts.nth(i).is_visible() for i in range(2))
+        assert page.locator("table.lens-grid td.lens-cell").count() == 12 * 8
+        charts = page.locator("svg.mpl-fig")
+        assert charts.count() == 1 and charts.is_visible()
+        assert page.locator('svg.mpl-fig g[id^="curves-axes_"]').count() == 2  # KL, entropy
         assert page.locator("script").count() == 0
         assert page.title().startswith("Logit lens")
         # No horizontal page overflow at a laptop width: wide figures scroll in their box.

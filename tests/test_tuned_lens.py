@@ -299,9 +299,11 @@ def test_cli_train_eval_and_lens_report(tiny_model_dir, text_file, tmp_path, cap
     assert data["tuned"]["kl"][-1] == pytest.approx(data["kl"][-1], abs=1e-5)
 
     v = visit(ev_dir / "report.html", "tuned_lens_eval_report.png",
-              lambda page: page.locator("svg.interp-linechart").count())
+              lambda page: page.locator('svg.mpl-fig g[id*="-axes_"]').count())
     assert_clean(v)
-    assert v.checks >= 4  # KL, CE, entropy, top-1 (+ training loss)
+    assert v.checks >= 4  # KL, CE, entropy, top-1 panels (+ training loss)
+    assert {p.name for p in (ev_dir / "figures").iterdir()} == {
+        f"{name}.{ext}" for name in ("kl", "metrics", "training") for ext in ("svg", "png")}
     v = visit(lens_dir / "report.html", "lens_with_tuned_report.png",
               lambda page: page.locator("svg").count())
     assert_clean(v)
@@ -406,3 +408,125 @@ def test_real_model_tuned_lens_beats_logit_lens(model, real_corpus, tmp_path):
     assert ev["kl_ratio"] > 2.0, ev["kl_ratio"]
     # the tuned lens at the last layer is the model: top-1 agreement 1
     assert ev["top1_agreement_tuned_lens"][-1] == 1.0
+
+
+# ------------------------------------------------------------------ typed results, figures
+
+
+def _fake_eval(n_windows: int = 5, n_layers: int = 4, *, training: bool = True):
+    """A LensEval with made-up per-window metrics (no model)."""
+    from interp.lenses.evaluation import METRICS, LensEval, TrainingSummary
+
+    g = torch.Generator().manual_seed(0)
+    values = {}
+    for lens, scale in (("logit", 3.0), ("tuned", 1.0)):
+        base = torch.linspace(1.0, 0.0, n_layers).expand(n_windows, n_layers)
+        values[lens] = {m: (scale * base + 0.1 * torch.rand(n_windows, n_layers, generator=g))
+                        for m in METRICS}
+    summary = TrainingSummary.from_lens_config({
+        "train": {"tokens": 1024, "seq_len": 16, "batch_size": 2, "lr": 1e-3,
+                  "optimizer": "adam", "init": "lstsq", "weight_decay": 0.001,
+                  "positions_per_window": 8},
+        "data": {"source": "<b>text</b>"}, "steps": 3, "losses": [3.0, 2.0, 1.5],
+        "elapsed_s": 1.0, "tokens_per_s": 96.0}) if training else None
+    return LensEval(model_id="tiny/<model>", layers=list(range(n_layers)),
+                    lenses=["logit", "tuned"], values=values,
+                    model_ce=torch.linspace(2.0, 3.0, n_windows),
+                    config=EvalConfig(tokens=16 * n_windows, seq_len=16, summary_last=2),
+                    n_positions=n_windows * 14, lens_path="/lens/<path>",
+                    data={"source": "held-out & co", "sha256": "x"}, training=summary)
+
+
+def test_lens_eval_stats_come_from_interp_stats():
+    from interp.stats import mean_ci
+
+    ev = _fake_eval()
+    mean, ci = ev.mean_ci("logit", "kl")
+    ref = mean_ci(ev.values["logit"]["kl"][:, 1].double().numpy())
+    assert (mean[1], ci[1][0], ci[1][1]) == pytest.approx(ref)
+    ratio, (lo, hi) = ev.kl_ratio()
+    assert lo <= ratio <= hi and ratio == pytest.approx(3.0, rel=0.2)
+    assert ev.kl_ratio() == (ratio, [lo, hi])  # seeded: the same interval every time
+    d = ev.to_dict()
+    assert list(d)[-3:] == ["lens_path", "data", "training"]
+    assert d["training"]["losses"] == [3.0, 2.0, 1.5]
+    assert d["tuned_lower_kl_layers"] == ev.lower_kl_layers()
+    assert d["mean_kl_logit_lens"] == ev.mean_kl("logit")
+    assert d["model_ce_ci95"] == list(ev.model_ce_ci()[1:])
+    # a plain evaluation (evaluate_lenses) has no lens or data keys
+    bare = _fake_eval(training=False)
+    bare.lens_path = bare.data = None
+    assert not {"lens_path", "data", "training"} & set(bare.to_dict())
+
+
+def test_lens_eval_frame_and_notebook_view():
+    ev = _fake_eval()
+    frame = ev.to_frame()
+    assert len(frame) == 2 * 4 and {"lens", "layer", "kl", "kl_lo", "kl_hi", "ce"} <= set(frame)
+    html = ev._repr_html_()
+    assert "<svg" in html and "KL ratio logit / tuned" in html and "tiny/&lt;model&gt;" in html
+
+
+def test_eval_figures_have_one_hover_point_per_layer_and_lens():
+    from interp.lenses.figures import (
+        eval_kl_figure,
+        eval_kl_titles,
+        eval_metrics_figure,
+        training_loss_figure,
+    )
+    from interp.plotting import svg_text
+
+    ev = _fake_eval()
+    fig = eval_kl_figure(ev)
+    (ax,) = fig.axes
+    assert len([ln for ln in ax.get_lines() if ln.get_gid()]) == 2 * 4
+    assert len(ax.collections) == 2  # the two CI bands
+    titles = eval_kl_titles(ev)
+    assert len(titles) == 2 * 4 and titles["p0-tuned-3"].startswith("tuned lens\nlayer 3: ")
+    assert "  [" in titles["p0-tuned-3"]  # with its CI
+    assert svg_text(fig) == svg_text(eval_kl_figure(ev))  # byte-stable
+    metrics = eval_metrics_figure(ev)
+    assert [a.get_title() for a in metrics.axes] == [
+        "Cross-entropy vs the next token", "Entropy of the lens distribution",
+        "Top-1 agreement with the model"]
+    # CE: both lenses and the model's own line
+    assert len([ln for ln in metrics.axes[0].get_lines() if ln.get_gid()]) == 3 * 4
+    assert ev.training is not None
+    (loss_ax,) = training_loss_figure(ev.training).axes
+    assert len([ln for ln in loss_ax.get_lines() if ln.get_gid()]) == 3
+
+
+def test_tuned_lens_report_from_the_typed_result(tmp_path):
+    from interp.runs.outdir import OutDir
+    from reports.tuned_lens import render_tuned_lens_report, tuned_lens_report
+
+    ev = _fake_eval()
+    report = tuned_lens_report(ev, {"model_id": ev.model_id})
+    html = report.html
+    assert html == render_tuned_lens_report(ev, {"model_id": ev.model_id})
+    assert "<b>" not in html and "&lt;b&gt;text&lt;/b&gt;" in html
+    assert "held-out &amp; co" in html and "/lens/&lt;path&gt;" in html
+    assert html.count("<svg") == 3 and "How the lens was trained" in html
+    assert html.count("<title>") >= 2 * 4 + 3 * 4 + 3  # hover text on every point
+    with OutDir(tmp_path / "o") as out:
+        report.write(out)
+    assert sorted(p.name for p in (tmp_path / "o" / "figures").iterdir()) == [
+        "kl.png", "kl.svg", "metrics.png", "metrics.svg", "training.png", "training.svg"]
+    no_training = tuned_lens_report(_fake_eval(training=False), {}).html
+    assert "How the lens was trained" not in no_training and no_training.count("<svg") == 2
+
+
+def test_train_result_frame_and_notebook_view(tmp_path):
+    from interp.lenses.training import TrainResult
+
+    res = TrainResult(out_dir=tmp_path, steps_done=3, steps_total=4, complete=False,
+                      resumed_from=0, losses=[3.0, 2.0, 1.0],
+                      layer_losses=[[2.0, 1.0], [1.5, 0.5], [0.6, 0.4]], tokens_per_s=10.0,
+                      elapsed_s=1.0, lens_path=None)
+    assert res.final_loss == pytest.approx(2.0)
+    frame = res.to_frame()
+    assert list(frame.columns) == ["step", "loss", "loss_layer_0", "loss_layer_1"]
+    assert len(frame) == 3
+    assert res.to_dict()["losses"] == [3.0, 2.0, 1.0]
+    html = res._repr_html_()
+    assert "<svg" in html and "unfinished" in html

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+import pandas as pd
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
@@ -442,15 +443,30 @@ def check_memory(
         )
 
 
-def summarize(acts: Activations) -> list[dict[str, object]]:
-    """Per hook point: shape and the mean L2 norm of the captured rows, with its noise.
+@dataclass
+class HookNorms:
+    """The mean L2 norm of the rows captured at one hook point, with its 95% CI.
 
     Rows are prompts, or real tokens for ``positions="all"`` (padding excluded); there
-    the first token, an outlier on most models, is also summarised apart. Returns a
-    list of dicts with ``norm_mean``, ``norm_std``, ``norm_ci95`` (normal approximation)
-    and ``norm_n``.
+    the first token, an outlier on most models, is also summarised apart.
     """
-    out: list[dict[str, object]] = []
+
+    hook: str
+    layer: int | None
+    shape: list[int]
+    norm_mean: float
+    norm_std: float
+    norm_ci95: list[float]
+    norm_n: int
+    first_norm_mean: float | None
+    rest_norm_mean: float | None
+
+
+def hook_norms(acts: Activations) -> list[HookNorms]:
+    """:class:`HookNorms` of every hook point (normal 95% CI of the mean; one row: zero width)."""
+    from interp.stats import mean_ci  # scipy: imported when needed
+
+    out: list[HookNorms] = []
     for name in acts.hook_points:
         x = acts.acts[name].float()
         norms = x.norm(dim=-1)
@@ -462,17 +478,132 @@ def summarize(acts: Activations) -> list[dict[str, object]]:
             rest = norms[acts.mask & ~first_mask]
             norms = norms[acts.mask]
         n = int(norms.numel())
-        mean = float(norms.mean())
+        mean, lo, hi = mean_ci(norms.double().numpy())
         std = float(norms.std()) if n > 1 else 0.0
-        half = 1.96 * std / max(n, 1) ** 0.5
-        layer = _hook_layer(name)
-        out.append({
-            "hook": name, "layer": layer, "shape": list(x.shape),
-            "norm_mean": mean, "norm_std": std, "norm_ci95": [mean - half, mean + half],
-            "norm_n": n,
-            "first_norm_mean": float(first.mean()) if first is not None and first.numel()
-            else None,
-            "rest_norm_mean": float(rest.mean()) if rest is not None and rest.numel()
-            else None,
-        })
+        out.append(HookNorms(
+            hook=name, layer=_hook_layer(name), shape=list(x.shape), norm_mean=float(mean),
+            norm_std=std, norm_ci95=[lo, hi] if n > 1 else [mean, mean], norm_n=n,
+            first_norm_mean=float(first.mean()) if first is not None and first.numel() else None,
+            rest_norm_mean=float(rest.mean()) if rest is not None and rest.numel() else None,
+        ))
     return out
+
+
+def summarize(acts: Activations) -> list[dict[str, object]]:
+    """:func:`hook_norms` as dicts (``norm_mean``, ``norm_std``, ``norm_ci95``, ``norm_n``...)."""
+    return [asdict(h) for h in hook_norms(acts)]
+
+
+# ------------------------------------------------------------------ the capture verb
+
+
+@dataclass
+class CaptureConfig:
+    """Settings of :func:`run_capture` (``interp capture``), recorded in the manifest.
+
+    ``dtype`` is the dtype the activations are kept (and saved) in; ``dataset`` and
+    ``text_column`` only say where the prompts came from.
+    """
+
+    layers: Sequence[int] | str | None = None
+    hooks: Sequence[str] = ()
+    positions: Position = "last"
+    drop_first: bool = False
+    chat: bool = False
+    batch_size: int = 16
+    dtype: str = "float32"
+    max_memory_gb: float | None = None
+    dataset: str = "(command line)"
+    text_column: str = "text"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"positions": self.positions, "layers": self.layers, "hooks": list(self.hooks),
+                "chat": self.chat, "drop_first": self.drop_first,
+                "batch_size": self.batch_size, "dtype": self.dtype, "dataset": self.dataset,
+                "text_column": self.text_column}
+
+
+@dataclass
+class CaptureResult:
+    """Captured activations and the norm of each hook point (``interp capture``)."""
+
+    activations: Activations = field(repr=False)
+    config: CaptureConfig
+    hooks: list[HookNorms]
+    dataset_hash: str
+    #: The folder name of the saved artifact inside ``--out``.
+    artifact: str = "activations"
+
+    @property
+    def model_id(self) -> str:
+        return self.activations.model_id
+
+    @property
+    def n_tokens(self) -> int:
+        """Real tokens over all prompts (padding excluded)."""
+        return int(self.activations.lengths.sum())
+
+    def resid_norms(self) -> list[HookNorms]:
+        """The residual-stream hook points (one per layer), in capture order."""
+        return [h for h in self.hooks
+                if h.layer is not None and h.hook.endswith("hook_resid_post")]
+
+    def tensors(self) -> dict[str, Tensor]:
+        """What the ``activations`` artifact holds: every hook point, lengths (and mask, ids)."""
+        acts = self.activations
+        out = {name: acts.acts[name] for name in acts.hook_points}
+        out["lengths"] = acts.lengths
+        if acts.positions == "all":
+            out["mask"] = acts.mask
+            out["input_ids"] = acts.input_ids
+        return out
+
+    def to_dict(self) -> dict[str, object]:
+        """``results.json`` of ``interp capture``."""
+        return {
+            "model": self.model_id, "n_prompts": len(self.activations),
+            "n_tokens": self.n_tokens, "positions": self.config.positions,
+            "dtype": self.config.dtype, "dataset": self.config.dataset,
+            "dataset_hash": self.dataset_hash, "artifact": self.artifact,
+            "hooks": [asdict(h) for h in self.hooks],
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per hook point: shape, mean norm, its CI and the number of rows."""
+        return pd.DataFrame([
+            {"hook": h.hook, "layer": h.layer, "shape": tuple(h.shape), "norm_mean": h.norm_mean,
+             "norm_std": h.norm_std, "norm_lo": h.norm_ci95[0], "norm_hi": h.norm_ci95[1],
+             "norm_n": h.norm_n}
+            for h in self.hooks
+        ])
+
+    def _repr_html_(self) -> str:
+        from interp.activations.figures import norm_figure
+        from interp.display import result_html
+
+        rows: list[tuple[str, object]] = [
+            ("model", self.model_id), ("prompts", len(self.activations)),
+            ("tokens", self.n_tokens), ("positions", str(self.config.positions)),
+        ]
+        table = [[h.hook, " × ".join(map(str, h.shape)), h.norm_mean, h.norm_n]
+                 for h in self.hooks]
+        fig = norm_figure(self) if len(self.resid_norms()) >= 2 else None
+        return result_html("captured activations", rows, fig,
+                           columns=["hook point", "shape", "mean ‖h‖", "n"], table=table)
+
+
+def run_capture(
+    model: Model, prompts: Sequence[str], config: CaptureConfig | None = None
+) -> CaptureResult:
+    """``interp capture``: :func:`capture` with ``config``, and the norm of each hook point."""
+    from interp.models.loading import parse_dtype
+    from interp.runs.manifest import sha256_texts
+
+    config = config or CaptureConfig()
+    acts = capture(
+        model, list(prompts), hooks=list(config.hooks) or None, layers=config.layers,
+        positions=config.positions, batch_size=config.batch_size,
+        dtype=parse_dtype(config.dtype), chat=config.chat, drop_first=config.drop_first,
+        max_memory_gb=config.max_memory_gb,
+    )
+    return CaptureResult(acts, config, hook_norms(acts), sha256_texts(list(prompts)))

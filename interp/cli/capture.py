@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from interp.cli.common import (
+    json_safe,
     load_model,
     log,
     manifest_for,
     model_options,
-    open_out,
     prompts_from_args,
 )
 from interp.errors import InterpError
+from interp.runs.outdir import OutDir
 
 
 @click.command()
@@ -49,59 +50,42 @@ def capture(
     max_memory_gb: float | None, out_dir: str,
 ) -> None:
     """Capture activations for PROMPTS (or --file) and save them as an artifact."""
+    from dataclasses import asdict
 
-    from interp.activations.capture import capture as run_capture
-    from interp.activations.capture import summarize
-    from interp.models.loading import parse_dtype
+    from interp.activations.capture import CaptureConfig, Position, run_capture
     from interp.runs.artifacts import save_artifact
-    from reports.capture import render_capture_report
+    from reports.capture import capture_report
 
     texts = prompts_from_args(prompts, file_, text_column)
-    pos: str | int = positions
-    if positions not in ("last", "mean", "all"):
-        try:
-            pos = int(positions)
-        except ValueError:
-            raise InterpError(
-                f"bad --positions {positions!r}: use last, mean, all or an integer"
-            ) from None
+    try:
+        pos = cast(Position, positions if positions in ("last", "mean", "all")
+                   else int(positions))
+    except ValueError:
+        raise InterpError(
+            f"bad --positions {positions!r}: use last, mean, all or an integer"
+        ) from None
     if layers is None and not hooks:
         raise InterpError("nothing to capture: give --layer and/or --hook")
-    with open_out(out_dir) as out:
+    cfg = CaptureConfig(
+        layers=layers, hooks=list(hooks), positions=pos,
+        drop_first=drop_first, chat=chat, batch_size=batch_size, dtype=save_dtype,
+        max_memory_gb=max_memory_gb, dataset=file_ or "(command line)",
+        text_column=text_column,
+    )
+    with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        acts = run_capture(
-            model, texts, hooks=list(hooks) or None, layers=layers, positions=pos,
-            batch_size=batch_size, dtype=parse_dtype(save_dtype), chat=chat,
-            drop_first=drop_first, max_memory_gb=max_memory_gb,
-        )
-        from interp.runs.manifest import sha256_texts
-
-        config = {"positions": pos, "layers": layers, "hooks": list(hooks), "chat": chat,
-                  "drop_first": drop_first, "batch_size": batch_size, "dtype": save_dtype,
-                  "dataset": file_ or "(command line)", "text_column": text_column}
-        man = manifest_for(model, seed, texts, config)
-        tensors = {name: acts.acts[name] for name in acts.hook_points}
-        tensors["lengths"] = acts.lengths
-        if pos == "all":
-            tensors["mask"] = acts.mask
-            tensors["input_ids"] = acts.input_ids
+        result = run_capture(model, texts, cfg)
+        man = manifest_for(model, seed, texts, cfg.to_dict())
+        hook_points = result.activations.hook_points
         save_artifact(
-            out.stage_dir("activations"), tensors, kind="activations", config=config,
-            model_id=model.model_id, d_model=model.d_model,
-            hook_point=acts.hook_points[0] if len(acts.hook_points) == 1 else None,
-            manifest=man,
+            out.stage_dir(result.artifact), result.tensors(), kind="activations",
+            config=cfg.to_dict(), model_id=model.model_id, d_model=model.d_model,
+            hook_point=hook_points[0] if len(hook_points) == 1 else None, manifest=man,
         )
-        hooks_summary = summarize(acts)
-        result = {
-            "model": model.model_id, "n_prompts": len(texts),
-            "n_tokens": int(acts.lengths.sum()), "positions": pos, "dtype": save_dtype,
-            "dataset": file_ or "(command line)", "dataset_hash": sha256_texts(texts),
-            "artifact": "activations", "hooks": hooks_summary, "manifest": man,
-        }
-        out.write_json("results.json", result)
-        out.write_text("report.html", render_capture_report(result, man))
+        out.write_json("results.json", json_safe({**result.to_dict(), "manifest": man}))
+        capture_report(result, man).write(out)
 
-    _print_capture_table(hooks_summary)
+    _print_capture_table([asdict(h) for h in result.hooks])
     log(f"wrote {os.path.join(out_dir, 'activations')}/, results.json and report.html")
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from interp.cli.common import (
+    json_safe,
     load_model,
     log,
     manifest_for,
@@ -15,6 +16,7 @@ from interp.cli.common import (
     open_out,
     prompts_from_args,
 )
+from interp.runs.outdir import OutDir
 
 
 @click.command(name="generate")
@@ -62,14 +64,13 @@ def generate_cmd(
             deterministic=deterministic, verify_every=verify_every,
             inject_batch_noise=inject_batch_noise,
         )
-        data = result.to_dict()
-        if out_dir is not None:
-            from reports.generate import render_generate_report
+        if isinstance(out, OutDir):
+            from reports.generate import generate_report
 
+            data = result.to_dict()
             man = manifest_for(model, seed, texts, data["config"])
-            data["manifest"] = man
-            out.write_json("results.json", data)
-            out.write_text("report.html", render_generate_report(data, man))
+            out.write_json("results.json", json_safe({**data, "manifest": man}))
+            generate_report(result, man).write(out)
     if as_json:
         click.echo(json.dumps(
             [{"prompt": g.prompt, "text": g.text, "stop_reason": g.stop_reason,

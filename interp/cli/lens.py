@@ -9,14 +9,16 @@ from typing import Any
 import click
 
 from interp.cli.common import (
+    json_safe,
     load_model,
     log,
     manifest_for,
     model_options,
     open_out,
 )
-from interp.cli.tuned_lens import load_tuned_for_cli, tuned_lens_option
+from interp.cli.tuned_lens import tuned_lens_option
 from interp.errors import InterpError
+from interp.runs.outdir import OutDir
 
 
 @click.command()
@@ -39,30 +41,26 @@ def lens(
     tuned_path: str | None,
 ) -> None:
     """Logit lens (and --tuned lens): what each layer would predict next, at every position."""
-    from interp.lenses.logit import logit_lens, run_lens
+    from interp.lenses.readout import LensConfig, run_lenses
 
     del batch_size  # one prompt: a single forward pass
     if not prompt.strip():
         raise InterpError("empty prompt: give at least one non-blank character")
+    cfg = LensConfig(top_k=top_k, layers=layers, chat=chat, tuned=tuned_path)
     out = open_out(out_dir)
     with out:
         model = load_model(model_name, device, dtype, seed)
-        tuned = load_tuned_for_cli(tuned_path, model) if tuned_path is not None else None
-        result = logit_lens(model, prompt, layers=layers, top_k=top_k, chat=chat)
-        data = result.to_dict()
-        config = {"top_k": top_k, "layers": layers, "chat": chat}
-        if tuned is not None:
-            data["tuned"] = run_lens(
-                model, prompt, lens=tuned, layers=layers, top_k=top_k, chat=chat
-            ).to_dict()
-            config["tuned_lens"] = str(tuned.path)
+        result = run_lenses(model, prompt, cfg)
+        config: dict[str, Any] = {"top_k": top_k, "layers": layers, "chat": chat}
+        if result.tuned is not None:
+            config["tuned_lens"] = str(result.tuned_path)
         man = manifest_for(model, seed, [prompt], config)
-        data["manifest"] = man
-        if out_dir is not None:
-            from reports.lens import render_lens_report
+        data = {**result.to_dict(), "manifest": man}
+        if isinstance(out, OutDir):
+            from reports.lens import lens_report
 
-            out.write_json("results.json", data)
-            out.write_text("report.html", render_lens_report(data, man))
+            out.write_json("results.json", json_safe(data))
+            lens_report(result, man).write(out)
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:

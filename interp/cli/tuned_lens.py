@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from interp.cli.common import (
+    json_safe,
     load_model,
     log,
     make_model_options,
@@ -16,8 +17,7 @@ from interp.cli.common import (
     open_out,
     text_options,
 )
-from interp.errors import InterpError
-from interp.runs.outdir import check_creatable
+from interp.runs.outdir import OutDir, check_creatable
 
 _window_options = make_model_options(batch_size=4, batch_help="Text windows per forward pass.")
 
@@ -87,10 +87,9 @@ def train(
         log(f"resumed from step {res.resumed_from}")
     if res.complete and res.resumed_from >= res.steps_total:
         log(f"already trained ({res.steps_total} steps): {res.lens_path}")
-    final = sum(res.losses[-10:]) / max(1, len(res.losses[-10:])) if res.losses else float("nan")
     click.echo(
         f"steps {res.steps_done}/{res.steps_total}  loss (sum over layers, last 10 steps) "
-        f"{final:.3f}  {res.tokens_per_s:.0f} tokens/s  "
+        f"{res.final_loss:.3f}  {res.tokens_per_s:.0f} tokens/s  "
         + (f"lens: {res.lens_path}" if res.complete else "unfinished: rerun to resume")
     )
 
@@ -114,8 +113,7 @@ def eval_cmd(
 ) -> None:
     """Held-out KL, cross-entropy, entropy and top-1 agreement per layer, both lenses."""
     from interp.data.corpus import text_source
-    from interp.lenses.evaluation import EvalConfig, evaluate_lenses
-    from interp.lenses.logit import LogitLens
+    from interp.lenses.evaluation import EvalConfig, evaluate_tuned_lens
     from interp.lenses.tuned import load_tuned_lens, resolve_lens_path
 
     cfg = EvalConfig(tokens=tokens, seq_len=seq_len, batch_size=batch_size, seed=seed,
@@ -126,35 +124,20 @@ def eval_cmd(
     with open_out(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         tuned = load_tuned_lens(lens_path, model)
-        ev = evaluate_lenses(model, {"logit": LogitLens(model), "tuned": tuned}, docs, cfg)
-        res = ev.to_dict()
-        res["lens_path"] = str(tuned.path)
-        res["data"] = data
-        res["training"] = _training_summary(tuned.config)
+        ev = evaluate_tuned_lens(model, tuned, docs, cfg, data=data)
         man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "lens": str(tuned.path)})
         man["dataset_hash"] = data["sha256"]
         man["lens_manifest"] = {k: tuned.manifest.get(k) for k in
                                 ("git_commit", "timestamp", "dataset_hash", "seed", "config")}
-        res["manifest"] = man
-        if out_dir is not None:
-            from reports.tuned_lens import render_tuned_lens_report
+        res = {**ev.to_dict(), "manifest": man}
+        if isinstance(out, OutDir):
+            from reports.tuned_lens import tuned_lens_report
 
-            out.write_json("results.json", res)
-            out.write_text("report.html", render_tuned_lens_report(res, man))
+            out.write_json("results.json", json_safe(res))
+            tuned_lens_report(ev, man).write(out)
     _print_eval(res)
     if out_dir is not None:
         log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
-
-
-def _training_summary(cfg: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "train": cfg.get("train"),
-        "data": cfg.get("data"),
-        "steps": cfg.get("steps"),
-        "losses": cfg.get("losses"),
-        "elapsed_s": cfg.get("elapsed_s"),
-        "tokens_per_s": cfg.get("tokens_per_s"),
-    }
 
 
 def _print_eval(res: dict[str, Any]) -> None:
@@ -190,12 +173,3 @@ def tuned_lens_option(fn):  # noqa: ANN001, ANN202
         help="Also read every layer through this tuned lens ('default' for "
         "$INTERP_CACHE/lenses/<model>/latest); the report shows both lenses side by side.",
     )(fn)
-
-
-def load_tuned_for_cli(tuned_path: str, model: Any) -> Any:
-    """``--tuned`` → a loaded lens (``default`` means the default location)."""
-    from interp.lenses.tuned import load_tuned_lens
-
-    if not tuned_path.strip():
-        raise InterpError("empty --tuned path")
-    return load_tuned_lens(None if tuned_path == "default" else tuned_path, model)

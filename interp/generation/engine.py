@@ -168,6 +168,20 @@ class GenerationResult:
             "generations": [asdict(g) for g in self.generations],
         }
 
+    def _repr_html_(self) -> str:
+        from interp.display import result_html
+
+        st = self.stats
+        rows: list[tuple[str, object]] = [
+            ("model", self.model_id), ("prompts", st.prompts), ("new tokens", st.new_tokens),
+            ("tokens / s", round(st.tokens_per_second, 1)),
+        ]
+        table = [[g.index, g.prompt, g.text, g.stop_reason, len(g.token_ids)]
+                 for g in self.generations]
+        return result_html("generations", rows, None,
+                           columns=["#", "prompt", "continuation", "stop", "tokens"],
+                           table=table)
+
 
 # --------------------------------------------------------------------- sampling
 def _request_key(seed: int, prompt: str, occurrence: int) -> int:

@@ -2,15 +2,19 @@
 
 - :mod:`interp.lenses.logit`: the shared unembedding, the logit lens, KL/entropy;
 - :mod:`interp.lenses.tuned`: the tuned lens (affine translators) and its artifact;
+- :mod:`interp.lenses.readout`: one prompt through the logit lens and an optional tuned
+  lens (``interp lens``);
 - :mod:`interp.lenses.training`: training a tuned lens (resumable);
-- :mod:`interp.lenses.evaluation`: held-out KL/CE/entropy per layer, logit vs tuned.
+- :mod:`interp.lenses.evaluation`: held-out KL/CE/entropy per layer, logit vs tuned;
+- :mod:`interp.lenses.figures`: their matplotlib figures and the token grid's colours.
 """
 
 from __future__ import annotations
 
 from interp.lenses.evaluation import EvalConfig as LensEvalConfig
-from interp.lenses.evaluation import LensEval, evaluate_lenses
+from interp.lenses.evaluation import LensEval, TrainingSummary, evaluate_lenses, evaluate_tuned_lens
 from interp.lenses.logit import Lens, LensResult, LogitLens, Unembed, logit_lens, run_lens
+from interp.lenses.readout import LensConfig, LensReadout, run_lenses
 from interp.lenses.training import TrainConfig as TunedLensTrainConfig
 from interp.lenses.training import TrainResult as TunedLensTrainResult
 from interp.lenses.training import train_tuned_lens
@@ -18,17 +22,22 @@ from interp.lenses.tuned import TunedLens, load_tuned_lens
 
 __all__ = [
     "Lens",
+    "LensConfig",
     "LensEval",
     "LensEvalConfig",
+    "LensReadout",
     "LensResult",
     "LogitLens",
+    "TrainingSummary",
     "TunedLens",
     "TunedLensTrainConfig",
     "TunedLensTrainResult",
     "Unembed",
     "evaluate_lenses",
+    "evaluate_tuned_lens",
     "load_tuned_lens",
     "logit_lens",
     "run_lens",
+    "run_lenses",
     "train_tuned_lens",
 ]

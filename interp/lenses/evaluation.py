@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+import pandas as pd
 import torch
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.errors import InterpError
-from interp.lenses.logit import Lens
+from interp.lenses.logit import Lens, LogitLens
+from interp.lenses.training import TrainConfig
+from interp.lenses.tuned import TunedLens
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 
@@ -61,8 +64,57 @@ class EvalConfig:
 
 
 @dataclass
+class TrainingSummary:
+    """How a saved tuned lens was trained (from its config), as shown beside its evaluation."""
+
+    train: dict[str, Any]
+    data: dict[str, Any] | None
+    steps: int | None
+    losses: list[float]
+    elapsed_s: float | None
+    tokens_per_s: float | None
+    #: The saved values as they were (``to_dict`` gives them back unchanged).
+    saved: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    KEYS = ("train", "data", "steps", "losses", "elapsed_s", "tokens_per_s")
+
+    @classmethod
+    def from_lens_config(cls, cfg: Mapping[str, Any]) -> TrainingSummary:
+        """From a :class:`~interp.lenses.tuned.TunedLens`'s saved ``config``."""
+        return cls(train=dict(cfg.get("train") or {}), data=cfg.get("data"),
+                   steps=cfg.get("steps"), losses=[float(x) for x in cfg.get("losses") or []],
+                   elapsed_s=cfg.get("elapsed_s"), tokens_per_s=cfg.get("tokens_per_s"),
+                   saved={k: cfg.get(k) for k in cls.KEYS})
+
+    @property
+    def config(self) -> TrainConfig | None:
+        """The training settings as a :class:`TrainConfig` (``None`` if they do not parse)."""
+        known = {f.name for f in fields(TrainConfig)}
+        try:
+            return TrainConfig(**{k: v for k, v in self.train.items() if k in known})
+        except (InterpError, TypeError):
+            return None
+
+    @property
+    def data_source(self) -> str | None:
+        """Where the training text came from."""
+        return None if self.data is None else self.data.get("source")
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.saved:
+            return dict(self.saved)
+        return {"train": self.train, "data": self.data, "steps": self.steps,
+                "losses": self.losses, "elapsed_s": self.elapsed_s,
+                "tokens_per_s": self.tokens_per_s}
+
+
+@dataclass
 class LensEval:
-    """Per-window, per-layer metrics of each lens: ``values[lens][metric]`` is ``[windows, L]``."""
+    """Per-window, per-layer metrics of each lens: ``values[lens][metric]`` is ``[windows, L]``.
+
+    ``lens_path``, ``data`` and ``training`` describe the evaluated tuned lens and the
+    held-out text when :func:`evaluate_tuned_lens` made the result.
+    """
 
     model_id: str
     layers: list[int]
@@ -71,14 +123,17 @@ class LensEval:
     model_ce: torch.Tensor = field(repr=False)  # [windows]
     config: EvalConfig
     n_positions: int
+    lens_path: str | None = None
+    data: dict[str, Any] | None = None
+    training: TrainingSummary | None = None
 
     def mean_ci(self, lens: str, metric: str) -> tuple[list[float], list[list[float]]]:
         """Mean over windows per layer, and its 95% normal CI."""
-        v = self.values[lens][metric].double()
-        n = v.shape[0]
-        mean = v.mean(0)
-        half = 1.96 * v.std(0, unbiased=True) / math.sqrt(n)
-        return mean.tolist(), torch.stack([mean - half, mean + half], 1).tolist()
+        from interp.stats import mean_ci  # scipy: imported when needed
+
+        v = self.values[lens][metric].double().numpy()
+        stats = [mean_ci(v[:, i]) for i in range(v.shape[1])]
+        return [m for m, _, _ in stats], [[lo, hi] for _, lo, hi in stats]
 
     def summary_layers(self) -> list[int]:
         last = min(self.config.summary_last, self.layers[-1] - 1)
@@ -86,16 +141,35 @@ class LensEval:
 
     def kl_ratio(self, num: str = "logit", den: str = "tuned") -> tuple[float, list[float]]:
         """Mean KL of ``num`` over mean KL of ``den`` on the summary layers, bootstrap CI."""
+        from interp.stats import bootstrap_ci
+
         idx = self.summary_layers()
-        a = self.values[num]["kl"][:, idx].double().mean(1)
-        b = self.values[den]["kl"][:, idx].double().mean(1)
+        a = self.values[num]["kl"][:, idx].double().mean(1).numpy()
+        b = self.values[den]["kl"][:, idx].double().mean(1).numpy()
         ratio = float(a.mean() / b.mean())
-        g = torch.Generator().manual_seed(self.config.seed)
-        n = a.shape[0]
-        draws = torch.randint(0, n, (self.config.bootstrap, n), generator=g)
-        boot = a[draws].mean(1) / b[draws].mean(1)
-        lo, hi = torch.quantile(boot, torch.tensor([0.025, 0.975], dtype=boot.dtype)).tolist()
-        return ratio, [lo, hi]
+        ci = bootstrap_ci(lambda rows: float(a[rows].mean() / b[rows].mean()), len(a),
+                          n_resamples=self.config.bootstrap, seed=self.config.seed)
+        return ratio, ci
+
+    def mean_kl(self, lens: str) -> float:
+        """Mean KL of ``lens`` over windows, positions and the summary layers."""
+        return float(self.values[lens]["kl"][:, self.summary_layers()].mean())
+
+    def lower_kl_layers(self, lens: str = "tuned", than: str = "logit") -> list[int]:
+        """Layers where ``lens`` has a lower mean KL than ``than``."""
+        a, b = self.mean_ci(lens, "kl")[0], self.mean_ci(than, "kl")[0]
+        return [layer for layer, x, y in zip(self.layers, a, b, strict=True) if x < y]
+
+    def model_ce_ci(self) -> tuple[float, float, float]:
+        """The model's own cross-entropy (mean over windows) and its 95% normal CI."""
+        from interp.stats import mean_ci
+
+        return mean_ci(self.model_ce.double().numpy())
+
+    @property
+    def data_source(self) -> str | None:
+        """Where the held-out text came from."""
+        return None if self.data is None else self.data.get("source")
 
     def to_dict(self) -> dict[str, Any]:
         """The ``results.json`` schema: ``{metric}_{lens}_lens`` lists per layer (+ ``_ci95``)."""
@@ -115,23 +189,56 @@ class LensEval:
                 out[f"{key}_ci95"] = ci
                 if metric == "top1_agreement":
                     out[f"{key}_n"] = self.n_positions
-        ce = self.model_ce.double()
-        half = 1.96 * float(ce.std()) / math.sqrt(ce.shape[0])
-        out["model_ce"] = float(ce.mean())
-        out["model_ce_ci95"] = [float(ce.mean()) - half, float(ce.mean()) + half]
+        ce, lo, hi = self.model_ce_ci()
+        out["model_ce"] = ce
+        out["model_ce_ci95"] = [lo, hi]
         if {"logit", "tuned"} <= set(self.lenses):
             idx = self.summary_layers()
             ratio, ci = self.kl_ratio()
             out["summary_layers"] = [self.layers[i] for i in idx]
-            out["mean_kl_logit_lens"] = float(self.values["logit"]["kl"][:, idx].mean())
-            out["mean_kl_tuned_lens"] = float(self.values["tuned"]["kl"][:, idx].mean())
+            out["mean_kl_logit_lens"] = self.mean_kl("logit")
+            out["mean_kl_tuned_lens"] = self.mean_kl("tuned")
             out["kl_ratio"] = ratio
             out["kl_ratio_ci95"] = ci
-            tuned, logit = out["kl_tuned_lens"], out["kl_logit_lens"]
-            out["tuned_lower_kl_layers"] = [
-                layer for layer, t, lg in zip(self.layers, tuned, logit, strict=True) if t < lg
-            ]
+            out["tuned_lower_kl_layers"] = self.lower_kl_layers()
+        if self.lens_path is not None:
+            out["lens_path"] = self.lens_path
+        if self.data is not None:
+            out["data"] = self.data
+        if self.training is not None:
+            out["training"] = self.training.to_dict()
         return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (lens, layer): each metric's mean over windows and its 95% CI."""
+        rows: dict[tuple[str, int], dict[str, Any]] = {}
+        for lens in self.lenses:
+            for metric in METRICS:
+                mean, ci = self.mean_ci(lens, metric)
+                for i, layer in enumerate(self.layers):
+                    row = rows.setdefault((lens, layer), {"lens": lens, "layer": layer})
+                    row[metric] = mean[i]
+                    row[f"{metric}_lo"], row[f"{metric}_hi"] = ci[i]
+        return pd.DataFrame(list(rows.values()))
+
+    def headline(self) -> list[tuple[str, object]]:
+        """The facts a reader looks at first (the notebook view)."""
+        ce, lo, hi = self.model_ce_ci()
+        rows: list[tuple[str, object]] = [
+            ("model", self.model_id),
+            ("held-out positions", self.n_positions),
+            ("model's own cross-entropy", f"{ce:.3f} [{lo:.3f}, {hi:.3f}]"),
+        ]
+        if {"logit", "tuned"} <= set(self.lenses):
+            ratio, (rlo, rhi) = self.kl_ratio()
+            rows.append(("KL ratio logit / tuned", f"{ratio:.2f}× (95% CI {rlo:.2f}–{rhi:.2f})"))
+        return rows
+
+    def _repr_html_(self) -> str:
+        from interp.display import result_html
+        from interp.lenses.figures import eval_kl_figure
+
+        return result_html("lens evaluation", self.headline(), eval_kl_figure(self))
 
 
 @torch.no_grad()
@@ -185,3 +292,25 @@ def evaluate_lenses(
         model_id=model.model_id, layers=layers, lenses=list(lenses), values=vals,
         model_ce=model_ce, config=cfg, n_positions=cfg.n_windows * (cfg.seq_len - 2),
     )
+
+
+def evaluate_tuned_lens(
+    model: Model,
+    tuned: TunedLens,
+    docs: Sequence[str],
+    cfg: EvalConfig | None = None,
+    *,
+    data: dict[str, Any] | None = None,
+    progress: bool | None = None,
+) -> LensEval:
+    """``interp tuned-lens eval``: the logit lens and ``tuned`` side by side on held-out ``docs``.
+
+    The result also records where the lens came from, its training history and ``data``
+    (where the held-out text came from, e.g. :func:`interp.data.corpus.text_source`'s).
+    """
+    ev = evaluate_lenses(model, {"logit": LogitLens(model), "tuned": tuned}, docs, cfg,
+                         progress=progress)
+    ev.lens_path = str(tuned.path)
+    ev.data = data
+    ev.training = TrainingSummary.from_lens_config(tuned.config)
+    return ev

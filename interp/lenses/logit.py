@@ -16,7 +16,8 @@ information lost by stopping at layer L (tuned-lens convention).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,7 +136,9 @@ def entropy(logp: Float[Tensor, "... vocab"]) -> Float[Tensor, ...]:
 class LensResult:
     """Per-layer, per-position readout of one prompt.
 
-    Shapes: L = len(layers), P = len(tokens), K = top_k.
+    Shapes: L = len(layers), P = len(tokens), K = top_k. ``topk_tokens`` and
+    ``final_topk_tokens`` hold the decoded top-k tokens (filled from ``decode`` when
+    not given).
     """
 
     model_id: str
@@ -154,20 +157,42 @@ class LensResult:
     final_entropy: Float[Tensor, " P"]
     decode: Any = field(repr=False, default=None)
     logprobs: Float[Tensor, "L P vocab"] | None = field(repr=False, default=None)
+    topk_tokens: list[list[list[str]]] = field(repr=False, default_factory=list)
+    final_topk_tokens: list[list[str]] = field(repr=False, default_factory=list)
 
-    def _tok(self, i: int) -> str:
-        return self.decode(int(i))
+    def __post_init__(self) -> None:
+        if not self.topk_tokens and self.decode is not None:
+            self.topk_tokens = [[[self.decode(int(i)) for i in cell] for cell in row]
+                                for row in self.topk_ids]
+        if not self.final_topk_tokens and self.decode is not None:
+            self.final_topk_tokens = [[self.decode(int(i)) for i in cell]
+                                      for cell in self.final_topk_ids]
 
     def top1(self) -> list[list[str]]:
         """Decoded top-1 token at each (layer, position)."""
-        return [[self._tok(i) for i in row[:, 0]] for row in self.topk_ids]
+        return [[cell[0] for cell in row] for row in self.topk_tokens]
+
+    def final_top1(self) -> list[str]:
+        """The model's own top-1 next token at each position."""
+        return [cell[0] for cell in self.final_topk_tokens]
+
+    def agreement_layer(self, position: int = -1) -> int | None:
+        """The earliest layer from which the lens's top-1 at ``position`` equals the model's
+        at every later layer (``None``: not even at the last layer)."""
+        final = self.final_top1()[position]
+        first = None
+        for li in range(len(self.layers) - 1, -1, -1):
+            if self.topk_tokens[li][position][0] != final:
+                break
+            first = self.layers[li]
+        return first
 
     def to_dict(self) -> dict[str, Any]:
         """The ``results.json`` schema (see the README)."""
-        def topk(ids: Tensor, probs: Tensor) -> list[dict[str, Any]]:
+        def topk(tokens: list[str], ids: Tensor, probs: Tensor) -> list[dict[str, Any]]:
             return [
-                {"token": self._tok(i), "id": int(i), "prob": round(float(p), 6)}
-                for i, p in zip(ids, probs, strict=True)
+                {"token": t, "id": int(i), "prob": round(float(p), 6)}
+                for t, i, p in zip(tokens, ids, probs, strict=True)
             ]
 
         return {
@@ -181,15 +206,25 @@ class LensResult:
             "top1": self.top1(),
             "top1_prob": [[round(float(p), 6) for p in row[:, 0]] for row in self.topk_probs],
             "topk": [
-                [topk(ids, probs) for ids, probs in zip(li_ids, li_probs, strict=True)]
-                for li_ids, li_probs in zip(self.topk_ids, self.topk_probs, strict=True)
+                [topk(*cell) for cell in zip(li_tok, li_ids, li_probs, strict=True)]
+                for li_tok, li_ids, li_probs in zip(
+                    self.topk_tokens, self.topk_ids, self.topk_probs, strict=True)
             ],
             "kl": [[round(float(x), 6) for x in row] for row in self.kl],
             "entropy": [[round(float(x), 6) for x in row] for row in self.entropy],
-            "final_top1": [self._tok(i) for i in self.final_topk_ids[:, 0]],
+            "final_top1": self.final_top1(),
             "final_top1_prob": [round(float(p), 6) for p in self.final_topk_probs[:, 0]],
             "final_entropy": [round(float(x), 6) for x in self.final_entropy],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LensResult:
+        """A result back from its ``results.json`` dict, checking its schema and shapes.
+
+        Raises :class:`InterpError` naming the first problem (missing key, wrong shape,
+        non-numeric value). ``final_top1_prob`` and ``final_entropy`` may be missing (NaN).
+        """
+        return _from_dict(data)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (layer, position): top-1 token, its probability, KL, entropy."""
@@ -209,6 +244,120 @@ class LensResult:
                     }
                 )
         return pd.DataFrame(rows)
+
+    def headline(self) -> list[tuple[str, object]]:
+        """The facts a reader looks at first (the notebook view and the report's lead)."""
+        agrees = self.agreement_layer()
+        return [
+            ("model", self.model_id),
+            ("prompt", self.prompt),
+            ("lens", self.lens),
+            ("layers × positions", f"{len(self.layers)} × {len(self.tokens)}"),
+            ("model's next token", repr(self.final_top1()[-1])),
+            ("lens agrees from layer", agrees if agrees is not None else "never"),
+        ]
+
+    def _repr_html_(self) -> str:
+        from interp.display import result_html
+        from interp.lenses.figures import lens_curves_figure
+
+        return result_html(f"{self.lens} lens", self.headline(), lens_curves_figure(self))
+
+
+def _num(value: Any, where: str) -> float:
+    if value is None:
+        return math.nan
+    if isinstance(value, bool):
+        raise InterpError(f"lens result {where} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InterpError(f"lens result {where} must be a number, got {value!r}") from None
+
+
+def _grid(data: Mapping[str, Any], key: str, n_layers: int, n_pos: int) -> list[list[Any]]:
+    grid = data[key]
+    if not isinstance(grid, list) or len(grid) != n_layers:
+        raise InterpError(f"lens result {key!r} must have one row per layer ({n_layers})")
+    for li, row in enumerate(grid):
+        if not isinstance(row, list) or len(row) != n_pos:
+            raise InterpError(
+                f"lens result {key!r} row {li} must have one entry per position ({n_pos})"
+            )
+    return grid
+
+
+def _from_dict(data: Mapping[str, Any]) -> LensResult:
+    if not isinstance(data, Mapping):
+        raise InterpError(f"lens result must be a dict, not {type(data).__name__}")
+    required = ("model", "prompt", "tokens", "layers", "top1", "top1_prob", "topk", "kl",
+                "entropy", "final_top1")
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise InterpError(f"lens result is missing {', '.join(repr(k) for k in missing)}")
+    tokens = data["tokens"]
+    if not isinstance(tokens, list) or not tokens:
+        raise InterpError("lens result 'tokens' must be a non-empty list of strings")
+    layers = data["layers"]
+    if not isinstance(layers, list) or not layers:
+        raise InterpError("lens result 'layers' must be a non-empty list of ints")
+    try:
+        layers = [int(x) for x in layers]
+    except (TypeError, ValueError):
+        raise InterpError("lens result 'layers' must be a list of ints") from None
+    n_layers, n_pos = len(layers), len(tokens)
+    _grid(data, "top1", n_layers, n_pos)
+
+    def nums(key: str) -> Tensor:
+        grid = _grid(data, key, n_layers, n_pos)
+        return torch.tensor([[_num(v, f"{key}[{li}][{p}]") for p, v in enumerate(row)]
+                             for li, row in enumerate(grid)], dtype=torch.float64)
+
+    nums("top1_prob")
+    kl, ent = nums("kl"), nums("entropy")
+    topk = _grid(data, "topk", n_layers, n_pos)
+    final_top1 = data["final_top1"]
+    if not isinstance(final_top1, list) or len(final_top1) != n_pos:
+        raise InterpError(f"lens result 'final_top1' must have one entry per position ({n_pos})")
+    k = None
+    tok_grid: list[list[list[str]]] = []
+    ids: list[list[list[int]]] = []
+    probs: list[list[list[float]]] = []
+    for li, row in enumerate(topk):
+        tok_grid.append([])
+        ids.append([])
+        probs.append([])
+        for p, entries in enumerate(row):
+            if not isinstance(entries, list) or not entries:
+                raise InterpError(f"lens result topk[{li}][{p}] must be a non-empty list")
+            if k is not None and len(entries) != k:
+                raise InterpError(f"lens result topk[{li}][{p}] must have {k} entries")
+            k = len(entries)
+            for e in entries:
+                if not isinstance(e, Mapping) or "token" not in e or "prob" not in e:
+                    raise InterpError(
+                        f"lens result topk[{li}][{p}] entries need 'token' and 'prob'"
+                    )
+            tok_grid[li].append([str(e["token"]) for e in entries])
+            ids[li].append([int(e["id"]) if e.get("id") is not None else -1 for e in entries])
+            probs[li].append([_num(e["prob"], f"topk[{li}][{p}] prob") for e in entries])
+
+    def per_position(key: str) -> Tensor:
+        values = data.get(key)
+        if isinstance(values, list) and len(values) == n_pos:
+            return torch.tensor([_num(v, key) for v in values], dtype=torch.float64)
+        return torch.full((n_pos,), math.nan, dtype=torch.float64)
+
+    return LensResult(
+        model_id=str(data["model"]), prompt=str(data["prompt"]),
+        chat=bool(data.get("chat", False)), lens=str(data.get("lens", "logit")),
+        tokens=[str(t) for t in tokens], token_ids=[int(i) for i in data.get("token_ids", [])],
+        layers=layers, topk_ids=torch.tensor(ids), topk_probs=torch.tensor(probs),
+        kl=kl, entropy=ent, final_topk_ids=torch.full((n_pos, 1), -1),
+        final_topk_probs=per_position("final_top1_prob").unsqueeze(1),
+        final_entropy=per_position("final_entropy"),
+        topk_tokens=tok_grid, final_topk_tokens=[[str(t)] for t in final_top1],
+    )
 
 
 def run_lens(

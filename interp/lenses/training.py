@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import torch
 from torch import Tensor
 
@@ -147,16 +148,54 @@ class TrainResult:
     elapsed_s: float
     lens_path: Path | None
 
+    @property
+    def final_loss(self) -> float:
+        """The mean loss (summed over layers) of the last 10 steps; NaN before any step."""
+        recent = self.losses[-10:]
+        return sum(recent) / len(recent) if recent else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the run did, as JSON (the per-layer losses are left out)."""
+        return {
+            "out_dir": str(self.out_dir), "steps_done": self.steps_done,
+            "steps_total": self.steps_total, "complete": self.complete,
+            "resumed_from": self.resumed_from, "losses": self.losses,
+            "tokens_per_s": self.tokens_per_s, "elapsed_s": self.elapsed_s,
+            "lens_path": None if self.lens_path is None else str(self.lens_path),
+        }
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per step: the loss summed over layers, and each layer's loss."""
+        frame = pd.DataFrame({"step": range(1, len(self.losses) + 1), "loss": self.losses})
+        if self.layer_losses:
+            per_layer = pd.DataFrame(self.layer_losses).add_prefix("loss_layer_")
+            frame = pd.concat([frame, per_layer], axis=1)
+        return frame
+
+    def _repr_html_(self) -> str:
+        from interp.display import result_html
+        from interp.lenses.figures import training_loss_figure
+
+        rows: list[tuple[str, object]] = [
+            ("steps", f"{self.steps_done} / {self.steps_total}"),
+            ("loss (last 10 steps)", self.final_loss),
+            ("tokens / s", self.tokens_per_s),
+            ("lens", str(self.lens_path) if self.complete else "unfinished: rerun to resume"),
+        ]
+        return result_html("tuned-lens training", rows,
+                           training_loss_figure(self) if self.losses else None)
+
 
 def _optimizer(params: Sequence[Tensor], cfg: TrainConfig) -> torch.optim.Optimizer:
     A, b = params
+    assert cfg.lr is not None  # set by TrainConfig.__post_init__
     groups = [
         {"params": [A], "weight_decay": cfg.weight_decay},
         {"params": [b], "weight_decay": 0.0},
     ]
     if cfg.optimizer == "adam":
-        return torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.momentum, 0.999))
-    return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
+        return torch.optim.AdamW(groups, lr=float(cfg.lr), betas=(cfg.momentum, 0.999))
+    return torch.optim.SGD(groups, lr=float(cfg.lr), momentum=cfg.momentum, nesterov=True)
 
 
 def sample_positions(cfg: TrainConfig, step: int, n_windows: int) -> Tensor:
