@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
@@ -146,3 +147,26 @@ def png_bytes(fig: Figure, dpi: int = 144) -> bytes:
     return buf.getvalue()
 
 
+
+
+def hover_points(
+    ax: Axes,
+    x: Sequence[float],
+    y: Sequence[float],
+    gid: Callable[[int], str],
+    *,
+    color: str | None = None,
+) -> list[int]:
+    """One marker per finite point, each its own artist with gid ``gid(i)`` (a hover target).
+
+    Returns the indices that got a marker (NaN points get none), so the caller can give
+    exactly those gids a tooltip.
+    """
+    drawn = []
+    for i, (xv, yv) in enumerate(zip(x, y, strict=True)):
+        if math.isfinite(yv):
+            point = ax.plot([xv], [yv], marker="o", markersize=3.5, color=color,
+                            linestyle="none")[0]
+            point.set_gid(gid(i))
+            drawn.append(i)
+    return drawn

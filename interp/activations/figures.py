@@ -15,7 +15,7 @@ from typing import Protocol
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from interp.plotting import PALETTE, ci_line, new_figure, styled
+from interp.plotting import PALETTE, ci_line, hover_points, new_figure, styled
 
 XLABEL = "layer (resid_post)"
 
@@ -66,11 +66,7 @@ def norm_figure(result: NormSource) -> Figure:
     ax = fig.subplots()
     for (key, label, y, lo, hi), color in zip(curves, PALETTE, strict=False):
         ci_line(ax, x, y, lo, hi, label=label, color=color, marker="")
-        for i, (xv, yv) in enumerate(zip(x, y, strict=True)):
-            if math.isfinite(yv):
-                point = ax.plot([xv], [yv], marker="o", markersize=3.5, color=color,
-                                linestyle="none")[0]
-                point.set_gid(f"{key}-{i}")
+        hover_points(ax, x, y, lambda i, key=key: f"{key}-{i}", color=color)
     ax.set_xlabel(XLABEL)
     ax.set_ylabel("L2 norm")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
-from interp.plotting import INK, MUTED, PALETTE, ci_line, colormap, new_figure, styled
+from interp.plotting import INK, MUTED, PALETTE, ci_line, colormap, hover_points, new_figure, styled
 
 #: Colours of the lenses and metrics in every lens figure.
 LENS_COLORS = {"logit": PALETTE[0], "tuned": PALETTE[3]}
@@ -136,11 +136,8 @@ def _draw(x: Sequence[float], panels: Sequence[Panel], xlabel: str, width: float
         for s in panel.series:
             ci_line(ax, x, s.y, s.lo, s.hi, label=s.label, color=s.color, marker="",
                     dashed=s.dashed)
-            for i, (xv, yv) in enumerate(zip(x, s.y, strict=True)):
-                if math.isfinite(yv):
-                    point = ax.plot([xv], [yv], marker="o", markersize=3.5, color=s.color,
-                                    linestyle="none")[0]
-                    point.set_gid(_gid(pi, s.key, i))
+            hover_points(ax, x, s.y, lambda i, pi=pi, key=s.key: _gid(pi, key, i),
+                         color=s.color)
         ax.set_title(panel.title)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(panel.ylabel)
