@@ -61,7 +61,7 @@ def _naive(model, prompts, conts) -> torch.Tensor:  # noqa: ANN001
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").strip().splitlines()[0])
     ap.add_argument("--model", default=None)
     ap.add_argument("--questions", type=int, default=300)
     ap.add_argument("--batch-size", type=int, default=16)

@@ -27,6 +27,7 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.colors import Colormap
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.typing import RcKeyType
 
 P = ParamSpec("P")
@@ -82,7 +83,13 @@ def styled(builder: Callable[P, R]) -> Callable[P, R]:
 
 def new_figure(width: float = 7.5, height: float = 3.6) -> Figure:
     """An empty figure with constrained layout (call inside a :func:`styled` builder)."""
-    return Figure(figsize=(width, height), layout="constrained")
+    # browsers and the PNG renderer draw text a little wider than matplotlib measures it:
+    # pad the constrained layout so long axis labels are never clipped
+    fig = Figure(figsize=(width, height), layout="constrained")
+    engine = fig.get_layout_engine()
+    assert isinstance(engine, ConstrainedLayoutEngine)
+    engine.set(w_pad=0.1, h_pad=0.06)
+    return fig
 
 
 def colormap(name: str) -> Colormap:

@@ -76,8 +76,6 @@ def inline_svg(
     # card's and the viewBox keeps the aspect
     head_end = text.find(">") + 1
     head = text[:head_end]
-    # HTML parses inline SVG without namespace declarations: drop their URLs
-    head = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", head)
     attrs = f' class="mpl-fig" role="img" data-figure="{escape(name)}"'
     if label:
         attrs += f' aria-label="{escape(label)}"'

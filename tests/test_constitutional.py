@@ -14,6 +14,8 @@ from markupsafe import escape
 from evals.constitutional import (
     Chain,
     Constitution,
+    ConstitutionalConfig,
+    ConstitutionalResult,
     Judgement,
     Pair,
     Principle,
@@ -21,22 +23,23 @@ from evals.constitutional import (
     build_pairs,
     combine_orders,
     critique_revise,
-    fisher_ci,
     load_constitution,
     load_prompts,
     orders,
-    pearson,
     preference_record,
     results_dict,
     sample_principle,
-    wilson_ci,
 )
+from evals.judge import JudgeMeasures
+from evals.letters import LetterCheck
+from evals.rates import Correlation, Rate
 from interp.cli import main
 from interp.errors import InterpError
+from interp.stats import pearson_ci, wilson_ci
 from reports.constitutional import render_constitutional_report, write_constitutional_report
 from tests.browser import ARTIFACTS, assert_clean, visit
 from tests.cli_runner import run
-from tests.html_checks import parse, section, svgs
+from tests.html_checks import parse, section
 
 SCRIPT = "<script>alert(1)</script>"
 LN = math.log
@@ -211,10 +214,9 @@ def test_results_dict_on_the_hand_made_case():
     # Length: word-count differences x - y vs p_x over the 4 non-identical pairs.
     dx = [0.0, 2.0, 0.0, 0.0]  # "rev a"/"init a", "rev c2 long text"/"init c", refs
     py = [0.75, 0.35, 0.55, 0.6]
-    assert r["length_preference_corr"] == pytest.approx(pearson(dx, py))
+    assert r["length_preference_corr"] == pytest.approx(pearson_ci(dx, py)[0])
     assert r["length_preference_corr_n"] == 4
-    assert r["length_preference_corr_ci95"] == pytest.approx(
-        fisher_ci(pearson(dx, py), 4))
+    assert r["length_preference_corr_ci95"] == pytest.approx(pearson_ci(dx, py)[1])
     assert r["per_principle"]["p3"]["win_rate_revised_n"] == 0
     assert r["per_principle"]["p3"]["win_rate_revised"] is None
     assert sum(v["win_rate_revised_n"] for v in r["per_principle"].values()) == 3
@@ -233,12 +235,13 @@ def test_ci_arithmetic():
     xs = [1.0, 2.0, 3.5, 4.0, 5.0, 7.0, 8.0, 9.5]
     ys = [0.2, 0.1, 0.5, 0.4, 0.45, 0.8, 0.6, 0.9]
     ref = pearsonr(xs, ys)
-    r = pearson(xs, ys)
+    r, ci = pearson_ci(xs, ys)
     assert r == pytest.approx(ref.statistic)
     lo, hi = ref.confidence_interval(0.95)
-    assert fisher_ci(r, len(xs)) == pytest.approx([lo, hi])
-    assert fisher_ci(0.5, 3) == [None, None]
-    assert pearson([1, 1, 1], [0, 1, 2]) is None
+    assert ci == pytest.approx([lo, hi])
+    assert Correlation.of(xs, ys) == Correlation(r, ci[0], ci[1], len(xs))
+    assert pearson_ci([1.0, 2.0, 3.0], [0.2, 0.1, 0.5])[1] == [None, None]  # Fisher needs 4
+    assert pearson_ci([1, 1, 1], [0, 1, 2])[0] is None
 
 
 # ------------------------------------------------------------------ the supervised loop
@@ -299,7 +302,10 @@ def test_cli_writes_all_files(tiny_run, capsys):
     code, out = tiny_run
     assert code == 0
     assert {p.name for p in out.iterdir()} == {"sft.jsonl", "preferences.jsonl",
-                                               "results.json", "report.html"}
+                                               "results.json", "report.html", "figures"}
+    assert {p.name for p in (out / "figures").iterdir()} == {
+        f"{name}.{ext}" for name in ("bias", "correlation", "principles")
+        for ext in ("svg", "png")}
     res = json.loads((out / "results.json").read_text())
     for key in ("win_rate_revised", "position_flip_rate", "length_preference_corr"):
         assert key in res and len(res[f"{key}_ci95"]) == 2 and isinstance(res[f"{key}_n"], int)
@@ -364,48 +370,94 @@ def test_cli_errors_one_line_exit_2_nothing_left(tiny_model_dir, tmp_path, capsy
 
 
 # --------------------------------------------------------------------- the report
-def make_result(valid: bool = True) -> dict:
+def make_result(valid: bool = True) -> ConstitutionalResult:
     names = ["harmless", "honest", SCRIPT]
-    r = {
-        "model": "tiny/<b>model</b>", "valid": valid, "n_prompts": 12, "rounds": 2,
-        "n_pairs": 20, "revisions_identical": 1, "mean_p_revised": 0.61,
-        "win_rate_revised": 0.75, "win_rate_revised_ci95": wilson_ci(9, 12),
-        "win_rate_revised_n": 12,
-        "position_flip_rate": 0.4, "position_flip_rate_ci95": wilson_ci(8, 20),
-        "position_flip_rate_n": 20,
-        "first_position_rate": 0.3, "first_position_rate_ci95": wilson_ci(12, 40),
-        "first_position_rate_n": 40,
-        "longer_preferred_rate": 0.7, "longer_preferred_rate_ci95": wilson_ci(14, 20),
-        "longer_preferred_rate_n": 20,
-        "length_preference_corr": 0.32, "length_preference_corr_ci95": fisher_ci(0.32, 20),
-        "length_preference_corr_n": 20,
-        "self_preference_rate": None, "self_preference_rate_ci95": [None, None],
-        "self_preference_rate_n": 0,
-        "per_principle": {
-            "harmless": {"win_rate_revised": 0.8, "win_rate_revised_ci95": wilson_ci(4, 5),
-                         "win_rate_revised_n": 5},
-            "honest": {"win_rate_revised": 0.71, "win_rate_revised_ci95": wilson_ci(5, 7),
-                       "win_rate_revised_n": 7},
-            SCRIPT: {"win_rate_revised": None, "win_rate_revised_ci95": [None, None],
-                     "win_rate_revised_n": 0},
-        },
-        "letter_check": {"valid": valid, "reasons": [] if valid else [
-            "The model answers 'B' in 95% of verdicts <b>!</b>"], "n": 19,
-            "letter_share": {"A": 0.3, "B": 0.7}, "order_consistency": 0.6,
-            "letter_mass": 0.9},
-        "constitution": {"name": "c", "principles": [
-            {"name": n, "critique_request": f"crit {n}", "revision_request": "rev <i>x</i>",
-             "comparison": "which?"} for n in names]},
-        "examples": [{
-            "id": "e1", "prompt": f"Tell me {SCRIPT} & more", "initial": "<b>bold</b> answer",
-            "principles": ["harmless", "honest"], "critiques": ["crit one", "crit <two>"],
-            "revisions": ["rev one", ""], "final": "", "judge_principle": "honest",
-            "p_revised": 0.66, "p_revised_fwd": 0.7, "p_revised_rev": 0.62,
-        }, {"id": "e2", "prompt": "plain", "initial": "a", "principles": ["honest"],
-            "critiques": ["c"], "revisions": ["r"], "final": "r"}],
-        "config": {"rounds": 2, "seed": 0, "prompts": f"{SCRIPT}.jsonl"},
-    }
-    return r
+    con = Constitution(tuple(Principle(n, f"crit {n}", "rev <i>x</i>", "which?") for n in names),
+                       name="c", source=f"{SCRIPT}.json")
+    chains = [
+        Chain("e1", f"Tell me {SCRIPT} & more", "<b>bold</b> answer", ["harmless", "honest"],
+              ["crit one", "crit <two>"], ["rev one", ""]),
+        Chain("e2", "plain", "a", ["honest"], ["c"], ["r"]),
+    ]
+    pairs = [Pair("e1", chains[0].prompt, "", chains[0].initial, "honest", "revision",
+                  "revised", "initial")]
+    lo, hi = math.tanh(math.atanh(0.32) - 1.96 / math.sqrt(17)), \
+        math.tanh(math.atanh(0.32) + 1.96 / math.sqrt(17))
+    measures = JudgeMeasures(
+        valid=valid, win_rate_revised=Rate.of(9, 12), mean_p_revised=0.61,
+        revisions_identical=1, position_flip_rate=Rate.of(8, 20),
+        first_position_rate=Rate.of(12, 40), length_preference_corr=Correlation(0.32, lo, hi, 20),
+        longer_preferred_rate=Rate.of(14, 20), self_preference_rate=Rate.of(0, 0),
+        per_principle={"harmless": Rate.of(4, 5), "honest": Rate.of(5, 7), SCRIPT: Rate.of(0, 0)})
+    check = LetterCheck(valid=valid, reasons=[] if valid else [
+        "The model answers 'B' in 95% of verdicts <b>!</b>"], n=19,
+        letter_share={"A": 0.3, "B": 0.7}, order_consistency=0.6, letter_mass=0.9)
+    return ConstitutionalResult(ConstitutionalConfig(rounds=2), "tiny/<b>model</b>", con, 12,
+                                chains, pairs, [Judgement(0.7, 0.62)], check, measures)
+
+
+def test_bias_figures_rows_reference_and_tooltips():
+    from matplotlib.figure import Figure
+
+    from evals.figures import (
+        INVALID,
+        POINT,
+        bias_figure,
+        bias_rows,
+        correlation_figure,
+        hover_titles,
+        principle_figure,
+    )
+
+    r = make_result(True)
+    fig = bias_figure(r)
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "win rate, revised over initial", "position flip rate",
+        "verdicts for the answer shown first", "verdicts for the longer answer",
+        "own answer over the reference"]
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # first row on top
+    dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert [ln.get_xdata()[0] for ln in dashed] == [0.5]  # the no-preference reference
+    points = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    assert len(points) == 4  # the self-preference rate has n = 0: no point
+    assert {ln.get_color() for ln in points} == {POINT}
+    assert {ln.get_color() for ln in bias_figure(make_result(False)).axes[0].get_lines()
+            if ln.get_marker() == "o"} == {INVALID}
+    lo, hi = wilson_ci(8, 20)
+    assert hover_titles(bias_rows(r), ci_digits=3, with_n=False)["row-1"] == \
+        f"position flip rate: 0.400 [{lo:.3f}, {hi:.3f}]"
+    assert correlation_figure(r).axes[0].get_xlim() == (-1.0, 1.0)
+    labels = [t.get_text() for t in principle_figure(r).axes[0].get_yticklabels()]
+    assert labels == ["harmless", "honest", SCRIPT]
+
+
+def test_principle_names_are_literal_text_in_figures():
+    from reports.figures import inline_svg
+
+    r = make_result(True)
+    r.measures.per_principle["costs $5 or $6"] = Rate.of(1, 2)  # no mathtext
+    from evals.figures import principle_figure
+
+    svg = inline_svg(principle_figure(r), "principles")
+    assert "costs $5 or $6" in svg and str(escape(SCRIPT)) in svg and SCRIPT not in svg
+
+
+def test_result_dict_frame_and_notebook_view():
+    r = make_result(False)
+    d = r.to_dict()
+    assert d["n_pairs"] == 1 and d["rounds"] == 2 and d["valid"] is False
+    assert d["win_rate_revised"] == 0.75 and d["self_preference_rate"] is None
+    assert d["self_preference_rate_ci95"] == [None, None]
+    assert d["examples"][0]["p_revised"] == pytest.approx(0.66)
+    assert "judge_principle" not in d["examples"][1]
+    assert d["config"]["constitution"] == f"{SCRIPT}.json"
+    df = r.to_frame()
+    assert len(df) == 1 and df.p_x[0] == pytest.approx(0.66) and df.principle[0] == "honest"
+    html = r._repr_html_()
+    assert "<svg" in html and "tiny/&lt;b&gt;model&lt;/b&gt;" in html and "<b>model" not in html
+    assert "position flip rate" in html
 
 
 def make_manifest() -> dict:
@@ -425,8 +477,11 @@ def test_report_escapes_everything_and_is_self_contained(valid):
     assert "https://" not in page
     assert str(escape(f"Tell me {SCRIPT} & more")) in page
     assert str(escape("<b>bold</b> answer")) in page and str(escape("crit <two>")) in page
-    charts = svgs(page, "interp-cichart")
+    charts = re.findall(r'<svg[^>]*class="mpl-fig".*?</svg>', page, re.S)
     assert len(charts) == 3  # rates, correlation, per principle
+    # a hover title per row: five rates, one correlation, three principles
+    assert [c.count("<title>") for c in charts] == [5, 1, 3]
+    assert str(escape(SCRIPT)) in page  # the principle's name, escaped in the figure too
     assert not re.search(r"\bnan\b", page, re.I)
 
 
@@ -455,7 +510,7 @@ def test_report_in_headless_chromium(tmp_path):
     def check(page) -> None:
         assert page.locator("script").count() == 0
         assert page.title().startswith("Constitutional AI")
-        charts = page.locator("svg.interp-cichart")
+        charts = page.locator("svg.mpl-fig")
         assert charts.count() == 3 and all(charts.nth(i).is_visible() for i in range(3))
         assert page.locator("details.chain").count() == 2
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
@@ -464,6 +519,22 @@ def test_report_in_headless_chromium(tmp_path):
     assert_clean(v)
     assert (ARTIFACTS / "constitutional_report.png").stat().st_size > 10_000
 
+
+
+def test_api_config_and_unknown_option(tiny_model):
+    from evals.constitutional import run_constitutional
+
+    con, items = load_constitution(), load_prompts(limit=2)
+    assert [it.id for it in items] == [it.id for it in load_prompts()[:2]]
+    cfg = ConstitutionalConfig(max_new_tokens=3, batch_size=2)
+    a = run_constitutional(tiny_model, items, con, cfg, progress=False)
+    b = run_constitutional(tiny_model, items, con, max_new_tokens=3, batch_size=2,
+                           progress=False)
+    assert a.to_dict() == b.to_dict() and a.config == cfg
+    with pytest.raises(InterpError, match="unknown constitutional option"):
+        run_constitutional(tiny_model, items, con, round=2)
+    with pytest.raises(InterpError, match="rounds must be"):
+        run_constitutional(tiny_model, items, con, rounds=0)
 
 
 def test_api_deterministic_mode_is_batch_invariant(tiny_model):

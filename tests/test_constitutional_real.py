@@ -57,7 +57,7 @@ def test_real_model_end_to_end(model, tmp_path, capsys):
             assert chain["initial"] in (row["chosen"], row["rejected"])
 
     def check(page) -> int:
-        assert page.locator("svg.interp-cichart").count() == 3
+        assert page.locator("svg.mpl-fig").count() == 3
         return page.locator("details.chain").count()
 
     v = visit(out / "report.html", "constitutional_report_real.png", check)

@@ -4,6 +4,7 @@ the CLI (outputs, one-line errors, nothing left in --out), and the report in Chr
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -15,7 +16,7 @@ from interp.errors import InterpError
 from reports.sycophancy import render_sycophancy_report
 from tests.browser import ARTIFACTS, assert_clean, visit
 from tests.cli_runner import run
-from tests.html_checks import parse, section, svgs
+from tests.html_checks import parse, section
 
 HOSTILE = "<script>alert(1)</script>"
 
@@ -152,6 +153,35 @@ def test_deterministic_run_independent_of_batch_size(tiny_model):
     assert a.verdicts == b.verdicts and a.margins == b.margins
 
 
+def test_config_and_keyword_calls_agree(tiny_model):
+    from evals.sycophancy import SycophancyConfig
+
+    qs = _questions(5)
+    cfg = SycophancyConfig(mode="choice", probe=False, deterministic=True, batch_size=4)
+    a = run_sycophancy(tiny_model, qs, cfg, progress=False)
+    b = run_sycophancy(tiny_model, qs, mode="choice", probe=False, deterministic=True,
+                       batch_size=4, progress=False)
+    assert a.verdicts == b.verdicts and a.config == b.config == cfg
+    c = run_sycophancy(tiny_model, qs, cfg, batch_size=1, progress=False)  # keyword wins
+    assert c.config.batch_size == 1 and cfg.batch_size == 4 and c.verdicts == a.verdicts
+    with pytest.raises(InterpError, match="unknown sycophancy option"):
+        run_sycophancy(tiny_model, qs, probes=False)
+
+
+def test_result_as_frame_and_in_a_notebook(cloze_result):
+    df = cloze_result.to_frame()
+    assert len(df) == 24 * len(VARIANTS)
+    assert list(df.columns) == ["id", "domain", "question", "correct", "incorrect", "variant",
+                                "verdict", "margin"]
+    neutral = df[df.variant == "neutral"]
+    assert neutral.verdict.tolist() == cloze_result.verdicts["neutral"]
+    assert neutral.verdict.mean() == pytest.approx(
+        cloze_result.metrics.overall.accuracy["neutral"].value)
+    html = cloze_result._repr_html_()
+    assert html.startswith("<div class='interp-result'>") and "<svg" in html
+    assert "Sycophancy" in html and "sycophancy_rate" in html and HOSTILE not in html
+
+
 def test_no_chat_template_is_an_error(tiny_model, monkeypatch):
     monkeypatch.setattr(tiny_model.tokenizer, "chat_template", None)
     with pytest.raises(InterpError, match="no chat template"):
@@ -178,7 +208,9 @@ def test_cli_writes_results_and_report(tiny_model_dir, tmp_path, capsys):
     assert "NOT VALID" in stdout or "not valid" in err
     html = (out / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>")
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["figures", "report.html", "results.json"]
+    assert sorted(p.name for p in (out / "figures").iterdir()) == [
+        "accuracy.png", "accuracy.svg", "rates.png", "rates.svg"]
 
 
 @pytest.mark.parametrize("args,lines,message", [
@@ -231,23 +263,24 @@ def test_cli_templates_file(tiny_model_dir, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ report
-def _report_data(result) -> dict:
-    from interp.cli.common import json_safe
+MANIFEST = {"model_id": "tiny", "seed": 0, "git_commit": "abc", "command": ["x"]}
 
-    d = json_safe(result.to_dict())
-    d["manifest"] = {"model_id": "tiny", "seed": 0, "git_commit": "abc", "command": ["x"]}
-    return d
+
+def figures(doc: str) -> list[str]:
+    """The inline matplotlib SVGs of a page (reports.figures), as text."""
+    return re.findall(r'<svg[^>]*class="mpl-fig".*?</svg>', doc, re.S)
 
 
 def test_report_sections_and_escaping(cloze_result):
-    d = _report_data(cloze_result)
-    html = render_sycophancy_report(d, d["manifest"])
+    html = render_sycophancy_report(cloze_result, MANIFEST)
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     tags = parse(html).tags
     assert "script" not in tags
-    charts = svgs(html, "interp-barchart syc-ci")
+    charts = figures(html)
     assert len(charts) == 2
-    assert len(charts[0].findall(".//{http://www.w3.org/2000/svg}g")) == len(VARIANTS)
+    # one bar (with its hover title) per prompt variant
+    titles = re.findall(r"<title>([^<]*)</title>", charts[0])
+    assert len(titles) == len(VARIANTS) and titles[0].startswith("neutral: ")
     flip = section(html, "Flip matrix (neutral → variant)")
     assert "right → wrong" in flip and "McNemar" in flip
     assert "Per domain" in html and "Knows but agrees" in html and "Run manifest" in html
@@ -256,15 +289,15 @@ def test_report_sections_and_escaping(cloze_result):
 
 
 def test_report_in_headless_chromium(cloze_result, tmp_path):
-    d = _report_data(cloze_result)
     path = tmp_path / "sycophancy_report.html"
-    path.write_text(render_sycophancy_report(d, d["manifest"]))
+    path.write_text(render_sycophancy_report(cloze_result, MANIFEST))
+    d = cloze_result.to_dict()
     n_flips = sum(1 for it in d["items"] if it["verdicts"]["neutral"] == 1
                   and it["verdicts"]["suggest_incorrect"] == 0)
 
     def check(page):
         assert page.locator("script").count() == 0
-        assert page.locator("svg.syc-ci").count() == 2
+        assert page.locator("svg.mpl-fig").count() == 2
         items = page.locator("details.syc-item")
         total = items.count()
         page.click("label[for=syc-f-syc]")

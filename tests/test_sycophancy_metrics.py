@@ -16,11 +16,10 @@ from evals.sycophancy import (
     compute_metrics,
     load_questions,
     match_answer,
-    mcnemar,
-    paired_difference_ci,
-    wilson,
 )
 from interp.errors import InterpError
+from interp.stats import mcnemar_exact as mcnemar
+from interp.stats import paired_difference_ci, wilson
 
 # ------------------------------------------------------------------ statistics
 
@@ -317,3 +316,85 @@ def test_shipped_set_regenerates_byte_identical(tmp_path):
                     str(tmp_path)], check=True, capture_output=True)
     shipped = root / "datasets" / "sycophancy" / "questions.jsonl"
     assert (tmp_path / "questions.jsonl").read_bytes() == shipped.read_bytes()
+
+
+def test_templates_from_file(tmp_path):
+    assert Templates.from_file(None) == Templates()
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"priming": "{question} My cat is {incorrect}."}))
+    assert Templates.from_file(p).priming == "{question} My cat is {incorrect}."
+    p.write_text("[1]")
+    with pytest.raises(InterpError, match="expected a JSON object"):
+        Templates.from_file(p)
+    with pytest.raises(InterpError, match="no such file"):
+        Templates.from_file(tmp_path / "missing.json")
+
+
+# ------------------------------------------------------------ typed metrics and figures
+def _toy_result(verdicts=None):
+    """What the figures read: anything with ``metrics`` (a SycophancyResult in real use)."""
+    from types import SimpleNamespace
+
+    from evals.sycophancy_metrics import sycophancy_metrics
+
+    domains = DOMAINS if len((verdicts or TOY)["neutral"]) == len(DOMAINS) else None
+    return SimpleNamespace(metrics=sycophancy_metrics(verdicts or TOY, domains))
+
+
+def test_typed_metrics_are_the_results_dict():
+    from evals.sycophancy_metrics import sycophancy_metrics
+
+    m = sycophancy_metrics(TOY, DOMAINS)
+    assert m.to_dict() == compute_metrics(TOY, DOMAINS)
+    syc = m.overall.rates["sycophancy_rate"]
+    assert (syc.k, syc.n, syc.value) == (3, 6, 0.5) and list(wilson(3, 6)) == syc.ci
+    net = m.overall.net_of_priming
+    assert net is not None and net.n == 6 and net.cells["suggestion_only"] == 2
+    assert [k for k, *_ in m.overall.headline()] == [
+        "sycophancy_rate", "priming_flip_rate", "sycophancy_rate_net_of_priming",
+        "correct_suggestion_fix_rate", "doubt_flip_rate", "are_you_sure_flip_rate",
+        "self_correction_rate"]
+    assert m.domains is not None and m.domains["a"][0] == 5
+    assert m.mcnemar["suggest_incorrect"].p_value == pytest.approx(mcnemar(3, 1))
+
+
+def test_accuracy_figure_bars_order_and_tooltips():
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    from evals.figures import accuracy_figure, accuracy_rows, hover_titles
+    from evals.sycophancy_metrics import VARIANT_LABELS
+    from reports.figures import inline_svg
+
+    r = _toy_result()
+    fig = accuracy_figure(r)
+    assert isinstance(fig, Figure) and len(fig.axes) == 1
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [VARIANT_LABELS[v] for v in TOY]
+    bottom, top = ax.get_ylim()
+    assert bottom > top  # the first variant (neutral) on top
+    bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_gid() is None]
+    assert len(bars) == len(TOY)  # one bar per variant, none missing
+    assert max(b.get_width() for b in bars) == pytest.approx(9 / 10)  # suggest_correct
+    titles = hover_titles(accuracy_rows(r))
+    assert list(titles) == [f"row-{i}" for i in range(len(TOY))]
+    lo, hi = wilson(7, 10)
+    assert titles["row-0"] == f"neutral: 0.700 [{lo:.2f}, {hi:.2f}] n=10"
+    svg = inline_svg(fig, "accuracy", titles=titles)
+    assert svg.count("<title>") == len(TOY) and 'id="accuracy-row-5"' in svg
+
+
+def test_rates_figure_axis_and_missing_rates():
+    from evals.figures import hover_titles, rates_figure, rates_rows
+
+    fig = rates_figure(_toy_result())
+    ax = fig.axes[0]
+    assert len(ax.get_yticklabels()) == 7 and ax.get_xlim() == (0.0, 1.0)
+    # priming flips more than the suggestion: the net rate is negative, the axis reaches -1
+    v = {**TOY, "priming": [0, 0, 0, 0, 1, 0, 0, 1, 0, 1]}
+    assert rates_figure(_toy_result(v)).axes[0].get_xlim() == (-1.0, 1.0)
+    # nobody is wrong under neutral in this domain: "fixed by right suggestion" has n = 0
+    only_right = {k: [1, 1, 1] for k in TOY}
+    titles = hover_titles(rates_rows(_toy_result(only_right)))
+    assert "fixed by right suggestion (wrong → right): — n=0" in titles.values()

@@ -60,7 +60,7 @@ def test_cli_deterministic_batch_sizes_and_report(model, tmp_path, capsys):  # n
     assert a["config"]["batch_size"] == 1 and b["config"]["batch_size"] == 16
 
     def check(page):
-        assert page.locator("svg.syc-ci").count() == 2
+        assert page.locator("svg.mpl-fig").count() == 2
         return page.locator("details.syc-item").count()
 
     v = visit(out_dir / "report.html", "sycophancy_real_report.png", check)

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from interp.errors import InterpError
+from interp.runs.outdir import OutDir
 
 
 def make_model_options(
@@ -111,14 +112,18 @@ def prompts_from_args(prompts: tuple[str, ...], file_: str | None, text_column: 
     return texts
 
 
-def open_out(out_dir: str | None):
-    from interp.runs.outdir import OutDir
+def open_out(out_dir: str | None) -> OutDir | NoOut:
+    """The run's ``--out`` folder, or :class:`NoOut` when the verb was given none.
 
-    return _NullOut() if out_dir is None else OutDir(out_dir)
+    Verbs test ``isinstance(out, OutDir)`` before writing files.
+    """
+    return NoOut() if out_dir is None else OutDir(out_dir)
 
 
-class _NullOut:
-    def __enter__(self) -> _NullOut:
+class NoOut:
+    """Stands for a missing ``--out``: a context manager that writes nothing."""
+
+    def __enter__(self) -> NoOut:
         return self
 
     def __exit__(self, *exc: Any) -> None:

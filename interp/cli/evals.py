@@ -9,12 +9,17 @@ succeeds) ``sft.jsonl``, ``preferences.jsonl``, ``results.json`` and ``report.ht
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from interp.cli.common import json_safe, load_model, log, manifest_for, model_options, open_out
-from interp.errors import InterpError
+from interp.runs.outdir import OutDir
+
+if TYPE_CHECKING:
+    from evals.constitutional import ConstitutionalResult
+    from evals.sycophancy import SycophancyResult
 
 
 @click.group(name="eval")
@@ -23,25 +28,6 @@ def eval_group() -> None:
 
 
 # ----------------------------------------------------------- sycophancy
-
-
-def _read_templates(path: str | None) -> Any:
-    from evals.sycophancy import Templates
-
-    if path is None:
-        return Templates()
-    from pathlib import Path
-
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InterpError(f"cannot read templates {p}: no such file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InterpError(f"cannot read templates {p}: not a JSON object ({exc})") from None
-    if not isinstance(data, dict):
-        raise InterpError(f"templates {p}: expected a JSON object of template texts")
-    return Templates.from_dict(data)
 
 
 @click.command(name="sycophancy")
@@ -75,80 +61,72 @@ def sycophancy(
     out_dir: str | None, as_json: bool,
 ) -> None:
     """Sycophancy: flip rates under suggested answers and "Are you sure?", with CIs."""
-    from evals.sycophancy import load_questions, run_sycophancy
+    from evals.sycophancy import SycophancyConfig, Templates, load_questions, run_sycophancy
 
-    templates = _read_templates(templates_path)
+    config = SycophancyConfig(
+        mode=mode, templates=Templates.from_file(templates_path), batch_size=batch_size,
+        deterministic=deterministic, seed=seed, max_new_tokens=max_new_tokens,
+        probe=not no_probe, probe_layer=probe_layer, dataset=dataset or "(shipped)",
+        limit=limit)
     qs = load_questions(dataset, limit=limit)  # fails fast, before loading the model
     with open_out(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        res = run_sycophancy(
-            model, qs, mode=mode, templates=templates, batch_size=batch_size,
-            deterministic=deterministic, seed=seed, max_new_tokens=max_new_tokens,
-            probe=not no_probe, probe_layer=probe_layer, dataset=dataset or "(shipped)",
-            limit=limit,
-        )
-        data = res.to_dict()
-        texts = [f"{q.question}\0{q.correct}\0{q.incorrect}" for q in qs]
-        man = manifest_for(model, seed, texts, data["config"])
-        data["manifest"] = man
-        safe = json_safe(data)
-        if out_dir is not None:
-            from reports.sycophancy import render_sycophancy_report
+        res = run_sycophancy(model, qs, config)
+        man = manifest_for(model, seed, res.dataset_texts(), res.config.to_dict())
+        safe = json_safe({**res.to_dict(), "manifest": man})
+        if isinstance(out, OutDir):
+            from reports.sycophancy import sycophancy_report
 
             out.write_json("results.json", safe)
-            out.write_text("report.html", render_sycophancy_report(safe, man))
+            sycophancy_report(res, man).write(out)
     if as_json:
         click.echo(json.dumps(safe, indent=2, ensure_ascii=False))
     else:
-        print_table(safe)
+        print_table(res)
     if not res.valid:
         for r in res.validity_reasons:
             log(f"warning ({mode} mode not valid here): {r}")
 
 
-def _f(x: Any) -> str:
-    return "—" if x is None else f"{x:.3f}"
+def _f(x: float | None) -> str:
+    return "—" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
 
-def _ci(ci: Any) -> str:
-    if not ci or ci[0] is None:
+def _ci(lo: float | None, hi: float | None) -> str:
+    if lo is None or hi is None or not math.isfinite(lo):
         return "—"
-    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+    return f"[{lo:.2f}, {hi:.2f}]"
 
 
-def print_table(d: dict[str, Any]) -> None:
+def print_table(res: SycophancyResult) -> None:
     """Accuracy per variant and the headline rates, each with its CI and n."""
     from rich.console import Console
     from rich.table import Table
 
+    m = res.metrics
     console = Console(soft_wrap=False, width=120)
-    valid = "valid" if d["valid"] else "NOT VALID"
-    t = Table(title=f"sycophancy · {d['model']} · {d['mode']} mode ({valid}) · "
-              f"{d['n_items']} questions", title_justify="left")
+    valid = "valid" if res.valid else "NOT VALID"
+    t = Table(title=f"sycophancy · {res.model_id} · {res.mode} mode ({valid}) · "
+              f"{m.n_items} questions", title_justify="left")
     for col in ("variant", "accuracy", "95% CI", "n", "McNemar p vs neutral"):
         t.add_column(col, justify="right" if col != "variant" else "left")
-    for v, acc in d["accuracy"].items():
-        mc = d["mcnemar"].get(v)
-        t.add_row(v, _f(acc), _ci(d["accuracy_ci95"][v]), str(d["accuracy_n"][v]),
-                  "—" if mc is None else f"{mc['p_value']:.2g}")
+    for v, acc in m.overall.accuracy.items():
+        mc = m.mcnemar[v].p_value if v in m.mcnemar else None
+        t.add_row(v, _f(acc.value), _ci(acc.lo, acc.hi), str(acc.n),
+                  "—" if mc is None else f"{mc:.2g}")
     console.print(t)
     r = Table(title="rates (per item)", title_justify="left")
     for col in ("rate", "value", "95% CI", "n"):
         r.add_column(col, justify="right" if col != "rate" else "left")
-    small = set(d.get("small_n", []))
-    for key in ("sycophancy_rate", "priming_flip_rate", "sycophancy_rate_net_of_priming",
-                "correct_suggestion_fix_rate", "doubt_flip_rate", "are_you_sure_flip_rate",
-                "self_correction_rate"):
-        if key in d:
-            flag = " (n < 30)" if key in small else ""
-            r.add_row(key + flag, _f(d[key]), _ci(d[f"{key}_ci95"]), str(d[f"{key}_n"]))
-    kba = d.get("knows_but_agrees") or {}
-    if kba and not kba.get("skipped"):
-        r.add_row("knows_but_agrees_rate", _f(kba["knows_but_agrees_rate"]),
-                  _ci(kba["knows_but_agrees_rate_ci95"]), str(kba["knows_but_agrees_rate_n"]))
-        r.add_row("  baseline: shuffled-label probe", _f(kba["shuffled_probe_rate_among_flips"]),
-                  _ci(kba["shuffled_probe_rate_among_flips_ci95"]),
-                  str(kba["shuffled_probe_rate_among_flips_n"]))
+    small = set(m.small_n)
+    for key, value, lo, hi, n in m.overall.headline():
+        flag = " (n < 30)" if key in small else ""
+        r.add_row(key + flag, _f(value), _ci(lo, hi), str(n))
+    kba = res.probe
+    if kba is not None and kba.knows_but_agrees is not None and kba.shuffled is not None:
+        for label, rate in (("knows_but_agrees_rate", kba.knows_but_agrees),
+                            ("  baseline: shuffled-label probe", kba.shuffled)):
+            r.add_row(label, _f(rate.value), _ci(rate.lo, rate.hi), str(rate.n))
     console.print(r)
 
 
@@ -191,70 +169,73 @@ def constitutional(
     out_dir: str | None, as_json: bool,
 ) -> None:
     """Constitutional AI: answer, critique and revise; judge pairs in both orders; biases."""
-    from evals.constitutional import load_constitution, load_prompts, run_constitutional
-    from interp.runs.manifest import sha256_texts
+    from evals.constitutional import (
+        ConstitutionalConfig,
+        load_constitution,
+        load_prompts,
+        run_constitutional,
+    )
 
+    config = ConstitutionalConfig(rounds=rounds, max_new_tokens=max_new_tokens,
+                                  temperature=temperature, seed=seed, batch_size=batch_size,
+                                  deterministic=deterministic, n_examples=n_examples)
     constitution = load_constitution(constitution_path)
-    items = load_prompts(prompts_path)
-    if limit is not None:
-        items = items[:limit]
-    if not items:  # pragma: no cover - load_prompts refuses empty files
-        raise InterpError("no prompts")
+    items = load_prompts(prompts_path, limit=limit)
     with open_out(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        run = run_constitutional(
-            model, items, constitution, rounds=rounds, max_new_tokens=max_new_tokens,
-            temperature=temperature, seed=seed, batch_size=batch_size,
-            deterministic=deterministic, n_examples=n_examples)
-        res = json_safe(run.results)
-        texts = [it.prompt for it in items]
-        man = manifest_for(model, seed, texts, {
+        run = run_constitutional(model, items, constitution, config)
+        res = json_safe(run.to_dict())
+        man = manifest_for(model, seed, [it.prompt for it in items], {
             **res["config"], "prompts": prompts_path or "constitutional/prompts.jsonl",
-            "constitution_sha256": sha256_texts([json.dumps(constitution.to_dict()["principles"],
-                                                            sort_keys=True)]),
+            "constitution_sha256": constitution.sha256(),
         })
         res["manifest"] = man
-        if out_dir is not None:
-            from reports.constitutional import render_constitutional_report
+        if isinstance(out, OutDir):
+            from reports.constitutional import constitutional_report
 
             out.write_text("sft.jsonl", _jsonl(run.sft_records()))
             out.write_text("preferences.jsonl", _jsonl(run.preference_records()))
             out.write_json("results.json", res)
-            out.write_text("report.html", render_constitutional_report(res, man))
+            constitutional_report(run, man).write(out)
     if as_json:
         click.echo(json.dumps({k: v for k, v in res.items() if k != "examples"}, indent=2,
                               ensure_ascii=False))
     else:
-        _print(res)
+        _print(run)
 
 
-def _fmt(res: dict[str, Any], key: str) -> tuple[str, str, str]:
-    v, ci, n = res.get(key), res.get(f"{key}_ci95") or [None, None], res.get(f"{key}_n")
-    if v is None:
-        return "—", "—", str(n or 0)
-    cis = "—" if ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
-    return f"{v:.3f}", cis, str(n)
-
-
-def _print(res: dict[str, Any]) -> None:
+def _print(run: ConstitutionalResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    flag = "" if res["valid"] else " · LABELS NOT VALID (degenerate letters)"
-    table = Table(title=f"constitutional AI · {res['model']} · {res['n_prompts']} prompts, "
-                  f"{res['rounds']} round(s){flag}", title_justify="left")
+    m = run.measures
+    flag = "" if run.valid else " · LABELS NOT VALID (degenerate letters)"
+    table = Table(title=f"constitutional AI · {run.model_id} · {run.n_prompts} prompts, "
+                  f"{run.config.rounds} round(s){flag}", title_justify="left")
     for col in ("measure", "value", "95% CI", "n"):
         table.add_column(col, justify="left" if col == "measure" else "right")
-    for key, label in (("win_rate_revised", "win rate, revised over initial"),
-                       ("position_flip_rate", "position flip rate"),
-                       ("length_preference_corr", "length–preference correlation"),
-                       ("self_preference_rate", "self-preference vs reference")):
-        table.add_row(label, *_fmt(res, key))
-    for name, sub in res["per_principle"].items():
-        table.add_row(f"  win rate · {name}", *_fmt(sub, "win_rate_revised"))
+    c = m.length_preference_corr
+    for label, value, lo, hi, n in (
+            ("win rate, revised over initial", m.win_rate_revised.value,
+             m.win_rate_revised.lo, m.win_rate_revised.hi, m.win_rate_revised.n),
+            ("position flip rate", m.position_flip_rate.value, m.position_flip_rate.lo,
+             m.position_flip_rate.hi, m.position_flip_rate.n),
+            ("length–preference correlation", c.value, c.lo, c.hi, c.n),
+            ("self-preference vs reference", m.self_preference_rate.value,
+             m.self_preference_rate.lo, m.self_preference_rate.hi, m.self_preference_rate.n)):
+        table.add_row(label, *_fmt(value, lo, hi, n))
+    for name, rate in m.per_principle.items():
+        table.add_row(f"  win rate · {name}", *_fmt(rate.value, rate.lo, rate.hi, rate.n))
     Console(soft_wrap=False, width=120).print(table)
-    if not res["valid"]:
-        log("letter check: " + " ".join(res["letter_check"].get("reasons", [])))
+    if not run.valid:
+        log("letter check: " + " ".join(run.letter_check.reasons))
+
+
+def _fmt(value: float, lo: float | None, hi: float | None, n: int) -> tuple[str, str, str]:
+    if not math.isfinite(value):
+        return "—", "—", str(n or 0)
+    cis = "—" if lo is None or hi is None or not math.isfinite(lo) else f"[{lo:.3f}, {hi:.3f}]"
+    return f"{value:.3f}", cis, str(n)
 
 
 eval_group.add_command(constitutional)
