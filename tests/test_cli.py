@@ -30,7 +30,8 @@ def test_lens_writes_report_and_results(tiny_model_dir, tmp_path, capsys):
     assert data["manifest"]["seed"] == 0 and data["manifest"]["dataset_hash"]
     html = (out / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "Once upon a time" in html
-    assert sorted(p.name for p in out.iterdir()) == ["report.html", "results.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["figures", "report.html", "results.json"]
+    assert sorted(p.name for p in (out / "figures").iterdir()) == ["curves.png", "curves.svg"]
 
 
 def test_json_goes_to_stdout_logs_to_stderr(tiny_model_dir, capsys):
@@ -140,8 +141,8 @@ def test_real_model_lens_end_to_end(model, tmp_path, capsys):
     assert all(not t.startswith("Ġ") for row in data["top1"] for t in row)
 
     def check(page) -> int:
-        assert page.locator("svg.interp-heatmap").is_visible()
-        return page.locator("svg.interp-heatmap g.hm-cell").count()
+        assert page.locator("table.lens-grid").is_visible()
+        return page.locator("table.lens-grid td.lens-cell").count()
 
     v = visit(out / "report.html", "lens_report_real.png", check)
     assert_clean(v)
@@ -195,9 +196,10 @@ def test_capture_report_renders_cleanly(tiny_model_dir, tmp_path, capsys):
                      capsys)
     assert code == 0
     v = visit(out / "report.html", "capture_report.png",
-              lambda page: page.locator("svg.interp-linechart").count())
+              lambda page: page.locator("svg.mpl-fig").count())
     assert_clean(v)
     assert v.checks == 1  # the norm-by-layer chart
+    assert (out / "figures" / "norms.svg").is_file() and (out / "figures" / "norms.png").is_file()
 
 
 @pytest.mark.parametrize(
@@ -372,6 +374,10 @@ def test_steer_sweep_tiny(tiny_model_dir, tmp_path, capsys):
     zero = [t["text"] for t in res["texts"] if t["alpha"] == 0.0 and t["layer"] == 0]
     assert zero == plain
     assert (out / "report.html").exists()
+    for name in ("target_delta", "perplexity", "distinct2", "collapse", "side_kl",
+                 "target_by_alpha"):
+        assert (out / "figures" / f"{name}.svg").exists(), name
+        assert (out / "figures" / f"{name}.png").exists(), name
 
 
 @pytest.mark.parametrize(

@@ -237,3 +237,56 @@ def test_leace_erases_the_concept_tiny(tiny_model):
                        later_layer=2, leace=True, progress=False)
     d = res.to_dict()["leace"]
     assert d["kl"] >= 0 and len(d["random"]["kl"]) == 2
+
+
+# ------------------------------------------------- the CLI equals a library script
+def test_probe_ablate_cli_equals_the_library_script(tiny_model_dir, tmp_path, capsys):
+    """``interp probe --ablate`` is the README's short script: same results.json."""
+    from interp.cli.common import json_safe
+    from tests.cli_runner import run
+
+    ds0 = synthetic_sentiment()
+    assert ds0.groups is not None
+    rows = [{"text": t, "label": int(y), "group": g}
+            for t, y, g in zip(ds0.texts, ds0.labels, ds0.groups, strict=True)]
+    data = write_jsonl(tmp_path / "s.jsonl", rows)
+    out = tmp_path / "cli"
+    code, _, stderr = run(["probe", "--model", str(tiny_model_dir), "--dataset", str(data),
+                           "--layers", "1,2", "--seeds", "2", "--ablate", "--random-directions",
+                           "2", "--ablate-examples", "40", "--out", str(out)], capsys)
+    assert code == 0, stderr
+    cli = json.loads((out / "results.json").read_text())
+
+    # the script (README, "Python equivalents"), on the tiny model
+    import interp
+    from interp.probing import AblationConfig, ProbeConfig, ablate_probe
+
+    model = interp.load(str(tiny_model_dir))
+    ds = load_probe_dataset(str(data))
+    result = run_probe(model, ds, ProbeConfig(layers=[1, 2], seeds=2))
+    result.ablation = ablate_probe(model, ds, result, AblationConfig(n_random=2, n_examples=40))
+    lib = json.loads(json.dumps(json_safe(result.to_dict())))
+
+    assert cli.pop("artifact") == "probe" and cli.pop("manifest")["config"] == lib["config"]
+    assert cli == lib
+    assert lib["ablation"]["n_examples"] == 40 and list(lib)[-2:] == ["dataset", "ablation"]
+    for name in ("accuracy", "ablation-probe", "ablation-mean_difference"):
+        assert (out / "figures" / f"{name}.svg").is_file()
+        assert (out / "figures" / f"{name}.png").is_file()
+
+
+def test_run_probe_takes_a_config_or_keywords_not_both(tiny_model):
+    from interp.probing import ProbeConfig
+
+    with pytest.raises(InterpError, match="not both"):
+        run_probe(tiny_model, synthetic_sentiment(), ProbeConfig(layers=[1]), seeds=3)
+
+
+def test_balanced_subsample():
+    from interp.probing import balanced_subsample
+
+    labels = np.array([0] * 30 + [1] * 10)
+    idx = balanced_subsample(labels, 16, seed=0)
+    assert list(idx) == sorted(idx) and (labels[idx] == 0).sum() == 8 == (labels[idx] == 1).sum()
+    assert list(balanced_subsample(labels, 40)) == list(range(40))
+    assert (balanced_subsample(labels, 30, seed=1) == balanced_subsample(labels, 30, seed=1)).all()

@@ -58,7 +58,10 @@ def probe(
     """Linear probes with held-out accuracy, controls, seed noise and an ablation check."""
     import math
 
+    from interp.probing.ablation import AblationConfig, ablate_probe
     from interp.probing.probes import dataset_hash, load_probe_dataset, run_probe, save_probe
+    from interp.probing.results import ProbeConfig, ProbePosition
+    from interp.runs.outdir import OutDir
 
     if layer is not None and layers is not None:
         raise InterpError("give --layer or --layers, not both")
@@ -66,8 +69,10 @@ def probe(
         raise InterpError("--leace needs --ablate")
     if not (C > 0 and math.isfinite(C)):
         raise InterpError(f"--C must be a positive number, got {C}")
-    pos: str | int = position
-    if position not in ("last", "mean"):
+    pos: ProbePosition = "last"
+    if position in ("last", "mean"):
+        pos = "last" if position == "last" else "mean"
+    else:
         try:
             pos = int(position)
         except ValueError:
@@ -79,62 +84,29 @@ def probe(
         model = load_model(model_name, device, dtype, seed)
         spec = layers if layers is not None else (layer if layer is not None else "all")
         layer_list = model.parse_layers(spec)  # validates before any heavy work
-        res = run_probe(model, ds, layers=layer_list, position=pos, seeds=seeds, C=C,
-                        batch_size=batch_size, random_weights=not no_random_weights)
-        data = res.to_dict()
-        data["dataset"] = {"path": ds.source, "n": len(ds), "label_names": ds.label_names,
-                           "split": "group" if ds.groups else "stratified",
-                           "n_groups": len(set(ds.groups)) if ds.groups else None}
+        res = run_probe(model, ds, ProbeConfig(
+            layers=layer_list, position=pos, seeds=seeds, C=C, batch_size=batch_size,
+            random_weights=not no_random_weights))
         if ablate:
-            data["ablation"] = _probe_ablation(model, ds, res, pos, batch_size, seed,
-                                               random_directions, ablate_examples, leace)
+            res.ablation = ablate_probe(model, ds, res, AblationConfig(
+                n_random=random_directions, n_examples=ablate_examples, leace=leace, seed=seed))
+        data = res.to_dict()
         man = manifest_for(model, seed, ds.texts, data["config"])
         man["dataset_hash"] = dataset_hash(ds)
         data["manifest"] = man
-        if out_dir is not None:
-            from reports.probe import render_probe_report
+        if isinstance(out, OutDir):
+            from reports.probe import probe_report
 
             save_probe(res, res.best_layer(), out.stage_dir("probe"), man)
             data["artifact"] = "probe"
-        safe = json_safe(data)  # NaN/inf → null: results.json stays strict JSON
-        if out_dir is not None:
-            out.write_json("results.json", safe)
-            out.write_text("report.html", render_probe_report(safe, man))
+            out.write_json("results.json", json_safe(data))  # NaN/inf → null: strict JSON
+            probe_report(res, man).write(out)
     if as_json:
-        click.echo(json.dumps(safe, indent=2))
+        click.echo(json.dumps(json_safe(data), indent=2))
     else:
         _print_probe_table(data)
     for w in res.warnings:
         log(f"warning: {w}")
-
-
-def _probe_ablation(model, ds, res, pos, batch_size, seed, n_random, n_examples,  # noqa: ANN001, ANN202
-                    leace=False):
-    import numpy as np
-
-    from interp.activations.capture import capture
-    from interp.probing.ablation import run_ablation
-
-    layer = res.best_layer()
-    idx = np.arange(len(ds))
-    if len(idx) > n_examples:  # balanced, seeded subsample
-        rng = np.random.default_rng(seed)
-        per = n_examples // 2
-        idx = np.sort(np.concatenate([
-            rng.choice(np.flatnonzero(ds.labels == c), min(per, int((ds.labels == c).sum())),
-                       replace=False) for c in (0, 1)]))
-    texts = [ds.texts[i] for i in idx]
-    labels = ds.labels[idx]
-    groups = [ds.groups[i] for i in idx] if ds.groups else None
-    x = capture(model, texts, layers=[layer], positions=pos, batch_size=batch_size,
-                progress=False)[layer].float().numpy()
-    ab = run_ablation(
-        model, texts, labels,
-        {"probe": res.directions[layer], "mean_difference": res.mean_differences[layer]},
-        layer=layer, x_layer=x, groups=groups, targets=ds.target_tokens, n_random=n_random,
-        position=pos, batch_size=batch_size, seed=seed, leace=leace,
-    )
-    return ab.to_dict()
 
 
 def _print_probe_table(d: dict[str, Any]) -> None:

@@ -20,21 +20,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from jaxtyping import Float
 from torch import Tensor
 
 from interp.activations.capture import capture
 from interp.errors import InterpError
 from interp.lenses.logit import kl_divergence
 from interp.models.loading import Model
+from interp.probing.probes import ProbeDataset, fit_probe, split_indices
+from interp.probing.results import (
+    AblationEffect,
+    AblationResult,
+    DirectionReport,
+    ProbePosition,
+    ProbeResult,
+)
 from interp.runs.progress import make_progress
 
 
-def projection_hook(u: Tensor):
+def projection_hook(u: Float[Tensor, " d_model"]):
     """A TransformerLens hook removing the unit direction ``u`` from its activation."""
     u = u / u.norm()
 
@@ -45,15 +54,16 @@ def projection_hook(u: Tensor):
     return hook
 
 
-def direction_variance(x: np.ndarray, u: np.ndarray) -> float:
+def direction_variance(x: Float[np.ndarray, "n d_model"], u: Float[np.ndarray, " d_model"],
+                       ) -> float:
     """Variance of the rows of ``x`` [n, d] projected on the unit vector along ``u``."""
     u = u / np.linalg.norm(u)
     return float(np.var(x @ u, ddof=1))
 
 
 def variance_matched_directions(
-    x: np.ndarray, u: np.ndarray, k: int, seed: int = 0
-) -> list[np.ndarray]:
+    x: Float[np.ndarray, "n d_model"], u: Float[np.ndarray, " d_model"], k: int, seed: int = 0
+) -> list[Float[np.ndarray, " d_model"]]:
     """``k`` random unit directions whose variance under ``x`` equals that along ``u``.
 
     Each starts as a uniformly random direction ``r₀`` and is rotated, in the plane of
@@ -106,73 +116,6 @@ def variance_matched_directions(
     return out
 
 
-@dataclass
-class AblationEffect:
-    """The measured effect of removing one direction."""
-
-    kl: float
-    logit_diff_change: float | None
-    logit_diff_removed_fraction: float | None
-    later_probe_accuracy: float | None
-    variance: float
-
-
-@dataclass
-class DirectionReport:
-    """One tested direction's effect against its variance-matched random directions."""
-
-    name: str
-    effect: AblationEffect
-    random: list[AblationEffect]
-    kl_percentile: float
-    kl_z: float
-    logit_diff_percentile: float | None
-    logit_diff_z: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        rnd = self.random
-        return {
-            "kl": self.effect.kl,
-            "logit_diff_change": self.effect.logit_diff_change,
-            "logit_diff_removed_fraction": self.effect.logit_diff_removed_fraction,
-            "later_probe_accuracy": self.effect.later_probe_accuracy,
-            "variance": self.effect.variance,
-            "random": {
-                "kl": [r.kl for r in rnd],
-                "logit_diff_change": [r.logit_diff_change for r in rnd],
-                "later_probe_accuracy": [r.later_probe_accuracy for r in rnd],
-                "variance": [r.variance for r in rnd],
-            },
-            "percentile": self.kl_percentile,
-            "kl_percentile": self.kl_percentile,
-            "kl_z": self.kl_z,
-            "logit_diff_percentile": self.logit_diff_percentile,
-            "logit_diff_z": self.logit_diff_z,
-        }
-
-
-@dataclass
-class AblationResult:
-    """Clean reference numbers and every tested direction."""
-
-    layer: int
-    later_layer: int
-    n_examples: int
-    clean_logit_diff: float | None
-    clean_later_probe_accuracy: float | None
-    directions: dict[str, DirectionReport] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "layer": self.layer,
-            "later_layer": self.later_layer,
-            "n_examples": self.n_examples,
-            "clean_logit_diff": self.clean_logit_diff,
-            "clean_later_probe_accuracy": self.clean_later_probe_accuracy,
-            **{name: d.to_dict() for name, d in self.directions.items()},
-        }
-
-
 def _percentile(value: float, others: Sequence[float]) -> float:
     return 100.0 * float(np.mean([o < value for o in others]))
 
@@ -182,15 +125,27 @@ def _z(value: float, others: Sequence[float]) -> float:
     return (value - float(np.mean(others))) / sd if sd > 0 else math.inf
 
 
+def _rank_logit_diff(effect: AblationEffect, random: Sequence[AblationEffect],
+                     ) -> tuple[float | None, float | None]:
+    """(percentile, z) of the logit-gap change among the random directions' (None when
+    it was not measured)."""
+    value = effect.logit_diff_change
+    others = [r.logit_diff_change for r in random]
+    known = [v for v in others if v is not None]
+    if value is None or not others or len(known) < len(others):
+        return None, None
+    return _percentile(value, known), _z(value, known)
+
+
 class _Runner:
     """Runs the dataset once per direction with the projection hook active."""
 
     def __init__(self, model: Model, texts: Sequence[str], labels: np.ndarray,
                  targets: dict[int, str] | None, layer: int, later_layer: int,
-                 batch_size: int, position: str | int) -> None:
+                 batch_size: int, position: ProbePosition) -> None:
         self.model, self.texts, self.labels = model, list(texts), labels
         self.layer, self.later, self.batch_size = layer, later_layer, batch_size
-        self.position = position
+        self.position: ProbePosition = position
         self.target_ids = None
         if targets is not None:
             ids = []
@@ -226,8 +181,6 @@ class _Runner:
         return float(gap[self.labels == 1].mean() - gap[self.labels == 0].mean())
 
     def later_probe(self, x: np.ndarray, split: tuple[np.ndarray, np.ndarray]) -> float:
-        from interp.probing.probes import fit_probe
-
         return fit_probe(x, self.labels, split[0], split[1]).test_accuracy
 
     def effect(self, u: np.ndarray | Any, x_layer: np.ndarray,
@@ -248,15 +201,15 @@ def run_ablation(
     model: Model,
     texts: Sequence[str],
     labels: np.ndarray,
-    directions: dict[str, np.ndarray],
+    directions: dict[str, Float[np.ndarray, " d_model"]],
     *,
     layer: int,
-    x_layer: np.ndarray,
+    x_layer: Float[np.ndarray, "n d_model"],
     groups: Sequence[str] | None = None,
     targets: dict[int, str] | None = None,
     n_random: int = 10,
     later_layer: int | None = None,
-    position: str | int = "last",
+    position: ProbePosition = "last",
     batch_size: int = 16,
     seed: int = 0,
     leace: bool = False,
@@ -271,8 +224,6 @@ def run_ablation(
     package), fitted on ``x_layer`` and the labels, as a second, principled erasure; it
     is reported as ``leace`` and ranked against the first direction's random set.
     """
-    from interp.probing.probes import split_indices
-
     if n_random < 1:
         raise InterpError(f"random directions must be ≥ 1, got {n_random}")
     model.check_layer(layer)
@@ -297,12 +248,9 @@ def run_ablation(
                 rnd.append(runner.effect(r, x_layer, split))
                 bar.update(task, advance=1, info=f"{name}: random {len(rnd)}")
             kls = [r.kl for r in rnd]
-            ld = [r.logit_diff_change for r in rnd]
-            has_ld = eff.logit_diff_change is not None and all(v is not None for v in ld)
             result.directions[name] = DirectionReport(
                 name, eff, rnd, _percentile(eff.kl, kls), _z(eff.kl, kls),
-                _percentile(eff.logit_diff_change, ld) if has_ld else None,
-                _z(eff.logit_diff_change, ld) if has_ld else None,
+                *_rank_logit_diff(eff, rnd),
             )
     if leace:
         result.directions["leace"] = _leace_report(runner, x_layer, labels, split, result)
@@ -334,18 +282,83 @@ def _leace_report(runner: _Runner, x_layer: np.ndarray, labels: np.ndarray,
     ref = next(iter(result.directions.values()), None)
     rnd = ref.random if ref is not None else []
     kls = [r.kl for r in rnd]
-    ld = [r.logit_diff_change for r in rnd]
-    has_ld = bool(rnd) and eff.logit_diff_change is not None and all(v is not None for v in ld)
     return DirectionReport(
         "leace", eff, rnd, _percentile(eff.kl, kls) if kls else math.nan,
-        _z(eff.kl, kls) if kls else math.nan,
-        _percentile(eff.logit_diff_change, ld) if has_ld else None,
-        _z(eff.logit_diff_change, ld) if has_ld else None,
+        _z(eff.kl, kls) if kls else math.nan, *_rank_logit_diff(eff, rnd),
+    )
+
+
+@dataclass
+class AblationConfig:
+    """Settings of the ablation check of a probe (``interp probe --ablate``).
+
+    ``layer`` defaults to the probe's best layer, ``later_layer`` to 4 layers later,
+    ``batch_size`` to the probe's. ``n_examples`` caps the prompts (a balanced,
+    seeded subsample); ``leace`` adds LEACE erasure as a second method.
+    """
+
+    n_random: int = 10
+    n_examples: int = 256
+    leace: bool = False
+    seed: int = 0
+    layer: int | None = None
+    later_layer: int | None = None
+    batch_size: int | None = None
+
+
+def balanced_subsample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """Sorted indices of at most ``n`` examples, ``n // 2`` per class where there are
+    enough (seeded); every index when there are at most ``n``."""
+    idx = np.arange(len(labels))
+    if len(idx) <= n:
+        return idx
+    rng = np.random.default_rng(seed)
+    per = n // 2
+    return np.sort(np.concatenate([
+        rng.choice(np.flatnonzero(labels == c), min(per, int((labels == c).sum())),
+                   replace=False) for c in (0, 1)]))
+
+
+def ablate_probe(
+    model: Model,
+    dataset: ProbeDataset,
+    probe: ProbeResult,
+    config: AblationConfig | None = None,
+    *,
+    progress: bool | None = None,
+) -> AblationResult:
+    """The ablation check of a probe: remove its direction (and the class-mean
+    difference) at the layer and compare with variance-matched random directions.
+
+    Runs on a balanced subsample of ``dataset`` (the one ``probe`` was fit on), read at
+    the probe's token position. Attach the result with ``probe.ablation = ...`` to get
+    the ``results.json`` of ``interp probe --ablate``.
+    """
+    config = config or AblationConfig()
+    layer = probe.best_layer() if config.layer is None else config.layer
+    if layer not in probe.directions:
+        raise InterpError(f"the probe has no direction at layer {layer} "
+                          f"(layers: {probe.layer_numbers})")
+    position = probe.config.position
+    batch_size = probe.config.batch_size if config.batch_size is None else config.batch_size
+    idx = balanced_subsample(dataset.labels, config.n_examples, config.seed)
+    texts = [dataset.texts[i] for i in idx]
+    labels = dataset.labels[idx]
+    groups = [dataset.groups[i] for i in idx] if dataset.groups else None
+    x = capture(model, texts, layers=[layer], positions=position, batch_size=batch_size,
+                progress=False)[layer].float().numpy()
+    return run_ablation(
+        model, texts, labels,
+        {"probe": probe.directions[layer], "mean_difference": probe.mean_differences[layer]},
+        layer=layer, x_layer=x, groups=groups, targets=dataset.target_tokens,
+        n_random=config.n_random, later_layer=config.later_layer, position=position,
+        batch_size=batch_size, seed=config.seed, leace=config.leace, progress=progress,
     )
 
 
 __all__ = [
-    "AblationEffect", "AblationResult", "DirectionReport", "direction_variance",
-    "leace_hook", "projection_hook", "run_ablation", "variance_matched_directions",
+    "AblationConfig", "AblationEffect", "AblationResult", "DirectionReport", "ablate_probe",
+    "balanced_subsample", "direction_variance", "leace_hook", "projection_hook",
+    "run_ablation", "variance_matched_directions",
 ]
 

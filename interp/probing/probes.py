@@ -23,12 +23,13 @@ import hashlib
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from jaxtyping import Float, Int
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
@@ -39,6 +40,14 @@ from interp.activations.capture import capture
 from interp.data.readers import read_records
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.probing.results import (
+    METRICS,
+    DatasetSummary,
+    LayerStats,
+    ProbeConfig,
+    ProbePosition,
+    ProbeResult,
+)
 from interp.runs.paths import shipped_dataset
 from interp.runs.progress import make_progress
 
@@ -155,8 +164,9 @@ class FitResult:
 
 
 def fit_probe(
-    x: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, *,
-    C: float = 0.1, y_train: np.ndarray | None = None, seed: int = 0,
+    x: Float[np.ndarray, "n d"], y: Int[np.ndarray, " n"], train: Int[np.ndarray, " n_train"],
+    test: Int[np.ndarray, " n_test"], *, C: float = 0.1,
+    y_train: Int[np.ndarray, " n_train"] | None = None, seed: int = 0,
 ) -> FitResult:
     """Standardise on the train rows, fit L2 logistic regression, score held-out rows.
 
@@ -180,7 +190,8 @@ def fit_probe(
 
 def _bow_features(texts: Sequence[str]) -> np.ndarray:
     vec = CountVectorizer(binary=True, token_pattern=r"(?u)\b\w+\b", lowercase=True)
-    return vec.fit_transform(texts).toarray().astype(np.float32)
+    counts: Any = vec.fit_transform(texts)  # a scipy sparse matrix
+    return counts.toarray().astype(np.float32)
 
 
 def _final_word(text: str) -> str:
@@ -214,102 +225,6 @@ def control_task_labels(types: Sequence[str], seed: int) -> np.ndarray:
     raise InterpError("cannot draw a two-class control task")
 
 
-# ------------------------------------------------------------------------ results
-@dataclass
-class ProbeConfig:
-    """Settings of one probe run (serialised with results and artifacts)."""
-
-    layers: list[int]
-    position: str | int = "last"
-    seeds: int = 5
-    test_size: float = 0.25
-    C: float = 0.1
-    batch_size: int = 16
-    random_weights: bool = True
-    dataset: str = ""
-    dataset_hash: str = ""
-    split: str = "group"
-
-
-@dataclass
-class LayerStats:
-    """Mean and std over seeds of every metric at one layer."""
-
-    layer: int
-    values: dict[str, list[float]]
-
-    def mean(self, key: str) -> float:
-        v = [x for x in self.values[key] if not math.isnan(x)]
-        return float(np.mean(v)) if v else math.nan
-
-    def std(self, key: str) -> float:
-        v = [x for x in self.values[key] if not math.isnan(x)]
-        return float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
-
-
-METRICS = (
-    "test_accuracy", "test_auroc", "train_accuracy", "shuffled_accuracy",
-    "random_weights_accuracy", "bow_accuracy", "control_task_accuracy",
-    "control_task_train_accuracy", "majority_rate",
-)
-
-
-@dataclass
-class ProbeResult:
-    """A probe sweep: per-layer stats over seeds, and the final probes' weights."""
-
-    config: ProbeConfig
-    model_id: str
-    n_examples: int
-    n_train: int
-    n_test: int
-    layers: list[LayerStats]
-    directions: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    biases: dict[int, float] = field(repr=False, default_factory=dict)
-    scaler_mean: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    scaler_scale: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    mean_differences: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-
-    def best_layer(self) -> int:
-        return max(self.layers, key=lambda s: s.mean("test_accuracy")).layer
-
-    def stats(self, layer: int) -> LayerStats:
-        return next(s for s in self.layers if s.layer == layer)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``results.json`` schema: lists per layer, in ``layers`` order."""
-        out: dict[str, Any] = {
-            "model": self.model_id,
-            "config": asdict(self.config),
-            "n_examples": self.n_examples,
-            "n_train": self.n_train,
-            "n_test": self.n_test,
-            "layers": [s.layer for s in self.layers],
-            "best_layer": self.best_layer(),
-            "warnings": self.warnings,
-        }
-        for key in METRICS:
-            out[f"{key}_mean"] = [s.mean(key) for s in self.layers]
-            out[f"{key}_std"] = [s.std(key) for s in self.layers]
-        ctrl = ("shuffled_accuracy", "random_weights_accuracy", "bow_accuracy")
-        out["control_accuracy_mean"] = [
-            max(s.mean(k) for k in ctrl if not math.isnan(s.mean(k))) for s in self.layers
-        ]
-        out["selectivity"] = [
-            s.mean("test_accuracy") - s.mean("control_task_accuracy") for s in self.layers
-        ]
-        out["per_seed"] = {str(s.layer): s.values for s in self.layers}
-        return out
-
-    def to_frame(self):  # noqa: ANN201 - pandas DataFrame
-        import pandas as pd
-
-        d = self.to_dict()
-        cols = [k for k in d if k.endswith("_mean") or k.endswith("_std") or k == "selectivity"]
-        return pd.DataFrame({"layer": d["layers"], **{k: d[k] for k in cols}})
-
-
 # ----------------------------------------------------------------------- the run
 def random_weights_model(model: Model, seed: int = 0) -> Model:
     """The same architecture with random weights (cached per model and seed)."""
@@ -334,9 +249,10 @@ def random_weights_model(model: Model, seed: int = 0) -> Model:
 def run_probe(
     model: Model,
     dataset: ProbeDataset,
+    config: ProbeConfig | None = None,
     *,
     layers: Sequence[int] | str | int = "all",
-    position: str | int = "last",
+    position: ProbePosition = "last",
     seeds: int = 5,
     test_size: float = 0.25,
     C: float = 0.1,
@@ -344,13 +260,21 @@ def run_probe(
     random_weights: bool = True,
     progress: bool | None = None,
 ) -> ProbeResult:
-    """Fit and evaluate probes at ``layers`` with every baseline, over ``seeds`` seeds.
+    """Fit and evaluate probes at ``config.layers`` with every baseline, over seeds.
 
-    One capture pass reads all layers. Returns a :class:`ProbeResult`; the probe
-    directions kept there come from a final fit on all examples (for artifacts and
-    ablation), not from the held-out runs.
+    Settings come from ``config`` or, equally, from the keyword arguments (the fields
+    of :class:`ProbeConfig`), not both. One capture pass reads all layers. Returns a
+    :class:`ProbeResult`; the probe directions kept there come from a final fit on all
+    examples (for artifacts and ablation), not from the held-out runs.
     """
-    layer_list = model.parse_layers(layers)
+    given = ProbeConfig(layers, position, seeds, test_size, C, batch_size, random_weights)
+    if config is None:
+        config = given
+    elif given != ProbeConfig():
+        raise InterpError("give run_probe a ProbeConfig or keyword settings, not both")
+    layer_list = model.parse_layers(config.layers)
+    position, seeds, test_size = config.position, config.seeds, config.test_size
+    C, batch_size = config.C, config.batch_size
     if seeds < 1:
         raise InterpError(f"seeds must be ≥ 1, got {seeds}")
     if not 0 < test_size < 1:
@@ -359,7 +283,7 @@ def run_probe(
     acts = capture(model, dataset.texts, layers=layer_list, positions=position,
                    batch_size=batch_size, progress=progress)
     rand_acts = None
-    if random_weights:
+    if config.random_weights:
         rmodel = random_weights_model(model)
         rand_acts = capture(rmodel, dataset.texts, layers=layer_list, positions=position,
                             batch_size=batch_size, progress=progress)
@@ -375,23 +299,26 @@ def run_probe(
         )
     # layer-independent baselines, per seed
     per_seed_common: list[dict[str, float]] = []
+    shuffles: list[np.ndarray] = []
     for s, (tr, te) in enumerate(splits):
         rng = np.random.default_rng(s)
         bow_fit = fit_probe(bow, y, tr, te, C=C, seed=s)
         per_seed_common.append({
             "bow_accuracy": bow_fit.test_accuracy,
             "majority_rate": float(max(np.mean(y[te]), 1 - np.mean(y[te]))),
-            "_shuffle": rng.permutation(len(tr)),
         })
+        shuffles.append(rng.permutation(len(tr)))
     ctrl_types = control_task_types(dataset.texts, dataset.groups)
     ctrl_y = [None if ctrl_types is None else control_task_labels(ctrl_types, s)
               for s in range(seeds)]
     stats: list[LayerStats] = []
+    split = "group" if dataset.groups else "stratified"
     result = ProbeResult(
-        ProbeConfig(layer_list, position, seeds, test_size, C, batch_size, random_weights,
-                    dataset.source, dataset_hash(dataset),
-                    "group" if dataset.groups else "stratified"),
+        replace(config, layers=layer_list, dataset=dataset.source,
+                dataset_hash=dataset_hash(dataset), split=split),
         model.model_id, len(dataset), n_train, n_test, stats, warnings=warns,
+        dataset=DatasetSummary(dataset.source, len(dataset), dataset.label_names, split,
+                               len(set(dataset.groups)) if dataset.groups else None),
     )
     bar = make_progress(enabled=progress if progress is not None else len(layer_list) > 1)
     with bar:
@@ -402,7 +329,7 @@ def run_probe(
             for s, (tr, te) in enumerate(splits):
                 main = fit_probe(x, y, tr, te, C=C, seed=s)
                 shuf = fit_probe(x, y, tr, te, C=C, seed=s,
-                                 y_train=y[tr][per_seed_common[s]["_shuffle"]])
+                                 y_train=y[tr][shuffles[s]])
                 cy = ctrl_y[s]
                 ctrl = None
                 if cy is not None and len(set(cy[tr].tolist())) == 2:
