@@ -33,10 +33,10 @@ from reports.html import (
     MISSING,
     Report,
     ReportFigure,
-    _env,
     atomic_write_text,
     format_number,
     render_page,
+    template_env,
 )
 
 __all__ = ["probe_report", "render_probe_report", "write_probe_report"]
@@ -160,7 +160,7 @@ def _lead(result: ProbeResult) -> Markup:
         memorises = math.isfinite(ct) and ct >= 0.6
     else:
         st, sel, ct, memorises = None, math.nan, math.nan, False
-    html = _env().get_template("probe_lead.html.j2").render(
+    html = template_env().get_template("probe_lead.html.j2").render(
         v=v, layer=st.layer if st else None, sel=sel, ct=ct, memorises=memorises, facts=facts,
         warnings=result.warnings)
     return Markup(html)

@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from reports.html import Report, ReportFigure, _env, format_number, render_page
+from reports.html import Report, ReportFigure, format_number, render_page, template_env
 from saes.figures import (
     ce_figure,
     density_figure,
@@ -120,7 +120,7 @@ def _lead(r: SAEEvalResult, checks: list[TargetCheck]) -> Markup:
             known.add(c.metric)
     data = r.data or {}
     sha = data.get("sha256")
-    return Markup(_env().get_template("sae_lead.html.j2").render(
+    return Markup(template_env().get_template("sae_lead.html.j2").render(
         headline=_headline(r), n_checks=len(checks),
         n_pass=sum(1 for c in checks if c.passed is True),
         facts=[(label, value, _mark(r.check(metric))) for label, value, metric in facts],
