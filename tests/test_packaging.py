@@ -31,6 +31,10 @@ def test_wheel_includes_datasets(tmp_path):
     wheel = next(tmp_path.glob("interp-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "interp/_datasets/prompts/mixed_256.jsonl" in names
-    assert "reports/templates/report.html.j2" in names
+    # the page shell, the shared macros, the stylesheet and every report body ship
+    for template in ("page.html.j2", "macros.html.j2", "css/base.css", "lens.html.j2",
+                     "probe.html.j2", "steering.html.j2", "sae.html.j2", "sae_browser.html.j2",
+                     "sycophancy.html.j2", "constitutional.html.j2", "tuned_lens.html.j2"):
+        assert f"reports/templates/{template}" in names, template
     assert any(n.startswith("saes/") for n in names)
     assert not any(n.startswith("datasets/") for n in names)  # never shadows HF datasets
