@@ -1,4 +1,5 @@
-"""How a result shows itself in a notebook (``_repr_html_``), without the report package.
+"""How results show themselves: numbers as tables and tooltips print them, and a result in a
+notebook (``_repr_html_``), without the report package.
 
 A result's ``_repr_html_`` returns :func:`result_html`: a title, its headline
 table and its main figure as inline SVG, the way pandas and TransformerLens
@@ -8,11 +9,54 @@ objects display themselves. Every string is escaped.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
-from interp.plotting import svg_text
+#: Shown for missing values (None, NaN) in tables, tooltips and the manifest.
+MISSING = "—"
+
+
+def as_float(value: Any) -> float:
+    """A float; None, non-numbers and bools become NaN (for tolerant report inputs)."""
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def is_finite(value: Any) -> bool:
+    """Whether ``value`` is a finite number (see :func:`as_float`)."""
+    return math.isfinite(as_float(value))
+
+
+def format_number(value: Any, digits: int = 3) -> str:
+    """A table-friendly number: fixed decimals, scientific for tiny/huge, ``—`` for None/NaN."""
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(x):
+        return MISSING
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if x == 0:
+        return "0"
+    ax = abs(x)
+    if ax < 10 ** (-digits) or ax >= 1e6:
+        return f"{x:.{max(digits - 1, 1)}e}"
+    return f"{x:.{digits}f}"
 
 
 def _cell(value: object) -> str:
@@ -44,6 +88,8 @@ def result_html(
             parts.append("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>")
         parts.append("</tbody></table>")
     if figure is not None:
+        from interp.plotting import svg_text  # matplotlib only when a figure is shown
+
         svg = svg_text(figure)
         parts.append(svg[svg.find("<svg"):])
     parts.append("</div>")

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
 import os
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ import jinja2
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
+from interp.display import MISSING, format_number, is_finite
 from interp.errors import InterpError
 from interp.runs.atomic import atomic_write_text
 from interp.runs.outdir import OutDir
@@ -40,8 +40,6 @@ from reports.figures import ReportFigure, inline_svg, save_figure
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
-#: Shown for missing values (None, NaN) in tables and the manifest.
-MISSING = "—"
 
 __all__ = [
     "MISSING",
@@ -111,45 +109,6 @@ def truncate(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     return text[: max(1, max_chars - 1)] + "…"
-
-
-def as_float(value: Any) -> float:
-    """A float; None, non-numbers and bools become NaN (for tolerant report inputs)."""
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def is_finite(value: Any) -> bool:
-    """Whether ``value`` is a finite number (see :func:`as_float`)."""
-    return math.isfinite(as_float(value))
-
-
-def format_number(value: Any, digits: int = 3) -> str:
-    """A table-friendly number: fixed decimals, scientific for tiny/huge, ``—`` for None/NaN."""
-    if value is None:
-        return MISSING
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(x):
-        return MISSING
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if x == 0:
-        return "0"
-    ax = abs(x)
-    if ax < 10 ** (-digits) or ax >= 1e6:
-        return f"{x:.{max(digits - 1, 1)}e}"
-    return f"{x:.{digits}f}"
 
 
 # ------------------------------------------------------------------------ helpers

@@ -27,6 +27,7 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 
+from interp.display import as_float
 from interp.errors import InterpError
 from interp.stats.intervals import wilson
 
@@ -76,14 +77,7 @@ TARGET_RULES: dict[str, tuple[str, str, str]] = {
 # ----------------------------------------------------------------- tolerant reading
 
 
-def _num(value: Any) -> float:
-    """A float; None, bools and non-numbers become NaN."""
-    if value is None or isinstance(value, bool):
-        return NAN
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return NAN
+_num = as_float  # None, bools and non-numbers become NaN
 
 
 def _int(value: Any) -> int | None:

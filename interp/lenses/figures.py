@@ -33,6 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from torch import Tensor
 
+from interp.display import format_number
 from interp.plotting import INK, MUTED, PALETTE, ci_line, colormap, hover_points, new_figure, styled
 
 #: Colours of the lenses and metrics in every lens figure.
@@ -88,17 +89,8 @@ class LossHistory(Protocol):
 
 
 def fmt(x: float, digits: int = 3) -> str:
-    """A number for a tooltip: fixed decimals, scientific when tiny or huge, ``—`` for NaN."""
-    x = float(x)
-    if math.isnan(x):
-        return "—"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if x == 0:
-        return "0"
-    if abs(x) < 10 ** (-digits) or abs(x) >= 1e6:
-        return f"{x:.{max(digits - 1, 1)}e}"
-    return f"{x:.{digits}f}"
+    """A number for a tooltip (a float, even when given an int): see :func:`format_number`."""
+    return format_number(float(x), digits)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from interp.display import format_number
 from interp.plotting import ACCENT, MUTED, ci_line, hover_points, new_figure, styled
 
 TEST_COLOR = ACCENT
@@ -89,18 +90,7 @@ class AblationLike(Protocol):
 
 
 # ------------------------------------------------------------------------ numbers
-def num(x: float | None, digits: int = 3) -> str:
-    """A label-friendly number: fixed decimals, scientific when tiny or huge, ``—``
-    when missing (the reports' convention)."""
-    if x is None or math.isnan(x):
-        return "—"
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    if x == 0:
-        return "0"
-    if abs(x) < 10**-digits or abs(x) >= 1e6:
-        return f"{x:.{max(digits - 1, 1)}e}"
-    return f"{x:.{digits}f}"
+num = format_number  # a label-friendly number, ``—`` when missing (the reports' rule)
 
 
 def z_text(x: float | None) -> str:

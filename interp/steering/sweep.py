@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from interp.display import as_float
 from interp.errors import InterpError
 from interp.generation.engine import generate
 from interp.lenses.logit import kl_divergence
@@ -146,15 +147,6 @@ class SweepText:
     distinct2: float
 
 
-def _as_float(value: Any) -> float:
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _fit(values: Sequence[Any] | None, n: int, fill: Any) -> list[Any]:
     out = list(values or [])[:n]
     return out + [fill() if callable(fill) else fill for _ in range(n - len(out))]
@@ -196,9 +188,9 @@ class SweepResult:
         n_l, n_a = len(self.layers), len(self.alphas)
         for key in self.grid_names():
             rows = _fit(getattr(self, key), n_l, list)
-            setattr(self, key, [[_as_float(v) for v in _fit(row, n_a, math.nan)]
+            setattr(self, key, [[as_float(v) for v in _fit(row, n_a, math.nan)]
                                 for row in rows])
-        self.vector_norms = [_as_float(v) for v in _fit(self.vector_norms, n_l, math.nan)]
+        self.vector_norms = [as_float(v) for v in _fit(self.vector_norms, n_l, math.nan)]
         self.samples = [[[str(t) for t in cell] for cell in _fit(row, n_a, list)]
                         for row in _fit(self.samples, n_l, list)]
 
