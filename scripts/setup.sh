@@ -32,7 +32,7 @@ log "converting the embedded model (once; cached under \${INTERP_CACHE:-~/.cache
 INTERP_NO_PROGRESS=1 .venv/bin/python -c 'import interp; m = interp.load(); print(m.model_id, m.path)' >&2
 
 if [ "${INTERP_SKIP_CORPUS:-0}" != "1" ]; then
-    if ! .venv/bin/python -c 'from interp import corpus; raise SystemExit(0 if corpus.is_built() else 1)'; then
+    if ! .venv/bin/python -c 'from interp.data import corpus; raise SystemExit(0 if corpus.is_built() else 1)'; then
         if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
             log "apt-get update (for the documentation packages of the corpus)"
             apt-get update -qq >/dev/null || log "apt-get update failed; trying the cached lists"
