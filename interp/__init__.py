@@ -18,6 +18,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from typing import TYPE_CHECKING
+
 from interp.activations.capture import (
     Activations,
     CaptureConfig,
@@ -28,20 +30,75 @@ from interp.activations.capture import (
 )
 from interp.errors import InterpError
 from interp.generation.engine import GenerationConfig, GenerationResult, generate
-from interp.lenses.evaluation import EvalConfig as LensEvalConfig
-from interp.lenses.evaluation import LensEval, evaluate_lenses, evaluate_tuned_lens
 from interp.lenses.logit import LensResult, LogitLens, logit_lens, run_lens
 from interp.lenses.readout import LensConfig, LensReadout, run_lenses
-from interp.lenses.training import TrainConfig as TunedLensTrainConfig
-from interp.lenses.training import TrainResult as TunedLensTrainResult
-from interp.lenses.training import train_tuned_lens
-from interp.lenses.tuned import TunedLens, load_tuned_lens
 from interp.models.loading import Model, list_models, load
-from interp.probing.ablation import AblationConfig, ablate_probe, run_ablation
-from interp.probing.probes import load_probe_dataset, run_probe
-from interp.probing.results import AblationResult, ProbeConfig, ProbeResult
-from interp.steering.sweep import SweepConfig, SweepResult, run_sweep, sweep_prompts
-from interp.steering.vectors import SteeringVector, load_pairs, load_vector, steer, train_vector
+
+#: Entry points imported on first use (PEP 562), so that ``import interp`` (and every
+#: CLI start) does not pay for scikit-learn, VADER and the trainers it may not need.
+_LAZY = {
+    "LensEvalConfig": ("interp.lenses.evaluation", "EvalConfig"),
+    "LensEval": ("interp.lenses.evaluation", "LensEval"),
+    "evaluate_lenses": ("interp.lenses.evaluation", "evaluate_lenses"),
+    "evaluate_tuned_lens": ("interp.lenses.evaluation", "evaluate_tuned_lens"),
+    "TunedLensTrainConfig": ("interp.lenses.training", "TrainConfig"),
+    "TunedLensTrainResult": ("interp.lenses.training", "TrainResult"),
+    "train_tuned_lens": ("interp.lenses.training", "train_tuned_lens"),
+    "TunedLens": ("interp.lenses.tuned", "TunedLens"),
+    "load_tuned_lens": ("interp.lenses.tuned", "load_tuned_lens"),
+    "AblationConfig": ("interp.probing.ablation", "AblationConfig"),
+    "ablate_probe": ("interp.probing.ablation", "ablate_probe"),
+    "run_ablation": ("interp.probing.ablation", "run_ablation"),
+    "load_probe_dataset": ("interp.probing.probes", "load_probe_dataset"),
+    "run_probe": ("interp.probing.probes", "run_probe"),
+    "AblationResult": ("interp.probing.results", "AblationResult"),
+    "ProbeConfig": ("interp.probing.results", "ProbeConfig"),
+    "ProbeResult": ("interp.probing.results", "ProbeResult"),
+    "SweepConfig": ("interp.steering.sweep", "SweepConfig"),
+    "SweepResult": ("interp.steering.sweep", "SweepResult"),
+    "run_sweep": ("interp.steering.sweep", "run_sweep"),
+    "sweep_prompts": ("interp.steering.sweep", "sweep_prompts"),
+    "SteeringVector": ("interp.steering.vectors", "SteeringVector"),
+    "load_pairs": ("interp.steering.vectors", "load_pairs"),
+    "load_vector": ("interp.steering.vectors", "load_vector"),
+    "steer": ("interp.steering.vectors", "steer"),
+    "train_vector": ("interp.steering.vectors", "train_vector"),
+}
+
+if TYPE_CHECKING:
+    from interp.lenses.evaluation import EvalConfig as LensEvalConfig
+    from interp.lenses.evaluation import LensEval, evaluate_lenses, evaluate_tuned_lens
+    from interp.lenses.training import TrainConfig as TunedLensTrainConfig
+    from interp.lenses.training import TrainResult as TunedLensTrainResult
+    from interp.lenses.training import train_tuned_lens
+    from interp.lenses.tuned import TunedLens, load_tuned_lens
+    from interp.probing.ablation import AblationConfig, ablate_probe, run_ablation
+    from interp.probing.probes import load_probe_dataset, run_probe
+    from interp.probing.results import AblationResult, ProbeConfig, ProbeResult
+    from interp.steering.sweep import SweepConfig, SweepResult, run_sweep, sweep_prompts
+    from interp.steering.vectors import (
+        SteeringVector,
+        load_pairs,
+        load_vector,
+        steer,
+        train_vector,
+    )
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'interp' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "AblationConfig",
