@@ -121,3 +121,15 @@ def test_importing_interp_sets_no_environment_variable():
     assert proc.returncode == 0, proc.stderr[-2000:]
     changed = json.loads(proc.stdout.strip().splitlines()[-1])
     assert changed == {}, changed
+
+
+def test_cli_start_does_not_import_the_heavy_tools():
+    # `interp --help` and every verb pay for what `import interp.cli` loads: scikit-learn
+    # (about 1 s here), VADER and matplotlib load only when a verb or attribute needs them.
+    code = ("import sys, interp, interp.cli; "
+            "print(sorted(m for m in ('sklearn', 'vaderSentiment', 'matplotlib') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
