@@ -46,15 +46,17 @@ def inline_svg(
     *,
     titles: Mapping[str, str] | None = None,
     label: str | None = None,
+    document: str | None = None,
 ) -> Markup:
     """``fig`` as an ``<svg>`` element for the page (see the module docstring).
 
     ``titles`` maps artist gids to hover texts (escaped). ``label`` becomes the
     SVG's ``aria-label``. Raises if a gid in ``titles`` is not in the figure, so a
-    lost tooltip fails loudly.
+    lost tooltip fails loudly. ``document`` is ``svg_text(fig)`` when the caller has
+    it already (the figure is then not drawn again).
     """
     _check_name(name)
-    text = svg_text(fig)
+    text = document if document is not None else svg_text(fig)
     start = text.find("<svg")
     if start < 0:
         raise InterpError("matplotlib produced no <svg> element")
@@ -83,13 +85,18 @@ def inline_svg(
     return Markup(head + text[head_end:])
 
 
-def save_figure(fig: Figure, folder: str | Path, name: str) -> tuple[Path, Path]:
-    """Write ``folder/NAME.svg`` and ``folder/NAME.png``; returns both paths."""
+def save_figure(
+    fig: Figure, folder: str | Path, name: str, *, document: str | None = None
+) -> tuple[Path, Path]:
+    """Write ``folder/NAME.svg`` and ``folder/NAME.png``; returns both paths.
+
+    ``document`` is ``svg_text(fig)`` when the caller has it already.
+    """
     _check_name(name)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     svg_path, png_path = folder / f"{name}.svg", folder / f"{name}.png"
-    svg_path.write_text(svg_text(fig), encoding="utf-8")
+    svg_path.write_text(document if document is not None else svg_text(fig), encoding="utf-8")
     png_path.write_bytes(png_bytes(fig))
     return svg_path, png_path
 

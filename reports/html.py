@@ -34,6 +34,7 @@ from matplotlib.figure import Figure
 
 from interp.display import MISSING, format_number, is_finite
 from interp.errors import InterpError
+from interp.plotting import svg_text
 from interp.runs.atomic import atomic_write_text
 from interp.runs.outdir import OutDir
 from reports.figures import ReportFigure, inline_svg, save_figure
@@ -393,20 +394,24 @@ class Report:
 
     html: str
     figures: dict[str, Figure] = field(default_factory=dict)
+    #: Each figure's SVG document as drawn for the page, so the files reuse that drawing.
+    svg_documents: dict[str, str] = field(default_factory=dict, repr=False)
 
-    def write(self, out: OutDir) -> None:
-        """Stage ``report.html`` and ``figures/NAME.svg|png`` in a run's ``--out`` folder."""
-        out.write_text("report.html", self.html)
+    def _save_figures(self, folder: Path) -> None:
+        for name, fig in self.figures.items():
+            save_figure(fig, folder, name, document=self.svg_documents.get(name))
+
+    def write(self, out: OutDir, page: str = "report.html") -> None:
+        """Stage the page (``report.html`` unless named) and ``figures/NAME.svg|png`` in a
+        run's ``--out`` folder."""
+        out.write_text(page, self.html)
         if self.figures:
-            folder = out.stage_dir("figures")
-            for name, fig in self.figures.items():
-                save_figure(fig, folder, name)
+            self._save_figures(out.stage_dir("figures"))
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write ``folder/report.html`` (atomically) and ``folder/figures/``; returns the page."""
         folder = Path(folder)
-        for name, fig in self.figures.items():
-            save_figure(fig, folder / "figures", name)
+        self._save_figures(folder / "figures")
         return atomic_write_text(folder / "report.html", self.html)
 
     def __str__(self) -> str:
@@ -474,13 +479,15 @@ def render_page(
     """
     specs = {name: f if isinstance(f, ReportFigure) else ReportFigure(f)
              for name, f in (figures or {}).items()}
-    svgs = {name: inline_svg(spec.figure, name, titles=spec.titles, label=spec.label)
+    documents = {name: svg_text(spec.figure) for name, spec in specs.items()}
+    svgs = {name: inline_svg(spec.figure, name, titles=spec.titles, label=spec.label,
+                             document=documents[name])
             for name, spec in specs.items()}
     toc: list[tuple[str, str]] = []
     body = _env().get_template(template).render(fig=svgs, toc=toc, **context)
     html = _shell(title=title, body=Markup(body), toc=toc, manifest=manifest, subtitle=subtitle,
                   lead=lead, script=script, stylesheets=stylesheets)
-    return Report(html, {name: spec.figure for name, spec in specs.items()})
+    return Report(html, {name: spec.figure for name, spec in specs.items()}, documents)
 
 
 def render_report(

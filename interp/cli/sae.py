@@ -256,7 +256,6 @@ def browse(
 ) -> None:
     """One HTML feature browser: density, top contexts, promoted/suppressed tokens, search."""
     from interp.data.corpus import text_source
-    from reports.figures import save_figure
     from reports.sae_browser import sae_browser_report
     from saes.browser import BrowserConfig, collect_browser_data
     from saes.sae import load_sae
@@ -274,11 +273,7 @@ def browse(
         man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "sae": str(loaded.path)})
         man["dataset_hash"] = data["sha256"]
         out.write_json("features.json", browser.to_dict())
-        report = sae_browser_report(browser, man)
-        out.write_text("browser.html", report.html)
-        folder = out.stage_dir("figures")  # beside browser.html, as Report.write does
-        for name, fig in report.figures.items():
-            save_figure(fig, folder, name)
+        sae_browser_report(browser, man).write(out, page="browser.html")
     log(f"wrote {os.path.join(out_dir, 'browser.html')} ({len(browser.features)} features)")
 
 
