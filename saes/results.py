@@ -27,7 +27,7 @@ from typing import Any, Self
 import numpy as np
 import pandas as pd
 
-from interp.display import as_float
+from interp.display import MISSING, as_float, format_number
 from interp.errors import InterpError
 from interp.stats.intervals import wilson
 
@@ -55,8 +55,6 @@ __all__ = [
 #: A 95% interval (lo, hi); (NaN, NaN) when unknown.
 CI = tuple[float, float]
 NAN = math.nan
-#: Shown for a missing number.
-MISSING = "—"
 #: log10(density) histogram edges shared by the evaluation and the browser: 10⁻⁷ … 1.
 DENSITY_BINS: tuple[float, ...] = tuple(-7.0 + 0.25 * i for i in range(29))
 #: The metrics given as fractions (shown as percentages).
@@ -121,11 +119,8 @@ def ci_known(ci: CI) -> bool:
 
 
 def _fixed(x: float, digits: int) -> str:
-    if x == 0:
-        return "0"
-    if abs(x) < 10 ** (-digits) or abs(x) >= 1e6:
-        return f"{x:.{max(digits - 1, 1)}e}"
-    return f"{x:.{digits}f}"
+    """A finite number to ``digits`` decimals (scientific when tiny or huge)."""
+    return format_number(float(x), digits)
 
 
 def format_percent(value: float | None) -> str:

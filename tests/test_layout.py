@@ -133,3 +133,12 @@ def test_cli_start_does_not_import_the_heavy_tools():
                           cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_every_public_name_of_interp_resolves():
+    # the eager imports and the lazy map of interp/__init__.py together give __all__
+    import interp
+
+    missing = [name for name in interp.__all__ if getattr(interp, name, None) is None]
+    assert not missing, missing
+    assert set(interp.__all__) <= set(dir(interp))

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+from interp.display import MISSING, format_number
 from interp.errors import InterpError
 from interp.plotting import INK, PALETTE, ci_line, colormap, new_figure, styled
 
@@ -86,7 +87,6 @@ class SweepData(Protocol):
     def coherent(self, i: int, j: int) -> bool | None: ...
     def grid(self, name: str) -> Grid: ...
 
-MISSING = "—"
 #: Fill of a cell without a value.
 MISSING_FILL = "#e9ebef"
 #: The Δ-target colour scale spans ±max|Δ|, never less than this (noise stays pale).
@@ -100,11 +100,8 @@ def _minus(text: str) -> str:
 
 
 def _fixed(x: float, digits: int) -> str:
-    if x == 0:
-        return "0"
-    if abs(x) < 10 ** (-digits) or abs(x) >= 1e6:
-        return f"{x:.{max(digits - 1, 1)}e}"
-    return f"{x:.{digits}f}"
+    """A finite number to ``digits`` decimals (scientific when tiny or huge)."""
+    return format_number(float(x), digits)
 
 
 def fmt_alpha(alpha: float) -> str:
