@@ -32,6 +32,19 @@ def test_mean_difference_vector(tiny_model):
     assert vec.hook_point == "blocks.1.hook_resid_post" and vec.n_pairs == 3
 
 
+@pytest.mark.parametrize("method", ["mean_diff", "pca"])
+def test_vectors_of_several_layers_from_one_capture_equal_one_by_one(tiny_model, method):
+    from interp.steering.vectors import train_vectors
+
+    both = train_vectors(tiny_model, PAIRS, [1, 0], method=method)
+    assert sorted(both) == [0, 1]
+    for layer in (0, 1):
+        alone = train_vector(tiny_model, PAIRS, layer, method=method)
+        assert torch.equal(both[layer].vector, alone.vector)
+        assert (both[layer].layer, both[layer].method, both[layer].n_pairs) == (layer, method, 3)
+    assert not torch.equal(both[0].vector, both[1].vector)
+
+
 def test_pca_vector_sign_and_scale(tiny_model):
     md = train_vector(tiny_model, PAIRS, 1)
     pc = train_vector(tiny_model, PAIRS, 1, method="pca")
@@ -194,3 +207,79 @@ def test_sweep_prompts(tmp_path):
     jl = tmp_path / "p.jsonl"
     jl.write_text('{"prompt": "a"}\n{"prompt": "b"}\n')
     assert sweep_prompts(str(jl)) == ["a", "b"]
+
+
+@pytest.mark.parametrize("positions", ["all", "generated", "prompt"])
+def test_steering_hook_adds_each_rows_alpha_times_v(positions):
+    """The hook's gathered, broadcast add equals adding α_row·v to each row one by one,
+    bit for bit, on the positions asked for."""
+    from interp.steering.vectors import steering_hook
+
+    g = torch.Generator().manual_seed(0)
+    v = torch.randn(8, generator=g)
+    alpha = torch.tensor([0.0, 1.5, -3.0, 7.25, 2.0])
+    rows = torch.tensor([3, 1, 1, 0])  # request index of each batch row (a repeat too)
+    gen = torch.tensor([[False, False, True]] * 2 + [[False, True, True]] * 2)
+    h = torch.randn(4, 3, 8, generator=g)
+    out = steering_hook(v, alpha, positions, lambda: rows, lambda: gen)(h, None)
+    for b in range(4):
+        for s in range(3):
+            on = positions == "all" or (gen[b, s] == (positions == "generated"))
+            expected = h[b, s] + float(alpha[rows[b]]) * v if on else h[b, s]
+            assert torch.equal(out[b, s], expected), (b, s)
+    scalar = steering_hook(v, torch.tensor(2.0))(h, None)
+    assert torch.equal(scalar, h + 2.0 * v)
+    with pytest.raises(InterpError, match="per-request"):
+        steering_hook(v, alpha)(h, None)  # no request indices: not inside generate
+    with pytest.raises(InterpError, match="per-request"):
+        steering_hook(v, alpha, rows=lambda: rows[:2])(h, None)
+
+
+def test_run_sweep_times_its_stages(tiny_model):
+    from interp.steering.sweep import METRIC_STAGES, SWEEP_STAGES, run_sweep
+
+    res = run_sweep(tiny_model, PROMPTS[:2], pairs=PAIRS, progress=False, layers=[0, 1],
+                    alphas=[5.0], max_new_tokens=4, batch_size=8)
+    st = res.stats
+    assert st.rows == len(res.texts) == 2 * 2 * 2
+    rows = [p for p in PROMPTS[:2] for _ in (0.0, 5.0)]
+    tokens, texts = 0, []
+    for layer in (0, 1):  # the same generation by hand: same tokens counted
+        with steer(tiny_model, train_vector(tiny_model, PAIRS, layer), alpha=[0.0, 5.0] * 2):
+            gen = generate(tiny_model, rows, max_new_tokens=4, batch_size=8)
+        tokens += gen.stats.new_tokens
+        texts += gen.texts
+    assert [t.text for t in res.texts] == texts and st.new_tokens == tokens > 0
+    assert set(st.seconds) == set(SWEEP_STAGES) and all(st.seconds[k] > 0 for k in SWEEP_STAGES)
+    assert st.metric_seconds == pytest.approx(sum(st.seconds[k] for k in METRIC_STAGES))
+    assert sum(st.seconds.values()) <= st.total
+    assert st.tokens_per_second == pytest.approx(st.new_tokens / st.seconds["generate"])
+    assert "stats" not in res.to_dict()
+
+
+def test_side_effect_kl_shares_passes_and_matches_one_pass_per_alpha(tiny_model, monkeypatch):
+    """Grouped α (per-row coefficients) give the KL of one steered pass per α, up to
+    float rounding; α = 0 is its own pass and exactly 0."""
+    from interp.lenses.logit import kl_divergence
+    from interp.steering.sweep import side_effect_kl
+
+    vec = train_vector(tiny_model, PAIRS, 1)
+    ids, mask = tiny_model.tokenize(PROMPTS)
+    with torch.no_grad():
+        clean = torch.log_softmax(tiny_model.logits(ids, mask)[:, -1].float(), -1)
+    alphas = [0.0, 5.0, -20.0, 40.0]
+    expected = []
+    for a in alphas:
+        with steer(tiny_model, vec, alpha=a), torch.no_grad():
+            lp = torch.log_softmax(tiny_model.logits(ids, mask)[:, -1].float(), -1)
+        expected.append(kl_divergence(clean, lp))
+    passes = []
+    real_logits = tiny_model.logits
+    monkeypatch.setattr(tiny_model, "logits",
+                        lambda i, m=None: passes.append(i.shape[0]) or real_logits(i, m))
+    got = side_effect_kl(tiny_model, vec, 1, alphas, ids, mask, clean, max_rows=8)
+    assert passes == [4, 8, 4]  # α = 0 alone, then two α per pass of ≤ 8 rows
+    assert got[0] == [0.0] * len(PROMPTS)
+    for kl, exp in zip(got, expected, strict=True):
+        torch.testing.assert_close(torch.tensor(kl), exp, rtol=1e-4, atol=1e-6)
+    assert min(got[3]) > 0

@@ -18,13 +18,17 @@ Every cell reports mean and standard deviation over prompts (and sampling seeds)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from jaxtyping import Float, Int
+from torch import Tensor
 
 from interp.display import as_float
 from interp.errors import InterpError
@@ -32,7 +36,14 @@ from interp.generation.engine import generate
 from interp.lenses.logit import kl_divergence
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
-from interp.steering.vectors import ContrastPairs, SteeringVector, distinct_n, steer, train_vector
+from interp.steering.vectors import (
+    ContrastPairs,
+    SteeringVector,
+    distinct_n,
+    steer,
+    steering_hook,
+    train_vectors,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,6 +102,50 @@ def continuation_perplexity(
     return out
 
 
+@torch.no_grad()
+def side_effect_kl(
+    model: Model,
+    vector: SteeringVector,
+    layer: int,
+    alphas: Sequence[float],
+    ids: Int[Tensor, "prompts pos"],
+    mask: Int[Tensor, "prompts pos"],
+    clean: Float[Tensor, "prompts vocab"],
+    *,
+    max_rows: int = 32,
+) -> list[list[float]]:
+    """KL(unsteered ‖ steered) of each prompt's next-token distribution, for every α
+    (``[len(alphas)][prompts]``); ``clean`` is the unsteered log-softmax at the last
+    position (every position of the prompts is steered).
+
+    α = 0 runs alone, in the shape of the ``clean`` pass (so it is exactly 0 when α = 0
+    leaves the model unchanged). The other coefficients share passes: the prompts are
+    repeated once per α, with a per-row α, up to ``max_rows`` rows a pass (with the
+    defaults one or two passes per layer instead of one per α; their KLs match one pass
+    per α up to float rounding).
+    """
+    n = int(ids.shape[0])
+    out: dict[float, list[float]] = {}
+    with steer(model, vector, layer=layer, alpha=0.0):  # also checks the vector's model
+        if 0.0 in alphas:
+            lp = torch.log_softmax(model.logits(ids, mask)[:, -1].float(), -1)
+            out[0.0] = kl_divergence(clean, lp).tolist()
+    rest = list(dict.fromkeys(float(a) for a in alphas if a != 0.0))
+    per_pass = max(1, max_rows // max(n, 1))
+    v = vector.vector.to(device=model.device, dtype=torch.float32)
+    for s in range(0, len(rest), per_pass):
+        group = rest[s : s + per_pass]
+        coef = torch.tensor(group, dtype=torch.float32, device=model.device).repeat_interleave(n)
+        rows = torch.arange(len(coef), device=model.device)
+        hook = steering_hook(v, coef, "all", rows=lambda rows=rows: rows)
+        with model.bridge.hooks(fwd_hooks=[(model.resid_hook(layer), hook)]):
+            logits = model.logits(ids.repeat(len(group), 1), mask.repeat(len(group), 1))
+        lp = torch.log_softmax(logits[:, -1].float(), -1).view(len(group), n, -1)
+        for k, a in enumerate(group):
+            out[a] = kl_divergence(clean, lp[k]).tolist()
+    return [out[float(a)] for a in alphas]
+
+
 @dataclass
 class SweepConfig:
     """What a sweep steers and how it scores (``results.json["config"]``).
@@ -120,6 +175,49 @@ GRID_METRICS = ("target_score", "perplexity", "distinct2", "collapse", "side_kl"
 COLLAPSE_TOLERANCE = 0.25
 
 Grid = list[list[float]]
+
+
+#: The stages :class:`SweepStats` times, in the order a sweep runs them.
+SWEEP_STAGES = ("vector", "generate", "perplexity", "vader", "distinct2", "side_kl")
+#: The metric stages among :data:`SWEEP_STAGES`.
+METRIC_STAGES = ("perplexity", "vader", "distinct2", "side_kl")
+
+
+@dataclass
+class SweepStats:
+    """Where :func:`run_sweep` spent its time (``result.stats``; not in ``results.json``).
+
+    ``seconds`` per stage (:data:`SWEEP_STAGES`): ``vector`` (the vectors of every layer,
+    one capture pass over the pairs),
+    ``generate`` (the steered generation calls), ``perplexity`` (the unsteered pass over
+    every continuation), ``vader``, ``distinct2``, ``side_kl`` (the steered passes over
+    the side-effect prompts and their KL); ``total`` is the whole call.
+    """
+
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SWEEP_STAGES, 0.0))
+    total: float = 0.0
+    rows: int = 0  # generated continuations
+    new_tokens: int = 0  # tokens generated over all of them
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Generated tokens per second of the ``generate`` stage."""
+        t = self.seconds.get("generate", 0.0)
+        return self.new_tokens / t if t > 0 else 0.0
+
+    @property
+    def metric_seconds(self) -> float:
+        """Seconds of the metric stages (:data:`METRIC_STAGES`) together."""
+        return sum(self.seconds.get(k, 0.0) for k in METRIC_STAGES)
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Add the enclosed block's wall time to ``seconds[stage]``."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - t0
 
 
 @dataclass
@@ -181,6 +279,9 @@ class SweepResult:
     sweet_spot: SweetSpot | None = None
     texts: list[SweepText] = field(default_factory=list)
     side_effect_prompts: list[str] = field(default_factory=list)
+    #: run time of the call that made this result (not part of ``results.json``)
+    stats: SweepStats = field(default_factory=SweepStats, init=False, compare=False,
+                              repr=False)
 
     def __post_init__(self) -> None:
         self.layers = [int(x) for x in self.layers]
@@ -398,29 +499,41 @@ def run_sweep(
     samples: list[list[list[str]]] = []
     norms: list[float] = []
     per_text: list[SweepText] = []
-    side_ids, side_mask = model.tokenize(list(side_effect_prompts))
-    with torch.no_grad():
-        clean_side = torch.log_softmax(model.logits(side_ids, side_mask)[:, -1].float(), -1)
+    stats = SweepStats()
+    start = time.perf_counter()
+    with stats.timed("side_kl"):
+        side_ids, side_mask = model.tokenize(list(side_effect_prompts))
+        with torch.no_grad():
+            clean_side = torch.log_softmax(model.logits(side_ids, side_mask)[:, -1].float(), -1)
     bar = make_progress(enabled=progress if progress is not None else True)
     with bar:
         task = bar.add_task("steering sweep", total=len(layer_list) * len(seeds), info="")
+        with stats.timed("vector"):  # one capture pass for every swept layer
+            trained = train_vectors(model, pairs, layer_list, method=method, progress=False) \
+                if pairs is not None else {}
         for layer in layer_list:
-            vec = train_vector(model, pairs, layer, method=method, progress=False) \
-                if pairs is not None else vector
+            vec = trained[layer] if pairs is not None else vector
             assert vec is not None
             norms.append(vec.norm)
             cell: dict[tuple[int, str], list[float]] = {}
             cell_samples: list[list[str]] = [[] for _ in alphas]
             for seed in seeds:
-                with steer(model, vec, layer=layer, alpha=rows_alpha, positions=positions):
+                with stats.timed("generate"), \
+                        steer(model, vec, layer=layer, alpha=rows_alpha, positions=positions):
                     res = generate(model, rows_prompts, max_new_tokens=cfg.max_new_tokens,
                                    temperature=cfg.temperature, seed=seed, chat=cfg.chat,
                                    batch_size=cfg.batch_size, progress=False)
+                stats.rows += len(res.generations)
+                stats.new_tokens += res.stats.new_tokens
                 texts = res.texts
-                ppl = continuation_perplexity(model, rows_prompts,
-                                              [g.token_ids for g in res.generations], cfg.chat)
-                vader = vader_scores(texts)
-                d2 = [distinct_n(g.token_ids, 2) for g in res.generations]
+                with stats.timed("perplexity"):
+                    ppl = continuation_perplexity(model, rows_prompts,
+                                                  [g.token_ids for g in res.generations],
+                                                  cfg.chat)
+                with stats.timed("vader"):
+                    vader = vader_scores(texts)
+                with stats.timed("distinct2"):
+                    d2 = [distinct_n(g.token_ids, 2) for g in res.generations]
                 for i in range(len(texts)):
                     a_idx = i % n_a
                     cell.setdefault((a_idx, "target_score"), []).append(vader[i])
@@ -433,7 +546,7 @@ def run_sweep(
                 bar.update(task, advance=1, info=f"layer {layer}")
             base_idx = alphas.index(0.0)
             base_ppl = _mean_std(cell[(base_idx, "perplexity")])[0]
-            for a_idx, alpha in enumerate(alphas):
+            for a_idx in range(n_a):
                 collapse = [
                     float((d == d and d < cfg.collapse_distinct2)
                           or (p == p and p > cfg.collapse_ppl_factor * base_ppl))
@@ -441,25 +554,27 @@ def run_sweep(
                                     strict=True)
                 ]
                 cell[(a_idx, "collapse")] = collapse
-                # a plain forward has no generated tokens: with positions="generated" the
-                # side effect is measured steering every position (an upper bound)
-                with steer(model, vec, layer=layer, alpha=alpha,
-                           positions="all" if positions == "all" else "prompt"), \
-                        torch.no_grad():
-                    lp = torch.log_softmax(model.logits(side_ids, side_mask)[:, -1].float(),
-                                           -1)
-                cell[(a_idx, "side_kl")] = kl_divergence(clean_side, lp).tolist()
+            # a plain forward has no generated tokens: with positions="generated" the
+            # side effect is measured steering every position (an upper bound)
+            with stats.timed("side_kl"):
+                side = side_effect_kl(model, vec, layer, alphas, side_ids, side_mask,
+                                      clean_side, max_rows=cfg.batch_size)
+            for a_idx, kl in enumerate(side):
+                cell[(a_idx, "side_kl")] = kl
             for k in GRID_METRICS:
-                stats = [_mean_std(cell[(a_idx, k)]) for a_idx in range(n_a)]
-                grids[k].append([m for m, _ in stats])
-                grids[f"{k}_std"].append([s for _, s in stats])
+                stats_k = [_mean_std(cell[(a_idx, k)]) for a_idx in range(n_a)]
+                grids[k].append([m for m, _ in stats_k])
+                grids[f"{k}_std"].append([s for _, s in stats_k])
             samples.append(cell_samples)
-    return SweepResult(
+    stats.total = time.perf_counter() - start
+    result = SweepResult(
         model=model.model_id, config=cfg, layers=layer_list, alphas=alphas, **grids,
         vector_norms=norms, samples=samples, n_prompts=len(prompts),
         sweet_spot=sweet_spot(layer_list, alphas, grids, cfg), texts=per_text,
         side_effect_prompts=list(side_effect_prompts),
     )
+    result.stats = stats
+    return result
 
 
 def sweet_spot(layers: Sequence[int], alphas: Sequence[float], g: Mapping[str, Grid],

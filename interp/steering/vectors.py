@@ -23,7 +23,7 @@ sweep is then one batch): the hook reads the batch's request indices from
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,13 +132,38 @@ def train_vector(
     progress: bool | None = None,
 ) -> SteeringVector:
     """Build a steering vector at ``layer`` from contrast pairs (see the module doc)."""
+    return train_vectors(model, pairs, [layer], method=method, position=position,
+                         batch_size=batch_size, progress=progress)[model.check_layer(layer)]
+
+
+def train_vectors(
+    model: Model,
+    pairs: ContrastPairs,
+    layers: Sequence[int],
+    *,
+    method: str = "mean_diff",
+    position: Position = "last",
+    batch_size: int = 16,
+    progress: bool | None = None,
+) -> dict[int, SteeringVector]:
+    """:func:`train_vector` at several layers from one capture pass over the pairs (the
+    pass stops after the deepest layer); each vector equals :func:`train_vector`'s."""
     if len(pairs) == 0:
         raise InterpError("no contrast pairs: the pairs file is empty")
     if method not in METHODS:
         raise InterpError(f"unknown method {method!r}: use {', '.join(METHODS)}")
-    layer = model.check_layer(layer)
-    acts = capture(model, pairs.positive + pairs.negative, layers=[layer],
-                   positions=position, batch_size=batch_size, progress=progress)[layer].float()
+    checked = sorted({model.check_layer(int(x)) for x in layers})
+    if not checked:
+        raise InterpError("give at least one layer to build a steering vector at")
+    acts = capture(model, pairs.positive + pairs.negative, layers=checked,
+                   positions=position, batch_size=batch_size, progress=progress)
+    return {layer: _vector(model, pairs, layer, acts[layer].float(), method)
+            for layer in checked}
+
+
+def _vector(model: Model, pairs: ContrastPairs, layer: int,
+            acts: Float[Tensor, "n d_model"], method: str) -> SteeringVector:
+    """The vector of one layer from its captured activations (positives, then negatives)."""
     n = len(pairs)
     pos, neg = acts[:n], acts[n:]
     diff = pos.mean(0) - neg.mean(0)
@@ -212,28 +237,53 @@ def steer(
         raise InterpError(f"steering vector has shape {tuple(v.shape)} but the model's "
                           f"d_model is {model.d_model}")
     layer = model.check_layer(layer)
-    a = _alpha_tensor(alpha)
     v = v.to(device=model.device, dtype=torch.float32)
+    hook = steering_hook(v, _alpha_tensor(alpha).to(model.device), positions,
+                         current_rows.get, current_generated.get)
+    with model.bridge.hooks(fwd_hooks=[(model.resid_hook(layer), hook)]):
+        yield
+
+
+def steering_hook(
+    v: Float[Tensor, " d_model"],
+    alpha: Float[Tensor, ""] | Float[Tensor, " requests"],
+    positions: str = "all",
+    rows: Callable[[], Tensor | None] = lambda: None,
+    generated: Callable[[], Tensor | None] = lambda: None,
+) -> Callable[[Tensor, Any], Tensor]:
+    """The hook :func:`steer` registers: ``fn(h, hook) = h + α·v``.
+
+    ``alpha`` is a scalar, or one value per request: ``rows()`` then gives the request
+    index of each row of ``h`` (the engine's :data:`~interp.generation.engine.current_rows`).
+    ``generated()`` gives the ``[batch, seq]`` mask of generated positions for
+    ``positions`` other than ``"all"`` (None: every position is a prompt position).
+    ``v`` and ``alpha`` must be float32 on the device of the activations.
+
+    Per call this is a row gather of α (``index_select``), one multiply and one add, all
+    on the device (no Python per row; measured 15-50 µs at batch 32 on the 2-core CPU,
+    < 0.1% of a SmolLM2 decode step); the result equals ``h + (α_row · v)`` bit for bit
+    (an ``addcmul`` is faster but rounds differently, and a precomputed
+    ``[requests, d_model]`` table costs memory per request for no measurable gain).
+    """
 
     def hook(h: Tensor, hook: Any) -> Tensor:  # noqa: ARG001
-        if a.ndim == 0:
-            coef = a
+        if alpha.ndim == 0:
+            add = alpha * v
         else:
-            rows = current_rows.get()
-            if rows is None or rows.numel() != h.shape[0]:
+            idx = rows()
+            if idx is None or idx.numel() != h.shape[0]:
                 raise InterpError("per-request alphas only work inside interp.generate")
-            coef = a[rows.cpu()].view(-1, *([1] * (h.ndim - 1)))
-        add = coef.to(h.device) * v
+            coef = alpha.index_select(0, idx.to(alpha.device))
+            add = coef.view(-1, *([1] * (h.ndim - 1))) * v
         if positions != "all" and h.ndim == 3:
-            gen = current_generated.get()
+            gen = generated()
             if gen is None:
                 gen = torch.zeros(h.shape[:2], dtype=torch.bool, device=h.device)
             keep = gen if positions == "generated" else ~gen
             add = add * keep.to(device=h.device, dtype=add.dtype).unsqueeze(-1)
         return h + add.to(h.dtype)
 
-    with model.bridge.hooks(fwd_hooks=[(model.resid_hook(layer), hook)]):
-        yield
+    return hook
 
 
 def distinct_n(text_tokens: Sequence[Any], n: int = 2) -> float:
@@ -244,5 +294,5 @@ def distinct_n(text_tokens: Sequence[Any], n: int = 2) -> float:
 
 __all__ = [
     "ContrastPairs", "SteeringVector", "distinct_n", "from_probe", "load_pairs",
-    "load_vector", "steer", "train_vector",
+    "load_vector", "steer", "steering_hook", "train_vector", "train_vectors",
 ]
