@@ -59,6 +59,7 @@ accept: setup
 		--out accept-out/sae-run
 	$(BIN)/interp sae eval accept-out/sae-run --out accept-out/sae
 	$(BIN)/interp sae browse accept-out/sae-run --out accept-out/sae-browser
+	$(BIN)/python scripts/compare_probe_solvers.py
 	$(BIN)/python scripts/check_acceptance.py accept-out
 
 clean:

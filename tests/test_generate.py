@@ -226,3 +226,80 @@ def test_result_notebook_view_and_report():
     assert "&#39;\\n&#39;" in page  # the stop string, as Python writes it
     assert [h for h in ("Continuations", "Settings", "Engine") if f"<h2>{h}</h2>" in page] == [
         "Continuations", "Settings", "Engine"]
+
+
+# ------------------------------------------------- the KV-cached fixed-shape verifier
+@pytest.mark.parametrize("verify_every", [1, 16])
+def test_verifier_is_batch_invariant_on_64_prompts_x_32_tokens(tiny_model, verify_every):
+    """Issue 16's acceptance: 64 prompts × 32 new tokens at batch sizes 1, 7 and 32 under
+    the injected fault give byte-identical outputs (W = 1: the verifier decodes alone;
+    W = 16, the default: decode-verify-rollback through the verifier's own KV cache)."""
+    prompts = prompts64()
+    kw = {"max_new_tokens": 32, "inject_batch_noise": 0.05}
+    plain1 = generate(tiny_model, prompts, batch_size=1, **kw).texts
+    plain32 = generate(tiny_model, prompts, batch_size=32, **kw).texts
+    assert plain1 != plain32, "the injected fault should make plain batching diverge"
+    det = {}
+    for b in (1, 7, 32):
+        res = generate(tiny_model, prompts, batch_size=b, deterministic=True,
+                       verify_every=verify_every, **kw)
+        det[b] = [g.token_ids for g in res.generations]
+        assert res.stats.tokens_verified == res.stats.new_tokens == 64 * 32
+        if verify_every > 1 and b > 1:
+            assert res.stats.rollbacks > 0  # the rollback path was exercised
+    assert det[1] == det[7] == det[32]
+
+
+@pytest.mark.parametrize("verify_every", [1, 3, 16])
+@pytest.mark.parametrize("sampling", [{}, {"temperature": 1.0, "top_p": 0.9, "seed": 3}])
+def test_deterministic_equals_plain_batch1_without_fault(tiny_model, verify_every, sampling):
+    """Without the injected fault the verified output is plain one-by-one decoding's,
+    greedy and sampled; and the fast path then proposes exactly what is accepted."""
+    prompts = prompts64()[:16]
+    kw = {"max_new_tokens": 20, "return_logprobs": True, **sampling}
+    one = generate(tiny_model, prompts, batch_size=1, **kw)
+    det = generate(tiny_model, prompts, batch_size=6, deterministic=True,
+                   verify_every=verify_every, **kw)
+    assert [g.token_ids for g in det.generations] == [g.token_ids for g in one.generations]
+    for a, b in zip(det.generations, one.generations, strict=True):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+    assert det.stats.rollbacks == 0
+
+
+def test_verifier_passes_have_fixed_shapes_and_publish_rows(tiny_model):
+    """Hooks see the verifier's passes: verify_batch rows, a query of W tokens (or the
+    prefill chunk), ``current_rows``/``current_generated`` set to match."""
+    from interp.generation import engine
+
+    seen: list[tuple[tuple[int, ...], list[int], tuple[int, ...]]] = []
+
+    def hook(t, hook):
+        gen = engine.current_generated.get()
+        rows = engine.current_rows.get()
+        assert gen is not None and rows is not None
+        seen.append((tuple(t.shape[:2]), rows.tolist(), tuple(gen.shape)))
+        return t
+
+    prompts = [p * 3 for p in PROMPTS]  # long enough to need prefill chunks
+    res = generate(tiny_model, prompts, max_new_tokens=10, batch_size=3, deterministic=True,
+                   verify_every=4, verify_batch=5, hooks=[("blocks.0.hook_resid_post", hook)])
+    verifier = [s for s in seen if s[0][0] == 5]  # the fast path has ≤ 3 rows
+    assert len(verifier) == res.stats.verifier_passes > 0
+    assert {s[0][1] for s in verifier} == {4, engine._PREFILL_CHUNK}
+    assert all(s[2] == s[0] and set(s[1]) <= set(range(len(prompts))) for s in verifier)
+    plain = generate(tiny_model, prompts, max_new_tokens=10, batch_size=1)
+    assert res.texts == plain.texts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verify_every, n_prompts", [(1, 6), (16, 16)])
+def test_real_model_verifier_batch1_equals_batch7(model, verify_every, n_prompts):
+    """The real model under the injected fault: batch 1 and batch 7 give byte-identical
+    outputs (× 32 new tokens; verify_batch 8 keeps batch 1 short: 7 of 8 rows are
+    dummies there)."""
+    prompts = prompts64()[:n_prompts]
+    kw = {"max_new_tokens": 32, "inject_batch_noise": 0.05, "deterministic": True,
+          "verify_every": verify_every, "verify_batch": 8}
+    det1 = generate(model, prompts, batch_size=1, **kw)
+    det7 = generate(model, prompts, batch_size=7, **kw)
+    assert [g.token_ids for g in det1.generations] == [g.token_ids for g in det7.generations]

@@ -290,3 +290,150 @@ def test_balanced_subsample():
     assert list(idx) == sorted(idx) and (labels[idx] == 0).sum() == 8 == (labels[idx] == 1).sum()
     assert list(balanced_subsample(labels, 40)) == list(range(40))
     assert (balanced_subsample(labels, 30, seed=1) == balanced_subsample(labels, 30, seed=1)).all()
+
+
+# ------------------------------------------------- batched torch solver vs sklearn
+def _sklearn_reference(x, y, train):
+    """scikit-learn's standardised newton-cholesky fit in float64 at tol 1e-8."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    x = np.asarray(x, dtype=np.float64)
+    scaler = StandardScaler().fit(x[train])
+    clf = LogisticRegression(C=0.1, solver="newton-cholesky", tol=1e-8, max_iter=200)
+    clf.fit(scaler.transform(x[train]), y[train])
+    return scaler, clf
+
+
+def test_fit_logistic_matches_sklearn_coefficients():
+    """Two groups × three problems (different train rows, labels and class balance,
+    a near-constant feature, a large-mean feature): coefficients, intercepts,
+    scalers and decision values equal scikit-learn's float64 fit."""
+    from interp.probing.logistic import fit_logistic
+
+    rng = np.random.default_rng(0)
+    g, n, d = 2, 300, 24
+    x = rng.standard_normal((g, n, d)) * np.linspace(0.2, 3.0, d)
+    x[:, :, 3] += 50.0  # large mean next to its spread
+    x[:, :, 5] = 1.0  # constant: scikit-learn's scale 1, coefficient 0
+    x[:, :, 7] += 0.1 * x[:, :, 0]
+    labels = np.empty((g, 3, n), dtype=np.int64)
+    train = np.zeros((g, 3, n), dtype=bool)
+    for i in range(g):
+        logit = x[i, :, 0] - 0.7 * x[i, :, 1] + 0.5 * x[i, :, 3] - 25.0
+        labels[i, 0] = (logit + rng.standard_normal(n) > 0)
+        labels[i, 1] = rng.permutation(labels[i, 0])
+        labels[i, 2] = (x[i, :, 2] > 0.8).astype(np.int64)  # unbalanced
+        train[i, 0, : 3 * n // 4] = True
+        train[i, 1, n // 4:] = True
+        train[i, 2, rng.permutation(n)[:200]] = True
+    fit = fit_logistic(torch.from_numpy(x).float(), torch.from_numpy(labels),
+                       torch.from_numpy(train), C=0.1)
+    assert bool(fit.converged.all())
+    for i in range(g):
+        xi = x[i].astype(np.float32).astype(np.float64)  # what the solver saw
+        for j in range(3):
+            scaler, clf = _sklearn_reference(xi, labels[i, j], train[i, j])
+            mean, scale = np.asarray(scaler.mean_), np.asarray(scaler.scale_)
+            np.testing.assert_allclose(fit.mean[i, j].numpy(), mean, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(fit.scale[i, j].numpy(), scale, rtol=1e-10)
+            np.testing.assert_allclose(fit.coef[i, j].numpy(), clf.coef_[0], atol=1e-6)
+            intercept = float(np.asarray(clf.intercept_)[0])
+            assert fit.intercept[i, j].item() == pytest.approx(intercept, abs=1e-6)
+            ref = clf.decision_function(scaler.transform(xi))
+            np.testing.assert_allclose(fit.decision[i, j].numpy(), ref, atol=1e-5)
+            assert abs(fit.coef[i, j, 5].item()) < 1e-12
+            w, b = fit.raw_coef()
+            np.testing.assert_allclose(xi @ w[i, j].numpy() + b[i, j].item(), ref, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [("one class", "both classes"), ("nan", "NaN"), ("C", "positive"), ("shape", "shapes"),
+     ("labels", "0 or 1")],
+)
+def test_fit_logistic_rejects_bad_input(case, message):
+    from interp.probing.logistic import fit_logistic
+
+    x = torch.randn(1, 20, 3)
+    y = torch.tensor([[0, 1] * 10])
+    train = torch.ones(1, 1, 20, dtype=torch.bool)
+    C = 0.1
+    if case == "one class":
+        y = torch.zeros(1, 1, 20)
+    elif case == "nan":
+        x[0, 3, 1] = float("nan")
+    elif case == "C":
+        C = 0.0
+    elif case == "labels":
+        y = y * 2
+    else:
+        train = torch.ones(1, 1, 19, dtype=torch.bool)
+    with pytest.raises(InterpError, match=message):
+        fit_logistic(x, y.reshape(1, 1, -1) if case != "shape" else y[None], train, C=C)
+
+
+def test_run_probe_rejects_an_unknown_solver(tiny_model):
+    with pytest.raises(InterpError, match="unknown solver 'bogus'"):
+        run_probe(tiny_model, synthetic_sentiment(), layers=[1], solver="bogus",  # type: ignore[arg-type]
+                  progress=False)
+
+
+def test_run_probe_torch_solver_equals_sklearn_tiny(tiny_model):
+    """The batched torch path and the per-fit scikit-learn path give the same numbers:
+    held-out accuracies differ by at most one borderline example (sklearn's default
+    path fits in float32 to tol 1e-4), final directions agree closely."""
+    ds = synthetic_sentiment()
+    kw = {"layers": "all", "seeds": 3, "progress": False}
+    a = run_probe(tiny_model, ds, solver="torch", **kw)
+    b = run_probe(tiny_model, ds, solver="sklearn", **kw)
+    assert a.config.solver == "torch" and b.config.solver == "sklearn"
+    one = 1 / a.n_test + 1e-9
+    for sa, sb in zip(a.layers, b.layers, strict=True):
+        for key in ("test_accuracy", "shuffled_accuracy", "random_weights_accuracy",
+                    "control_task_accuracy", "bow_accuracy", "train_accuracy"):
+            for va, vb in zip(sa.values[key], sb.values[key], strict=True):
+                assert abs(va - vb) <= one or (np.isnan(va) and np.isnan(vb)), key
+        np.testing.assert_allclose(sa.values["test_auroc"], sb.values["test_auroc"],
+                                   atol=0.02)
+        cos = float(a.directions[sa.layer] @ b.directions[sa.layer]
+                    / np.linalg.norm(a.directions[sa.layer])
+                    / np.linalg.norm(b.directions[sa.layer]))
+        assert cos > 0.999
+        np.testing.assert_allclose(a.scaler_mean[sa.layer], b.scaler_mean[sa.layer],
+                                   rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_torch_solver_matches_sklearn_on_capitals(model):
+    """Real model, shipped capitals set, seed 0, layers 0, 6, 15, 29: held-out accuracy
+    of the task, shuffled-label and control-task probes from the batched torch fit is
+    scikit-learn's (newton-cholesky, float64, tol 1e-8) within 0.005."""
+    from interp.activations.capture import capture
+    from interp.probing.logistic import fit_logistic
+
+    ds = load_probe_dataset()
+    layers = [0, 6, 15, 29]
+    acts = capture(model, ds.texts, layers=layers, progress=False)
+    y = ds.labels
+    tr, te = split_indices(y, ds.groups, 0)
+    shuffled = y.copy()
+    shuffled[tr] = y[tr][np.random.default_rng(0).permutation(len(tr))]
+    types = control_task_types(ds.texts, ds.groups)
+    assert types is not None
+    ctrl = control_task_labels(types, 0)
+    problems = [y, shuffled, ctrl]
+    train = np.zeros((3, len(y)), dtype=bool)
+    train[:, tr] = True
+    x = torch.stack([acts[layer].float() for layer in layers])
+    fit = fit_logistic(x, torch.from_numpy(np.stack(problems)).expand(4, -1, -1),
+                       torch.from_numpy(train).expand(4, -1, -1), C=0.1)
+    for i, layer in enumerate(layers):
+        xl = x[i].numpy()
+        for j, labels in enumerate(problems):
+            scaler, clf = _sklearn_reference(xl, labels, train[j])
+            pred = np.asarray(clf.predict(scaler.transform(xl[te].astype(np.float64))))
+            ref = float((pred == labels[te]).mean())
+            got = float(((fit.decision[i, j].numpy()[te] > 0) == labels[te]).mean())
+            print(f"layer {layer} problem {j}: sklearn {ref:.4f} torch {got:.4f}")
+            assert abs(got - ref) <= 0.005, (layer, j)

@@ -42,6 +42,9 @@ def _quiet_environment() -> None:
 
     if os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
         huggingface_hub.utils.disable_progress_bars()
+        # transformers reads the variable once, when first imported; `import interp` may
+        # already have imported it (the generation engine uses its KV-cache classes)
+        transformers.utils.logging.disable_progress_bar()
     transformers.logging.set_verbosity(
         transformers.logging.get_log_levels_dict().get(
             os.environ["TRANSFORMERS_VERBOSITY"], logging.ERROR

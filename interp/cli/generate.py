@@ -33,8 +33,9 @@ from interp.runs.outdir import OutDir
 @click.option("--stop", multiple=True, help="Stop string (repeatable).")
 @click.option("--deterministic", is_flag=True,
               help="Decode-verify-rollback: outputs independent of batch size.")
-@click.option("--verify-every", default=8, show_default=True, type=int,
-              help="Tokens proposed per request between verifications.")
+@click.option("--verify-every", default=16, show_default=True, type=int,
+              help="With --deterministic: tokens proposed per request between "
+                   "verifications (1: the fixed-shape verifier decodes alone).")
 @click.option("--inject-batch-noise", default=0.0, show_default=True, type=float,
               help="Testing aid: perturb logits by a fixed function of the batch shape.")
 @click.option("--json", "as_json", is_flag=True,

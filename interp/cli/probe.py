@@ -34,6 +34,9 @@ from interp.errors import InterpError
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1))
 @click.option("--C", "C", default=0.1, show_default=True, type=float,
               help="Inverse L2 strength of the logistic regression (on standardised inputs).")
+@click.option("--solver", type=click.Choice(["torch", "sklearn"]), default="torch",
+              show_default=True,
+              help="Probe fits: batched in torch, or scikit-learn one at a time (reference).")
 @click.option("--no-random-weights", is_flag=True,
               help="Skip the random-weights control (saves one capture pass).")
 @click.option("--ablate", is_flag=True,
@@ -51,7 +54,7 @@ def probe(
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
     layer: str | None, layers: str | None, dataset: str | None, text_column: str,
     label_column: str, group_column: str, position: str, seeds: int, C: float,
-    no_random_weights: bool, ablate: bool, leace: bool, random_directions: int,
+    solver: str, no_random_weights: bool, ablate: bool, leace: bool, random_directions: int,
     ablate_examples: int,
     out_dir: str | None, as_json: bool,
 ) -> None:
@@ -86,7 +89,8 @@ def probe(
         layer_list = model.parse_layers(spec)  # validates before any heavy work
         res = run_probe(model, ds, ProbeConfig(
             layers=layer_list, position=pos, seeds=seeds, C=C, batch_size=batch_size,
-            random_weights=not no_random_weights))
+            random_weights=not no_random_weights,
+            solver="sklearn" if solver == "sklearn" else "torch"))
         if ablate:
             res.ablation = ablate_probe(model, ds, res, AblationConfig(
                 n_random=random_directions, n_examples=ablate_examples, leace=leace, seed=seed))

@@ -16,13 +16,38 @@
 **Batch invariance.** Float addition is not associative, and kernels pick their
 reduction order by shape, so a prompt's logits in a batch of 1 and of 32 differ in
 the last bits; near-ties then flip the argmax. ``deterministic=True`` implements
-decode–verify–rollback (after LLM-42): the batched KV-cached fast path proposes
-``verify_every`` tokens per request; a verifier recomputes them in a *fixed-shape*
-forward pass (``verify_batch`` rows, right-padded to a length that depends only on
-the request), whose result for a row depends only on that row's tokens. Candidates
-are accepted up to the first mismatch, the verifier's token replaces the mismatch,
-and the fast path's cache slots for the rejected tokens are masked out. The output
-is then the verifier's, whatever the batch size or the other prompts.
+decode–verify–rollback (after LLM-42): the batched KV-cached fast path proposes up to
+``verify_every`` (W) tokens per request; a verifier with its *own* KV cache checks
+them in *fixed-shape* forward passes and the output is the verifier's, whatever the
+batch size or the other prompts:
+
+* every verifier pass has ``verify_batch`` rows (missing rows copy the first one), a
+  fixed query length, and a past of ``span`` key/value slots, where ``span`` depends
+  only on the request (its prompt length, ``max_new_tokens`` and W, rounded up to
+  :data:`_SPAN_GRANULE`): requests are only stacked with requests of the same span.
+  A request's cache is left-aligned (slot = position), the unfilled slots are masked;
+  masked keys get exactly zero weight, so a pass's result for a row depends only on
+  that row's tokens;
+* the token sequence (prompt + output) is cut into blocks at fixed positions: the
+  prompt's full blocks are filled in chunks of :data:`_PREFILL_CHUNK` tokens, then
+  each W-token block ``[cW, (c+1)W)`` is fed in one pass whose logits verify the
+  tokens at ``cW+1 … (c+1)W``. Because the cut depends only on the request, every
+  verified token is computed at the same place of the same shape, whatever happened
+  to the request before (a rollback never shifts a window);
+* windows of several requests are verified together. Candidates are accepted up to
+  the first mismatch and the verifier's token replaces it; the fast path's cache
+  slots for rejected tokens are masked out. A block's keys/values enter the
+  verifier's cache only once all its tokens are verified (the cache is thus always
+  the "last verified" state a rollback resumes from); until then the next round
+  proposes the rest of the same block and the block is fed again;
+* ``verify_every=1``: no proposals, the verifier decodes alone, one fixed-shape pass
+  (``verify_batch`` rows × 1 token) per step.
+
+Cost: each token is fed to the verifier about once (plus re-feeds after rollbacks),
+instead of the whole sequence every W tokens. The default W = 16 (with 16 verifier
+rows) came out cheapest of W = 1, 4, 8, 16, 32 on this CPU at 16 and 64 new tokens
+(bench/README.md); the best W depends on the hardware: re-measure with
+``bench/generate.py --cost-only --sweep-w 1,4,8,32``.
 
 ``inject_batch_noise=EPS`` adds to the logits a tiny perturbation that is a fixed
 function of the forward pass's shape, as a GPU kernel's reduction order is. It is a
@@ -42,6 +67,7 @@ from typing import Any
 import pandas as pd
 import torch
 from torch import Tensor
+from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from interp.errors import InterpError
 from interp.models.loading import Model
@@ -79,8 +105,9 @@ class GenerationConfig:
     chat: bool = False
     batch_size: int = 16
     deterministic: bool = False
-    verify_every: int = 8
-    verify_batch: int = 8
+    #: W, from a sweep of W = 1, 4, 8, 16, 32 on a CPU (bench/README.md).
+    verify_every: int = 16
+    verify_batch: int = 16
     use_cache: bool = True
     return_logprobs: bool = False
     inject_batch_noise: float = 0.0
@@ -234,6 +261,57 @@ class _Row:
     text: str | None = None
 
 
+#: A request's verifier past (``span``) is rounded up to a multiple of this, so that
+#: requests of similar lengths share a shape and are verified together. Attention
+#: over the padded slots is cheap next to the MLPs at these lengths.
+_SPAN_GRANULE = 32
+#: Query length of the verifier's prompt-prefill passes.
+_PREFILL_CHUNK = 32
+#: ``"kv"``: the KV-cached verifier. ``"full"``: the previous verifier, which re-reads
+#: prompt + output in one right-padded pass per window (kept for bench/generate.py's
+#: before/after comparison only).
+_VERIFIER = "kv"
+
+
+@dataclass
+class _VState:
+    """The verifier's own KV cache of one request (filled by fixed-shape passes only)."""
+
+    span: int  # past slots every verifier pass of this request sees
+    prefill_end: int  # prompt positions [0, prefill_end) are filled by prefill chunks
+    kv: Tensor  # [n_layers, 2 (keys, values), kv_heads, span, d_head]
+    filled: int = 0  # positions [0, filled) hold verified keys/values
+
+
+class _PassLayer(DynamicLayer):
+    """One layer's KV cache for one verifier pass: a preallocated ``[rows, kv_heads,
+    span + width, d_head]`` buffer whose first ``span`` slots hold the past; the pass
+    writes its new keys/values after them in place (no concatenation, no copy of the
+    past). Saves two copies of the past per pass next to a ``DynamicCache`` (measured:
+    a W=1 pass at span 96 spent ~1/3 of its time copying)."""
+
+    def __init__(self, keys: Tensor, values: Tensor, span: int) -> None:
+        super().__init__()
+        self.buf_k, self.buf_v, self.span, self.written = keys, values, span, 0
+        self.keys, self.values = keys, values
+        self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
+
+    def update(
+        self, key_states: Tensor, value_states: Tensor, *args: Any, **kwargs: Any,
+    ) -> tuple[Tensor, Tensor]:
+        n = key_states.shape[-2]
+        self.buf_k[..., self.span : self.span + n, :] = key_states
+        self.buf_v[..., self.span : self.span + n, :] = value_states
+        self.written = n
+        return self.buf_k, self.buf_v
+
+    def get_seq_length(self) -> int:
+        return self.span
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return self.span + query_length, 0
+
+
 class _Engine:
     def __init__(
         self, model: Model, cfg: GenerationConfig, hooks: Sequence[Hook],
@@ -252,6 +330,8 @@ class _Engine:
             if isinstance(tid, int) and tid != tok.unk_token_id:
                 eos.add(tid)
         self.eos = {int(t) for t in eos if t is not None}
+        self.full_verifier = _VERIFIER == "full"
+        self.vstates: dict[int, _VState] = {}
 
     # -- one forward pass with hooks bound to the rows of this batch
     def _forward(
@@ -264,11 +344,20 @@ class _Engine:
         generated) are published through :data:`current_rows` / :data:`current_generated`
         for hooks registered outside :func:`generate`.
         """
-        fwd = list(self.hooks)
-        for name, fn in self.row_hooks:
-            fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
+        from interp.generation.forward import runner_for
+
         token, gtoken = current_rows.set(rows), current_generated.set(generated)
         try:
+            # no hook live: the plain HF model, same weights and outputs (forward.py)
+            runner = runner_for(self.model.bridge)
+            if runner.take_direct(cache, use_cache=use_cache,
+                                  engine_hooks=bool(self.hooks or self.row_hooks)):
+                with torch.no_grad():
+                    logits, cache = runner.direct(ids, mask, cache, use_cache=use_cache)
+                return logits.float(), cache
+            fwd = list(self.hooks)
+            for name, fn in self.row_hooks:
+                fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
             with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
                 if not use_cache:
                     logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
@@ -277,6 +366,7 @@ class _Engine:
                     ids, attention_mask=mask, past_key_values=cache,
                     return_type="logits_and_cache", use_cache=True,
                 )
+                runner.mark_bridge(cache)  # its batch's later passes stay on the bridge
                 return logits.float(), cache
         finally:
             current_rows.reset(token)
@@ -323,6 +413,9 @@ class _Engine:
     # -- the fast path: propose up to `steps` tokens for each row of a batch
     def run_batch(self, rows: list[_Row]) -> None:
         cfg = self.cfg
+        if cfg.deterministic and cfg.verify_every == 1 and not self.full_verifier:
+            self.decode_verifier(rows)
+            return
         dev = self.model.device
         width = max(len(r.prompt_ids) for r in rows)
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
@@ -335,13 +428,18 @@ class _Engine:
         active = list(range(len(rows)))  # positions in the cache of still-active rows
         cache = None
         pending = ids  # tokens to feed next
+        kv_verifier = cfg.deterministic and not self.full_verifier
         window = cfg.verify_every if cfg.deterministic else cfg.max_new_tokens
+        if kv_verifier:
+            self.prefill_verifier(rows)
         while active:
             # propose up to `window` candidates per active row
             cands: dict[int, list[int]] = {i: [] for i in active}
             lps: dict[int, list[float]] = {i: [] for i in active}
             fed_this_round: list[Tensor] = []
             budget = {i: cfg.max_new_tokens - len(rows[i].tokens) for i in active}
+            if kv_verifier:  # up to the end of the verifier's current block
+                budget = {i: min(b, self._block_room(rows[i])) for i, b in budget.items()}
             n_steps = min(window, max(budget.values()))
             for step in range(n_steps):
                 sub_rows = torch.tensor([rows[i].index for i in active])
@@ -372,14 +470,16 @@ class _Engine:
                 fed_this_round.append(pending)
                 full_ids = torch.cat([full_ids, pending], 1)
                 mask = torch.cat([mask, torch.ones_like(pending)], 1)
-            # a row whose candidates stopped early fed pads: mask those slots out
+            # A row whose candidates stopped early fed its last candidate, then pads: mask
+            # those slots out (the last candidate is fed as the next round's first input).
             for k in range(len(fed_this_round)):
                 col = mask.shape[1] - len(fed_this_round) + k
                 for j, i in enumerate(active):
-                    if k >= len(cands[i]):
+                    if k >= len(cands[i]) - 1:
                         mask[j, col] = 0
             if cfg.deterministic:
-                accepted = self.verify(rows, active, cands)
+                verify = self.verify_full if self.full_verifier else self.verify
+                accepted = verify(rows, active, cands)
                 # mask out the fed slots of rejected candidates (rollback)
                 for j, i in enumerate(active):
                     n_fed = len(fed_this_round)
@@ -391,6 +491,8 @@ class _Engine:
                     rows[i].logprobs += lps[i]
             for i in active:
                 self._finish_if_done(rows[i])
+                if rows[i].done:
+                    self.vstates.pop(rows[i].index, None)
             keep = [j for j, i in enumerate(active) if not rows[i].done]
             if not keep:
                 break
@@ -407,12 +509,202 @@ class _Engine:
             full_ids = torch.cat([full_ids, pending], 1)
             mask = torch.cat([mask, torch.ones_like(pending)], 1)
 
-    # -- the verifier: fixed-shape, right-padded forward passes
+    # -- the verifier (see the module docstring)
+    def _vstate(self, row: _Row) -> _VState:
+        """The request's verifier state, created on first use."""
+        st = self.vstates.get(row.index)
+        if st is None:
+            w = self.cfg.verify_every
+            n_prompt = len(row.prompt_ids)
+            # the last position ever fed: it predicts the last of max_new_tokens tokens
+            last_start = (n_prompt + self.cfg.max_new_tokens - 2) // w * w
+            # > last_start: a pass's past always ends on masked slots, so its mask is never
+            # all ones (HF would then drop the mask and run another kernel)
+            span = -(-(last_start + 1) // _SPAN_GRANULE) * _SPAN_GRANULE
+            n_layers, two, kv_heads, d_head = self._kv_layout()
+            st = _VState(span=span, prefill_end=(n_prompt - 1) // w * w,
+                         kv=torch.zeros((n_layers, two, kv_heads, span, d_head),
+                                        dtype=self.model.dtype, device=self.model.device))
+            self.vstates[row.index] = st
+        return st
+
+    def _kv_layout(self) -> tuple[int, int, int, int]:
+        """(layers, 2, kv heads, head dim) of the model's KV cache."""
+        c = self.model.bridge.cfg
+        kv_heads = getattr(c, "n_key_value_heads", None) or c.n_heads
+        return int(self.model.n_layers), 2, int(kv_heads), int(c.d_head)
+
+    def _block_room(self, row: _Row) -> int:
+        """Tokens the verifier's current block can still check for ``row`` (1 … W)."""
+        st = self._vstate(row)
+        verified = len(row.prompt_ids) + len(row.tokens)
+        return st.filled + self.cfg.verify_every - verified + 1
+
+    def _verifier_pass(
+        self, span: int, width: int, items: list[tuple[_Row, int, list[int]]],
+    ) -> tuple[Tensor, Tensor]:
+        """One fixed-shape pass: ``verify_batch`` rows × ``width`` new tokens over a
+        ``span``-slot past. ``items``: (row, first position, its tokens ≤ width).
+
+        Returns the (noisy) logits ``[verify_batch, width, vocab]`` and the pass's new
+        keys/values ``[layers, 2, verify_batch, kv_heads, width, d_head]``.
+        """
+        vb = self.cfg.verify_batch
+        dev = self.model.device
+        ids = torch.full((vb, width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((vb, span + width), dtype=torch.long)
+        mask[:, span:] = 1  # the new tokens (right padding is after every real one)
+        gen = torch.zeros((vb, width), dtype=torch.bool)
+        n_layers, _, kv_heads, d_head = self._kv_layout()
+        # one buffer for the pass: each row's past, then room for the new keys/values
+        buf = torch.empty((n_layers, 2, vb, kv_heads, span + width, d_head),
+                          dtype=self.model.dtype, device=dev)
+        req = []
+        for j in range(vb):
+            row, start, toks = items[j] if j < len(items) else items[0]  # dummies copy row 0
+            ids[j, : len(toks)] = torch.tensor(toks, dtype=torch.long)
+            mask[j, :start] = 1
+            gen[j] = torch.arange(start, start + width) >= len(row.prompt_ids)
+            req.append(row.index)
+            buf[:, :, j, :, :span] = self.vstates[row.index].kv
+        cache = DynamicCache()
+        cache.layers.extend(_PassLayer(buf[i, 0], buf[i, 1], span) for i in range(n_layers))
+        logits, cache = self._forward(ids.to(dev), mask.to(dev), torch.tensor(req),
+                                      gen.to(dev), cache)
+        self.stats.verifier_passes += 1
+        if any(layer.written != width for layer in cache.layers):
+            raise InterpError("deterministic generation: the model did not fill the "
+                              "verifier's KV cache as expected")
+        return self._noisy(logits, (vb, span + width)), buf[..., span:, :]
+
+    @staticmethod
+    def _commit(st: _VState, new: Tensor, j: int, start: int, n: int) -> None:
+        """Store row ``j``'s first ``n`` new keys/values at positions ``start …``."""
+        st.kv[:, :, :, start : start + n] = new[:, :, j, :, :n]
+        st.filled = start + n
+
+    def prefill_verifier(self, rows: list[_Row]) -> None:
+        """Fill each request's verifier cache with its prompt's full W-blocks, in
+        fixed-size chunks (a request's chunk boundaries depend only on its prompt)."""
+        vb = self.cfg.verify_batch
+        todo = [r for r in rows if self._vstate(r).filled < self.vstates[r.index].prefill_end]
+        while todo:
+            by_span: dict[int, list[_Row]] = {}
+            for r in todo:
+                by_span.setdefault(self.vstates[r.index].span, []).append(r)
+            for span, members in sorted(by_span.items()):
+                # the longest prompts first: they need the most passes
+                members.sort(key=lambda r: self.vstates[r.index].filled
+                             - self.vstates[r.index].prefill_end)
+                for s in range(0, len(members), vb):
+                    items = []
+                    for r in members[s : s + vb]:
+                        st = self.vstates[r.index]
+                        end = min(st.filled + _PREFILL_CHUNK, st.prefill_end)
+                        items.append((r, st.filled, r.prompt_ids[st.filled : end]))
+                    _, new = self._verifier_pass(span, _PREFILL_CHUNK, items)
+                    for j, (r, start, toks) in enumerate(items):
+                        self._commit(self.vstates[r.index], new, j, start, len(toks))
+            todo = [r for r in todo
+                    if self.vstates[r.index].filled < self.vstates[r.index].prefill_end]
+
+    def verify(
+        self, rows: list[_Row], active: list[int], cands: dict[int, list[int]],
+    ) -> dict[int, int]:
+        """Check candidates against the KV-cached verifier; extend ``rows[i].tokens``.
+
+        Each request's candidates lie in its current block (see :meth:`_block_room`):
+        one pass per ``verify_batch`` requests of the same span. Returns, per row, how
+        many candidates were accepted.
+        """
+        cfg = self.cfg
+        w = cfg.verify_every
+        accepted: dict[int, int] = {}
+        by_span: dict[int, list[int]] = {}
+        for i in active:
+            by_span.setdefault(self._vstate(rows[i]).span, []).append(i)
+        for span, members in sorted(by_span.items()):
+            for s in range(0, len(members), cfg.verify_batch):
+                chunk = members[s : s + cfg.verify_batch]
+                items = []
+                for i in chunk:
+                    r, st = rows[i], self.vstates[rows[i].index]
+                    seq = r.prompt_ids + r.tokens + cands[i][:-1]
+                    items.append((r, st.filled, seq[st.filled : st.filled + w]))
+                logits, new = self._verifier_pass(span, w, items)
+                for j, i in enumerate(chunk):
+                    r, st = rows[i], self.vstates[rows[i].index]
+                    base = len(r.prompt_ids) + len(r.tokens) - 1 - st.filled
+                    accepted[i] = self._accept(r, cands[i], logits[j, base:])
+                    # all W inputs verified: the block enters the cache, the next starts
+                    verified = len(r.prompt_ids) + len(r.tokens)
+                    if verified > st.filled + w and st.filled + w <= st.span:
+                        self._commit(st, new, j, st.filled, w)
+        return accepted
+
+    def decode_verifier(self, rows: list[_Row]) -> None:
+        """``verify_every=1``: no proposals, the verifier decodes alone, one fixed-shape
+        pass (``verify_batch`` rows × 1 token) per step and span group.
+
+        Each pass feeds a request's last verified token; its logits give the next one,
+        which is final. On a CPU, where decode is compute-bound, this costs about what
+        plain batched decoding does, while proposing and then verifying computes every
+        token twice (bench/README.md).
+        """
+        self.prefill_verifier(rows)  # with W = 1 the prefill stops before the last prompt token
+        active = list(rows)
+        while active:
+            by_span: dict[int, list[_Row]] = {}
+            for r in active:
+                by_span.setdefault(self.vstates[r.index].span, []).append(r)
+            for span, members in sorted(by_span.items()):
+                for s in range(0, len(members), self.cfg.verify_batch):
+                    chunk = members[s : s + self.cfg.verify_batch]
+                    items = []
+                    for r in chunk:
+                        st = self.vstates[r.index]
+                        items.append((r, st.filled, [(r.prompt_ids + r.tokens)[st.filled]]))
+                    logits, new = self._verifier_pass(span, 1, items)
+                    self.stats.forward_passes += 1
+                    for j, r in enumerate(chunk):
+                        st = self.vstates[r.index]
+                        t, lp = self._choose(r, logits[j, 0], len(r.tokens))
+                        self.stats.tokens_verified += 1
+                        r.tokens.append(t)
+                        r.logprobs.append(lp)
+                        if st.filled + 1 <= st.span:
+                            self._commit(st, new, j, st.filled, 1)
+                        self._finish_if_done(r)
+            for r in active:
+                if r.done:
+                    self.vstates.pop(r.index, None)
+            active = [r for r in active if not r.done]
+
+    def _accept(self, r: _Row, cands: list[int], logits: Tensor) -> int:
+        """Compare ``cands`` with the verifier's choices from ``logits`` (one row per
+        candidate); append the verified tokens (the replacement included) to ``r``."""
+        a = 0
+        new_tokens, new_lps = [], []
+        for k, c in enumerate(cands):
+            t, lp = self._choose(r, logits[k], len(r.tokens) + k)
+            self.stats.tokens_verified += 1
+            new_tokens.append(t)
+            new_lps.append(lp)
+            if t != c:
+                self.stats.rollbacks += 1
+                self.stats.regenerated_tokens += len(cands) - k
+                break
+            a += 1
+        r.tokens += new_tokens
+        r.logprobs += new_lps
+        return a
+
+    # -- the previous verifier (``_VERIFIER = "full"``): the whole sequence, every window
     def _bucket(self, row: _Row) -> int:
         n = len(row.prompt_ids) + self.cfg.max_new_tokens
         return -(-n // 16) * 16
 
-    def verify(
+    def verify_full(
         self, rows: list[_Row], active: list[int], cands: dict[int, list[int]],
     ) -> dict[int, int]:
         """Check candidates against the fixed-shape verifier; extend ``rows[i].tokens``.
@@ -477,8 +769,8 @@ def generate(
     chat: bool = False,
     batch_size: int = 16,
     deterministic: bool = False,
-    verify_every: int = 8,
-    verify_batch: int = 8,
+    verify_every: int = 16,
+    verify_batch: int = 16,
     use_cache: bool = True,
     return_logprobs: bool = False,
     inject_batch_noise: float = 0.0,
@@ -497,8 +789,11 @@ def generate(
         batch_size: requests decoded together on the fast path.
         deterministic: decode–verify–rollback; outputs then do not depend on
             ``batch_size`` or on the other prompts.
-        verify_every: candidates proposed per request between verifications.
-        verify_batch: rows in every verifier pass (a fixed shape).
+        verify_every: W, candidates proposed per request between verifications
+            (decode-verify-rollback); 1: no proposals, the fixed-shape verifier
+            decodes alone.
+        verify_batch: rows in every verifier pass (a fixed shape, whatever
+            ``batch_size``: below it, the missing rows are computed and discarded).
         use_cache: KV cache on (off recomputes every step; same output, slower).
         return_logprobs: also return each generated token's log-probability
             (natural log, under the temperature-1 distribution).

@@ -40,13 +40,16 @@ from interp.activations.capture import capture
 from interp.data.readers import read_records
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.probing.logistic import fit_logistic
 from interp.probing.results import (
     METRICS,
+    SOLVERS,
     DatasetSummary,
     LayerStats,
     ProbeConfig,
     ProbePosition,
     ProbeResult,
+    ProbeSolver,
 )
 from interp.runs.paths import shipped_dataset
 from interp.runs.progress import make_progress
@@ -166,12 +169,14 @@ class FitResult:
 def fit_probe(
     x: Float[np.ndarray, "n d"], y: Int[np.ndarray, " n"], train: Int[np.ndarray, " n_train"],
     test: Int[np.ndarray, " n_test"], *, C: float = 0.1,
-    y_train: Int[np.ndarray, " n_train"] | None = None, seed: int = 0,
+    y_train: Int[np.ndarray, " n_train"] | None = None, seed: int = 0, tol: float = 1e-4,
 ) -> FitResult:
     """Standardise on the train rows, fit L2 logistic regression, score held-out rows.
 
-    ``y_train`` overrides the training labels (shuffled-label baseline); the test
-    score always uses the true ``y``.
+    scikit-learn's ``newton-cholesky`` fit, in ``x``'s precision (float32 activations
+    fit in float32; pass float64 and ``tol=1e-8`` for the reference that
+    :func:`interp.probing.logistic.fit_logistic` matches). ``y_train`` overrides the
+    training labels (shuffled-label baseline); the test score always uses the true ``y``.
     """
     scaler = StandardScaler().fit(x[train])
     xs_train, xs_test = scaler.transform(x[train]), scaler.transform(x[test])
@@ -179,7 +184,7 @@ def fit_probe(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = LogisticRegression(
-            C=C, solver="newton-cholesky", max_iter=200, random_state=seed
+            C=C, solver="newton-cholesky", max_iter=200, random_state=seed, tol=tol
         ).fit(xs_train, yt)
     train_acc = float((clf.predict(xs_train) == yt).mean())  # on the labels it was fit to
     test_pred = clf.predict(xs_test)
@@ -258,6 +263,7 @@ def run_probe(
     C: float = 0.1,
     batch_size: int = 16,
     random_weights: bool = True,
+    solver: ProbeSolver = "torch",
     progress: bool | None = None,
 ) -> ProbeResult:
     """Fit and evaluate probes at ``config.layers`` with every baseline, over seeds.
@@ -267,7 +273,8 @@ def run_probe(
     :class:`ProbeResult`; the probe directions kept there come from a final fit on all
     examples (for artifacts and ablation), not from the held-out runs.
     """
-    given = ProbeConfig(layers, position, seeds, test_size, C, batch_size, random_weights)
+    given = ProbeConfig(layers, position, seeds, test_size, C, batch_size, random_weights,
+                        solver=solver)
     if config is None:
         config = given
     elif given != ProbeConfig():
@@ -279,6 +286,9 @@ def run_probe(
         raise InterpError(f"seeds must be ≥ 1, got {seeds}")
     if not 0 < test_size < 1:
         raise InterpError(f"test size must be in (0, 1), got {test_size}")
+    if config.solver not in SOLVERS:
+        raise InterpError(f"unknown solver {config.solver!r}: use "
+                          + " or ".join(repr(v) for v in SOLVERS))
     y = dataset.labels
     acts = capture(model, dataset.texts, layers=layer_list, positions=position,
                    batch_size=batch_size, progress=progress)
@@ -298,19 +308,21 @@ def run_probe(
             "regression can fit noise at this size; trust held-out numbers and baselines"
         )
     # layer-independent baselines, per seed
-    per_seed_common: list[dict[str, float]] = []
-    shuffles: list[np.ndarray] = []
-    for s, (tr, te) in enumerate(splits):
-        rng = np.random.default_rng(s)
-        bow_fit = fit_probe(bow, y, tr, te, C=C, seed=s)
-        per_seed_common.append({
-            "bow_accuracy": bow_fit.test_accuracy,
-            "majority_rate": float(max(np.mean(y[te]), 1 - np.mean(y[te]))),
-        })
-        shuffles.append(rng.permutation(len(tr)))
+    shuffles = [np.random.default_rng(s).permutation(len(tr)) for s, (tr, _) in enumerate(splits)]
+    if config.solver == "torch":
+        bow_acc = _bow_accuracies_torch(bow, y, splits, C)
+    else:
+        bow_acc = [fit_probe(bow, y, tr, te, C=C, seed=s).test_accuracy
+                   for s, (tr, te) in enumerate(splits)]
+    per_seed_common = [{
+        "bow_accuracy": bow_acc[s],
+        "majority_rate": float(max(np.mean(y[te]), 1 - np.mean(y[te]))),
+    } for s, (_, te) in enumerate(splits)]
     ctrl_types = control_task_types(dataset.texts, dataset.groups)
     ctrl_y = [None if ctrl_types is None else control_task_labels(ctrl_types, s)
               for s in range(seeds)]
+    ctrl_y = [cy if cy is not None and len(set(cy[tr].tolist())) == 2 else None
+              for cy, (tr, _) in zip(ctrl_y, splits, strict=True)]
     stats: list[LayerStats] = []
     split = "group" if dataset.groups else "stratified"
     result = ProbeResult(
@@ -320,51 +332,172 @@ def run_probe(
         dataset=DatasetSummary(dataset.source, len(dataset), dataset.label_names, split,
                                len(set(dataset.groups)) if dataset.groups else None),
     )
+    setup = _Setup(y, splits, shuffles, ctrl_y, per_seed_common, C)
     bar = make_progress(enabled=progress if progress is not None else len(layer_list) > 1)
     with bar:
         task = bar.add_task("fitting probes", total=len(layer_list), info="")
-        for layer in layer_list:
-            x = acts[layer].float().numpy()
-            vals: dict[str, list[float]] = {k: [] for k in METRICS}
-            for s, (tr, te) in enumerate(splits):
-                main = fit_probe(x, y, tr, te, C=C, seed=s)
-                shuf = fit_probe(x, y, tr, te, C=C, seed=s,
-                                 y_train=y[tr][shuffles[s]])
-                cy = ctrl_y[s]
-                ctrl = None
-                if cy is not None and len(set(cy[tr].tolist())) == 2:
-                    ctrl = fit_probe(x, cy, tr, te, C=C, seed=s)
-                vals["test_accuracy"].append(main.test_accuracy)
-                vals["test_auroc"].append(main.test_auroc)
-                vals["train_accuracy"].append(main.train_accuracy)
-                vals["shuffled_accuracy"].append(shuf.test_accuracy)
-                vals["control_task_accuracy"].append(ctrl.test_accuracy if ctrl else math.nan)
-                vals["control_task_train_accuracy"].append(
-                    ctrl.train_accuracy if ctrl else math.nan)
-                vals["bow_accuracy"].append(per_seed_common[s]["bow_accuracy"])
-                vals["majority_rate"].append(per_seed_common[s]["majority_rate"])
-                if rand_acts is not None:
-                    xr = rand_acts[layer].float().numpy()
-                    vals["random_weights_accuracy"].append(
-                        fit_probe(xr, y, tr, te, C=C, seed=s).test_accuracy)
-                else:
-                    vals["random_weights_accuracy"].append(math.nan)
-            stats.append(LayerStats(layer, vals))
-            # final probe on all data: the direction in residual-stream units
-            full = np.arange(len(y))
-            fin = fit_probe(x, y, full, full, C=C)
-            coef = fin.model.coef_[0] / fin.scaler.scale_
-            result.directions[layer] = coef.astype(np.float32)
-            result.biases[layer] = float(fin.model.intercept_[0]
-                                         - (coef * fin.scaler.mean_).sum())
-            result.scaler_mean[layer] = fin.scaler.mean_.astype(np.float32)
-            result.scaler_scale[layer] = fin.scaler.scale_.astype(np.float32)
-            result.mean_differences[layer] = (x[y == 1].mean(0) - x[y == 0].mean(0)).astype(
-                np.float32)
+        for chunk in _layer_chunks(layer_list, len(y), model.d_model, config.solver):
+            if config.solver == "torch":
+                fitted = _fit_layers_torch(setup, acts, rand_acts, chunk)
+            else:
+                fitted = [_fit_layer_sklearn(setup, acts, rand_acts, layer) for layer in chunk]
+            for layer, (vals, fin) in zip(chunk, fitted, strict=True):
+                x = acts[layer].float().numpy()
+                stats.append(LayerStats(layer, vals))
+                # final probe on all data: the direction in residual-stream units
+                result.directions[layer] = fin.direction.astype(np.float32)
+                result.biases[layer] = fin.bias
+                result.scaler_mean[layer] = fin.mean.astype(np.float32)
+                result.scaler_scale[layer] = fin.scale.astype(np.float32)
+                result.mean_differences[layer] = (
+                    x[y == 1].mean(0) - x[y == 0].mean(0)).astype(np.float32)
             best = max(stats, key=lambda st: st.mean("test_accuracy"))
-            bar.update(task, advance=1, info=f"best L{best.layer} "
+            bar.update(task, advance=len(chunk), info=f"best L{best.layer} "
                        f"{best.mean('test_accuracy'):.2f}")
     return result
+
+
+@dataclass
+class _Setup:
+    """What every layer's fits share: labels, splits, shuffles, control labels."""
+
+    y: np.ndarray
+    splits: list[tuple[np.ndarray, np.ndarray]]
+    shuffles: list[np.ndarray]
+    ctrl_y: list[np.ndarray | None]  # None where the seed has no two-class control task
+    common: list[dict[str, float]]
+    C: float
+
+
+@dataclass
+class _Final:
+    """The probe fitted on all examples, in residual-stream units."""
+
+    direction: np.ndarray
+    bias: float
+    mean: np.ndarray
+    scale: np.ndarray
+
+
+def _layer_chunks(layers: list[int], n: int, d: int, solver: str) -> list[list[int]]:
+    """Layers fitted together: float64 copies of ``chunk × n × d`` stay near 64 MB."""
+    if solver != "torch":
+        return [[layer] for layer in layers]
+    size = max(1, 2**23 // max(1, n * d))
+    return [layers[i:i + size] for i in range(0, len(layers), size)]
+
+
+def _fit_layer_sklearn(
+    st: _Setup, acts: Any, rand_acts: Any, layer: int
+) -> tuple[dict[str, list[float]], _Final]:
+    """One layer, one scikit-learn fit per seed and probe (the reference path)."""
+    y, C = st.y, st.C
+    x = acts[layer].float().numpy()
+    vals: dict[str, list[float]] = {k: [] for k in METRICS}
+    for s, (tr, te) in enumerate(st.splits):
+        main = fit_probe(x, y, tr, te, C=C, seed=s)
+        shuf = fit_probe(x, y, tr, te, C=C, seed=s, y_train=y[tr][st.shuffles[s]])
+        cy = st.ctrl_y[s]
+        ctrl = fit_probe(x, cy, tr, te, C=C, seed=s) if cy is not None else None
+        vals["test_accuracy"].append(main.test_accuracy)
+        vals["test_auroc"].append(main.test_auroc)
+        vals["train_accuracy"].append(main.train_accuracy)
+        vals["shuffled_accuracy"].append(shuf.test_accuracy)
+        vals["control_task_accuracy"].append(ctrl.test_accuracy if ctrl else math.nan)
+        vals["control_task_train_accuracy"].append(ctrl.train_accuracy if ctrl else math.nan)
+        vals["bow_accuracy"].append(st.common[s]["bow_accuracy"])
+        vals["majority_rate"].append(st.common[s]["majority_rate"])
+        if rand_acts is not None:
+            xr = rand_acts[layer].float().numpy()
+            vals["random_weights_accuracy"].append(
+                fit_probe(xr, y, tr, te, C=C, seed=s).test_accuracy)
+        else:
+            vals["random_weights_accuracy"].append(math.nan)
+    full = np.arange(len(y))
+    fin = fit_probe(x, y, full, full, C=C)
+    coef = fin.model.coef_[0] / fin.scaler.scale_
+    bias = float(fin.model.intercept_[0] - (coef * fin.scaler.mean_).sum())
+    return vals, _Final(coef, bias, fin.scaler.mean_, fin.scaler.scale_)
+
+
+def _accuracy(decision: np.ndarray, labels: np.ndarray) -> float:
+    """scikit-learn's ``predict``: class 1 where the decision function is > 0."""
+    return float(((decision > 0).astype(np.int64) == labels).mean())
+
+
+def _bow_accuracies_torch(
+    bow: np.ndarray, y: np.ndarray, splits: list[tuple[np.ndarray, np.ndarray]], C: float
+) -> list[float]:
+    """The bag-of-words control of every seed, as one batched fit."""
+    train = np.zeros((1, len(splits), len(y)), dtype=bool)
+    for s, (tr, _) in enumerate(splits):
+        train[0, s, tr] = True
+    labels = torch.from_numpy(np.broadcast_to(y, train.shape).copy())
+    fit = fit_logistic(torch.from_numpy(bow)[None], labels, torch.from_numpy(train), C=C)
+    dec = fit.decision[0].numpy()
+    return [_accuracy(dec[s, te], y[te]) for s, (_, te) in enumerate(splits)]
+
+
+def _fit_layers_torch(
+    st: _Setup, acts: Any, rand_acts: Any, layers: list[int]
+) -> list[tuple[dict[str, list[float]], _Final]]:
+    """Every probe of ``layers`` as batched problems: per layer, each seed's task,
+    shuffled-label and control-task probe and the final all-data probe share the
+    activations (one group); the random-weights probes are a second batch."""
+    y, n = st.y, len(st.y)
+    # problems of a layer: (kind, seed, labels, train rows); the same for every layer
+    kinds: list[tuple[str, int, np.ndarray, np.ndarray]] = []
+    for s, (tr, _) in enumerate(st.splits):
+        mask = np.zeros(n, dtype=bool)
+        mask[tr] = True
+        shuffled = y.copy()
+        shuffled[tr] = y[tr][st.shuffles[s]]
+        kinds.append(("task", s, y, mask))
+        kinds.append(("shuffled", s, shuffled, mask))
+        cy = st.ctrl_y[s]
+        if cy is not None:
+            kinds.append(("control", s, cy, mask))
+    kinds.append(("final", -1, y, np.ones(n, dtype=bool)))
+    labels = torch.from_numpy(np.stack([k[2] for k in kinds]))
+    train = torch.from_numpy(np.stack([k[3] for k in kinds]))
+    g = len(layers)
+    x = torch.stack([acts[layer].float() for layer in layers])
+    fit = fit_logistic(x, labels.expand(g, -1, -1), train.expand(g, -1, -1), C=st.C)
+    dec = fit.decision.numpy()
+    w_raw, b_raw = fit.raw_coef()
+    rand_dec = None
+    if rand_acts is not None:
+        rtrain = train[[i for i, k in enumerate(kinds) if k[0] == "task"]]
+        xr = torch.stack([rand_acts[layer].float() for layer in layers])
+        rlab = torch.from_numpy(y).expand(g, rtrain.shape[0], -1)
+        rand_dec = fit_logistic(xr, rlab, rtrain.expand(g, -1, -1), C=st.C).decision.numpy()
+    out = []
+    for i in range(g):
+        vals: dict[str, list[float]] = {k: [] for k in METRICS}
+        at = {(k[0], k[1]): j for j, k in enumerate(kinds)}
+        for s, (tr, te) in enumerate(st.splits):
+            d_task = dec[i, at["task", s]]
+            vals["test_accuracy"].append(_accuracy(d_task[te], y[te]))
+            vals["test_auroc"].append(float(roc_auc_score(y[te], d_task[te])))
+            vals["train_accuracy"].append(_accuracy(d_task[tr], y[tr]))
+            d_shuf = dec[i, at["shuffled", s]]
+            vals["shuffled_accuracy"].append(_accuracy(d_shuf[te], y[te]))
+            cy = st.ctrl_y[s]
+            if cy is not None:
+                d_ctrl = dec[i, at["control", s]]
+                vals["control_task_accuracy"].append(_accuracy(d_ctrl[te], cy[te]))
+                vals["control_task_train_accuracy"].append(_accuracy(d_ctrl[tr], cy[tr]))
+            else:
+                vals["control_task_accuracy"].append(math.nan)
+                vals["control_task_train_accuracy"].append(math.nan)
+            vals["bow_accuracy"].append(st.common[s]["bow_accuracy"])
+            vals["majority_rate"].append(st.common[s]["majority_rate"])
+            vals["random_weights_accuracy"].append(
+                _accuracy(rand_dec[i, s, te], y[te]) if rand_dec is not None else math.nan)
+        j = at["final", -1]
+        out.append((vals, _Final(w_raw[i, j].numpy(), float(b_raw[i, j]),
+                                 fit.mean[i, j].numpy(), fit.scale[i, j].numpy())))
+    return out
 
 
 def save_probe(result: ProbeResult, layer: int, path: str | Path, manifest: dict) -> Path:

@@ -43,6 +43,11 @@ SIGMAS = 3.0
 #: The token a probe reads: the last, the mean over tokens, or an index (0 = first).
 ProbePosition = Literal["last", "mean"] | int
 
+#: Who fits the probes: batched Newton in torch (all layers and seeds at once) or
+#: scikit-learn, one fit at a time (the reference; same optimum).
+ProbeSolver = Literal["torch", "sklearn"]
+SOLVERS: tuple[str, ...] = ("torch", "sklearn")
+
 
 def _nanmax(values: Sequence[float]) -> float:
     finite = [v for v in values if not math.isnan(v)]
@@ -56,6 +61,8 @@ class ProbeConfig:
 
     ``layers`` is a list, an int or ``"all"``; a result's config holds the resolved
     list. ``dataset``, ``dataset_hash`` and ``split`` are filled in by ``run_probe``.
+    ``solver`` fits the probes: ``"torch"`` (batched, :mod:`interp.probing.logistic`)
+    or ``"sklearn"`` (one scikit-learn fit per probe, the reference).
     """
 
     layers: Sequence[int] | str | int = "all"
@@ -68,6 +75,7 @@ class ProbeConfig:
     dataset: str = ""
     dataset_hash: str = ""
     split: str = "group"
+    solver: ProbeSolver = "torch"
 
 
 @dataclass
