@@ -158,6 +158,8 @@ CASES = [
                                                 "--out", c.out], "top-p"),
     Case("generate-zero-new-tokens", lambda c: ["generate", "hi", *M(c), "--max-new-tokens",
                                                 "0", "--out", c.out], "max new tokens"),
+    Case("generate-zero-verify-every", lambda c: ["generate", "hi", *M(c), "--deterministic",
+                                                  "--verify-every", "0"], "verify-every"),
     Case("generate-empty-file", lambda c: ["generate", "--file", c.file("e.txt", "\n\n"), *M(c),
                                            "--out", c.out], "empty dataset"),
     Case("generate-unwritable-out", lambda c: ["generate", "hi", *M(c), "--out",
@@ -179,6 +181,9 @@ CASES = [
     Case("probe-nan-C", lambda c: ["probe", *M(c), "--layer", "1", "--C", "nan", "--dataset",
                                    c.file("p.jsonl", _probe_rows([0, 1] * 20)), "--out", c.out],
          "C"),
+    Case("probe-unknown-solver", lambda c: [
+        "probe", *M(c), "--layer", "1", "--solver", "adam", "--dataset",
+        c.file("p.jsonl", _probe_rows([0, 1] * 20)), "--out", c.out], "solver"),
     Case("probe-missing-label-column", lambda c: ["probe", *M(c), "--layer", "1",
                                                   "--label-column", "y", "--dataset",
                                                   c.file("p.jsonl", _probe_rows([0, 1] * 20)),

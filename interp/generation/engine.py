@@ -60,7 +60,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -70,6 +70,7 @@ from torch import Tensor
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from interp.errors import InterpError
+from interp.generation.forward import runner_for
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 
@@ -344,8 +345,6 @@ class _Engine:
         generated) are published through :data:`current_rows` / :data:`current_generated`
         for hooks registered outside :func:`generate`.
         """
-        from interp.generation.forward import runner_for
-
         token, gtoken = current_rows.set(rows), current_generated.set(generated)
         try:
             # no hook live: the plain HF model, same weights and outputs (forward.py)
@@ -583,28 +582,40 @@ class _Engine:
         st.kv[:, :, :, start : start + n] = new[:, :, j, :, :n]
         st.filled = start + n
 
+    def _span_chunks(
+        self, rows: list[_Row], order: Callable[[_Row], int] | None = None,
+    ) -> Iterator[tuple[int, list[_Row]]]:
+        """``(span, up to verify_batch rows)`` for one verifier pass each: requests are
+        stacked only with requests of the same span (smallest span first), in ``rows``'
+        order or sorted by ``order`` within a span."""
+        by_span: dict[int, list[_Row]] = {}
+        for r in rows:
+            by_span.setdefault(self._vstate(r).span, []).append(r)
+        vb = self.cfg.verify_batch
+        for span, members in sorted(by_span.items()):
+            if order is not None:
+                members.sort(key=order)
+            for s in range(0, len(members), vb):
+                yield span, members[s : s + vb]
+
     def prefill_verifier(self, rows: list[_Row]) -> None:
         """Fill each request's verifier cache with its prompt's full W-blocks, in
         fixed-size chunks (a request's chunk boundaries depend only on its prompt)."""
-        vb = self.cfg.verify_batch
         todo = [r for r in rows if self._vstate(r).filled < self.vstates[r.index].prefill_end]
         while todo:
-            by_span: dict[int, list[_Row]] = {}
-            for r in todo:
-                by_span.setdefault(self.vstates[r.index].span, []).append(r)
-            for span, members in sorted(by_span.items()):
-                # the longest prompts first: they need the most passes
-                members.sort(key=lambda r: self.vstates[r.index].filled
-                             - self.vstates[r.index].prefill_end)
-                for s in range(0, len(members), vb):
-                    items = []
-                    for r in members[s : s + vb]:
-                        st = self.vstates[r.index]
-                        end = min(st.filled + _PREFILL_CHUNK, st.prefill_end)
-                        items.append((r, st.filled, r.prompt_ids[st.filled : end]))
-                    _, new = self._verifier_pass(span, _PREFILL_CHUNK, items)
-                    for j, (r, start, toks) in enumerate(items):
-                        self._commit(self.vstates[r.index], new, j, start, len(toks))
+            # the longest prompts first: they need the most passes
+            def left(r: _Row) -> int:
+                return self.vstates[r.index].filled - self.vstates[r.index].prefill_end
+
+            for span, chunk in self._span_chunks(todo, left):
+                items = []
+                for r in chunk:
+                    st = self.vstates[r.index]
+                    end = min(st.filled + _PREFILL_CHUNK, st.prefill_end)
+                    items.append((r, st.filled, r.prompt_ids[st.filled : end]))
+                _, new = self._verifier_pass(span, _PREFILL_CHUNK, items)
+                for j, (r, start, toks) in enumerate(items):
+                    self._commit(self.vstates[r.index], new, j, start, len(toks))
             todo = [r for r in todo
                     if self.vstates[r.index].filled < self.vstates[r.index].prefill_end]
 
@@ -617,29 +628,24 @@ class _Engine:
         one pass per ``verify_batch`` requests of the same span. Returns, per row, how
         many candidates were accepted.
         """
-        cfg = self.cfg
-        w = cfg.verify_every
+        w = self.cfg.verify_every
         accepted: dict[int, int] = {}
-        by_span: dict[int, list[int]] = {}
-        for i in active:
-            by_span.setdefault(self._vstate(rows[i]).span, []).append(i)
-        for span, members in sorted(by_span.items()):
-            for s in range(0, len(members), cfg.verify_batch):
-                chunk = members[s : s + cfg.verify_batch]
-                items = []
-                for i in chunk:
-                    r, st = rows[i], self.vstates[rows[i].index]
-                    seq = r.prompt_ids + r.tokens + cands[i][:-1]
-                    items.append((r, st.filled, seq[st.filled : st.filled + w]))
-                logits, new = self._verifier_pass(span, w, items)
-                for j, i in enumerate(chunk):
-                    r, st = rows[i], self.vstates[rows[i].index]
-                    base = len(r.prompt_ids) + len(r.tokens) - 1 - st.filled
-                    accepted[i] = self._accept(r, cands[i], logits[j, base:])
-                    # all W inputs verified: the block enters the cache, the next starts
-                    verified = len(r.prompt_ids) + len(r.tokens)
-                    if verified > st.filled + w and st.filled + w <= st.span:
-                        self._commit(st, new, j, st.filled, w)
+        slot = {rows[i].index: i for i in active}
+        for span, chunk in self._span_chunks([rows[i] for i in active]):
+            items = []
+            for r in chunk:
+                st = self.vstates[r.index]
+                seq = r.prompt_ids + r.tokens + cands[slot[r.index]][:-1]
+                items.append((r, st.filled, seq[st.filled : st.filled + w]))
+            logits, new = self._verifier_pass(span, w, items)
+            for j, r in enumerate(chunk):
+                i, st = slot[r.index], self.vstates[r.index]
+                base = len(r.prompt_ids) + len(r.tokens) - 1 - st.filled
+                accepted[i] = self._accept(r, cands[i], logits[j, base:])
+                # all W inputs verified: the block enters the cache, the next starts
+                verified = len(r.prompt_ids) + len(r.tokens)
+                if verified > st.filled + w and st.filled + w <= st.span:
+                    self._commit(st, new, j, st.filled, w)
         return accepted
 
     def decode_verifier(self, rows: list[_Row]) -> None:
@@ -654,27 +660,22 @@ class _Engine:
         self.prefill_verifier(rows)  # with W = 1 the prefill stops before the last prompt token
         active = list(rows)
         while active:
-            by_span: dict[int, list[_Row]] = {}
-            for r in active:
-                by_span.setdefault(self.vstates[r.index].span, []).append(r)
-            for span, members in sorted(by_span.items()):
-                for s in range(0, len(members), self.cfg.verify_batch):
-                    chunk = members[s : s + self.cfg.verify_batch]
-                    items = []
-                    for r in chunk:
-                        st = self.vstates[r.index]
-                        items.append((r, st.filled, [(r.prompt_ids + r.tokens)[st.filled]]))
-                    logits, new = self._verifier_pass(span, 1, items)
-                    self.stats.forward_passes += 1
-                    for j, r in enumerate(chunk):
-                        st = self.vstates[r.index]
-                        t, lp = self._choose(r, logits[j, 0], len(r.tokens))
-                        self.stats.tokens_verified += 1
-                        r.tokens.append(t)
-                        r.logprobs.append(lp)
-                        if st.filled + 1 <= st.span:
-                            self._commit(st, new, j, st.filled, 1)
-                        self._finish_if_done(r)
+            for span, chunk in self._span_chunks(active):
+                items = []
+                for r in chunk:
+                    st = self.vstates[r.index]
+                    items.append((r, st.filled, [(r.prompt_ids + r.tokens)[st.filled]]))
+                logits, new = self._verifier_pass(span, 1, items)
+                self.stats.forward_passes += 1
+                for j, r in enumerate(chunk):
+                    st = self.vstates[r.index]
+                    t, lp = self._choose(r, logits[j, 0], len(r.tokens))
+                    self.stats.tokens_verified += 1
+                    r.tokens.append(t)
+                    r.logprobs.append(lp)
+                    if st.filled + 1 <= st.span:
+                        self._commit(st, new, j, st.filled, 1)
+                    self._finish_if_done(r)
             for r in active:
                 if r.done:
                     self.vstates.pop(r.index, None)
@@ -739,21 +740,7 @@ class _Engine:
                 for j, i in enumerate(chunk):
                     r = rows[i]
                     base = len(r.prompt_ids) + len(r.tokens) - 1
-                    a = 0
-                    new_tokens, new_lps = [], []
-                    for k, c in enumerate(cands[i]):
-                        t, lp = self._choose(r, logits[j, base + k], len(r.tokens) + k)
-                        self.stats.tokens_verified += 1
-                        new_tokens.append(t)
-                        new_lps.append(lp)
-                        if t != c:
-                            self.stats.rollbacks += 1
-                            self.stats.regenerated_tokens += len(cands[i]) - k
-                            break
-                        a += 1
-                    r.tokens += new_tokens
-                    r.logprobs += new_lps
-                    accepted[i] = a
+                    accepted[i] = self._accept(r, cands[i], logits[j, base:])
         return accepted
 
 
