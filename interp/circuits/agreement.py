@@ -1,0 +1,74 @@
+"""How well attribution patching recovers exact patching.
+
+Over every component of a family: Spearman's rank correlation between the two
+methods' mean effects, and the recall of the exact top-k components (ranked by
+``|effect - baseline|``) among the approximation's top-k. Each comes with a
+percentile-bootstrap interval over pairs: the pairs are resampled and both methods'
+means recomputed on the same resample.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from jaxtyping import Float
+from scipy import stats as sps
+from torch import Tensor
+
+from interp.circuits.results import Agreement, Effects
+from interp.stats.intervals import bootstrap_ci
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho (scipy); NaN when either side is constant."""
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan
+    rho = sps.spearmanr(x, y)[0]
+    return float(np.asarray(rho, dtype=np.float64))
+
+
+def recall_at_k(exact: np.ndarray, approx: np.ndarray, baseline: float, k: int) -> float:
+    """Fraction of the exact top-``k`` (by ``|effect - baseline|``) in the approximation's."""
+    k = min(k, exact.size)
+    top_e = set(np.argsort(-np.abs(exact - baseline), kind="stable")[:k].tolist())
+    top_a = set(np.argsort(-np.abs(approx - baseline), kind="stable")[:k].tolist())
+    return len(top_e & top_a) / k
+
+
+def compare(
+    exact: Effects,
+    approx: Effects,
+    baseline: float,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> Agreement:
+    """Spearman and recall@10/30 of ``approx`` against ``exact``, with bootstrap CIs."""
+    e: Float[Tensor, "pairs comps"] = exact.normalised.reshape(exact.normalised.shape[0], -1)
+    a: Float[Tensor, "pairs comps"] = approx.normalised.reshape(e.shape[0], -1)
+    en, an = e.double().numpy(), a.double().numpy()
+    n = en.shape[0]
+
+    def stat(fn):
+        return lambda idx: fn(en[idx].mean(0), an[idx].mean(0))
+
+    rho = spearman(en.mean(0), an.mean(0))
+    r10 = recall_at_k(en.mean(0), an.mean(0), baseline, 10)
+    r30 = recall_at_k(en.mean(0), an.mean(0), baseline, 30)
+    return Agreement(
+        method=approx.method,
+        n_components=int(en.shape[1]),
+        spearman=rho,
+        spearman_ci95=bootstrap_ci(stat(spearman), n, n_resamples=n_boot, seed=seed),
+        recall_at_10=r10,
+        recall_at_10_ci95=bootstrap_ci(
+            stat(lambda x, y: recall_at_k(x, y, baseline, 10)), n, n_resamples=n_boot, seed=seed
+        ),
+        recall_at_30=r30,
+        recall_at_30_ci95=bootstrap_ci(
+            stat(lambda x, y: recall_at_k(x, y, baseline, 30)), n, n_resamples=n_boot, seed=seed
+        ),
+        seconds_exact=exact.seconds,
+        seconds_approx=approx.seconds,
+    )

@@ -1,0 +1,255 @@
+"""Attribution patching: AtP and AtP*, first-order estimates of exact patching.
+
+**AtP** (Nanda 2023; Kramár et al. 2024): the effect of patching component ``c`` is
+estimated as ``(a_src - a_base) · dLD/da`` with the gradient taken at the base run
+(the corrupted run when denoising). One forward of the source run, one forward and
+one backward of the base run, for every component of the family at once.
+
+**AtP*** (Kramár et al. 2024, the *QK fix*; their GradDrop is not implemented) is
+for the ``heads`` family. A head's output ``z = A(q, k) v`` changes through its values,
+its queries and its keys. The value path stays linear (``dLD/dz · A Δv``). The query and
+key paths do not linearise the attention softmax, which is where AtP misses effects of
+saturated heads: the softmax is recomputed with the source queries (for each query
+position) or the source key (for each key position, one at a time, in closed form), and
+the exact change of the pattern ``ΔA`` is multiplied by ``dLD/dA``. The three paths are
+summed per head (or per position: queries by query position, keys and values by key
+position).
+
+Both return the estimated change of the raw logit difference, ``[pairs, components]``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from interp.circuits.patching import (
+    Component,
+    HookFn,
+    family_hook,
+    ld_direction,
+    run_ld,
+)
+from interp.circuits.tasks import TokenizedTask
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
+
+
+def _adder(delta: Tensor, store: dict[str, Tensor], name: str) -> HookFn:
+    def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+        store[name] = t.detach()
+        return t + delta.to(t.dtype)
+
+    return hook
+
+
+def _keeper(store: dict[str, Tensor], name: str) -> HookFn:
+    def keep(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+        store[name] = t.detach()
+        return t
+
+    return keep
+
+
+def _gradients(
+    model: Model,
+    tt: TokenizedTask,
+    sl: slice,
+    ids: Tensor,
+    names: Sequence[str],
+    shapes: dict[str, tuple[int, ...]],
+) -> tuple[dict[str, Tensor], dict[str, Tensor], Tensor]:
+    """Activations at ``names`` on ``ids`` and the gradient of the summed LD w.r.t. them."""
+    deltas = {n: torch.zeros(shapes[n], device=ids.device, requires_grad=True) for n in names}
+    acts: dict[str, Tensor] = {}
+    hooks = [(n, _adder(deltas[n], acts, n)) for n in names]
+    d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
+    with torch.enable_grad():
+        ld, _ = run_ld(model, ids[sl], tt.attention_mask[sl], d, hooks)
+        grads = torch.autograd.grad(ld.sum(), [deltas[n] for n in names], allow_unused=True)
+    out = {}
+    for n, g in zip(names, grads, strict=True):
+        out[n] = torch.zeros_like(deltas[n]) if g is None else g.detach()
+    return acts, out, ld.detach()
+
+
+def _reduce(
+    family: str,
+    per_token: Float[Tensor, "b width ..."],
+    comps: Sequence[Component],
+    layer_of: dict[int, int],
+    tt: TokenizedTask,
+    sl: slice,
+) -> Tensor:
+    """Token-level scores ``[b, layer, width(, H)]`` → component scores ``[b, comps]``."""
+    pos_mask = tt.position_mask[sl].to(per_token.dtype)  # [b, P, width]
+    att = tt.attention_mask[sl].to(per_token.dtype)  # [b, width]
+    b = per_token.shape[0]
+    out = torch.empty(b, len(comps), dtype=per_token.dtype, device=per_token.device)
+    for j, c in enumerate(comps):
+        x = per_token[:, layer_of[c.layer]]
+        if family == "heads":
+            x = x[..., c.head]
+        w = pos_mask[:, c.position] if c.position >= 0 else att
+        out[:, j] = (x * w).sum(-1)
+    return out
+
+
+def atp(
+    model: Model,
+    tt: TokenizedTask,
+    family: str,
+    comps: Sequence[Component],
+    *,
+    direction: str = "denoise",
+    batch_size: int = 16,
+    progress: bool | None = None,
+) -> Float[Tensor, "pairs components"]:
+    """AtP estimate of the change in raw logit difference for each (pair, component)."""
+    base_ids, src_ids = (
+        (tt.corrupted_ids, tt.clean_ids) if direction == "denoise"
+        else (tt.clean_ids, tt.corrupted_ids)
+    )
+    layers = sorted({c.layer for c in comps})
+    names = [family_hook(family, layer) for layer in layers]
+    layer_of = {layer: i for i, layer in enumerate(layers)}
+    out = []
+    with make_progress(enabled=progress) as bar:
+        task = bar.add_task(f"AtP {family}", total=len(tt), info="")
+        for s in range(0, len(tt), batch_size):
+            sl = slice(s, s + batch_size)
+            with torch.no_grad():
+                d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
+                _, src = run_ld(model, src_ids[sl], tt.attention_mask[sl], d, capture=names)
+            shapes = {n: tuple(src[n].shape) for n in names}
+            base, grads, _ = _gradients(model, tt, sl, base_ids, names, shapes)
+            per_layer = []
+            for n in names:
+                prod = (src[n].float() - base[n].float()) * grads[n].float()
+                per_layer.append(prod.sum(-1))  # [b, width] or [b, width, H]
+            per_token = torch.stack(per_layer, 1)
+            out.append(_reduce(family, per_token, comps, layer_of, tt, sl).cpu())
+            bar.advance(task, per_token.shape[0])
+    return torch.cat(out)
+
+
+def _attn_scale(model: Model, layer: int) -> float:
+    attn = model.bridge.blocks[layer].attn
+    module = getattr(attn, "_original_component", attn)
+    scale = getattr(module, "scaling", None)
+    if scale is None:
+        return 1.0 / math.sqrt(int(model.bridge.cfg.d_head))
+    return float(scale)
+
+
+def _masked_softmax(scores: Tensor, allowed: Tensor) -> Tensor:
+    s = scores.masked_fill(~allowed, -math.inf)
+    a = torch.softmax(s, dim=-1)
+    return torch.nan_to_num(a, nan=0.0)  # fully masked (padding) query rows
+
+
+def atp_star(
+    model: Model,
+    tt: TokenizedTask,
+    comps: Sequence[Component],
+    *,
+    direction: str = "denoise",
+    batch_size: int = 16,
+    progress: bool | None = None,
+) -> Float[Tensor, "pairs components"]:
+    """AtP* (QK fix) estimate for the ``heads`` family, per (pair, component)."""
+    if any(c.head < 0 for c in comps):
+        raise InterpError("atp-star applies to the heads family only (it fixes a head's softmax)")
+    base_ids, src_ids = (
+        (tt.corrupted_ids, tt.clean_ids) if direction == "denoise"
+        else (tt.clean_ids, tt.corrupted_ids)
+    )
+    cfg = model.bridge.cfg
+    n_heads = int(cfg.n_heads)
+    layers = sorted({c.layer for c in comps})
+    layer_of = {layer: i for i, layer in enumerate(layers)}
+
+    def qkv(layer: int) -> list[str]:
+        return [f"blocks.{layer}.attn.hook_rot_q", f"blocks.{layer}.attn.hook_rot_k",
+                f"blocks.{layer}.attn.hook_v"]
+
+    cap = [n for layer in layers for n in qkv(layer)]
+    z_names = [f"blocks.{layer}.attn.hook_z" for layer in layers]
+    a_names = [f"blocks.{layer}.attn.hook_pattern" for layer in layers]
+    out = []
+    with make_progress(enabled=progress) as bar:
+        task = bar.add_task("AtP* heads", total=len(tt), info="")
+        for s in range(0, len(tt), batch_size):
+            sl = slice(s, s + batch_size)
+            mask = tt.attention_mask[sl]
+            b, width = mask.shape
+            with torch.no_grad():
+                d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
+                _, src = run_ld(model, src_ids[sl], mask, d, capture=cap)
+            shapes = {n: (b, width, n_heads, int(cfg.d_head)) for n in z_names}
+            shapes |= {n: (b, n_heads, width, width) for n in a_names}
+            # The base run's q, k, v come from plain captures alongside the gradient hooks.
+            base_qkv: dict[str, Tensor] = {}
+            deltas = {n: torch.zeros(shapes[n], device=mask.device, requires_grad=True)
+                      for n in [*z_names, *a_names]}
+            acts: dict[str, Tensor] = {}
+            hooks = [(n, _adder(deltas[n], acts, n)) for n in [*z_names, *a_names]]
+
+            hooks += [(n, _keeper(base_qkv, n)) for n in cap]
+            with torch.enable_grad():
+                ld, _ = run_ld(model, base_ids[sl], mask, d, hooks)
+                grads = torch.autograd.grad(ld.sum(), [deltas[n] for n in [*z_names, *a_names]],
+                                            allow_unused=True)
+            g = {n: (torch.zeros(shapes[n]) if gr is None else gr.detach().double())
+                 for n, gr in zip([*z_names, *a_names], grads, strict=True)}
+            causal = torch.ones(width, width, dtype=torch.bool, device=mask.device).tril()
+            allowed = causal[None, None] & mask[:, None, None, :]  # [b, 1, q, k]
+            per_layer_head = []
+            for layer in layers:
+                qn, kn, vn = qkv(layer)
+                q0, k0, v0 = (base_qkv[qn].double(), base_qkv[kn].double(), base_qkv[vn].double())
+                q1, k1, v1 = src[qn].double(), src[kn].double(), src[vn].double()
+                rep = n_heads // k0.shape[2]
+                k0, k1, v0, v1 = (x.repeat_interleave(rep, dim=2) for x in (k0, k1, v0, v1))
+                scale = _attn_scale(model, layer)
+                s00 = torch.einsum("bqhd,bkhd->bhqk", q0, k0) * scale
+                a0 = _masked_softmax(s00, allowed)
+                seen = acts[f"blocks.{layer}.attn.hook_pattern"].double()
+                if (a0 - seen).abs().max() > 1e-3:
+                    raise InterpError(
+                        f"AtP*: cannot reproduce layer {layer}'s attention pattern from its "
+                        "queries and keys (a softcap or window this code does not model)"
+                    )
+                g_a = g[f"blocks.{layer}.attn.hook_pattern"]  # [b, h, q, k]
+                g_z = g[f"blocks.{layer}.attn.hook_z"]  # [b, q, h, d]
+                # Value path, by key position.
+                value = torch.einsum("bqhd,bhqk,bkhd->bkh", g_z, a0, v1 - v0)
+                # Query path: source queries against base keys, by query position.
+                a_q = _masked_softmax(torch.einsum("bqhd,bkhd->bhqk", q1, k0) * scale, allowed)
+                query = ((a_q - a0) * g_a).sum(-1).transpose(1, 2)  # [b, q, h]
+                # Key path: one source key at a time, closed form of the softmax change.
+                s01 = torch.einsum("bqhd,bkhd->bhqk", q0, k1) * scale
+                delta = torch.where(allowed, s01 - s00, torch.zeros_like(s00))
+                ga_dot = (g_a * a0).sum(-1, keepdim=True)  # [b, h, q, 1]
+                grow = torch.expm1(delta)
+                z = 1.0 + a0 * grow
+                key_qk = (1.0 / z - 1.0) * ga_dot + g_a * a0 * grow / z
+                key_qk = torch.where(allowed, key_qk, torch.zeros_like(key_qk))
+                key = key_qk.sum(2).transpose(1, 2)  # [b, k, h]
+                per_layer_head.append((value, query, key))
+            res = torch.empty(b, len(comps), dtype=torch.float64)
+            att = mask.double()
+            pos_mask = tt.position_mask[sl].double()
+            for j, c in enumerate(comps):
+                value, query, key = per_layer_head[layer_of[c.layer]]
+                w = pos_mask[:, c.position] if c.position >= 0 else att
+                tot = value[..., c.head] + query[..., c.head] + key[..., c.head]
+                res[:, j] = (tot * w).sum(-1)
+            out.append(res.float().cpu())
+            bar.advance(task, b)
+    return torch.cat(out)

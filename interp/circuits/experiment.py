@@ -1,0 +1,172 @@
+"""``run_patch``: one patching experiment from a task to a :class:`PatchResult`.
+
+Reads and tokenizes the pairs, measures the clean and corrupted runs, leaves out the
+pairs whose clean − corrupted gap is too small to normalise, then runs the chosen
+methods over the family's components (exact patching, AtP, AtP*), compares each
+approximation with exact patching when both ran, adds direct logit attribution on
+the clean runs and the attention patterns of the top heads.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from interp.circuits.agreement import compare
+from interp.circuits.attention import run_attention
+from interp.circuits.attribution import atp, atp_star
+from interp.circuits.dla import direct_logit_attribution
+from interp.circuits.patching import EMBED, components, exact_patch, pair_lds
+from interp.circuits.results import (
+    DIRECTIONS,
+    FAMILIES,
+    METHODS,
+    AttentionConfig,
+    Effects,
+    PatchConfig,
+    PatchResult,
+    TaskSummary,
+)
+from interp.circuits.tasks import load_task, tokenize_task
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.manifest import run_manifest
+
+
+def check_config(model: Model, cfg: PatchConfig) -> list[int]:
+    """Validate ``cfg`` (one-line errors); return its layers, ascending."""
+    if cfg.family not in FAMILIES:
+        raise InterpError(f"unknown family {cfg.family!r}: use one of {', '.join(FAMILIES)}")
+    if cfg.method not in METHODS:
+        raise InterpError(f"unknown method {cfg.method!r}: use one of {', '.join(METHODS)}")
+    if cfg.direction not in DIRECTIONS:
+        raise InterpError(
+            f"unknown direction {cfg.direction!r}: use one of {', '.join(DIRECTIONS)}"
+        )
+    if cfg.method == "atp-star" and cfg.family != "heads":
+        raise InterpError("--method atp-star applies to --family heads only (its QK fix "
+                          "recomputes a head's own attention softmax)")
+    if cfg.per_position and cfg.family != "heads":
+        raise InterpError("per-position applies to --family heads (the other families are "
+                          "per position already)")
+    if cfg.batch_size < 1:
+        raise InterpError(f"batch size must be at least 1, got {cfg.batch_size}")
+    if cfg.limit is not None and cfg.limit < 1:
+        raise InterpError(f"limit must be at least 1, got {cfg.limit}")
+    if cfg.min_gap < 0:
+        raise InterpError(f"min gap must be ≥ 0, got {cfg.min_gap}")
+    return model.parse_layers(cfg.layers)
+
+
+def _effects(
+    method: str,
+    raw: Float[Tensor, "pairs comps"],
+    shape: tuple[int, ...],
+    clean: Tensor,
+    corr: Tensor,
+    seconds: float,
+) -> Effects:
+    gap = (clean - corr)[:, None]
+    norm = (raw - corr[:, None]) / gap
+    n = raw.shape[0]
+    return Effects(method, norm.reshape(n, *shape), raw.reshape(n, *shape), seconds)
+
+
+def run_patch(model: Model, config: PatchConfig, *, progress: bool | None = None) -> PatchResult:
+    """Run one patching experiment (see the module docstring)."""
+    layers = check_config(model, config)
+    task = load_task(config.task, config.limit)
+    tt_all = tokenize_task(model, task)
+    bs = config.batch_size
+    clean_all, corr_all = pair_lds(model, tt_all, bs)
+    gap = clean_all - corr_all
+    keep = [i for i in range(len(tt_all)) if abs(float(gap[i])) >= config.min_gap]
+    if not keep:
+        raise InterpError(
+            f"every pair's clean − corrupted logit difference gap is below {config.min_gap}; "
+            "nothing to normalise"
+        )
+    tt = tt_all.subset(keep)
+    clean, corr = clean_all[keep].cpu(), corr_all[keep].cpu()
+    n_heads = int(model.bridge.cfg.n_heads)
+    heads_axis = config.family == "heads"
+    comps = components(config.family, layers, n_heads, len(tt.positions), config.per_position)
+    if heads_axis:
+        shape = (len(layers), n_heads, len(tt.positions)) if config.per_position else (
+            len(layers), n_heads)
+    else:
+        shape = (len(layers), len(tt.positions))
+    denoise = config.direction == "denoise"
+    baseline = 0.0 if denoise else 1.0
+
+    exact = approx = star = None
+    embed_effect = None
+    if config.method in ("exact", "both"):
+        t0 = time.perf_counter()
+        raw = exact_patch(model, tt, config.family, comps, direction=config.direction,
+                          batch_size=bs, progress=progress)
+        exact = _effects("exact", raw, shape, clean, corr, time.perf_counter() - t0)
+        if config.family == "resid":
+            emb = components("resid", [EMBED], n_heads, len(tt.positions), False)
+            raw_e = exact_patch(model, tt, "resid", emb, direction=config.direction,
+                                batch_size=bs, progress=progress)
+            embed_effect = (raw_e - corr[:, None]) / (clean - corr)[:, None]
+    base_ld = corr if denoise else clean
+    if config.method in ("atp", "both"):
+        t0 = time.perf_counter()
+        est = atp(model, tt, config.family, comps, direction=config.direction,
+                  batch_size=bs, progress=progress)
+        approx = _effects("atp", base_ld[:, None] + est, shape, clean, corr,
+                          time.perf_counter() - t0)
+    if config.method == "atp-star" or (config.method == "both" and heads_axis):
+        t0 = time.perf_counter()
+        est = atp_star(model, tt, comps, direction=config.direction, batch_size=bs,
+                       progress=progress)
+        star = _effects("atp-star", base_ld[:, None] + est, shape, clean, corr,
+                        time.perf_counter() - t0)
+    agreement = []
+    if exact is not None:
+        for eff in (approx, star):
+            if eff is not None:
+                agreement.append(compare(exact, eff, baseline, n_boot=config.n_boot,
+                                         seed=config.seed))
+
+    dla = direct_logit_attribution(model, tt, batch_size=bs) if config.dla else None
+    summary = TaskSummary(
+        name=task.name, source=task.source, sha256=task.sha256, n_read=len(tt_all),
+        n_used=len(keep), n_left_out=len(tt_all) - len(keep),
+        left_out_reason=f"|clean LD - corrupted LD| < {config.min_gap:g}",
+        positions=list(tt.positions), clean_ld=clean.tolist(), corrupted_ld=corr.tolist(),
+    )
+    result = PatchResult(
+        config=config, task=summary, family=config.family, layers=layers,
+        positions=None if heads_axis and not config.per_position else list(tt.positions),
+        heads=list(range(n_heads)) if heads_axis else None, baseline=baseline,
+        exact=exact, atp=approx, atp_star=star, agreement=agreement,
+        embed_effect=embed_effect, dla=dla, model_id=model.model_id,
+        manifest=run_manifest(model_id=model.model_id, seed=config.seed,
+                              dataset_hash=task.sha256, config=config.to_dict()),
+    )
+    result.attention = top_head_patterns(model, result, task.pairs[keep[0]].clean)
+    return result
+
+
+def top_head_patterns(model: Model, result: PatchResult, prompt: str) -> list:
+    """Attention patterns of the result's top heads on ``prompt`` (one pair's clean prompt).
+
+    The top heads come from patching for the ``heads`` family, else from DLA.
+    """
+    k = result.config.top_heads
+    if k <= 0:
+        return []
+    heads = result.top_heads(k)
+    if not heads and result.dla is not None:
+        mean = result.dla.heads.mean(0)
+        order = torch.argsort(mean.abs().flatten(), descending=True)[:k]
+        n_heads = mean.shape[1]
+        heads = [(int(i) // n_heads, int(i) % n_heads) for i in order]
+    return [run_attention(model, AttentionConfig(prompt=prompt, layer=layer, heads=[head]))
+            for layer, head in heads]

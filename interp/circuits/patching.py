@@ -1,0 +1,268 @@
+"""Exact activation patching, batched: one row per (pair, component).
+
+For every component of a family, the corrupted prompt runs with that component's
+activation replaced by its value in the clean run (``denoise``, the default), or the
+clean prompt with the corrupted value (``noise``). Components:
+
+* ``resid``: ``blocks.L.hook_resid_post`` at one position (label) per row; the
+  embeddings (``blocks.0.hook_resid_pre``) are patched too, as ``embed_effect``;
+* ``attn`` / ``mlp``: ``blocks.L.hook_attn_out`` / ``blocks.L.hook_mlp_out`` per position;
+* ``heads``: one head's ``blocks.L.attn.hook_z`` at every position (or per position).
+
+Rows of many pairs and components share a forward pass: the hook at a layer writes
+the source values into the rows that patch that layer and leaves the others alone.
+Every pair is left-padded to the task's common width, so a row's shapes do not depend
+on which other rows share its batch. A run stops after the final norm and reads the
+answer − wrong logit difference at the last position, through the two unembedding
+rows only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from jaxtyping import Bool, Float, Int
+from torch import Tensor
+
+from interp.circuits.tasks import TokenizedTask
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
+
+#: Pseudo-layer of the embeddings (``blocks.0.hook_resid_pre``) in the resid family.
+EMBED = -1
+FINAL_NORM_HOOK = "ln_final.hook_out"
+
+HookFn = Callable[[Tensor, object], Tensor]
+
+
+class _Stop(Exception):
+    """Raised at the final norm once the last position's vector is stored."""
+
+
+def family_hook(family: str, layer: int) -> str:
+    """TransformerLens hook name of a family's activation at ``layer`` (``-1``: embeddings)."""
+    if layer == EMBED:
+        return "blocks.0.hook_resid_pre"
+    names = {
+        "resid": "blocks.{}.hook_resid_post",
+        "attn": "blocks.{}.hook_attn_out",
+        "mlp": "blocks.{}.hook_mlp_out",
+        "heads": "blocks.{}.attn.hook_z",
+    }
+    try:
+        return names[family].format(layer)
+    except KeyError:
+        raise InterpError(
+            f"unknown family {family!r}: use one of resid, attn, mlp, heads"
+        ) from None
+
+
+def unembed_weight(model: Model) -> Float[Tensor, "vocab d_model"]:
+    """The unembedding matrix (rows are tokens)."""
+    unembed = model.bridge.unembed
+    module = getattr(unembed, "_original_component", unembed)
+    return module.weight
+
+
+def ld_direction(
+    model: Model, answer: Int[Tensor, " b"], wrong: Int[Tensor, " b"]
+) -> Float[Tensor, "b d_model"]:
+    """``W_U[answer] - W_U[wrong]``: the LD is its dot with the final norm's output."""
+    w = unembed_weight(model)
+    return (w[answer] - w[wrong]).float()
+
+
+def run_ld(
+    model: Model,
+    ids: Int[Tensor, "b width"],
+    mask: Bool[Tensor, "b width"],
+    direction: Float[Tensor, "b d_model"],
+    fwd_hooks: Sequence[tuple[str, HookFn]] = (),
+    capture: Sequence[str] = (),
+) -> tuple[Float[Tensor, " b"], dict[str, Tensor]]:
+    """One forward to the final norm: the last position's logit difference, and captures.
+
+    ``capture`` names hook points stored unchanged (detached, model dtype). Runs under
+    the caller's grad mode, so AtP can differentiate through it.
+    """
+    store: dict[str, Tensor] = {}
+    final: dict[str, Tensor] = {}
+
+    def keeper(name: str) -> HookFn:
+        def keep(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+            store[name] = t.detach()
+            return t
+
+        return keep
+
+    def stop(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+        final["x"] = t[:, -1]
+        raise _Stop
+
+    hooks = [*fwd_hooks, *[(n, keeper(n)) for n in capture], (FINAL_NORM_HOOK, stop)]
+    with model.bridge.hooks(fwd_hooks=hooks):
+        try:
+            model.bridge(ids, attention_mask=mask.long(), return_type="logits")
+        except _Stop:
+            pass
+    missing = [n for n in capture if n not in store]
+    if "x" not in final or missing:
+        raise InterpError(f"hook point(s) never fired: {', '.join(missing or [FINAL_NORM_HOOK])}")
+    ld = (final["x"].float() * direction).sum(-1)
+    out = store
+    return ld, out
+
+
+@dataclass
+class Component:
+    """One patchable unit: a layer (``-1`` = embeddings), a head, a position (``-1`` = all)."""
+
+    layer: int
+    head: int = -1
+    position: int = -1
+
+
+def components(
+    family: str, layers: Sequence[int], n_heads: int, n_positions: int, per_position: bool
+) -> list[Component]:
+    """Every component of a family, layer-major (the order of the result's axes)."""
+    out: list[Component] = []
+    for layer in layers:
+        if family == "heads":
+            for h in range(n_heads):
+                if per_position:
+                    out += [Component(layer, h, p) for p in range(n_positions)]
+                else:
+                    out.append(Component(layer, h))
+        else:
+            out += [Component(layer, -1, p) for p in range(n_positions)]
+    return out
+
+
+def pair_lds(
+    model: Model, tt: TokenizedTask, batch_size: int
+) -> tuple[Float[Tensor, " pairs"], Float[Tensor, " pairs"]]:
+    """The clean and corrupted runs' logit differences, per pair."""
+    clean, corr = [], []
+    with torch.no_grad():
+        for s in range(0, len(tt), batch_size):
+            sl = slice(s, s + batch_size)
+            d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
+            clean.append(run_ld(model, tt.clean_ids[sl], tt.attention_mask[sl], d)[0])
+            corr.append(run_ld(model, tt.corrupted_ids[sl], tt.attention_mask[sl], d)[0])
+    return torch.cat(clean), torch.cat(corr)
+
+
+def cache_run(
+    model: Model,
+    ids: Int[Tensor, "pairs width"],
+    tt: TokenizedTask,
+    names: Sequence[str],
+    batch_size: int,
+) -> dict[str, Tensor]:
+    """Activations at ``names`` for every pair (no grad), ``[pairs, width, ...]``."""
+    parts: dict[str, list[Tensor]] = {n: [] for n in names}
+    with torch.no_grad():
+        for s in range(0, len(tt), batch_size):
+            sl = slice(s, s + batch_size)
+            d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
+            _, got = run_ld(model, ids[sl], tt.attention_mask[sl], d, capture=names)
+            for n in names:
+                parts[n].append(got[n])
+    return {n: torch.cat(v) for n, v in parts.items()}
+
+
+def _row_mask(
+    family: str,
+    comp: Sequence[Component],
+    pair_idx: Int[Tensor, " k"],
+    tt: TokenizedTask,
+    n_heads: int,
+) -> Bool[Tensor, "k width ..."]:
+    """Which elements of each row's activation the patch replaces."""
+    pos = torch.tensor([c.position for c in comp], device=pair_idx.device)
+    if (pos >= 0).all():
+        where = tt.position_mask[pair_idx, pos]  # [k, width]
+    else:
+        where = tt.attention_mask[pair_idx]
+    if family != "heads":
+        return where[..., None]  # broadcast over d_model
+    heads = torch.tensor([c.head for c in comp], device=pair_idx.device)
+    onehot = torch.nn.functional.one_hot(heads, n_heads).bool()  # [k, H]
+    return (where[:, :, None] & onehot[:, None, :])[..., None]  # [k, width, H, 1]
+
+
+def _patch_hook(
+    rows: Tensor, src: Tensor, mask: Tensor
+) -> HookFn:
+    def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+        t = t.clone()
+        t[rows] = torch.where(mask, src.to(t.dtype), t[rows])
+        return t
+
+    return hook
+
+
+def exact_patch(
+    model: Model,
+    tt: TokenizedTask,
+    family: str,
+    comps: Sequence[Component],
+    *,
+    direction: str = "denoise",
+    batch_size: int = 32,
+    progress: bool | None = None,
+) -> Float[Tensor, "pairs components"]:
+    """Raw logit difference of every (pair, component) patched run.
+
+    ``denoise`` runs the corrupted prompts with clean activations patched in;
+    ``noise`` the clean prompts with corrupted ones. The source run is cached once.
+    """
+    base_ids, src_ids = (
+        (tt.corrupted_ids, tt.clean_ids) if direction == "denoise"
+        else (tt.clean_ids, tt.corrupted_ids)
+    )
+    layers = sorted({c.layer for c in comps})
+    names = [family_hook(family, layer) for layer in layers]
+    cache = cache_run(model, src_ids, tt, names, batch_size)
+    by_layer = dict(zip(layers, names, strict=True))
+    n_heads = int(model.bridge.cfg.n_heads)
+    n_pairs, n_comp = len(tt), len(comps)
+    out = torch.empty(n_pairs, n_comp, dtype=torch.float32)
+    total = n_pairs * n_comp
+    with torch.no_grad(), make_progress(enabled=progress) as bar:
+        task = bar.add_task(f"patching {family}", total=total, info="")
+        for start in range(0, total, batch_size):
+            flat = torch.arange(start, min(start + batch_size, total))
+            pair_idx = (flat // n_comp).to(tt.clean_ids.device)
+            comp_idx = flat % n_comp
+            hooks: list[tuple[str, HookFn]] = []
+            for layer in layers:
+                sel = [j for j in range(len(flat)) if comps[int(comp_idx[j])].layer == layer]
+                if not sel:
+                    continue
+                rows = torch.tensor(sel, device=pair_idx.device)
+                crow = [comps[int(comp_idx[j])] for j in sel]
+                mask = _row_mask(family, crow, pair_idx[rows], tt, n_heads)
+                src = cache[by_layer[layer]][pair_idx[rows]]
+                if family != "heads":
+                    mask = mask.expand(-1, -1, src.shape[-1])
+                else:
+                    mask = mask.expand(-1, -1, -1, src.shape[-1])
+                hooks.append((by_layer[layer], _patch_hook(rows, src, mask)))
+            d = ld_direction(model, tt.answer[pair_idx], tt.wrong[pair_idx])
+            ld, _ = run_ld(model, base_ids[pair_idx], tt.attention_mask[pair_idx], d, hooks)
+            out[pair_idx.cpu(), comp_idx] = ld.cpu()
+            bar.advance(task, len(flat))
+    return out
+
+
+def timed(fn: Callable[[], Tensor]) -> tuple[Tensor, float]:
+    """``fn()`` and its wall time in seconds."""
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0

@@ -1,0 +1,269 @@
+"""Clean/corrupted prompt pairs for patching: reading a task and tokenizing it.
+
+A task is a JSONL file, one pair per line::
+
+    {"clean": "When Mary and John went to the store, John gave a drink to",
+     "corrupted": "When Mary and John went to the store, Mary gave a drink to",
+     "answer": " Mary", "wrong": " John",
+     "labels": [["start", 0, 4], ["IO", 4, 9], ..., ["END", 57, 60]]}
+
+``answer`` and ``wrong`` must be single tokens; the clean and corrupted prompts must
+tokenize to the same length (patching swaps activations position by position).
+``labels`` (optional) name character spans of the clean prompt, so that pairs of
+different lengths align by role: a *position* of a position family is a label, and
+patching it patches every token of that span. The final token is always its own
+position, ``END``. Without labels, positions are counted from the end (``END``,
+``END-1``, ...), as many as the shortest pair has tokens.
+
+Shipped tasks live in ``datasets/circuits/`` (``ioi``, ``capitals``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from jaxtyping import Bool, Int
+from torch import Tensor
+
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.manifest import sha256_file
+from interp.runs.paths import datasets_dir
+
+END = "END"
+_KEYS = ("clean", "corrupted", "answer", "wrong")
+
+
+@dataclass
+class Pair:
+    """One clean/corrupted pair and the two tokens its metric compares."""
+
+    clean: str
+    corrupted: str
+    answer: str
+    wrong: str
+    labels: list[tuple[str, int, int]] | None = None
+
+
+@dataclass
+class Task:
+    """The pairs of one task file."""
+
+    name: str
+    source: str
+    sha256: str
+    pairs: list[Pair]
+
+
+def shipped_tasks() -> list[str]:
+    """Names of the tasks in ``datasets/circuits/``."""
+    folder = datasets_dir() / "circuits"
+    return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def _parse_labels(raw: object, where: str, text: str) -> list[tuple[str, int, int]]:
+    if not isinstance(raw, list) or not raw:
+        raise InterpError(f"{where}: 'labels' must be a non-empty list of [label, start, end]")
+    out: list[tuple[str, int, int]] = []
+    pos = 0
+    for item in raw:
+        if (not isinstance(item, list) or len(item) != 3 or not isinstance(item[0], str)
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in item[1:])):
+            raise InterpError(f"{where}: each label must be [name, start, end], got {item!r}")
+        name, start, end = item
+        if start != pos or end <= start:
+            raise InterpError(
+                f"{where}: label spans must be contiguous and non-empty from 0; "
+                f"{name!r} is [{start}, {end}) after position {pos}"
+            )
+        out.append((name, start, end))
+        pos = end
+    if pos != len(text):
+        raise InterpError(
+            f"{where}: labels cover {pos} characters of a {len(text)}-character prompt"
+        )
+    return out
+
+
+def load_task(spec: str, limit: int | None = None) -> Task:
+    """A shipped task by name (``"ioi"``) or a JSONL file of pairs; the first ``limit``."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise InterpError("empty task: give a shipped task name or a JSONL file")
+    path = Path(spec)
+    if not (spec.endswith(".jsonl") or path.exists()):
+        names = shipped_tasks()
+        if spec not in names:
+            raise InterpError(
+                f"unknown task {spec!r}: use one of {', '.join(names) or '(none shipped)'}"
+                " or a JSONL file of pairs"
+            )
+        path = datasets_dir() / "circuits" / f"{spec}.jsonl"
+    if not path.is_file():
+        raise InterpError(f"task file not found: {path}")
+    pairs: list[Pair] = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path.name} line {n}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InterpError(f"{where}: not valid JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise InterpError(f"{where}: each line must be a JSON object")
+            missing = [k for k in _KEYS if not isinstance(row.get(k), str) or not row[k]]
+            if missing:
+                raise InterpError(f"{where}: missing or empty {', '.join(missing)}")
+            if row["answer"] == row["wrong"]:
+                raise InterpError(f"{where}: answer and wrong are the same token {row['answer']!r}")
+            labels = row.get("labels")
+            pairs.append(Pair(
+                clean=row["clean"], corrupted=row["corrupted"], answer=row["answer"],
+                wrong=row["wrong"],
+                labels=None if labels is None else _parse_labels(labels, where, row["clean"]),
+            ))
+            if limit is not None and len(pairs) >= limit:
+                break
+    if not pairs:
+        raise InterpError(f"task file {path} holds no pairs")
+    has_labels = {p.labels is not None for p in pairs}
+    if len(has_labels) > 1:
+        raise InterpError(f"{path.name}: some pairs have labels and some do not")
+    name = path.stem if path.parent.name == "circuits" else str(path)
+    return Task(name=name, source=str(path), sha256=sha256_file(path), pairs=pairs)
+
+
+@dataclass
+class TokenizedTask:
+    """A task as token ids, left-padded to one width so that every batch shares it.
+
+    ``position_mask[i, p, t]`` says whether padded token ``t`` of pair ``i`` belongs to
+    position ``p`` (a label); the final token (index ``width - 1``) is ``END``.
+    """
+
+    clean_ids: Int[Tensor, "pairs width"]
+    corrupted_ids: Int[Tensor, "pairs width"]
+    attention_mask: Bool[Tensor, "pairs width"]
+    answer: Int[Tensor, " pairs"]
+    wrong: Int[Tensor, " pairs"]
+    positions: list[str]
+    position_mask: Bool[Tensor, "pairs positions width"]
+    lengths: list[int]
+
+    def __len__(self) -> int:
+        return int(self.clean_ids.shape[0])
+
+    def subset(self, idx: list[int]) -> TokenizedTask:
+        """The pairs at ``idx``, keeping the common width."""
+        t = torch.as_tensor(idx, dtype=torch.long)
+        return TokenizedTask(
+            self.clean_ids[t], self.corrupted_ids[t], self.attention_mask[t],
+            self.answer[t], self.wrong[t], list(self.positions), self.position_mask[t],
+            [self.lengths[i] for i in idx],
+        )
+
+
+def _single_token(model: Model, text: str, where: str) -> int:
+    ids = model.tokenizer(text, add_special_tokens=False)["input_ids"]
+    if len(ids) != 1:
+        pieces = " + ".join(repr(model.decode_token(i)) for i in ids)
+        raise InterpError(
+            f"{where}: {text!r} is {len(ids)} tokens ({pieces}); answer and wrong must be "
+            "single tokens"
+        )
+    return int(ids[0])
+
+
+def _token_labels(
+    offsets: list[tuple[int, int]], labels: list[tuple[str, int, int]]
+) -> list[str]:
+    """The label of each token: the span holding the token's last character."""
+    out = []
+    for start, end in offsets:
+        char = max(start, end - 1)
+        name = next((lab for lab, s, e in labels if s <= char < e), labels[-1][0])
+        out.append(name)
+    return out
+
+
+def tokenize_task(model: Model, task: Task) -> TokenizedTask:
+    """Token ids, answer/wrong ids and role positions of every pair (checked)."""
+    tok = model.tokenizer
+    rows_clean: list[list[int]] = []
+    rows_corr: list[list[int]] = []
+    token_labels: list[list[str]] = []
+    answers, wrongs = [], []
+    for n, pair in enumerate(task.pairs):
+        where = f"pair {n}"
+        enc = tok(pair.clean, add_special_tokens=False, return_offsets_mapping=True)
+        clean = list(enc["input_ids"])
+        corr = list(tok(pair.corrupted, add_special_tokens=False)["input_ids"])
+        if len(clean) != len(corr):
+            raise InterpError(
+                f"{where}: clean and corrupted prompts tokenize to {len(clean)} and "
+                f"{len(corr)} tokens; patching needs equal lengths (make the swapped words "
+                "the same number of tokens)"
+            )
+        if clean == corr:
+            raise InterpError(f"{where}: clean and corrupted prompts are the same tokens")
+        answers.append(_single_token(model, pair.answer, f"{where} answer"))
+        wrongs.append(_single_token(model, pair.wrong, f"{where} wrong"))
+        if pair.labels is not None:
+            labs = _token_labels([tuple(o) for o in enc["offset_mapping"]], pair.labels)
+            labs[-1] = END
+        else:
+            labs = []
+        rows_clean.append(clean)
+        rows_corr.append(corr)
+        token_labels.append(labs)
+
+    if task.pairs[0].labels is not None:
+        order: list[str] = []
+        for lab in token_labels[0]:
+            if lab not in order:
+                order.append(lab)
+        for n, labs in enumerate(token_labels):
+            seq = []
+            for lab in labs:
+                if lab not in seq:
+                    seq.append(lab)
+            if seq != order:
+                raise InterpError(
+                    f"pair {n}: its tokens' labels run {seq}, pair 0's run {order}; every pair "
+                    "of a task needs the same label sequence"
+                )
+        positions = order
+    else:
+        shortest = min(len(r) for r in rows_clean)
+        positions = [END if k == 0 else f"END-{k}" for k in reversed(range(shortest))]
+
+    width = max(len(r) for r in rows_clean)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    n = len(rows_clean)
+    clean_ids = torch.full((n, width), pad, dtype=torch.long)
+    corr_ids = torch.full((n, width), pad, dtype=torch.long)
+    mask = torch.zeros((n, width), dtype=torch.bool)
+    pos_mask = torch.zeros((n, len(positions), width), dtype=torch.bool)
+    for i, (c, k) in enumerate(zip(rows_clean, rows_corr, strict=True)):
+        off = width - len(c)
+        clean_ids[i, off:] = torch.tensor(c)
+        corr_ids[i, off:] = torch.tensor(k)
+        mask[i, off:] = True
+        if token_labels[i]:
+            for j, lab in enumerate(token_labels[i]):
+                pos_mask[i, positions.index(lab), off + j] = True
+        else:
+            for p in range(len(positions)):
+                pos_mask[i, p, width - len(positions) + p] = True
+    return TokenizedTask(
+        clean_ids=clean_ids.to(model.device), corrupted_ids=corr_ids.to(model.device),
+        attention_mask=mask.to(model.device),
+        answer=torch.tensor(answers, device=model.device),
+        wrong=torch.tensor(wrongs, device=model.device),
+        positions=positions, position_mask=pos_mask.to(model.device),
+        lengths=[len(r) for r in rows_clean],
+    )
