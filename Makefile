@@ -35,6 +35,7 @@ bench: setup
 	$(BIN)/python bench/generate.py
 	$(BIN)/python bench/probe.py
 	$(BIN)/python bench/steering.py
+	$(BIN)/python bench/patching.py
 	$(BIN)/python bench/tuned_lens.py
 	$(BIN)/python bench/sae.py throughput
 	$(BIN)/python bench/sae.py memory
@@ -59,6 +60,10 @@ accept: setup
 		--out accept-out/sae-run
 	$(BIN)/interp sae eval accept-out/sae-run --out accept-out/sae
 	$(BIN)/interp sae browse accept-out/sae-run --out accept-out/sae-browser
+	$(BIN)/interp patch --task ioi --family heads --method both --limit 100 \
+		--out accept-out/patch-ioi-heads
+	$(BIN)/interp patch --task capitals --family resid --method both --limit 100 \
+		--out accept-out/patch-capitals-resid
 	$(BIN)/python scripts/compare_probe_solvers.py
 	$(BIN)/python scripts/check_acceptance.py accept-out
 

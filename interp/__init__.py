@@ -37,6 +37,12 @@ from interp.models.loading import Model, list_models, load
 #: Entry points imported on first use (PEP 562), so that ``import interp`` (and every
 #: CLI start) does not pay for scikit-learn, VADER and the trainers it may not need.
 _LAZY = {
+    "PatchConfig": ("interp.circuits.results", "PatchConfig"),
+    "PatchResult": ("interp.circuits.results", "PatchResult"),
+    "AttentionConfig": ("interp.circuits.results", "AttentionConfig"),
+    "AttentionResult": ("interp.circuits.results", "AttentionResult"),
+    "run_patch": ("interp.circuits.experiment", "run_patch"),
+    "run_attention": ("interp.circuits.attention", "run_attention"),
     "LensEvalConfig": ("interp.lenses.evaluation", "EvalConfig"),
     "LensEval": ("interp.lenses.evaluation", "LensEval"),
     "evaluate_lenses": ("interp.lenses.evaluation", "evaluate_lenses"),
@@ -66,6 +72,14 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from interp.circuits.attention import run_attention
+    from interp.circuits.experiment import run_patch
+    from interp.circuits.results import (
+        AttentionConfig,
+        AttentionResult,
+        PatchConfig,
+        PatchResult,
+    )
     from interp.lenses.evaluation import EvalConfig as LensEvalConfig
     from interp.lenses.evaluation import LensEval, evaluate_lenses, evaluate_tuned_lens
     from interp.lenses.training import TrainConfig as TunedLensTrainConfig
@@ -104,6 +118,8 @@ __all__ = [
     "AblationConfig",
     "AblationResult",
     "Activations",
+    "AttentionConfig",
+    "AttentionResult",
     "CaptureConfig",
     "CaptureResult",
     "GenerationConfig",
@@ -116,6 +132,8 @@ __all__ = [
     "LensResult",
     "LogitLens",
     "Model",
+    "PatchConfig",
+    "PatchResult",
     "ProbeConfig",
     "ProbeResult",
     "SteeringVector",
@@ -141,6 +159,8 @@ __all__ = [
     "run_capture",
     "run_lens",
     "run_lenses",
+    "run_patch",
+    "run_attention",
     "run_probe",
     "run_sweep",
     "steer",

@@ -45,6 +45,9 @@ def main(root: str = "accept-out") -> int:
     tl_path = Path(root) / "tuned-lens" / "results.json"
     if tl_path.exists():
         _check_tuned_lens(json.loads(tl_path.read_text()), check)
+    patch_path = Path(root) / "patch-ioi-heads" / "results.json"
+    if patch_path.exists():
+        _check_patching(json.loads(patch_path.read_text()), check)
     sae_path = Path(root) / "sae" / "results.json"
     if sae_path.exists():
         _check_sae(json.loads(sae_path.read_text()), check)
@@ -112,6 +115,22 @@ def _check_tuned_lens(res: dict, check) -> None:  # noqa: ANN001
     minutes = (res.get("training") or {}).get("elapsed_s", float("nan")) / 60
     check("tuned lens: trained in ≤ 30 CPU minutes", minutes <= 30,
           f"{minutes:.1f} min of training")
+
+
+def _check_patching(r: dict, check) -> None:  # noqa: ANN001
+    """Issue 17's figures from `interp patch --task ioi --family heads --method both`."""
+    half = r["split_half"]
+    check("patching: IOI top-10 heads overlap across disjoint halves of the pairs well above "
+          "chance", half["overlap"] >= 5,
+          f"{half['overlap']}/{half['k']} (chance {half['chance']:.2f}; {half['n_a']} and "
+          f"{half['n_b']} pairs): {half['top_a']} vs {half['top_b']}")
+    lo = r["spearman_ci95"][0]
+    check("patching: AtP ranks heads like exact patching (Spearman CI above 0.5)", lo > 0.5,
+          f"Spearman {r['spearman']:.3f} (95% CI {lo:.3f}–{r['spearman_ci95'][1]:.3f}), "
+          f"recall@10 {r['recall_at_10']:.2f}, recall@30 {r['recall_at_30']:.2f}; "
+          f"{r['seconds_exact']:.0f} s exact vs {r['seconds_atp']:.1f} s AtP")
+    check("patching: DLA sums to the logit difference", r["dla"]["max_sum_error"] < 1e-3,
+          f"max |sum - LD| = {r['dla']['max_sum_error']:.1e}")
 
 
 def _check_sae(r: dict, check) -> None:  # noqa: ANN001

@@ -16,7 +16,7 @@ from jaxtyping import Float
 from scipy import stats as sps
 from torch import Tensor
 
-from interp.circuits.results import Agreement, Effects
+from interp.circuits.results import Agreement, Effects, SplitHalf
 from interp.stats.intervals import bootstrap_ci
 
 
@@ -72,3 +72,20 @@ def compare(
         seconds_exact=exact.seconds,
         seconds_approx=approx.seconds,
     )
+
+
+def split_half(
+    effects: Effects, baseline: float, names: list[str], k: int = 10
+) -> SplitHalf | None:
+    """Top-``k`` components on the even- and on the odd-numbered pairs, and their overlap."""
+    per_pair = effects.normalised.reshape(effects.normalised.shape[0], -1).double().numpy()
+    n = per_pair.shape[0]
+    if n < 4:
+        return None
+    k = min(k, per_pair.shape[1])
+    tops = []
+    for half in (per_pair[0::2], per_pair[1::2]):
+        order = np.argsort(-np.abs(half.mean(0) - baseline), kind="stable")[:k]
+        tops.append([names[int(i)] for i in order])
+    return SplitHalf(k=k, top_a=tops[0], top_b=tops[1], overlap=len(set(tops[0]) & set(tops[1])),
+                     chance=k * k / per_pair.shape[1], n_a=(n + 1) // 2, n_b=n // 2)

@@ -15,7 +15,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.circuits.agreement import compare
+from interp.circuits.agreement import compare, split_half
 from interp.circuits.attention import run_attention
 from interp.circuits.attribution import atp, atp_star
 from interp.circuits.dla import direct_logit_attribution
@@ -150,6 +150,8 @@ def run_patch(model: Model, config: PatchConfig, *, progress: bool | None = None
         manifest=run_manifest(model_id=model.model_id, seed=config.seed,
                               dataset_hash=task.sha256, config=config.to_dict()),
     )
+    if exact is not None:
+        result.split_half = split_half(exact, baseline, result.component_names())
     result.attention = top_head_patterns(model, result, task.pairs[keep[0]].clean)
     return result
 

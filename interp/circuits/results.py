@@ -168,6 +168,26 @@ class Agreement:
 
 
 @dataclass
+class SplitHalf:
+    """Are the top components stable? The exact top-``k`` on two disjoint halves of the pairs.
+
+    Halves are the even- and odd-numbered pairs; ``chance`` is the overlap expected of two
+    random top-``k`` sets among ``n_components`` (``k² / n``).
+    """
+
+    k: int
+    top_a: list[str]
+    top_b: list[str]
+    overlap: int
+    chance: float
+    n_a: int
+    n_b: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class DLAResult:
     """Direct logit attribution of the clean runs' answer − wrong logit difference.
 
@@ -267,6 +287,7 @@ class PatchResult:
     atp_star: Effects | None = None
     agreement: list[Agreement] = field(default_factory=list)
     embed_effect: Float[Tensor, "pairs positions"] | None = None
+    split_half: SplitHalf | None = None
     dla: DLAResult | None = None
     attention: list[AttentionResult] = field(default_factory=list)
     model_id: str = ""
@@ -352,6 +373,8 @@ class PatchResult:
                 out[prefix + key] = getattr(agr, key)
                 out[prefix + key + "_ci95"] = getattr(agr, key + "_ci95")
         out["agreement"] = [a.to_dict() for a in self.agreement]
+        if self.split_half is not None:
+            out["split_half"] = self.split_half.to_dict()
         if self.dla is not None:
             out["dla"] = self.dla.to_dict()
         out["top_components"] = [{"component": n, "effect": e} for n, e in self.top_components(10)]

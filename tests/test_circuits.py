@@ -1,0 +1,318 @@
+"""Activation patching, AtP, AtP*, DLA: tiny random model (fast) and the real model (slow)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from interp.circuits import (
+    PatchConfig,
+    Task,
+    atp,
+    atp_star,
+    components,
+    direct_logit_attribution,
+    exact_patch,
+    load_task,
+    pair_lds,
+    run_patch,
+    tokenize_task,
+)
+from interp.circuits.attribution import key_path
+from interp.circuits.patching import EMBED, ld_direction, run_ld
+from interp.circuits.tasks import Pair
+from interp.errors import InterpError
+
+# Tiny-model pairs: one word differs (one position); the prompts differ in length.
+FOX = ("The quick brown fox jumps over the lazy", "The quick brown dog jumps over the lazy")
+
+
+def _task(pairs: list[Pair]) -> Task:
+    return Task("test", "test", "0" * 64, pairs)
+
+
+@pytest.fixture(scope="module")
+def tiny_pairs() -> list[Pair]:
+    fox = Pair(FOX[0], FOX[1], " dog", " fox",
+               [("start", 0, 15), ("animal", 15, 19), ("rest", 19, 34), ("END", 34, 39)])
+    cap = Pair("The capital of France is the", "The capital of Italy is the", " Paris", " Rome",
+               [("start", 0, 14), ("animal", 14, 21), ("rest", 21, 24), ("END", 24, 28)])
+    return [fox, cap]
+
+
+@pytest.fixture(scope="module")
+def tiny_tt(tiny_model, tiny_pairs):
+    return tokenize_task(tiny_model, _task(tiny_pairs))
+
+
+def _write(tmp_path: Path, rows: list[dict], name: str = "pairs.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------- tasks (fast)
+def test_positions_follow_labels_and_end_is_last(tiny_tt):
+    assert tiny_tt.positions == ["start", "animal", "rest", "END"]
+    assert tiny_tt.lengths[0] != tiny_tt.lengths[1]  # different lengths align by role
+    # every real token belongs to exactly one position; END is the final token only
+    counts = tiny_tt.position_mask.sum(1)
+    assert torch.equal(counts.bool(), tiny_tt.attention_mask)
+    assert (counts <= 1).all()
+    assert tiny_tt.position_mask[:, -1].sum(-1).tolist() == [1, 1]
+    assert tiny_tt.position_mask[:, -1, -1].all()
+
+
+def test_unlabelled_pairs_count_positions_from_the_end(tiny_model, tiny_pairs):
+    pairs = [replace(p, labels=None) for p in tiny_pairs]
+    tt = tokenize_task(tiny_model, _task(pairs))
+    shortest = min(tt.lengths)
+    assert tt.positions[-1] == "END" and tt.positions[0] == f"END-{shortest - 1}"
+    assert len(tt.positions) == shortest
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"clean": "The capital of France is", "corrupted": "The capital of the Italy is",
+      "answer": " Paris", "wrong": " Rome"}, "tokenize to 5 and 6 tokens"),
+    ({"clean": "The capital of France is", "corrupted": "The capital of Italy is",
+      "answer": " Parisian", "wrong": " Rome"}, "must be single tokens"),
+    ({"clean": "The capital of France is", "corrupted": "The capital of France is",
+      "answer": " Paris", "wrong": " Rome"}, "are the same tokens"),
+])
+def test_bad_pairs_fail_with_one_line(tiny_model, tmp_path, row, message):
+    task = load_task(str(_write(tmp_path, [row])))
+    with pytest.raises(InterpError, match=message) as err:
+        tokenize_task(tiny_model, task)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_task_files(tmp_path):
+    with pytest.raises(InterpError, match="holds no pairs"):
+        load_task(str(_write(tmp_path, [], "empty.jsonl")))
+    with pytest.raises(InterpError, match="unknown task"):
+        load_task("no-such-task")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n", encoding="utf-8")
+    with pytest.raises(InterpError, match="not valid JSON"):
+        load_task(str(bad))
+    with pytest.raises(InterpError, match="contiguous"):
+        load_task(str(_write(tmp_path, [{
+            "clean": "ab cd", "corrupted": "ab ce", "answer": " x", "wrong": " y",
+            "labels": [["a", 0, 2], ["END", 3, 5]]}], "gap.jsonl")))
+
+
+# ------------------------------------------------------- exact patching (fast)
+def _normalised(raw, clean, corr):
+    return (raw - corr[:, None]) / (clean - corr)[:, None]
+
+
+def test_ld_is_the_models_own_logit_difference(tiny_model, tiny_tt):
+    d = ld_direction(tiny_model, tiny_tt.answer, tiny_tt.wrong)
+    ld, _ = run_ld(tiny_model, tiny_tt.clean_ids, tiny_tt.attention_mask, d)
+    logits = tiny_model.logits(tiny_tt.clean_ids, tiny_tt.attention_mask)[:, -1]
+    rows = torch.arange(len(tiny_tt))
+    ref = logits[rows, tiny_tt.answer] - logits[rows, tiny_tt.wrong]
+    torch.testing.assert_close(ld, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_patching_anchors(tiny_model, tiny_tt):
+    """Embedding at the differing position = 1; last layer's resid at END = clean run."""
+    clean, corr = pair_lds(tiny_model, tiny_tt, 8)
+    last = tiny_model.n_layers - 1
+    comps = components("resid", [EMBED, last], 4, len(tiny_tt.positions), False)
+    raw = exact_patch(tiny_model, tiny_tt, "resid", comps, batch_size=5, progress=False)
+    norm = _normalised(raw, clean, corr).reshape(2, 2, -1)  # pairs, layer, position
+    animal, end = tiny_tt.positions.index("animal"), tiny_tt.positions.index("END")
+    torch.testing.assert_close(norm[:, 0, animal], torch.ones(2), atol=1e-4, rtol=0)
+    torch.testing.assert_close(raw.reshape(2, 2, -1)[:, 1, end], clean, atol=1e-4, rtol=0)
+    # positions where clean and corrupted agree change nothing
+    same = [i for i, p in enumerate(tiny_tt.positions) if p != "animal"]
+    assert norm[:, 0, same].abs().max() < 1e-4
+    # noising: the last layer's END from the corrupted run gives the corrupted LD
+    raw_n = exact_patch(tiny_model, tiny_tt, "resid", comps, direction="noise",
+                        batch_size=3, progress=False)
+    torch.testing.assert_close(raw_n.reshape(2, 2, -1)[:, 1, end], corr, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("family", ["resid", "attn", "mlp", "heads"])
+def test_patching_a_run_into_itself_changes_nothing(tiny_model, tiny_tt, family):
+    same = replace(tiny_tt, corrupted_ids=tiny_tt.clean_ids)
+    layers = list(range(tiny_model.n_layers))
+    comps = components(family, layers, 4, len(same.positions), family == "heads")
+    raw = exact_patch(tiny_model, same, family, comps, batch_size=len(comps), progress=False)
+    for i in range(len(same)):  # a batch is one pair repeated: the reference is the same batch
+        ids = same.clean_ids[[i] * len(comps)]
+        d = ld_direction(tiny_model, same.answer[[i] * len(comps)], same.wrong[[i] * len(comps)])
+        ref, _ = run_ld(tiny_model, ids, same.attention_mask[[i] * len(comps)], d)
+        assert (raw[i] - ref).abs().max() < 1e-5
+
+
+def test_batch_size_does_not_change_effects(tiny_model, tiny_tt):
+    comps = components("heads", [0, 1, 2], 4, len(tiny_tt.positions), True)
+    one = exact_patch(tiny_model, tiny_tt, "heads", comps, batch_size=1, progress=False)
+    many = exact_patch(tiny_model, tiny_tt, "heads", comps, batch_size=16, progress=False)
+    torch.testing.assert_close(one, many, atol=1e-5, rtol=1e-5)
+
+
+def test_heads_sum_of_positions_matches_all_positions_when_linear(tiny_model, tiny_tt):
+    """Patching one head at every position moves the LD; at no position it does not."""
+    clean, corr = pair_lds(tiny_model, tiny_tt, 8)
+    comps = components("heads", [2], 4, len(tiny_tt.positions), False)
+    raw = exact_patch(tiny_model, tiny_tt, "heads", comps, batch_size=8, progress=False)
+    assert torch.isfinite(raw).all()
+    assert (raw - corr[:, None]).abs().max() > 1e-4  # some head of the last layer matters
+
+
+# ----------------------------------------------------------------- AtP (fast)
+def test_atp_is_zero_when_source_equals_base(tiny_model, tiny_tt):
+    same = replace(tiny_tt, corrupted_ids=tiny_tt.clean_ids)
+    for family in ("resid", "heads"):
+        comps = components(family, [0, 1, 2], 4, len(same.positions), False)
+        est = atp(tiny_model, same, family, comps, progress=False)
+        assert est.abs().max() == 0
+    comps = components("heads", [0, 1, 2], 4, len(same.positions), True)
+    assert atp_star(tiny_model, same, comps, progress=False).abs().max() < 1e-9
+
+
+def test_atp_gradient_matches_finite_difference(tiny_model, tiny_tt):
+    """AtP's gradient: LD(a + εv) − LD(a) ≈ ε ∇·v at the last layer's MLP output."""
+    from interp.circuits.attribution import _gradients
+
+    name = "blocks.1.hook_mlp_out"
+    sl = slice(0, 2)
+    shapes = {name: (2, tiny_tt.clean_ids.shape[1], tiny_model.d_model)}
+    acts, grads, ld0 = _gradients(tiny_model, tiny_tt, sl, tiny_tt.corrupted_ids, [name], shapes)
+    torch.manual_seed(0)
+    v = torch.randn(shapes[name]) * tiny_tt.attention_mask[..., None]
+    eps = 1e-3
+    d = ld_direction(tiny_model, tiny_tt.answer, tiny_tt.wrong)
+    with torch.no_grad():
+        ld1, _ = run_ld(tiny_model, tiny_tt.corrupted_ids, tiny_tt.attention_mask, d,
+                        [(name, lambda t, hook: t + eps * v)])
+    fd = (ld1 - ld0) / eps
+    pred = (grads[name] * v).sum((1, 2))
+    torch.testing.assert_close(fd, pred, atol=2e-2, rtol=2e-2)
+    assert acts[name].shape == shapes[name]
+
+
+def test_key_path_closed_form_matches_recomputed_softmax():
+    torch.manual_seed(0)
+    b, h, q = 2, 3, 5
+    scores = torch.randn(b, h, q, q, dtype=torch.float64) * 3
+    allowed = torch.ones(q, q, dtype=torch.bool).tril()[None, None].expand(b, h, q, q)
+    a0 = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1)
+    g = torch.randn(b, h, q, q, dtype=torch.float64)
+    delta = torch.randn(b, h, q, q, dtype=torch.float64) * 4
+    fast = key_path(g, a0, delta, allowed)
+    for k in range(q):
+        s = scores.clone()
+        s[..., k] = s[..., k] + delta[..., k]
+        a1 = torch.softmax(s.masked_fill(~allowed, -math.inf), -1)
+        brute = ((a1 - a0) * g).sum(-1)
+        brute = torch.where(allowed[..., k], brute, torch.zeros_like(brute))
+        torch.testing.assert_close(fast[..., k], brute, atol=1e-10, rtol=1e-8)
+
+
+# ------------------------------------------------------------------ DLA (fast)
+def test_dla_sums_to_the_logit_difference(tiny_model, tiny_tt):
+    res = direct_logit_attribution(tiny_model, tiny_tt)
+    assert res.heads.shape == (2, tiny_model.n_layers, 4)
+    total = res.heads.sum((1, 2)) + res.mlp.sum(1) + res.embed
+    torch.testing.assert_close(total, res.total, atol=1e-4, rtol=1e-4)
+    assert res.max_sum_error < 1e-4
+
+
+# -------------------------------------------------------- run_patch + CLI (fast)
+def test_run_patch_both_on_tiny(tiny_model, tiny_pairs, tmp_path):
+    rows = [{"clean": p.clean, "corrupted": p.corrupted, "answer": p.answer, "wrong": p.wrong,
+             "labels": [list(x) for x in p.labels or []]} for p in tiny_pairs]
+    path = _write(tmp_path, rows)
+    res = run_patch(tiny_model, PatchConfig(task=str(path), family="heads", method="both",
+                                            n_boot=100, top_heads=2), progress=False)
+    d = res.to_dict()
+    assert d["layers"] == [0, 1, 2] and d["heads"] == [0, 1, 2, 3]
+    assert len(d["effect_mean"]) == 3 and len(d["effect_mean"][0]) == 4
+    for key in ("spearman", "recall_at_10", "recall_at_30", "seconds_exact", "seconds_atp",
+                "atp_effect_mean", "atp_star_spearman"):
+        assert key in d, key
+    assert len(res.attention) == 2
+    res_r = run_patch(tiny_model, PatchConfig(task=str(path), family="resid", n_boot=100),
+                      progress=False)
+    dr = res_r.to_dict()
+    assert dr["positions"] == ["start", "animal", "rest", "END"]
+    assert dr["embed_effect"][1] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_config_errors(tiny_model):
+    for cfg, msg in [
+        (PatchConfig(family="neurons"), "unknown family"),
+        (PatchConfig(method="atp-star", family="resid"), "heads only"),
+        (PatchConfig(direction="sideways"), "unknown direction"),
+        (PatchConfig(per_position=True, family="mlp"), "per-position"),
+    ]:
+        with pytest.raises(InterpError, match=msg):
+            run_patch(tiny_model, cfg)
+
+
+# ---------------------------------------------------------- real model (slow)
+@pytest.fixture(scope="module")
+def ioi(model):
+    return tokenize_task(model, load_task("ioi", limit=8))
+
+
+@pytest.mark.slow
+def test_real_anchors_and_identity(model, ioi):
+    """Embeddings at S2 → 1; resid after block 0 there ≥ 0.9; last layer at END = clean."""
+    clean, corr = pair_lds(model, ioi, 16)
+    assert (clean > 1).all()
+    comps = components("resid", [EMBED, 0, model.n_layers - 1], 9, len(ioi.positions), False)
+    raw = exact_patch(model, ioi, "resid", comps, batch_size=32, progress=False)
+    norm = _normalised(raw, clean, corr).reshape(len(ioi), 3, -1)
+    s2, end = ioi.positions.index("S2"), ioi.positions.index("END")
+    torch.testing.assert_close(norm[:, 0, s2], torch.ones(len(ioi)), atol=1e-4, rtol=0)
+    assert norm[:, 1, s2].mean() >= 0.9
+    torch.testing.assert_close(raw.reshape(len(ioi), 3, -1)[:, 2, end], clean, atol=1e-4, rtol=0)
+    # clean = corrupted: no component moves the logit difference (hooks are inert)
+    same = replace(ioi.subset([0, 1]), corrupted_ids=ioi.clean_ids[:2])
+    for family in ("resid", "attn", "mlp", "heads"):
+        c = components(family, [0, 14, 29], 9, len(same.positions), False)
+        raw_s = exact_patch(model, same, family, c, batch_size=len(c), progress=False)
+        for i in range(2):
+            rows = [i] * len(c)
+            d = ld_direction(model, same.answer[rows], same.wrong[rows])
+            ref, _ = run_ld(model, same.clean_ids[rows], same.attention_mask[rows], d)
+            assert (raw_s[i] - ref).abs().max() < 1e-5, family
+
+
+@pytest.mark.slow
+def test_real_batch_invariance_and_dla(model, ioi):
+    sub = ioi.subset([0, 1, 2])
+    comps = components("heads", [21, 22, 23], 9, len(sub.positions), False)
+    one = exact_patch(model, sub, "heads", comps, batch_size=1, progress=False)
+    many = exact_patch(model, sub, "heads", comps, batch_size=16, progress=False)
+    torch.testing.assert_close(one, many, atol=1e-4, rtol=1e-4)
+    dla = direct_logit_attribution(model, ioi)
+    assert dla.max_sum_error < 1e-3
+    total = dla.heads.sum((1, 2)) + dla.mlp.sum(1) + dla.embed
+    torch.testing.assert_close(total, dla.total, atol=1e-3, rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_real_ioi_heads_exact_and_atp(model):
+    """A real effect: some head carries the IOI answer, and AtP ranks heads like exact."""
+    res = run_patch(model, PatchConfig(task="ioi", family="heads", method="both", limit=8,
+                                       n_boot=200, top_heads=2), progress=False)
+    assert res.exact is not None and res.atp is not None
+    mean, ci = res.exact.mean, res.exact.ci95
+    best = torch.argmax(mean.flatten())
+    assert float(mean.flatten()[best]) > 0.2
+    assert float(ci.reshape(-1, 2)[best, 0]) > 0  # its CI excludes the corrupted run
+    atp_agreement = next(a for a in res.agreement if a.method == "atp")
+    assert atp_agreement.spearman > 0.5
+    assert atp_agreement.recall_at_10 >= 0.5
+    print({a.method: (a.spearman, a.recall_at_10, a.recall_at_30) for a in res.agreement})
