@@ -339,9 +339,43 @@ CASES = [
     Case("eval-constitutional-empty-prompts", lambda c: [
         "eval", "constitutional", *M(c), "--prompts", c.file("p.jsonl", ""), "--out", c.out],
         "empty"),
+    Case("patch-unequal-lengths", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair("The capital of the Italy is")),
+        "--out", c.out], "tokenize to 5 and 6 tokens"),
+    Case("patch-multi-token-answer", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair(answer=" Parisian")),
+        "--out", c.out], "must be single tokens"),
+    Case("patch-unknown-family", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--family", "neurons",
+        "--out", c.out], "unknown family"),
+    Case("patch-empty-task", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", ""), "--out", c.out], "holds no pairs"),
+    Case("patch-unknown-task", lambda c: [
+        "patch", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
+    Case("patch-atp-star-not-heads", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--method", "atp-star",
+        "--out", c.out], "heads only"),
     Case("eval-constitutional-zero-rounds", lambda c: [
         "eval", "constitutional", *M(c), "--rounds", "0", "--out", c.out], "rounds"),
+    Case("attention-head-out-of-range", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "1", "--head", "4", "--out", c.out],
+        "head 4 out of range"),
+    Case("attention-bad-head-list", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "1", "--head", "1,x", "--out", c.out],
+        "bad --head '1,x'"),
+    Case("attention-layer-out-of-range", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "3", "--out", c.out], "out of range"),
+    Case("attention-empty-prompt", lambda c: [
+        "attention", "  ", *M(c), "--layer", "0", "--out", c.out], "empty prompt"),
+    Case("attention-no-chat-template", lambda c: [
+        "attention", "hello", "--model", c.no_template, "--layer", "0", "--chat",
+        "--out", c.out], "chat template"),
 ]
+
+
+def _pair(corrupted: str = "The capital of Italy is", answer: str = " Paris") -> str:
+    return json.dumps({"clean": "The capital of France is", "corrupted": corrupted,
+                       "answer": answer, "wrong": " Rome"}) + "\n"
 
 
 def _sae_artifact(ctx: Ctx, name: str, d_in: int, model_id: str) -> Path:

@@ -39,8 +39,17 @@ def _cases(tmp: Path, tiny: str) -> dict[str, list[str]]:
     pairs = [{"positive": f"{PAYLOAD} good {i}", "negative": f"bad {i}"} for i in range(4)]
     syc = [{"question": f"{PAYLOAD} What is {i} + 1?", "correct": str(i + 1),
             "incorrect": f"{i + 2}</textarea>", "domain": "<i>math</i>"} for i in range(3)]
+    head = f"{PAYLOAD} The capital of"
+    clean, corrupted = f"{head} France is", f"{head} Italy is"
+    patch_rows = [{"clean": clean, "corrupted": corrupted, "answer": " Paris", "wrong": " Rome",
+                   "labels": [[MARK, 0, len(head)], ["country", len(head), len(head) + 7],
+                              ["END", len(head) + 7, len(clean)]]}] * 2
     return {
         "lens": ["lens", PAYLOAD, *m],
+        "attention": ["attention", PAYLOAD, *m, "--layer", "1"],
+        "patch": ["patch", *m, "--task", _jsonl(tmp / "patch_pairs.jsonl", patch_rows),
+                  "--family", "heads", "--method", "both", "--min-gap", "0",
+                  "--bootstrap", "100"],
         "capture": ["capture", PAYLOAD, *m, "--layer", "0"],
         "generate": ["generate", PAYLOAD, *m, "--max-new-tokens", "4"],
         "probe": ["probe", *m, "--layer", "1", "--seeds", "1", "--no-random-weights",
@@ -87,7 +96,7 @@ OWN_SCRIPT = "#interp-report-js"  # the browser's search script, pinned by its C
 
 @pytest.mark.parametrize("verb", ["lens", "capture", "generate", "probe", "steer-sweep",
                                   "eval-sycophancy", "eval-constitutional", "sae-eval",
-                                  "sae-browse"])
+                                  "sae-browse", "attention", "patch"])
 def test_hostile_strings_render_as_text(verb, tiny_model_dir, tmp_path, capsys):
     args = _cases(tmp_path, str(tiny_model_dir))[verb]
     out = tmp_path / "out"

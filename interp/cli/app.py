@@ -64,18 +64,20 @@ def cli() -> None:
 # -------------------------------------------------------------------------- helpers
 def _register_verbs() -> None:
     """Every verb lives in its own module of :mod:`interp.cli` and joins the group here."""
+    from interp.cli.attention import attention
     from interp.cli.capture import capture
     from interp.cli.data import corpus, models
     from interp.cli.evals import eval_group
     from interp.cli.generate import generate_cmd
     from interp.cli.lens import lens
+    from interp.cli.patch import patch
     from interp.cli.probe import probe
     from interp.cli.sae import sae_group
     from interp.cli.steer import steer
     from interp.cli.tuned_lens import tuned_lens
 
     for command in (lens, capture, probe, generate_cmd, steer, models, corpus, tuned_lens,
-                    sae_group, eval_group):
+                    sae_group, eval_group, patch, attention):
         cli.add_command(command)
 
 
