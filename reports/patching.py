@@ -209,6 +209,7 @@ def _agreement_rows(r: PatchResult) -> list[list[Any]]:
             f"{fmt_effect(a.spearman)} {_ci_list(a.spearman_ci95)}",
             f"{fmt_effect(a.recall_at_10, 2)} {_ci_list(a.recall_at_10_ci95, 2)}",
             f"{fmt_effect(a.recall_at_30, 2)} {_ci_list(a.recall_at_30_ci95, 2)}",
+            f"{a.tied_at_10} / {a.tied_at_30}",
             f"{a.seconds_exact:.1f} s", f"{a.seconds_approx:.1f} s",
             f"{speed:.1f}×" if math.isfinite(speed) else "—",
         ])

@@ -218,6 +218,20 @@ def test_key_path_closed_form_matches_recomputed_softmax():
         torch.testing.assert_close(fast[..., k], brute, atol=1e-10, rtol=1e-8)
 
 
+def test_recall_and_ties():
+    import numpy as np
+
+    from interp.circuits.agreement import recall_at_k, tied_at_k
+
+    exact = np.array([1.0, 0.999, 0.995, 0.5, 0.1, 0.0])
+    approx = np.array([0.2, 0.1, 0.9, 0.8, 0.0, 0.0])
+    assert recall_at_k(exact, approx, 0.0, 2) == 0.0  # exact top 2 = {0, 1}; approx = {2, 3}
+    assert recall_at_k(exact, approx, 0.0, 4) == 1.0
+    assert tied_at_k(exact, 0.0, 2) == 3  # 0.995 is within 0.01 of the 2nd largest
+    assert tied_at_k(exact, 0.0, 4) == 1 + 3  # everything ≥ 0.49
+    assert recall_at_k(exact, 1.0 - approx, 1.0, 2) == 0.0  # noising ranks by |effect - 1|
+
+
 # ------------------------------------------------------------------ DLA (fast)
 def test_dla_sums_to_the_logit_difference(tiny_model, tiny_tt):
     res = direct_logit_attribution(tiny_model, tiny_tt)

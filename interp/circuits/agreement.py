@@ -28,6 +28,17 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.asarray(rho, dtype=np.float64))
 
 
+#: Exact importances within this of the k-th largest count as tied with it.
+TIE = 0.01
+
+
+def tied_at_k(exact: np.ndarray, baseline: float, k: int) -> int:
+    """How many components' exact importance is within :data:`TIE` of the k-th largest."""
+    imp = np.sort(np.abs(exact - baseline))[::-1]
+    kth = imp[min(k, imp.size) - 1]
+    return int((imp >= kth - TIE).sum())
+
+
 def recall_at_k(exact: np.ndarray, approx: np.ndarray, baseline: float, k: int) -> float:
     """Fraction of the exact top-``k`` (by ``|effect - baseline|``) in the approximation's."""
     k = min(k, exact.size)
@@ -71,6 +82,8 @@ def compare(
         ),
         seconds_exact=exact.seconds,
         seconds_approx=approx.seconds,
+        tied_at_10=tied_at_k(en.mean(0), baseline, 10),
+        tied_at_30=tied_at_k(en.mean(0), baseline, 30),
     )
 
 

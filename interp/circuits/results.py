@@ -150,6 +150,10 @@ class Agreement:
     effects, and the recall of the exact top-k components (by ``|effect - baseline|``)
     among the approximation's top-k, for k = 10 and 30. Intervals are percentile
     bootstraps over pairs (the pairs are resampled, both methods' means recomputed).
+    ``tied_at_k`` counts the components whose exact importance is within ``TIE`` (0.01)
+    of the k-th largest: when it exceeds k, the exact top-k is an arbitrary pick among
+    near-equal components and recall@k says little (the residual stream, where every
+    layer before the information moves restores the clean run fully).
     """
 
     method: str
@@ -162,6 +166,8 @@ class Agreement:
     recall_at_30_ci95: list[float]
     seconds_exact: float
     seconds_approx: float
+    tied_at_10: int = 0
+    tied_at_30: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
