@@ -64,6 +64,7 @@ accept: setup
 		--out accept-out/patch-ioi-heads
 	$(BIN)/interp patch --task capitals --family resid --method both --limit 100 \
 		--out accept-out/patch-capitals-resid
+	$(BIN)/python scripts/atp_vs_exact.py --limit 24 --out accept-out/atp-vs-exact
 	$(BIN)/python scripts/compare_probe_solvers.py
 	$(BIN)/python scripts/check_acceptance.py accept-out
 
