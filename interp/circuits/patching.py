@@ -19,7 +19,6 @@ rows only.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -260,9 +259,3 @@ def exact_patch(
             bar.advance(task, len(flat))
     return out
 
-
-def timed(fn: Callable[[], Tensor]) -> tuple[Tensor, float]:
-    """``fn()`` and its wall time in seconds."""
-    t0 = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0
