@@ -72,11 +72,10 @@ class ContinuationScores:
         return torch.argmax(s, dim=1)
 
 
-def _tokenize(model: Model, texts: Sequence[str]) -> list[list[int]]:
-    if not texts:
-        return []
-    enc = model.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
-    return [list(map(int, ids)) for ids in enc]
+def _tokenize(model: Model, texts: Sequence[str], *, continuation: bool) -> list[list[int]]:
+    """Prompts as the model reads them from the start (its BOS, if any); continuations bare."""
+    encode = model.encode_continuation if continuation else model.encode
+    return [encode(t) for t in texts]
 
 
 def _check(prompts: Sequence[str], continuations: Sequence[Sequence[str]]) -> int:
@@ -132,9 +131,9 @@ def score_continuations(
     k = _check(prompts, continuations)
     if not isinstance(batch_size, int) or batch_size < 1:
         raise InterpError(f"batch size must be ≥ 1, got {batch_size}")
-    p_ids = _tokenize(model, prompts)
+    p_ids = _tokenize(model, prompts, continuation=False)
     flat = [c for cs in continuations for c in cs]
-    c_ids_flat = _tokenize(model, flat)
+    c_ids_flat = _tokenize(model, flat, continuation=True)
     c_ids = [c_ids_flat[i * k : (i + 1) * k] for i in range(len(prompts))]
     for i, ids in enumerate(p_ids):
         if not ids:

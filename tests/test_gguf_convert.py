@@ -1,10 +1,12 @@
-"""Tests for interp.models.gguf_convert: llama GGUF → Hugging Face checkpoint.
+"""Tests for interp.models.gguf_convert: a GGUF → a cached Hugging Face checkpoint.
 
 No real model and no network: a tiny random llama and a tiny byte-level BPE
 tokenizer (SmolLM2-style pre-tokenizer) are built here, written as a GGUF exactly
 the way llama.cpp's ``convert_hf_to_gguf.py`` writes a llama (Q/K rows permuted
 for its rotary layout, llama.cpp tensor names and metadata keys), converted back
-with :func:`convert_gguf`, and compared with the original.
+with :func:`convert_gguf` (transformers' own GGUF loader underneath), and compared
+with the original: weights, logits, tokenizer, BOS convention, chat template, and the
+one-line errors and atomic folder of the conversion.
 """
 
 from __future__ import annotations
@@ -30,12 +32,7 @@ from transformers import (
 
 import interp.models.gguf_convert as gc
 from interp.errors import InterpError
-from interp.models.gguf_convert import (
-    CONVERTER_VERSION,
-    convert_gguf,
-    read_gguf_config,
-    unpermute_qk,
-)
+from interp.models.gguf_convert import CONVERTER_VERSION, convert_gguf
 
 N_LAYERS, D_MODEL, D_MLP, N_HEADS, N_KV, HEAD_DIM = 2, 64, 128, 4, 2, 16
 ROPE_THETA, RMS_EPS, N_CTX = 1e5, 1e-5, 256
@@ -95,6 +92,13 @@ def llama_cpp_permute(w: np.ndarray, n_head: int, n_head_kv: int | None = None) 
         .swapaxes(1, 2)
         .reshape(w.shape)
     )
+
+
+def unpermute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Inverse of :func:`llama_cpp_permute` (what a GGUF loader must undo)."""
+    d_out, d_in = w.shape
+    hd = d_out // n_head
+    return w.reshape(n_head, hd // 2, 2, d_in).swapaxes(1, 2).reshape(d_out, d_in)
 
 
 def train_tokenizer() -> PreTrainedTokenizerFast:
@@ -179,6 +183,7 @@ def write_gguf(
     qtype: gguf.GGMLQuantizationType = gguf.GGMLQuantizationType.F32,
     quantize_names: tuple[str, ...] = (),
     skip: tuple[str, ...] = (),
+    add_bos: bool = False,
 ) -> Path:
     """Write ``model`` + ``tok`` as llama.cpp's convert_hf_to_gguf.py writes a llama.
 
@@ -219,7 +224,7 @@ def write_gguf(
     w.add_eos_token_id(tok.eos_token_id)
     w.add_unk_token_id(tok.unk_token_id)
     w.add_pad_token_id(tok.pad_token_id)
-    w.add_add_bos_token(True)  # SmolLM2's GGUF says True; HF's tokenizer does not add BOS
+    w.add_add_bos_token(add_bos)  # SmolLM2's GGUF says False
     w.add_chat_template(CHAT_TEMPLATE)
 
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
@@ -281,50 +286,22 @@ def tiny(tmp_path_factory) -> Tiny:
     tok = train_tokenizer()
     model = make_model(len(tok))
     path = write_gguf(root / "tiny.gguf", model, tok)
-    out = convert_gguf(path, root / "converted")
+    out = convert_gguf(path, root / "converted", max_nll=None)
     converted = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32).eval()
     return Tiny(tok, model, path, out, converted)
 
 
-# ---- the permutation -----------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("n_head", "head_dim", "d_in"),
-    [(N_HEADS, HEAD_DIM, D_MODEL), (N_KV, HEAD_DIM, D_MODEL), (9, 64, 576), (3, 64, 576)],
-)
-def test_unpermute_inverts_llama_cpp_permute(n_head, head_dim, d_in):
-    rng = np.random.default_rng(n_head)
-    w = rng.standard_normal((n_head * head_dim, d_in)).astype(np.float32)
-    permuted = llama_cpp_permute(w, n_head)
-    assert not np.array_equal(permuted, w)  # the permutation really moves rows
-    back = unpermute_qk(permuted, n_head)
-    assert back.shape == w.shape
-    np.testing.assert_array_equal(back, w)
-    # and it is a permutation of whole rows: row r of the GGUF comes from HF row perm[r]
-    idx = np.arange(n_head * head_dim, dtype=np.float32)[:, None]
-    np.testing.assert_array_equal(unpermute_qk(llama_cpp_permute(idx, n_head), n_head), idx)
-
-
-def test_unpermute_k_needs_kv_head_count():
-    """K is permuted per KV head; undoing it with the query head count is wrong."""
-    w = np.random.default_rng(0).standard_normal((N_KV * HEAD_DIM, D_MODEL))
-    permuted = llama_cpp_permute(w, N_HEADS, N_KV)  # what llama.cpp does for K
-    np.testing.assert_array_equal(unpermute_qk(permuted, N_KV), w)
-    assert not np.array_equal(unpermute_qk(permuted, N_HEADS), w)
+def test_inverse_permutation_helper():
+    w = np.random.default_rng(0).standard_normal((N_HEADS * HEAD_DIM, D_MODEL))
+    permuted = llama_cpp_permute(w, N_HEADS)
+    assert not np.array_equal(permuted, w)
+    np.testing.assert_array_equal(unpermute_qk(permuted, N_HEADS), w)
 
 
 # ---- the converted checkpoint ------------------------------------------------------------
 
 
 def test_config_and_metadata(tiny):
-    cfg = read_gguf_config(tiny.gguf_path)
-    assert cfg["n_layers"] == N_LAYERS and cfg["d_model"] == D_MODEL and cfg["d_mlp"] == D_MLP
-    assert (cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]) == (N_HEADS, N_KV, HEAD_DIM)
-    assert cfg["rope_theta"] == pytest.approx(ROPE_THETA)
-    assert cfg["rms_eps"] == pytest.approx(RMS_EPS)
-    assert cfg["n_ctx"] == N_CTX and cfg["vocab_size"] == len(tiny.tok)
-
     hf = AutoConfig.from_pretrained(str(tiny.out_dir))
     assert hf.model_type == "llama"
     assert (hf.num_hidden_layers, hf.hidden_size, hf.intermediate_size) == (2, 64, 128)
@@ -334,13 +311,12 @@ def test_config_and_metadata(tiny):
     theta = getattr(hf, "rope_theta", None) or hf.rope_parameters["rope_theta"]
     assert theta == pytest.approx(ROPE_THETA)
     assert hf.tie_word_embeddings is True
-    assert (hf.bos_token_id, hf.eos_token_id, hf.pad_token_id) == (1, 2, 2)
+    assert (hf.bos_token_id, hf.eos_token_id) == (1, 2)
 
     info = json.loads((tiny.out_dir / "interp_conversion.json").read_text())
     assert info["converter_version"] == CONVERTER_VERSION
-    assert info["unpermuted_qk"] is True
     assert info["source"] == str(tiny.gguf_path)
-    assert info["n_layers"] == N_LAYERS and info["n_kv_heads"] == N_KV
+    assert info["model_type"] == "llama" and info["check_nll"] > 0
 
 
 def test_weights_roundtrip_exactly(tiny):
@@ -359,23 +335,19 @@ def test_logits_match_original(tiny):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
 
 
-def test_without_unpermute_logits_differ(tiny, tmp_path):
-    out = convert_gguf(tiny.gguf_path, tmp_path / "raw", unpermute=False)
-    assert json.loads((out / "interp_conversion.json").read_text())["unpermuted_qk"] is False
-    raw = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32).eval()
-    want, got = hf_logits(tiny.model)[0], hf_logits(raw)[0]
-    # position 0 attends only to itself, so RoPE pairing cannot matter there ...
-    torch.testing.assert_close(got[0], want[0], atol=1e-5, rtol=0)
-    # ... but later positions change clearly
-    diff = (got[1:] - want[1:]).abs().max().item()
-    assert diff > 0.1 * want.std().item(), diff
+def test_loss_check_refuses_a_wrong_conversion(tiny, tmp_path):
+    """A random tiny model has a loss far above the threshold: refused, nothing cached."""
+    with pytest.raises(InterpError, match="loss on a plain English paragraph") as exc:
+        convert_gguf(tiny.gguf_path, tmp_path / "out")
+    assert "\n" not in str(exc.value)
+    _no_leftovers(tmp_path, set())
 
 
 def test_untied_output_weight(tmp_path, tiny):
     model = make_model(len(tiny.tok), tied=False, seed=1)
     assert not torch.equal(model.lm_head.weight, model.model.embed_tokens.weight)
     path = write_gguf(tmp_path / "untied.gguf", model, tiny.tok)
-    out = convert_gguf(path, tmp_path / "untied")
+    out = convert_gguf(path, tmp_path / "untied", max_nll=None)
     conv = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32).eval()
     assert AutoConfig.from_pretrained(str(out)).tie_word_embeddings is False
     torch.testing.assert_close(conv.lm_head.weight, model.lm_head.weight, atol=0, rtol=0)
@@ -389,7 +361,7 @@ def test_q8_0_tensors_are_dequantised(tmp_path, tiny):
     path = write_gguf(tmp_path / "q8.gguf", tiny.model, tiny.tok, qtype=q8, quantize_names=names)
     types = {t.name: t.tensor_type for t in gguf.GGUFReader(str(path)).tensors}
     assert all(types[n] == q8 for n in names) and types["blk.0.attn_v.weight"] != q8
-    out = convert_gguf(path, tmp_path / "q8")
+    out = convert_gguf(path, tmp_path / "q8", max_nll=None)
     conv = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32).eval()
 
     # reference: the original with those tensors replaced by quantise→dequantise,
@@ -446,17 +418,28 @@ def test_special_tokens_and_bos(tiny):
     conv = AutoTokenizer.from_pretrained(str(tiny.out_dir))
     for i, t in enumerate(SPECIALS):
         assert conv.convert_tokens_to_ids(t) == i
-        assert i in conv.all_special_ids
+        assert conv.added_tokens_decoder[i].special  # control tokens stay special
         assert conv.encode(f"a{t}b", add_special_tokens=False)[1:-1] == [i]
     assert (conv.bos_token, conv.eos_token) == ("<|im_start|>", "<|im_end|>")
     assert (conv.pad_token, conv.unk_token) == ("<|im_end|>", "<|endoftext|>")
     text = "<|im_start|>hi<file_sep>there<|im_end|><repo_name>"
     assert conv.decode(conv.encode(text), skip_special_tokens=True) == "hithere"
-    # add_bos is off although the GGUF says tokenizer.ggml.add_bos_token = True
+    # the GGUF says tokenizer.ggml.add_bos_token = False: no BOS by default
     assert conv.encode("hi")[0] != conv.bos_token_id
-    cfg = json.loads((tiny.out_dir / "tokenizer_config.json").read_text())
-    assert cfg["add_bos_token"] is False
-    assert conv.padding_side == "left"
+
+
+def test_bos_follows_the_gguf(tiny, tmp_path):
+    """A GGUF that says add_bos_token = True gives a tokenizer (and a Model) adding BOS."""
+    from interp.models.loading import load
+
+    path = write_gguf(tmp_path / "bos.gguf", tiny.model, tiny.tok, add_bos=True)
+    out = convert_gguf(path, tmp_path / "bos", max_nll=None)
+    conv = AutoTokenizer.from_pretrained(str(out))
+    assert conv.encode("hi")[0] == conv.bos_token_id
+    model = load(str(out))
+    assert model.special_prefix == [conv.bos_token_id]
+    ids, mask = model.tokenize(["hi there"])
+    assert ids[0][mask[0].bool()].tolist() == conv.encode("hi there")
 
 
 def test_chat_template_preserved(tiny):
@@ -476,27 +459,28 @@ def _no_leftovers(parent: Path, keep: set[str]) -> None:
     assert {p.name for p in parent.iterdir()} == keep
 
 
-def test_non_llama_architecture_is_rejected(tmp_path, tiny):
-    path = write_gguf(tmp_path / "qwen.gguf", tiny.model, tiny.tok, arch="qwen2")
-    with pytest.raises(InterpError, match="qwen2") as exc:
-        convert_gguf(path, tmp_path / "out")
+def test_unknown_architecture_is_rejected(tmp_path, tiny):
+    path = write_gguf(tmp_path / "odd.gguf", tiny.model, tiny.tok, arch="nosucharch")
+    with pytest.raises(InterpError, match="cannot load this GGUF") as exc:
+        convert_gguf(path, tmp_path / "out", max_nll=None)
     assert "\n" not in str(exc.value)
-    with pytest.raises(InterpError):
-        read_gguf_config(path)
-    _no_leftovers(tmp_path, {"qwen.gguf"})
+    _no_leftovers(tmp_path, {"odd.gguf"})
 
 
-def test_non_bpe_tokenizer_is_rejected_without_leftovers(tmp_path, tiny):
-    path = write_gguf(tmp_path / "spm.gguf", tiny.model, tiny.tok, tokenizer_model="llama")
-    with pytest.raises(InterpError, match="tokenizer"):
-        convert_gguf(path, tmp_path / "out")
-    _no_leftovers(tmp_path, {"spm.gguf"})
+def test_truncated_gguf_is_rejected(tmp_path, tiny):
+    data = tiny.gguf_path.read_bytes()
+    path = tmp_path / "cut.gguf"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(InterpError, match="cannot load this GGUF") as exc:
+        convert_gguf(path, tmp_path / "out", max_nll=None)
+    assert "\n" not in str(exc.value)
+    _no_leftovers(tmp_path, {"cut.gguf"})
 
 
 def test_missing_tensor_is_rejected(tmp_path, tiny):
     path = write_gguf(tmp_path / "cut.gguf", tiny.model, tiny.tok, skip=("blk.1.ffn_up.weight",))
     with pytest.raises(InterpError, match="missing"):
-        convert_gguf(path, tmp_path / "out")
+        convert_gguf(path, tmp_path / "out", max_nll=None)
     _no_leftovers(tmp_path, {"cut.gguf"})
 
 
@@ -504,13 +488,13 @@ def test_failure_mid_conversion_leaves_nothing(tmp_path, tiny, monkeypatch):
     parent = tmp_path / "models"
     out = parent / "tiny-hf"
 
-    def boom(reader, out_dir):
+    def boom(tok, out_dir):
         assert (out_dir / "config.json").exists()  # the model was already written
         raise RuntimeError("simulated crash while writing the tokenizer")
 
-    monkeypatch.setattr(gc, "_build_tokenizer", boom)
+    monkeypatch.setattr(gc, "_save_tokenizer", boom)
     with pytest.raises(RuntimeError, match="simulated"):
-        convert_gguf(tiny.gguf_path, out)
+        convert_gguf(tiny.gguf_path, out, max_nll=None)
     assert not out.exists()
     _no_leftovers(parent, set())
 
@@ -518,13 +502,13 @@ def test_failure_mid_conversion_leaves_nothing(tmp_path, tiny, monkeypatch):
     out.mkdir()
     (out / "marker").write_text("old")
     with pytest.raises(RuntimeError, match="simulated"):
-        convert_gguf(tiny.gguf_path, out)
+        convert_gguf(tiny.gguf_path, out, max_nll=None)
     assert (out / "marker").read_text() == "old"
     _no_leftovers(parent, {"tiny-hf"})
 
     # and a successful one replaces it completely
     monkeypatch.undo()
-    convert_gguf(tiny.gguf_path, out)
+    convert_gguf(tiny.gguf_path, out, max_nll=None)
     assert not (out / "marker").exists()
     assert (out / "interp_conversion.json").exists() and (out / "tokenizer.json").exists()
     _no_leftovers(parent, {"tiny-hf"})

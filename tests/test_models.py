@@ -93,16 +93,21 @@ def test_embedded_model_loss_below_threshold(model):
 
 @pytest.mark.slow
 def test_unpermuted_qk_fails_the_loss_test(model):
-    """The same weights without undoing llama.cpp's Q/K permutation must fail."""
+    """Q/K rows left in llama.cpp's rotary layout fail the conversion's loss check."""
     from transformers import AutoModelForCausalLM
 
-    from interp.models.gguf_convert import gguf_state_dict, read_gguf_config
-    from interp.models.loading import embedded_gguf_path
+    def llama_cpp_layout(w: torch.Tensor, n_head: int) -> torch.Tensor:
+        d_out, d_in = w.shape
+        return w.reshape(n_head, 2, d_out // n_head // 2, d_in).swapaxes(1, 2).reshape(
+            d_out, d_in)
 
-    path = embedded_gguf_path()
     hf = AutoModelForCausalLM.from_pretrained(model.path)
-    hf.load_state_dict(gguf_state_dict(path, read_gguf_config(path), unpermute=False),
-                       strict=False)
+    cfg = hf.config
+    with torch.no_grad():
+        for layer in hf.model.layers:
+            q, k = layer.self_attn.q_proj.weight, layer.self_attn.k_proj.weight
+            q.copy_(llama_cpp_layout(q, cfg.num_attention_heads))
+            k.copy_(llama_cpp_layout(k, cfg.num_key_value_heads))
     ids, _ = model.tokenize([PARAGRAPH])
     with torch.no_grad():
         nll = nll_per_token(hf(ids).logits, ids)

@@ -207,11 +207,10 @@ def iter_capture(
     for p in prompts:
         if not isinstance(p, str) or not p.strip():
             raise InterpError("empty prompt: give at least one non-blank character")
-    tok = model.tokenizer
     texts = [model.format_prompt(p, chat) for p in prompts]
     order = list(range(len(texts)))
     if sort_by_length:
-        lens = [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
+        lens = [len(model.encode(t)) for t in texts]
         order.sort(key=lambda i: -lens[i])
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
@@ -221,12 +220,8 @@ def iter_capture(
     with bar:
         task = bar.add_task(description, total=len(prompts), info="")
         for idx in batches:
-            enc = tok(
-                [texts[i] for i in idx], return_tensors="pt", padding=True,
-                add_special_tokens=False, padding_side="left",
-            )
-            ids = enc["input_ids"].to(model.device)
-            mask = enc["attention_mask"].to(model.device).bool()
+            ids, mask_long = model.encode_padded([texts[i] for i in idx])
+            mask = mask_long.bool()
             raw, logits = forward_with_hooks(model, ids, mask, names, with_logits=with_logits)
             acts = {
                 n: _reduce(raw[n], mask, positions, drop_first).to(dtype).clone()
@@ -418,7 +413,7 @@ def estimate_capture_bytes(
     rows = len(prompts)
     if positions == "all":
         texts = [model.format_prompt(p, chat) for p in prompts]
-        lengths = [len(x) for x in model.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        lengths = [len(model.encode(t)) for t in texts]
         rows = len(prompts) * max(lengths, default=0)
     item = torch.empty((), dtype=dtype).element_size()
     total = rows * width * item

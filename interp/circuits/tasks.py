@@ -168,7 +168,7 @@ class TokenizedTask:
 
 
 def _single_token(model: Model, text: str, where: str) -> int:
-    ids = model.tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = model.encode_continuation(text)
     if len(ids) != 1:
         pieces = " + ".join(repr(model.decode_token(i)) for i in ids)
         raise InterpError(
@@ -200,8 +200,10 @@ def tokenize_task(model: Model, task: Task) -> TokenizedTask:
     for n, pair in enumerate(task.pairs):
         where = f"pair {n}"
         enc = tok(pair.clean, add_special_tokens=False, return_offsets_mapping=True)
-        clean = list(enc["input_ids"])
-        corr = list(tok(pair.corrupted, add_special_tokens=False)["input_ids"])
+        prefix = model.special_prefix  # a BOS counts as the first label's
+        clean = prefix + list(enc["input_ids"])
+        offsets = [(0, 0)] * len(prefix) + [tuple(o) for o in enc["offset_mapping"]]
+        corr = model.encode(pair.corrupted)
         if len(clean) != len(corr):
             raise InterpError(
                 f"{where}: clean and corrupted prompts tokenize to {len(clean)} and "
@@ -213,7 +215,7 @@ def tokenize_task(model: Model, task: Task) -> TokenizedTask:
         answers.append(_single_token(model, pair.answer, f"{where} answer"))
         wrongs.append(_single_token(model, pair.wrong, f"{where} wrong"))
         if pair.labels is not None:
-            labs = _token_labels([tuple(o) for o in enc["offset_mapping"]], pair.labels)
+            labs = _token_labels(offsets, pair.labels)
             labs[-1] = END
         else:
             labs = []

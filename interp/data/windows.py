@@ -38,7 +38,7 @@ def _doc_tokens(model: Model, docs: Sequence[str], seed: int) -> Iterator[list[i
     while True:
         produced = False
         for i in _doc_order(len(docs), seed, epoch):
-            ids = tok(docs[i], add_special_tokens=False)["input_ids"]
+            ids = model.encode(docs[i])
             if ids:
                 produced = True
                 yield list(ids) + sep

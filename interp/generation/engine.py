@@ -815,7 +815,7 @@ def generate(
         if not isinstance(p, str) or not p.strip():
             raise InterpError("empty prompt: give at least one non-blank character")
         text = model.format_prompt(p, chat)
-        ids = tok(text, add_special_tokens=False)["input_ids"]
+        ids = model.encode(text)
         occurrence = seen.get(p, 0)
         seen[p] = occurrence + 1
         rows.append(_Row(index=i, prompt_ids=list(ids), key=_request_key(cfg.seed, text,

@@ -119,7 +119,8 @@ def _ensure_converted(gguf: Path, name: str, expected_sha256: str | None) -> Pat
     from interp.runs.progress import status
 
     with status(f"converting {gguf.name} into {out} (once)"):
-        convert_gguf(gguf, out)
+        # the loss check for the embedded models, whose loss on English is known
+        convert_gguf(gguf, out, **({} if expected_sha256 is not None else {"max_nll": None}))
     return out
 
 
@@ -188,6 +189,32 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
+def _native_tokenizer(where: str, fallback: Any) -> Any:
+    """The checkpoint's own tokenizer, with its own BOS convention (TL forces BOS on)."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(where)
+    except (OSError, ValueError, KeyError):
+        return fallback
+
+
+def special_prefix(tokenizer: Any) -> list[int]:
+    """The special tokens a tokenizer puts before every text by default (BOS), or ``[]``.
+
+    Read off the tokenizer itself, once: encode a probe text with and without its
+    special tokens; what the default adds in front is the prefix (what it adds at the
+    end, an EOS, is not wanted after a prompt and is ignored).
+    """
+    probe = "Hello world"
+    plain = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    full = list(tokenizer(probe)["input_ids"])
+    for start in range(len(full) - len(plain) + 1):
+        if full[start : start + len(plain)] == plain:
+            return [int(i) for i in full[:start]]
+    return []
+
+
 @dataclass
 class Model:
     """A loaded model: the TransformerLens bridge, its tokenizer and its facts.
@@ -205,11 +232,14 @@ class Model:
     d_model: int = field(init=False)
     d_vocab: int = field(init=False)
 
+    special_prefix: list[int] = field(init=False)
+
     def __post_init__(self) -> None:
         cfg = self.bridge.cfg
         self.n_layers = int(cfg.n_layers)
         self.d_model = int(cfg.d_model)
         self.d_vocab = int(cfg.d_vocab)
+        self.special_prefix = special_prefix(self.tokenizer)
 
     # ---- layers and hook points -------------------------------------------------
     def check_layer(self, layer: int) -> int:
@@ -261,6 +291,47 @@ class Model:
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
 
+    @property
+    def adds_bos(self) -> bool:
+        """Whether the tokenizer puts special tokens (a BOS) before every text."""
+        return bool(self.special_prefix)
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of a text the model reads from its start, the way its tokenizer does.
+
+        The tokenizer's own special prefix (a BOS token, for models trained with one) is
+        added, once: not when the text already begins with it, as a chat template that
+        writes the BOS itself does. SmolLM2's tokenizer adds none. Every path that feeds
+        a text to the model from its start (capture, lenses, generation, scoring, the
+        training windows) tokenizes through here; continuations appended after a prompt
+        use :meth:`encode_continuation`.
+        """
+        ids = [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
+        prefix = self.special_prefix
+        if prefix and ids[: len(prefix)] != prefix:
+            ids = prefix + ids
+        return ids
+
+    def encode_continuation(self, text: str) -> list[int]:
+        """Token ids of a text appended after others: never a special prefix."""
+        return [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
+
+    def encode_padded(
+        self, texts: Sequence[str]
+    ) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, "batch pos"]]:
+        """Left-padded ``(input_ids, attention_mask)`` of texts already formatted."""
+        rows = [self.encode(t) for t in texts]
+        width = max((len(r) for r in rows), default=0)
+        pad = self.tokenizer.pad_token_id
+        pad = int(pad) if pad is not None else 0
+        ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            if r:
+                ids[i, width - len(r):] = torch.tensor(r, dtype=torch.long)
+                mask[i, width - len(r):] = 1
+        return ids.to(self.device), mask.to(self.device)
+
     def tokenize(
         self, prompts: Sequence[str], chat: bool = False
     ) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, "batch pos"]]:
@@ -270,12 +341,7 @@ class Model:
         for p in prompts:
             if not isinstance(p, str) or not p.strip():
                 raise InterpError("empty prompt: give at least one non-blank character")
-        texts = [self.format_prompt(p, chat) for p in prompts]
-        enc = self.tokenizer(
-            texts, return_tensors="pt", padding=True, add_special_tokens=False,
-            padding_side="left",
-        )
-        return enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device)
+        return self.encode_padded([self.format_prompt(p, chat) for p in prompts])
 
     def decode_token(self, token_id: int) -> str:
         """One token id → its text, e.g. ``" Paris"`` (never the raw ``"ĠParis"``)."""
@@ -311,6 +377,7 @@ class Model:
             "d_model": self.d_model,
             "d_vocab": self.d_vocab,
             "dtype": str(self.dtype).removeprefix("torch."),
+            "special_prefix": list(self.special_prefix),
             "device": str(self.device),
         }
 
@@ -351,10 +418,10 @@ def load(
     bridge.eval()
     for p in bridge.parameters():
         p.requires_grad_(False)
-    if Path(where).is_dir() and (Path(where) / "interp_conversion.json").exists():
-        # Converted GGUF checkpoints (SmolLM2) do not prepend BOS.
-        bridge.cfg.default_prepend_bos = False
-    tok = bridge.tokenizer
+    tok = _native_tokenizer(where, bridge.tokenizer)
+    # TransformerLens boots its tokenizer with add_bos_token=True whatever the model's
+    # convention; interp tokenizes with the model's own tokenizer, and tells TL the same.
+    bridge.cfg.default_prepend_bos = bool(special_prefix(tok))
     tok.padding_side = "left"
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token

@@ -150,7 +150,7 @@ class _Runner:
         if targets is not None:
             ids = []
             for c in (0, 1):
-                enc = model.tokenizer(targets[c], add_special_tokens=False)["input_ids"]
+                enc = model.encode_continuation(targets[c])
                 if len(enc) != 1:
                     raise InterpError(
                         f"target token {targets[c]!r} is {len(enc)} tokens; it must be one"

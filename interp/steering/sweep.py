@@ -79,7 +79,7 @@ def continuation_perplexity(
         seqs, spans = [], []
         for p, cont in zip(prompts[s : s + batch_size], token_ids[s : s + batch_size],
                            strict=True):
-            pid = tok(model.format_prompt(p, chat), add_special_tokens=False)["input_ids"]
+            pid = model.encode(model.format_prompt(p, chat))
             seqs.append(list(pid) + list(cont))
             spans.append((len(pid), len(cont)))
         width = max(len(x) for x in seqs)
