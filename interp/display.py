@@ -20,6 +20,36 @@ if TYPE_CHECKING:
 MISSING = "—"
 
 
+#: Whitespace shown as a visible sign in token displays.
+_VISIBLE = {
+    " ": "␣",
+    "\n": "↵",
+    "\r": "␍",
+    "\t": "⇥",
+    "\u00a0": "⍽",
+}
+
+
+def visible_token(text: str) -> str:
+    """Display form of a token: whitespace made visible, control characters shown as ``\\xNN``.
+
+    ``" Paris"`` -> ``"␣Paris"``, ``"\\n"`` -> ``"↵"``, ``""`` -> ``"∅"``. For
+    display only: the exact string belongs in tooltips. Reports and figure axes share it.
+    """
+    text = str(text)
+    if text == "":
+        return "∅"
+    out = []
+    for ch in text:
+        if ch in _VISIBLE:
+            out.append(_VISIBLE[ch])
+        elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def as_float(value: Any) -> float:
     """A float; None, non-numbers and bools become NaN (for tolerant report inputs)."""
     if value is None or isinstance(value, bool):

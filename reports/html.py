@@ -32,7 +32,7 @@ import jinja2
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
-from interp.display import MISSING, format_number, is_finite
+from interp.display import MISSING, format_number, is_finite, visible_token
 from interp.errors import InterpError
 from interp.plotting import svg_text
 from interp.runs.atomic import atomic_write_text
@@ -67,35 +67,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- text
-
-
-_VISIBLE = {
-    " ": "␣",
-    "\n": "↵",
-    "\r": "␍",
-    "\t": "⇥",
-    "\u00a0": "⍽",
-}
-
-
-def visible_token(text: str) -> str:
-    """Display form of a token: whitespace made visible, control characters shown as ``\\xNN``.
-
-    ``" Paris"`` -> ``"␣Paris"``, ``"\\n"`` -> ``"↵"``, ``""`` -> ``"∅"``. For
-    display only: the exact string belongs in tooltips (see :func:`token_repr`).
-    """
-    text = str(text)
-    if text == "":
-        return "∅"
-    out = []
-    for ch in text:
-        if ch in _VISIBLE:
-            out.append(_VISIBLE[ch])
-        elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def token_repr(text: str) -> str:

@@ -41,7 +41,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Rectangle
 from torch import Tensor
 
-from interp.display import format_number
+from interp.display import format_number, visible_token
 from interp.errors import InterpError
 from interp.plotting import ACCENT, INK, MUTED, colormap, new_figure, styled
 from interp.stats.intervals import Z95
@@ -197,24 +197,11 @@ def _plain(text: str) -> str:
     return str(text).replace("$", r"\$")
 
 
-_VISIBLE = {" ": "␣", "\n": "↵", "\r": "␍", "\t": "⇥", "\u00a0": "⍽"}
-
-
 def token_label(text: str, max_chars: int = TOKEN_CHARS) -> str:
-    """A token as an axis label: whitespace visible (``␣``, ``↵``), control characters as
-    ``\\xNN``, ``∅`` for the empty string, cut to ``max_chars`` with an ellipsis."""
-    text = str(text)
-    if text == "":
-        return "∅"
-    out = []
-    for ch in text:
-        if ch in _VISIBLE:
-            out.append(_VISIBLE[ch])
-        elif ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    shown = "".join(out)
+    """A token as an axis label: :func:`~interp.display.visible_token` (whitespace as
+    ``␣``, ``↵``; control characters as ``\\xNN``; ``∅`` for the empty string), cut to
+    ``max_chars`` with an ellipsis."""
+    shown = visible_token(text)
     if len(shown) > max_chars:
         shown = shown[: max(1, max_chars - 1)] + "…"
     return shown
