@@ -48,14 +48,6 @@ def _adder(delta: Tensor, store: dict[str, Tensor], name: str) -> HookFn:
     return hook
 
 
-def _keeper(store: dict[str, Tensor], name: str) -> HookFn:
-    def keep(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-        store[name] = t.detach()
-        return t
-
-    return keep
-
-
 def _gradients(
     model: Model,
     tt: TokenizedTask,
@@ -63,15 +55,20 @@ def _gradients(
     ids: Tensor,
     names: Sequence[str],
     shapes: dict[str, tuple[int, ...]],
+    capture: Sequence[str] = (),
 ) -> tuple[dict[str, Tensor], dict[str, Tensor], Tensor]:
-    """Activations at ``names`` on ``ids`` and the gradient of the summed LD w.r.t. them."""
+    """Activations at ``names`` on ``ids`` and the gradient of the summed LD w.r.t. them.
+
+    The activations at ``capture`` (no gradient wanted) come back among the first.
+    """
     deltas = {n: torch.zeros(shapes[n], device=ids.device, requires_grad=True) for n in names}
     acts: dict[str, Tensor] = {}
     hooks = [(n, _adder(deltas[n], acts, n)) for n in names]
     d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
     with torch.enable_grad():
-        ld, _ = run_ld(model, ids[sl], tt.attention_mask[sl], d, hooks)
+        ld, captured = run_ld(model, ids[sl], tt.attention_mask[sl], d, hooks, capture)
         grads = torch.autograd.grad(ld.sum(), [deltas[n] for n in names], allow_unused=True)
+    acts |= captured
     out = {}
     for n, g in zip(names, grads, strict=True):
         out[n] = torch.zeros_like(deltas[n]) if g is None else g.detach()
@@ -111,10 +108,7 @@ def atp(
     progress: bool | None = None,
 ) -> Float[Tensor, "pairs components"]:
     """AtP estimate of the change in raw logit difference for each (pair, component)."""
-    base_ids, src_ids = (
-        (tt.corrupted_ids, tt.clean_ids) if direction == "denoise"
-        else (tt.clean_ids, tt.corrupted_ids)
-    )
+    base_ids, src_ids = tt.runs(direction)
     layers = sorted({c.layer for c in comps})
     names = [family_hook(family, layer) for layer in layers]
     layer_of = {layer: i for i, layer in enumerate(layers)}
@@ -185,10 +179,7 @@ def atp_star(
     """AtP* (QK fix) estimate for the ``heads`` family, per (pair, component)."""
     if any(c.head < 0 for c in comps):
         raise InterpError("atp-star applies to the heads family only (it fixes a head's softmax)")
-    base_ids, src_ids = (
-        (tt.corrupted_ids, tt.clean_ids) if direction == "denoise"
-        else (tt.clean_ids, tt.corrupted_ids)
-    )
+    base_ids, src_ids = tt.runs(direction)
     cfg = model.bridge.cfg
     n_heads = int(cfg.n_heads)
     layers = sorted({c.layer for c in comps})
@@ -213,26 +204,16 @@ def atp_star(
                 _, src = run_ld(model, src_ids[sl], mask, d, capture=cap)
             shapes = {n: (b, width, n_heads, int(cfg.d_head)) for n in z_names}
             shapes |= {n: (b, n_heads, width, width) for n in a_names}
-            # The base run's q, k, v come from plain captures alongside the gradient hooks.
-            base_qkv: dict[str, Tensor] = {}
-            deltas = {n: torch.zeros(shapes[n], device=mask.device, requires_grad=True)
-                      for n in [*z_names, *a_names]}
-            acts: dict[str, Tensor] = {}
-            hooks = [(n, _adder(deltas[n], acts, n)) for n in [*z_names, *a_names]]
-
-            hooks += [(n, _keeper(base_qkv, n)) for n in cap]
-            with torch.enable_grad():
-                ld, _ = run_ld(model, base_ids[sl], mask, d, hooks)
-                grads = torch.autograd.grad(ld.sum(), [deltas[n] for n in [*z_names, *a_names]],
-                                            allow_unused=True)
-            g = {n: (torch.zeros(shapes[n]) if gr is None else gr.detach().double())
-                 for n, gr in zip([*z_names, *a_names], grads, strict=True)}
+            # The base run's q, k, v are captured alongside the gradient hooks.
+            acts, grads, _ = _gradients(model, tt, sl, base_ids, [*z_names, *a_names], shapes,
+                                        capture=cap)
+            g = {n: gr.double() for n, gr in grads.items()}
             causal = torch.ones(width, width, dtype=torch.bool, device=mask.device).tril()
             allowed = causal[None, None] & mask[:, None, None, :]  # [b, 1, q, k]
             per_layer_head = []
             for layer in layers:
                 qn, kn, vn = qkv(layer)
-                q0, k0, v0 = (base_qkv[qn].double(), base_qkv[kn].double(), base_qkv[vn].double())
+                q0, k0, v0 = acts[qn].double(), acts[kn].double(), acts[vn].double()
                 q1, k1, v1 = src[qn].double(), src[kn].double(), src[vn].double()
                 rep = n_heads // k0.shape[2]
                 k0, k1, v0, v1 = (x.repeat_interleave(rep, dim=2) for x in (k0, k1, v0, v1))

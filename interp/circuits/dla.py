@@ -17,18 +17,11 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.circuits.patching import ld_direction, run_ld
+from interp.circuits.patching import ld_direction, module_weight, run_ld
 from interp.circuits.results import DLAResult
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from interp.models.loading import Model
-
-
-def _weight(module: torch.nn.Module) -> Tensor:
-    inner = getattr(module, "_original_component", module)
-    weight = inner.weight
-    assert isinstance(weight, Tensor)
-    return weight
 
 
 def final_norm_gain(model: Model) -> Float[Tensor, " d_model"]:
@@ -53,7 +46,8 @@ def direct_logit_attribution(
     for layer in range(n_layers):
         names += [f"blocks.{layer}.attn.hook_z", f"blocks.{layer}.hook_attn_out",
                   f"blocks.{layer}.hook_mlp_out"]
-    w_o = [_weight(model.bridge.blocks[layer].attn.o).float() for layer in range(n_layers)]
+    w_o = [module_weight(model.bridge.blocks[layer].attn.o).float()
+           for layer in range(n_layers)]
     heads, mlps, embeds, totals = [], [], [], []
     worst_split = 0.0
     with torch.no_grad():

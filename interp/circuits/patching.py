@@ -60,11 +60,17 @@ def family_hook(family: str, layer: int) -> str:
         ) from None
 
 
+def module_weight(module: torch.nn.Module) -> Tensor:
+    """The weight of a bridge component's wrapped HF module (or of a plain module)."""
+    inner = getattr(module, "_original_component", module)
+    weight = inner.weight
+    assert isinstance(weight, Tensor)
+    return weight
+
+
 def unembed_weight(model: Model) -> Float[Tensor, "vocab d_model"]:
     """The unembedding matrix (rows are tokens)."""
-    unembed = model.bridge.unembed
-    module = getattr(unembed, "_original_component", unembed)
-    return module.weight
+    return module_weight(model.bridge.unembed)
 
 
 def ld_direction(
@@ -221,10 +227,7 @@ def exact_patch(
     ``denoise`` runs the corrupted prompts with clean activations patched in;
     ``noise`` the clean prompts with corrupted ones. The source run is cached once.
     """
-    base_ids, src_ids = (
-        (tt.corrupted_ids, tt.clean_ids) if direction == "denoise"
-        else (tt.clean_ids, tt.corrupted_ids)
-    )
+    base_ids, src_ids = tt.runs(direction)
     layers = sorted({c.layer for c in comps})
     names = [family_hook(family, layer) for layer in layers]
     cache = cache_run(model, src_ids, tt, names, batch_size)
@@ -248,10 +251,7 @@ def exact_patch(
                 crow = [comps[int(comp_idx[j])] for j in sel]
                 mask = _row_mask(family, crow, pair_idx[rows], tt, n_heads)
                 src = cache[by_layer[layer]][pair_idx[rows]]
-                if family != "heads":
-                    mask = mask.expand(-1, -1, src.shape[-1])
-                else:
-                    mask = mask.expand(-1, -1, -1, src.shape[-1])
+                mask = mask.expand_as(src)
                 hooks.append((by_layer[layer], _patch_hook(rows, src, mask)))
             d = ld_direction(model, tt.answer[pair_idx], tt.wrong[pair_idx])
             ld, _ = run_ld(model, base_ids[pair_idx], tt.attention_mask[pair_idx], d, hooks)

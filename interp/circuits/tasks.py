@@ -157,6 +157,15 @@ class TokenizedTask:
     def __len__(self) -> int:
         return int(self.clean_ids.shape[0])
 
+    def runs(
+        self, direction: str
+    ) -> tuple[Int[Tensor, "pairs width"], Int[Tensor, "pairs width"]]:
+        """``(base, source)`` ids: denoising runs the corrupted prompts with clean values
+        patched in, noising the clean prompts with corrupted ones."""
+        if direction == "denoise":
+            return self.corrupted_ids, self.clean_ids
+        return self.clean_ids, self.corrupted_ids
+
     def subset(self, idx: list[int]) -> TokenizedTask:
         """The pairs at ``idx``, keeping the common width."""
         t = torch.as_tensor(idx, dtype=torch.long)
