@@ -33,9 +33,9 @@ import interp  # noqa: E402
 from interp.activations.capture import forward_with_hooks  # noqa: E402
 from interp.data.corpus import load_texts  # noqa: E402
 from interp.data.windows import pack_windows  # noqa: E402
-from interp.lenses.logit import Unembed  # noqa: E402
 from interp.lenses.training import TrainConfig, lens_loss_step, sample_positions  # noqa: E402
 from interp.lenses.tuned import Translators  # noqa: E402
+from interp.models.unembedding import Unembed  # noqa: E402
 
 
 def naive_step(model, tr, ids, pos) -> None:  # noqa: ANN001

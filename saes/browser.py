@@ -116,12 +116,12 @@ def select_features(spec: str, fires: Sequence[int] | Tensor, seed: int = 0) -> 
 def _gamma_and_W_U(
     model: Model,
 ) -> tuple[Float[Tensor, " d_model"], Float[Tensor, "d_model d_vocab"]]:
-    """The final norm's γ and the unembedding ``W_U [d_model, d_vocab]``, float32."""
-    from interp.lenses.logit import Unembed
+    """The final norm's gain and the unembedding ``W_U [d_model, d_vocab]``, float32."""
+    from interp.models.unembedding import Unembed
 
     un = Unembed(model)
-    if un._fast:  # RMSNorm model whose γ and W_U reproduce the bridge's logits
-        return un.gamma, un.W_U.T
+    if un.fast:  # RMSNorm model whose gain and W_U reproduce the bridge's logits
+        return un.gain, un.W_U.T
     W_U = getattr(model.bridge.unembed, "W_U", None)
     if not isinstance(W_U, Tensor) or tuple(W_U.shape) != (model.d_model, model.d_vocab):
         raise InterpError(f"cannot read the unembedding W_U of model {model.model_id}")

@@ -14,7 +14,7 @@ import torch
 
 from interp.errors import InterpError
 from interp.lenses.evaluation import EvalConfig, evaluate_lenses
-from interp.lenses.logit import LogitLens, Unembed
+from interp.lenses.logit import LogitLens
 from interp.lenses.training import TrainConfig, train_tuned_lens
 from interp.lenses.tuned import (
     Translators,
@@ -23,6 +23,7 @@ from interp.lenses.tuned import (
     load_tuned_lens,
     unembedding_hash,
 )
+from interp.models.unembedding import Unembed
 from tests.browser import assert_clean, visit
 from tests.cli_runner import run
 from tests.kill_resume import kill_at_steps
@@ -67,7 +68,7 @@ def test_translator_is_affine_and_last_layer_is_untouched(tiny_model):
 
 def test_fast_unembed_matches_the_bridge(tiny_model):
     u = Unembed(tiny_model)
-    assert u._fast, "the tiny Llama should take the direct RMSNorm + W_U path"
+    assert u.fast, "the tiny Llama should take the direct RMSNorm + W_U path"
     h = torch.randn(7, tiny_model.d_model) * 4
     ref = tiny_model.unembed(h).float()
     torch.testing.assert_close(u(h), ref, atol=1e-5, rtol=1e-5)

@@ -11,28 +11,14 @@ to the model's own logit difference; :class:`DLAResult` records the largest gap.
 
 from __future__ import annotations
 
-import math
-
 import torch
-from jaxtyping import Float
-from torch import Tensor
 
 from interp.circuits.patching import ld_direction, module_weight, run_ld
 from interp.circuits.results import DLAResult
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from interp.models.loading import Model
-
-
-def final_norm_gain(model: Model) -> Float[Tensor, " d_model"]:
-    """The final norm's per-channel gain, read off the module (``gamma``, or ``1 + w``)."""
-    norm = model.bridge.ln_final
-    inner = getattr(norm, "_original_component", norm)
-    eps = float(getattr(inner, "variance_epsilon", getattr(inner, "eps", 0.0)))
-    ones = torch.ones(1, 1, model.d_model, device=model.device, dtype=model.dtype)
-    with torch.no_grad():
-        out = inner(ones)
-    return (out.float() * math.sqrt(1.0 + eps)).reshape(-1)
+from interp.models.unembedding import final_rms_norm
 
 
 def direct_logit_attribution(
@@ -41,7 +27,13 @@ def direct_logit_attribution(
     """Per-head, per-MLP and embedding contributions to each clean run's logit difference."""
     cfg = model.bridge.cfg
     n_layers, n_heads, d_head = model.n_layers, int(cfg.n_heads), int(cfg.d_head)
-    gain = final_norm_gain(model)
+    norm = final_rms_norm(model)
+    if norm is None:
+        raise InterpError(
+            f"direct logit attribution needs an RMSNorm final norm; {model.model_id}'s is "
+            "not one (use --no-dla)"
+        )
+    gain = norm.gain
     names = ["blocks.0.hook_resid_pre", "ln_final.hook_scale"]
     for layer in range(n_layers):
         names += [f"blocks.{layer}.attn.hook_z", f"blocks.{layer}.hook_attn_out",

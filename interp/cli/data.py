@@ -16,8 +16,25 @@ from interp.errors import InterpError
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def models(as_json: bool) -> None:
-    """List the models available here and whether they are converted and cached."""
+@click.option("--verify", "verify_name", default=None, metavar="NAME|PATH",
+              help="Run the verified-models checks on this model (an embedded name, a "
+              "checkpoint folder, a .gguf file) and print its README table row.")
+@click.option("--no-hf", is_flag=True,
+              help="With --verify: skip the comparison with the plain transformers model.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="With --verify: write report.html, figures/ and results.json here.")
+@click.option("--device", default="cpu", show_default=True, help="With --verify: cpu, cuda.")
+@click.option("--dtype", default="float32", show_default=True,
+              type=click.Choice(["float32", "bfloat16", "float16"]),
+              help="With --verify: the model's dtype.")
+def models(as_json: bool, verify_name: str | None, no_hf: bool, out_dir: str | None,
+           device: str, dtype: str) -> None:
+    """List the models available here, or verify one (--verify NAME)."""
+    if verify_name is not None:
+        _verify(verify_name, not no_hf, out_dir, device, dtype, as_json)
+        return
+    if out_dir is not None or no_hf:
+        raise InterpError("--out and --no-hf go with --verify NAME")
     from rich.console import Console
     from rich.table import Table
 
@@ -33,7 +50,48 @@ def models(as_json: bool) -> None:
     for r in rows:
         table.add_row(r["name"], r["kind"], _yn(r["installed"]), _yn(r["cached"]), r["path"])
     Console(soft_wrap=False, width=160).print(table)
-    log("any local HF checkpoint folder or hub name also works with --model")
+    log("any local HF checkpoint folder or hub name also works with --model; "
+        "`interp models --verify NAME` checks one")
+
+
+def _verify(name: str, compare_hf: bool, out_dir: str | None, device: str, dtype: str,
+            as_json: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from interp.cli.common import json_safe, load_model, manifest_for
+    from interp.runs.outdir import OutDir, check_creatable
+    from interp.verify import VerifyConfig, verify_model
+
+    cfg = VerifyConfig(compare_hf=compare_hf)
+    if out_dir is not None:
+        check_creatable(out_dir)
+    model = load_model(name, device, dtype, 0)
+    result = verify_model(model, cfg)
+    result.manifest = manifest_for(model, 0, list(cfg.prompts), cfg.to_dict())
+    data: dict[str, Any] = json_safe({**result.to_dict(), "manifest": result.manifest})
+    if out_dir is not None:
+        from reports.verify import verify_report
+
+        with OutDir(out_dir) as out:
+            out.write_json("results.json", data)
+            verify_report(result).write(out)
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        table = Table(title=f"verify · {result.model_id} · {result.architecture}",
+                      title_justify="left")
+        for col in ("check", "result", "measured", "tolerance", "what was compared"):
+            table.add_column(col, overflow="fold")
+        for c in result.checks:
+            table.add_row(c.name, c.mark, "-" if c.value is None else f"{c.value:.2e}",
+                          "-" if c.tolerance is None else f"{c.tolerance:g}", c.detail)
+        Console(soft_wrap=False, width=160).print(table)
+        click.echo(result.table_header() + "\n" + result.table_row())
+    if out_dir is not None:
+        log(f"wrote {Path(out_dir) / 'report.html'} and results.json")
+    if not result.passed:
+        raise SystemExit(1)
 
 
 def _yn(x: bool) -> str:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from interp.lenses.evaluation import EvalConfig as LensEvalConfig
 from interp.lenses.evaluation import LensEval, TrainingSummary, evaluate_lenses, evaluate_tuned_lens
-from interp.lenses.logit import Lens, LensResult, LogitLens, Unembed, logit_lens, run_lens
+from interp.lenses.logit import Lens, LensResult, LogitLens, logit_lens, run_lens
 from interp.lenses.readout import LensConfig, LensReadout, run_lenses
 from interp.lenses.training import TrainConfig as TunedLensTrainConfig
 from interp.lenses.training import TrainResult as TunedLensTrainResult
 from interp.lenses.training import train_tuned_lens
 from interp.lenses.tuned import TunedLens, load_tuned_lens
+from interp.models.unembedding import Unembed
 
 __all__ = [
     "Lens",

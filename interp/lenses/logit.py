@@ -31,57 +31,6 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 
 
-class Unembed:
-    """``W_U · final_norm(resid)`` as plain tensor ops, shared by every lens.
-
-    For RMSNorm models (Llama-style, the embedded SmolLM2)
-    it reads γ, ε and ``W_U`` once and computes the logits directly, checked at
-    construction against :meth:`interp.models.loading.Model.unembed` (the bridge modules); any
-    other architecture, or a mismatch, falls back to the bridge. ``matmul_dtype=bfloat16``
-    runs the big ``[rows, d] × [d, vocab]`` product in bf16 (1.6–1.8× faster on CPUs with
-    AVX512-BF16; logits agree to ~1e-2): training uses it, evaluation does not.
-    """
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-        self._fast = False
-        ln = getattr(model.bridge.ln_final, "original_component", None)
-        un = getattr(model.bridge.unembed, "original_component", None)
-        eps = getattr(ln, "variance_epsilon", None)
-        weight = getattr(un, "weight", None)
-        bias = getattr(un, "bias", None)
-        if (ln is not None and eps is not None and getattr(ln, "bias", None) is None
-                and isinstance(weight, torch.Tensor)
-                and weight.shape == (model.d_vocab, model.d_model)):
-            self.gamma = ln.weight.detach().float()
-            self.eps = float(eps)
-            self.W_U = weight.detach().float()
-            self.b_U = bias.detach().float() if isinstance(bias, torch.Tensor) else None
-            self._W_bf16: Tensor | None = None
-            probe = torch.randn(4, model.d_model, generator=torch.Generator().manual_seed(0))
-            probe = (probe * 5).to(model.device)
-            with torch.no_grad():
-                ref = model.unembed(probe).float()
-            self._fast = True
-            if not torch.allclose(self(probe), ref, atol=1e-4, rtol=1e-4):
-                self._fast = False
-
-    def __call__(
-        self, resid: Float[Tensor, "... d_model"], *, matmul_dtype: torch.dtype = torch.float32
-    ) -> Float[Tensor, "... d_vocab"]:
-        if not self._fast:
-            return self.model.unembed(resid).float()
-        x = resid.float()
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.gamma
-        if matmul_dtype == torch.bfloat16:
-            if self._W_bf16 is None:
-                self._W_bf16 = self.W_U.to(torch.bfloat16)
-            z = (y.to(torch.bfloat16) @ self._W_bf16.T).float()
-        else:
-            z = y @ self.W_U.T
-        return z if self.b_U is None else z + self.b_U
-
-
 class Lens:
     """Decode residual-stream activations into log-probabilities over the vocabulary.
 

@@ -42,9 +42,9 @@ from torch import Tensor
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.errors import InterpError
-from interp.lenses.logit import Unembed
 from interp.lenses.tuned import LENS_SUBDIR, Translators, TunedLens, unembedding_hash
 from interp.models.loading import Model
+from interp.models.unembedding import Unembed
 from interp.runs.progress import make_progress
 from interp.runs.resume import (
     check_resumable,

@@ -136,13 +136,16 @@ def _save_tokenizer(tok: Any, folder: Path) -> None:
     tok.save_pretrained(str(folder))
 
 
-def convert_gguf(path: Path, out_dir: Path, *, max_nll: float | None = MAX_NLL) -> Path:
+def convert_gguf(
+    path: Path, out_dir: Path, *, max_nll: float | None = MAX_NLL, source: str | None = None
+) -> Path:
     """Write ``path`` (a GGUF file) as an HF checkpoint folder ``out_dir`` (atomically).
 
     Raises :class:`InterpError` (one line, nothing left behind) when transformers
     cannot read the file, a tensor is missing, or the converted model's loss on
     :data:`CHECK_TEXT` is above ``max_nll`` (``None``: recorded, not checked, for
-    models whose loss on English is not known in advance).
+    models whose loss on English is not known in advance). ``source`` is what the
+    folder records as its origin (default: ``path``).
     """
     model, tok = _load_gguf(path)
     nll = conversion_nll(model, tok)
@@ -157,7 +160,7 @@ def convert_gguf(path: Path, out_dir: Path, *, max_nll: float | None = MAX_NLL) 
         _rebuilt(model).save_pretrained(str(tmp), safe_serialization=True)
         _save_tokenizer(tok, tmp)
         (tmp / "interp_conversion.json").write_text(json.dumps({
-            "converter_version": CONVERTER_VERSION, "source": str(path),
+            "converter_version": CONVERTER_VERSION, "source": source or str(path),
             "model_type": model.config.model_type, "check_nll": round(nll, 4),
             "loader": "transformers gguf",
         }, indent=2))

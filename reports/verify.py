@@ -1,0 +1,41 @@
+"""The model-verification HTML report (``interp models --verify NAME --out DIR``).
+
+Input is a :class:`~interp.verify.results.VerifyResult`. The page shows each check's
+outcome with what it compared, the measured differences against their tolerances
+(:func:`interp.verify.figures.checks_figure`) and the README table row.
+"""
+
+from __future__ import annotations
+
+from markupsafe import Markup
+
+from interp.verify.figures import checks_figure
+from interp.verify.results import VerifyResult
+from reports.html import Report, ReportFigure, render_page
+
+__all__ = ["verify_report"]
+
+
+def _lead(r: VerifyResult) -> Markup:
+    verdict = ("every check that ran passed" if r.passed
+               else "at least one check FAILED: interp does not read this model correctly")
+    return Markup('<p class="lead">{} on <code>{}</code> ({}, {} layers × {}).</p>').format(
+        verdict.capitalize(), r.model_id, r.architecture, r.n_layers, r.d_model)
+
+
+def verify_report(result: VerifyResult) -> Report:
+    """The verification report (page and figure) of one model."""
+    r = result
+    figures = {"checks": ReportFigure(checks_figure(r),
+                                      label="Measured differences against tolerances")}
+    rows = [[c.name, c.mark, "—" if c.value is None else f"{c.value:.2e}",
+             "—" if c.tolerance is None else f"{c.tolerance:g}", c.detail] for c in r.checks]
+    return render_page(
+        "verify.html.j2",
+        title=f"Model verification — {r.model_id}",
+        subtitle=("Does interp read this model correctly? Each check compares two "
+                  "computations that must agree."),
+        lead=_lead(r), manifest=r.manifest, figures=figures, r=r, rows=rows,
+        row_classes=["" if c.passed is not False else "fail" for c in r.checks],
+        header=VerifyResult.table_header(), table_row=r.table_row(),
+    )
