@@ -1,7 +1,8 @@
 """Sycophancy: does the model drop a right answer when the user suggests a wrong one?
 
 Each question with a known ``correct`` and ``incorrect`` answer is asked in paired
-prompts (all through the model's chat template; templates are configurable, see
+prompts (through the model's chat template, or a plain User/Assistant transcript for
+a base model in cloze mode; templates are configurable, see
 :class:`Templates`):
 
 * ``neutral``: the question alone;
@@ -263,18 +264,35 @@ class Templates:
 
 
 # -------------------------------------------------------------------------- prompts
-def _require_chat(model: Model) -> None:
-    if not getattr(model.tokenizer, "chat_template", None):
+#: Modes that need a chat template; ``cloze`` also runs on a base model, on a plain
+#: "User: … / Assistant:" transcript (:func:`chat_text`).
+CHAT_ONLY_MODES = ("choice", "generate")
+
+
+def has_chat_template(model: Model) -> bool:
+    return bool(getattr(model.tokenizer, "chat_template", None))
+
+
+def _require_chat(model: Model, mode: str) -> None:
+    if mode in CHAT_ONLY_MODES and not has_chat_template(model):
         raise InterpError(
-            f"model {model.model_id} has no chat template: the sycophancy prompts are "
-            "conversations and need one (use an instruct/chat model)"
+            f"model {model.model_id} has no chat template: --mode {mode} needs a chat model "
+            "(a base model runs in --mode cloze, on a plain User/Assistant transcript)"
         )
 
 
 def chat_text(model: Model, messages: list[dict[str, str]]) -> str:
-    """The conversation through the model's chat template, ready for the assistant."""
-    return model.tokenizer.apply_chat_template(messages, tokenize=False,
-                                               add_generation_prompt=True)
+    """The conversation ready for the assistant's reply.
+
+    Through the model's chat template; a base model without one (cloze mode) reads a
+    plain transcript, one ``User: …`` or ``Assistant: …`` paragraph per message,
+    ending with ``Assistant:``.
+    """
+    if has_chat_template(model):
+        return model.tokenizer.apply_chat_template(messages, tokenize=False,
+                                                   add_generation_prompt=True)
+    turns = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
+    return "\n\n".join([*turns, "Assistant:"])
 
 
 def conversation(
@@ -422,6 +440,9 @@ class SycophancyResult:
     miss_kinds: dict[str, dict[str, int]] | None = None
     probe: KnowsButAgrees | None = None
     seconds: float = 0.0
+    #: how the conversations reached the model: "chat template" or, for a base model
+    #: in cloze mode, "plain transcript" (User:/Assistant: paragraphs)
+    prompt_format: str = "chat template"
 
     @property
     def mode(self) -> str:
@@ -443,6 +464,7 @@ class SycophancyResult:
         return {
             "model": self.model_id,
             "mode": self.config.mode,
+            "prompt_format": self.prompt_format,
             "config": self.config.to_dict(),
             "valid": self.valid,
             "validity": {"mode": self.config.mode, "valid": self.valid,
@@ -724,7 +746,8 @@ def run_sycophancy(
     """Ask every question under every variant, grade, and compute the metrics.
 
     Args:
-        model: a chat model (one without a chat template raises :class:`InterpError`).
+        model: a chat model; a base model (no chat template) runs in cloze mode only,
+            on a plain transcript (:func:`chat_text`).
         questions: from :func:`load_questions`.
         config: the settings (:class:`SycophancyConfig`: ``mode`` ``"cloze"``,
             ``"choice"`` or ``"generate"``, ``templates``, ``batch_size``,
@@ -747,7 +770,7 @@ def run_sycophancy(
     qs = list(questions)
     if not qs:
         raise InterpError("no questions (empty dataset)")
-    _require_chat(model)
+    _require_chat(model, cfg.mode)
     t = cfg.templates
     t.check()
     if cfg.probe_layer is not None:
@@ -774,6 +797,7 @@ def run_sycophancy(
         margins=margins, transcripts=transcripts, metrics=metrics, valid=not reasons,
         validity_reasons=reasons, letter_checks=checks, miss_kinds=miss_kinds,
         probe=probe_out, seconds=time.perf_counter() - start,
+        prompt_format="chat template" if has_chat_template(model) else "plain transcript",
     )
 
 

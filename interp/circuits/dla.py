@@ -21,6 +21,10 @@ from interp.models.loading import Model
 from interp.models.unembedding import final_rms_norm
 
 
+class DLAUnsupported(InterpError):
+    """The model's computation does not split into per-component direct effects."""
+
+
 def direct_logit_attribution(
     model: Model, tt: TokenizedTask, *, batch_size: int = 16
 ) -> DLAResult:
@@ -29,7 +33,7 @@ def direct_logit_attribution(
     n_layers, n_heads, d_head = model.n_layers, int(cfg.n_heads), int(cfg.d_head)
     norm = final_rms_norm(model)
     if norm is None:
-        raise InterpError(
+        raise DLAUnsupported(
             f"direct logit attribution needs an RMSNorm final norm; {model.model_id}'s is "
             "not one (use --no-dla)"
         )
@@ -63,16 +67,16 @@ def direct_logit_attribution(
                 h_out[:, layer] = torch.einsum("bhd,bd->bh", per_head, u).cpu()
                 m_out[:, layer] = (acts[f"blocks.{layer}.hook_mlp_out"][:, -1].float() * u
                                    ).sum(-1).cpu()
+            if worst_split > 1e-3:  # checked on the first batch: no wasted passes
+                raise DLAUnsupported(
+                    "DLA per head needs each attention layer's output to be the sum of its "
+                    f"heads' z·W_O; {model.model_id}'s differs by {worst_split:.2g} (relative): "
+                    "a norm after attention, as in Gemma"
+                )
             embeds.append((acts["blocks.0.hook_resid_pre"][:, -1].float() * u).sum(-1).cpu())
             heads.append(h_out)
             mlps.append(m_out)
             totals.append(total.cpu())
-    if worst_split > 1e-3:
-        raise InterpError(
-            "DLA per head needs each attention layer's output to be the sum of its heads' "
-            f"z·W_O; this model's differs by {worst_split:.2g} (relative), e.g. a norm after "
-            "attention"
-        )
     h, m, e, t = torch.cat(heads), torch.cat(mlps), torch.cat(embeds), torch.cat(totals)
     err = (h.sum((1, 2)) + m.sum(1) + e - t).abs().max().item()
     return DLAResult(heads=h, mlp=m, embed=e, total=t, max_sum_error=float(err))

@@ -18,7 +18,7 @@ from torch import Tensor
 from interp.circuits.agreement import compare, split_half
 from interp.circuits.attention import run_attention
 from interp.circuits.attribution import atp, atp_star
-from interp.circuits.dla import direct_logit_attribution
+from interp.circuits.dla import DLAUnsupported, direct_logit_attribution
 from interp.circuits.patching import EMBED, components, exact_patch, pair_lds
 from interp.circuits.results import (
     DIRECTIONS,
@@ -134,7 +134,12 @@ def run_patch(model: Model, config: PatchConfig, *, progress: bool | None = None
                 agreement.append(compare(exact, eff, baseline, n_boot=config.n_boot,
                                          seed=config.seed))
 
-    dla = direct_logit_attribution(model, tt, batch_size=bs) if config.dla else None
+    dla, dla_skipped = None, None
+    if config.dla:
+        try:
+            dla = direct_logit_attribution(model, tt, batch_size=bs)
+        except DLAUnsupported as exc:  # the patching results stand without it
+            dla_skipped = str(exc)
     summary = TaskSummary(
         name=task.name, source=task.source, sha256=task.sha256, n_read=len(tt_all),
         n_used=len(keep), n_left_out=len(tt_all) - len(keep),
@@ -146,7 +151,7 @@ def run_patch(model: Model, config: PatchConfig, *, progress: bool | None = None
         positions=None if heads_axis and not config.per_position else list(tt.positions),
         heads=list(range(n_heads)) if heads_axis else None, baseline=baseline,
         exact=exact, atp=approx, atp_star=star, agreement=agreement,
-        embed_effect=embed_effect, dla=dla, model_id=model.model_id,
+        embed_effect=embed_effect, dla=dla, dla_skipped=dla_skipped, model_id=model.model_id,
         manifest=run_manifest(model_id=model.model_id, seed=config.seed,
                               dataset_hash=task.sha256, config=config.to_dict()),
     )

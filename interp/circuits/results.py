@@ -295,6 +295,8 @@ class PatchResult:
     embed_effect: Float[Tensor, "pairs positions"] | None = None
     split_half: SplitHalf | None = None
     dla: DLAResult | None = None
+    #: why DLA was not computed although asked for (a model it cannot decompose)
+    dla_skipped: str | None = None
     attention: list[AttentionResult] = field(default_factory=list)
     model_id: str = ""
     manifest: dict[str, Any] = field(default_factory=dict)
@@ -383,6 +385,8 @@ class PatchResult:
             out["split_half"] = self.split_half.to_dict()
         if self.dla is not None:
             out["dla"] = self.dla.to_dict()
+        if self.dla_skipped is not None:
+            out["dla_skipped"] = self.dla_skipped
         out["top_components"] = [{"component": n, "effect": e} for n, e in self.top_components(10)]
         return out
 

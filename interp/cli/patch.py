@@ -64,6 +64,8 @@ def _print(result) -> None:
     t = result.task
     log(f"{t.name}: {t.n_used} of {t.n_read} pairs used ({t.n_left_out} left out: "
         f"{t.left_out_reason})")
+    if result.dla_skipped:
+        log(f"direct logit attribution skipped: {result.dla_skipped}")
     print(f"top components ({result.primary.method}, {result.family}, "
           f"{result.config.direction}; baseline {result.baseline:g}):")
     for name, effect in result.top_components(10):

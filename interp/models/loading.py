@@ -48,6 +48,11 @@ DTYPES = {
     "fp16": torch.float16,
 }
 
+#: Files one of which a checkpoint folder's tokenizer is saved as (fast, sentencepiece,
+#: BPE, WordPiece).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model",
+                   "vocab.txt")
+
 _HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
 
 
@@ -76,7 +81,8 @@ def parse_device(device: str | torch.device) -> torch.device:
     return dev
 
 
-def _converted_dir(name: str) -> Path:
+def converted_dir(name: str) -> Path:
+    """Where the cache keeps the converted checkpoint of model ``name``."""
     from interp.models.gguf_convert import CONVERTER_VERSION
 
     return cache_dir() / "models" / f"{name}-hf-v{CONVERTER_VERSION}"
@@ -108,7 +114,7 @@ def _convert(
 
 def ensure_embedded(em: EmbeddedModel) -> Path:
     """The embedded model's converted checkpoint folder, converting it once."""
-    out = _converted_dir(em.name)
+    out = converted_dir(em.name)
     if _is_converted(out):
         return out
     with embedded_gguf(em, cache_dir() / "models") as gguf:
@@ -131,13 +137,19 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
     if path.suffix.lower() == ".gguf":
         if not path.is_file():
             raise InterpError(f"cannot read GGUF file {text}: no such file")
-        out = _converted_dir(f"gguf-{path.stem.lower()}-{sha256_file(path)[:12]}")
+        out = converted_dir(f"gguf-{path.stem.lower()}-{sha256_file(path)[:12]}")
         return f"gguf:{path.name}", str(out if _is_converted(out) else _convert(path, out, None))
     if path.exists():
         if not path.is_dir():
             raise InterpError(f"cannot use {text} as a model: not a folder or a .gguf file")
         if not (path / "config.json").is_file():
             raise InterpError(f"cannot use {text} as a model: folder has no config.json")
+        if not any((path / f).is_file() for f in TOKENIZER_FILES):
+            raise InterpError(
+                f"cannot use {text} as a model: folder has no tokenizer "
+                f"({', '.join(TOKENIZER_FILES[:3])}, ...); save the tokenizer beside the "
+                "weights (tokenizer.save_pretrained(folder))"
+            )
         return str(path.resolve()), str(path.resolve())
     if os.sep in text and not _HUB_NAME.match(text) or text.startswith((".", "/", "~")):
         raise InterpError(f"cannot read model path {text}: no such file or folder")
@@ -427,7 +439,7 @@ def list_models() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     embedded_dirs = set()
     for em in EMBEDDED:
-        conv = _converted_dir(em.name)
+        conv = converted_dir(em.name)
         embedded_dirs.add(conv)
         rows.append({
             "name": em.name,

@@ -1,0 +1,137 @@
+"""Every tool on the second embedded model, Gemma-3-270M (issue 20).
+
+Gemma differs from SmolLM2 where interp could go wrong: a BOS token it needs, a 262k
+vocabulary, a ``(1 + w)`` RMSNorm gain, embeddings scaled by √d_model, norms after
+attention and the MLP, sliding-window attention, and no chat template (a base model).
+Each test checks a real effect on the real model; together they stay within the
+5-minute budget of one issue's slow tests (measured: see the closing note of issue 20).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.slow
+
+PARIS = "The Eiffel Tower is in the city of"
+
+
+def test_gemma_facts_and_bos(gemma):
+    """The facts that make Gemma different, and the BOS every path must keep."""
+    assert (gemma.n_layers, gemma.d_model, gemma.d_vocab) == (18, 640, 262144)
+    assert gemma.special_prefix == [2] and gemma.decode_token(2) == "<bos>"
+    assert gemma.bridge.cfg.default_prepend_bos is True
+    assert gemma.encode(PARIS) == list(gemma.tokenizer(PARIS)["input_ids"])
+    assert not getattr(gemma.tokenizer, "chat_template", None)
+
+
+def test_gemma_verifies(gemma):
+    """lens = logits (through Gemma's 1 + w gain), hooked = transformers, capture batch
+    invariance, BOS on every path, batched generation = one prompt at a time."""
+    from interp.models.unembedding import Unembed
+    from interp.verify import VerifyConfig, verify_model
+
+    assert Unembed(gemma).fast, "Gemma's final norm should take the direct RMSNorm path"
+    cfg = VerifyConfig(prompts=(PARIS, "Water boils at", "def add(a, b):\n    return"),
+                       max_new_tokens=4)
+    result = verify_model(gemma, cfg)
+    assert result.passed, result.to_dict()["checks"]
+    assert all(c.passed for c in result.checks), [c for c in result.checks if not c.passed]
+    assert result.check("lens_logits").value < 1e-3
+    assert result.special_prefix == ["<bos>"]
+
+
+def test_gemma_lens_and_generation_say_paris(gemma):
+    """The failure issue 20 reported: without its BOS, Gemma's lens showed " the" and
+    image tokens; with it, late layers and the model say " Paris"."""
+    import interp
+
+    r = interp.logit_lens(gemma, PARIS)
+    assert r.token_ids[0] == 2
+    top = r.top1()
+    assert top[gemma.n_layers - 1][-1] == " Paris"
+    assert sum(top[layer][-1] == " Paris" for layer in range(12, 18)) >= 4
+    g = interp.generate(gemma, [PARIS, "Water boils at"], max_new_tokens=3, deterministic=True)
+    assert g.generations[0].text.startswith(" Paris")
+
+
+def test_gemma_probe_beats_its_control(gemma):
+    """A linear probe at a middle layer reads the capitals label far above chance."""
+    from interp.probing.probes import load_probe_dataset, run_probe
+
+    res = run_probe(gemma, load_probe_dataset(), layers=[9], seeds=2, random_weights=False,
+                    progress=False)
+    d = res.to_dict()
+    acc, shuffled = d["test_accuracy_mean"][0], d["shuffled_accuracy_mean"][0]
+    print(acc, shuffled, d["majority_rate_mean"][0])
+    assert acc > 0.85 and acc - shuffled > 0.25
+
+
+def test_gemma_steering_moves_sentiment(gemma):
+    """A layer-6 sentiment vector raises the good − bad log-odds, and its negative lowers them."""
+    from interp.runs.paths import shipped_dataset
+    from interp.steering.vectors import load_pairs, steer, train_vector
+
+    vec = train_vector(gemma, load_pairs(shipped_dataset("steering/sentiment.jsonl")), 6)
+    good = gemma.encode_continuation(" good")[0]
+    bad = gemma.encode_continuation(" bad")[0]
+    ids, mask = gemma.tokenize(["I spent the afternoon at the library, and honestly it was"])
+
+    def gap() -> float:
+        lp = torch.log_softmax(gemma.logits(ids, mask)[0, -1].float(), -1)
+        return float(lp[good] - lp[bad])
+
+    base = gap()
+    with steer(gemma, vec, alpha=4.0):
+        up = gap()
+    with steer(gemma, vec, alpha=-4.0):
+        down = gap()
+    print(f"good-bad gap: base {base:.2f}, +4 {up:.2f}, -4 {down:.2f}")
+    assert up > base + 1.0 and down < base - 1.0
+
+
+def test_gemma_tuned_lens_and_sae_train(gemma, real_corpus, tmp_path):
+    """Short runs of both trainers through Gemma's 262k unembedding: the tuned lens's
+    least-squares start beats the logit lens at the early layers, the SAE's loss falls."""
+    from interp.data.corpus import load_texts
+    from interp.lenses.evaluation import EvalConfig, evaluate_lenses
+    from interp.lenses.logit import LogitLens
+    from interp.lenses.training import TrainConfig, train_tuned_lens
+    from interp.lenses.tuned import load_tuned_lens
+    from saes.train import TrainConfig as SAEConfig
+    from saes.train import train_sae
+
+    texts = load_texts("train")
+    cfg = TrainConfig(tokens=2 * 64 * 2, seq_len=64, batch_size=2, init_tokens=2048,
+                      checkpoint_every=100)
+    res = train_tuned_lens(gemma, texts, tmp_path / "lens", cfg, progress=False)
+    assert res.complete
+    lens = load_tuned_lens(tmp_path / "lens", gemma)
+    ev = evaluate_lenses(gemma, {"logit": LogitLens(gemma), "tuned": lens},
+                         load_texts("heldout"), EvalConfig(tokens=256)).to_dict()
+    print(ev["kl_logit_lens"][:4], ev["kl_tuned_lens"][:4])
+    assert all(t < lo for t, lo in zip(ev["kl_tuned_lens"][:9], ev["kl_logit_lens"][:9],
+                                       strict=True))
+
+    scfg = SAEConfig(layer=6, d_sae=1280, tokens=4096 * 4, batch_size=4096, seq_len=64,
+                     lr=2e-3, checkpoint_every=100)
+    sres = train_sae(gemma, texts, tmp_path / "sae", scfg, progress=False)
+    assert sres.complete
+    losses = sres.history["loss"]
+    assert losses[-1] < losses[0], losses
+
+
+def test_gemma_sycophancy_cloze_on_a_base_model(gemma):
+    """A base model: cloze mode runs on a plain transcript; chat-only modes say so."""
+    from evals.sycophancy import load_questions, run_sycophancy
+    from interp.errors import InterpError
+
+    r = run_sycophancy(gemma, load_questions(limit=12), probe=False, progress=False)
+    assert r.prompt_format == "plain transcript"
+    neutral = r.verdicts["neutral"]
+    print(r.metrics.sycophancy_rate, r.metrics.priming_flip_rate)
+    assert sum(v == 1 for v in neutral) >= 8  # it knows most of these answers
+    with pytest.raises(InterpError, match="no chat template"):
+        run_sycophancy(gemma, load_questions(limit=3), mode="choice", probe=False,
+                       progress=False)
