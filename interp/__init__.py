@@ -43,6 +43,9 @@ _LAZY = {
     "AttentionResult": ("interp.circuits.results", "AttentionResult"),
     "run_patch": ("interp.circuits.experiment", "run_patch"),
     "run_attention": ("interp.circuits.attention", "run_attention"),
+    "VerifyConfig": ("interp.verify.results", "VerifyConfig"),
+    "VerifyResult": ("interp.verify.results", "VerifyResult"),
+    "verify_model": ("interp.verify.checks", "verify_model"),
     "LensEvalConfig": ("interp.lenses.evaluation", "EvalConfig"),
     "LensEval": ("interp.lenses.evaluation", "LensEval"),
     "evaluate_lenses": ("interp.lenses.evaluation", "evaluate_lenses"),
@@ -97,6 +100,8 @@ if TYPE_CHECKING:
         steer,
         train_vector,
     )
+    from interp.verify.checks import verify_model
+    from interp.verify.results import VerifyConfig, VerifyResult
 
 
 def __getattr__(name: str) -> object:
@@ -142,6 +147,8 @@ __all__ = [
     "TunedLens",
     "TunedLensTrainConfig",
     "TunedLensTrainResult",
+    "VerifyConfig",
+    "VerifyResult",
     "ablate_probe",
     "capture",
     "evaluate_lenses",
@@ -167,4 +174,5 @@ __all__ = [
     "sweep_prompts",
     "train_tuned_lens",
     "train_vector",
+    "verify_model",
 ]

@@ -224,3 +224,55 @@ def test_missing_gemma_chunk_package_cli(tmp_path, monkeypatch, capsys):
     models = tmp_path / "cache" / "models"
     assert not models.exists() or not any(models.iterdir())
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ interp models --verify
+
+
+def test_verify_cli_row_report_and_json(tiny_model_dir, tmp_path, capsys):
+    """`interp models --verify` on the tiny model: every check passes, the README row is
+    printed, results.json and the report (with its figure) are written."""
+    import json
+
+    from tests.cli_runner import run
+
+    out = tmp_path / "verify"
+    code, stdout, err = run(["models", "--verify", str(tiny_model_dir), "--out", str(out)],
+                            capsys)
+    assert code == 0, err
+    assert "| lens = logits |" in stdout and "| pass (" in stdout
+    data = json.loads((out / "results.json").read_text())
+    assert data["passed"] is True
+    assert [c["name"] for c in data["checks"]] == ["lens_logits", "hf_logits", "capture_batch",
+                                                   "bos", "generate_batch"]
+    assert all(c["passed"] for c in data["checks"])
+    assert data["checks"][1]["value"] < 1e-3  # hooked = transformers, really compared
+    assert data["manifest"]["model_id"] == str(tiny_model_dir)
+    assert (out / "figures" / "checks.svg").exists()
+    assert "README row" in (out / "report.html").read_text()
+
+
+def test_verify_catches_a_dropped_bos(tiny_model_dir, tmp_path):
+    """A model whose tokenizer adds BOS but whose paths drop it fails the BOS check."""
+    import shutil
+
+    from tokenizers import processors
+    from transformers import AutoTokenizer
+
+    from interp.verify import VerifyConfig, verify_model
+
+    d = tmp_path / "bos"
+    shutil.copytree(tiny_model_dir, d)
+    tok = AutoTokenizer.from_pretrained(str(d))
+    bos = tok.convert_tokens_to_ids("<|im_start|>")
+    tok._tokenizer.post_processor = processors.TemplateProcessing(  # noqa: SLF001
+        single="<|im_start|> $A", special_tokens=[("<|im_start|>", bos)])
+    tok.save_pretrained(str(d))
+    model = interp.load(str(d))
+    cfg = VerifyConfig(prompts=("The capital of France is",), compare_hf=False,
+                       max_new_tokens=2)
+    assert verify_model(model, cfg).check("bos").passed
+    model.special_prefix = []  # the bug issue 20 fixed: every path drops the BOS
+    result = verify_model(model, cfg)
+    assert result.check("bos").passed is False and not result.passed
+    assert "FAIL" in result.table_row()

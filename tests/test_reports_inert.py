@@ -64,6 +64,7 @@ def _cases(tmp: Path, tiny: str) -> dict[str, list[str]]:
                      "--tokens", "300", "--seq-len", "16"],
         "sae-browse": ["sae", "browse", _sae(tmp, tiny), *m, "--text", _hostile_text(tmp),
                        "--tokens", "600", "--seq-len", "16", "--features", "all"],
+        "models-verify": ["models", "--verify", _hostile_model_dir(tmp, tiny), "--no-hf"],
         "eval-constitutional": ["eval", "constitutional", *m, "--prompts",
                                 _jsonl(tmp / "cai.jsonl", [{"prompt": PAYLOAD}]),
                                 "--max-new-tokens", "4", "--limit", "1"],
@@ -83,6 +84,15 @@ def _sae(tmp: Path, tiny: str) -> str:
     return str(sae.save(tmp / "sae", manifest={}))
 
 
+def _hostile_model_dir(tmp: Path, tiny: str) -> str:
+    """The tiny model in a folder whose name is markup (a path cannot hold a slash)."""
+    import shutil
+
+    dst = tmp / '"><img src=x onerror=alert(2)><svg onload=alert(3)>'
+    shutil.copytree(tiny, dst)
+    return str(dst)
+
+
 def _hostile_text(tmp: Path) -> str:
     """Paragraphs full of the payload: the browser shows them as token contexts."""
     p = tmp / "hostile.txt"
@@ -96,7 +106,7 @@ OWN_SCRIPT = "#interp-report-js"  # the browser's search script, pinned by its C
 
 @pytest.mark.parametrize("verb", ["lens", "capture", "generate", "probe", "steer-sweep",
                                   "eval-sycophancy", "eval-constitutional", "sae-eval",
-                                  "sae-browse", "attention", "patch"])
+                                  "sae-browse", "attention", "patch", "models-verify"])
 def test_hostile_strings_render_as_text(verb, tiny_model_dir, tmp_path, capsys):
     args = _cases(tmp_path, str(tiny_model_dir))[verb]
     out = tmp_path / "out"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -57,7 +58,7 @@ def _hf_logits(model: Model, cfg: VerifyConfig) -> Check:
     from transformers import AutoModelForCausalLM
 
     try:
-        hf = AutoModelForCausalLM.from_pretrained(model.path, dtype=model.dtype)
+        hf: Any = AutoModelForCausalLM.from_pretrained(model.path, dtype=model.dtype)
     except (OSError, ValueError, KeyError) as exc:
         return Check("hf_logits", None, None, cfg.logit_tolerance,
                      f"the plain model could not be loaded: {str(exc).splitlines()[0]}")
@@ -140,8 +141,9 @@ def verify_model(model: Model, config: VerifyConfig | None = None) -> VerifyResu
     start = time.perf_counter()
     checks = []
     with make_progress() as bar:
-        task = bar.add_task("verifying", total=len(CHECKS))
+        task = bar.add_task("verifying", total=len(CHECKS), info="")
         for name, fn in CHECKS:
+            bar.update(task, info=name)
             if name == "hf_logits" and not cfg.compare_hf:
                 checks.append(Check(name, None, None, cfg.logit_tolerance, "skipped"))
             else:

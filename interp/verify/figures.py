@@ -30,7 +30,8 @@ def checks_figure(result: VerifyResult) -> Figure:
         value = max(float(c.value or 0.0), floor)
         bar = ax.barh(i, value, color=PASS if c.passed else FAIL, height=0.55)
         bar[0].set_gid(f"check-{c.name}")
-        ax.plot([c.tolerance, c.tolerance], [i - 0.4, i + 0.4], color="#333", lw=1.5)
+        tol = float(c.tolerance or 0.0)
+        ax.plot([tol, tol], [i - 0.4, i + 0.4], color="#333", lw=1.5)
         ax.annotate(f"{float(c.value or 0.0):.1e}", (value, i), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize=8)
     ax.set_xscale("log")

@@ -96,10 +96,14 @@ class VerifyResult:
         cells = [f"`{self.model_id}`", self.architecture,
                  f"{self.n_layers} × {self.d_model}, vocab {self.d_vocab:,}"]
         for c in self.checks:
-            if c.value is not None and c.name != "bos":
+            if c.name == "bos":
+                cells.append(f"{c.mark}: {c.detail}")
+            elif c.name == "generate_batch" and c.value is not None:
+                cells.append(f"{c.mark} ({int(c.value)} of {len(self.config.prompts)} differ)")
+            elif c.value is not None:
                 cells.append(f"{c.mark} ({c.value:.1e})")
             else:
-                cells.append(c.mark if c.name != "bos" else f"{c.mark}: {c.detail}")
+                cells.append(c.mark)
         return "| " + " | ".join(cells) + " |"
 
     @staticmethod
