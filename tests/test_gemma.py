@@ -42,6 +42,22 @@ def test_gemma_verifies(gemma):
     assert result.special_prefix == ["<bos>"]
 
 
+def test_gemma_capture_batch_of_16_equals_one_at_a_time(gemma):
+    """16 prompts of different lengths, left-padded in one batch, against batch size 1."""
+    import interp
+
+    prompts = [f"{PARIS}" if i % 4 == 0 else f"Sentence {i}: " + "word " * (i % 7 + 1)
+               for i in range(16)]
+    together = interp.capture(gemma, prompts, layers="0,8,17", batch_size=16, progress=False)
+    alone = interp.capture(gemma, prompts, layers="0,8,17", batch_size=1, progress=False)
+    for layer in (0, 8, 17):
+        a, b = together[layer], alone[layer]
+        rel = float((a - b).abs().max() / b.abs().max())
+        assert rel < 1e-4, (layer, rel)
+    ids = together.input_ids[0][together.mask[0]].tolist()
+    assert ids == gemma.encode(prompts[0]) and ids[0] == 2
+
+
 def test_gemma_lens_and_generation_say_paris(gemma):
     """The failure issue 20 reported: without its BOS, Gemma's lens showed " the" and
     image tokens; with it, late layers and the model say " Paris"."""

@@ -435,6 +435,7 @@ def load(
 def list_models() -> list[dict[str, Any]]:
     """What can be loaded here: the embedded models and every cached conversion."""
     from interp.models.embedded import is_installed
+    from interp.models.gguf_convert import CONVERTER_VERSION
 
     rows: list[dict[str, Any]] = []
     embedded_dirs = set()
@@ -455,10 +456,13 @@ def list_models() -> list[dict[str, Any]]:
             if d in embedded_dirs or d.name.startswith(".") or not _is_converted(d):
                 continue
             info = json.loads((d / "interp_conversion.json").read_text())
+            version = info.get("converter_version", 1)
+            kind = "converted GGUF" if version == CONVERTER_VERSION else (
+                f"stale conversion (converter v{version}; unused, safe to delete)")
             rows.append(
                 {
                     "name": info.get("source", d.name),
-                    "kind": "converted GGUF",
+                    "kind": kind,
                     "installed": True,
                     "cached": True,
                     "path": str(d),
