@@ -36,6 +36,6 @@ def verify_report(result: VerifyResult) -> Report:
         subtitle=("Does interp read this model correctly? Each check compares two "
                   "computations that must agree."),
         lead=_lead(r), manifest=r.manifest, figures=figures, r=r, rows=rows,
-        row_classes=["" if c.passed is not False else "fail" for c in r.checks],
+        row_classes=["" if c.passed is not False else "baseline" for c in r.checks],
         header=VerifyResult.table_header(), table_row=r.table_row(),
     )

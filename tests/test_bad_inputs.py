@@ -100,6 +100,20 @@ def _under_file(ctx: Ctx) -> str:
     return str(blocker / "sub")
 
 
+def _result(ctx: Ctx, name: str, data: dict) -> str:
+    """A result folder ``name`` holding ``results.json`` = ``data``."""
+    folder = ctx.tmp / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(data))
+    return str(folder)
+
+
+def _seed_group(ctx: Ctx) -> str:
+    for s in range(2):
+        _result(ctx, f"group/seed-{s}", {"x": float(s)})
+    return _result(ctx, "group", {"kind": "seeds", "verb": "probe", "seeds": [0, 1]})
+
+
 def M(ctx: Ctx) -> list[str]:  # noqa: N802 - reads as a keyword in the table below
     return ["--model", ctx.tiny]
 
@@ -234,6 +248,33 @@ CASES = [
         "--temperature", "-0.5", *M(c), "--out", c.out], "temperature"),
     # ------------------------------------------------------------------ models, corpus
     Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
+    Case("seeds-zero", lambda c: ["seeds", "0", "--out", c.out, "--", "probe", *M(c)],
+         "K ≥ 2"),
+    Case("seeds-no-verb", lambda c: ["seeds", "2", "--out", c.out], "give the verb"),
+    Case("seeds-unknown-verb", lambda c: ["seeds", "2", "--out", c.out, "--", "bogus"],
+         "unknown verb"),
+    Case("seeds-verb-without-seed", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "corpus", "info"], "has no --seed"),
+    Case("seeds-sets-seed-itself", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "lens", "hi", *M(c), "--seed", "3"],
+        "seeds sets --seed and --out itself"),
+    Case("seeds-verb-fails", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "lens", "hi", *M(c), "--layer", "9"],
+        "out of range"),
+    Case("seeds-unwritable-out", lambda c: [
+        "seeds", "2", "--out", _under_file(c), "--", "lens", "hi", *M(c)], "cannot create"),
+    Case("compare-no-results", lambda c: [
+        "compare", str(c.tmp / "x"), str(c.tmp / "y")], "no results.json"),
+    Case("compare-different-verbs", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0, "y": 2.0, "z": 3.0}),
+        _result(c, "b", {"p": 1.0, "q": 2.0, "z": 3.0}), "--out", c.out],
+        "not results of the same"),
+    Case("compare-group-and-single", lambda c: [
+        "compare", _seed_group(c), _result(c, "a", {"x": 1.0}), "--out", c.out],
+        "not one of each"),
+    Case("compare-unwritable-out", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0}), _result(c, "b", {"x": 2.0}),
+        "--out", _under_file(c)], "cannot create"),
     Case("models-verify-gguf-unknown-architecture", lambda c: [
         "models", "--verify", c.ggufs["odd-arch"]], "cannot load this GGUF"),
     Case("models-verify-truncated-gguf", lambda c: [

@@ -70,6 +70,7 @@ def _register_verbs() -> None:
     from interp.cli.evals import eval_group
     from interp.cli.generate import generate_cmd
     from interp.cli.lens import lens
+    from interp.cli.noise import compare, seeds
     from interp.cli.patch import patch
     from interp.cli.probe import probe
     from interp.cli.sae import sae_group
@@ -77,7 +78,7 @@ def _register_verbs() -> None:
     from interp.cli.tuned_lens import tuned_lens
 
     for command in (lens, capture, probe, generate_cmd, steer, models, corpus, tuned_lens,
-                    sae_group, eval_group, patch, attention):
+                    sae_group, eval_group, patch, attention, seeds, compare):
         cli.add_command(command)
 
 

@@ -90,7 +90,7 @@ def probe(
         res = run_probe(model, ds, ProbeConfig(
             layers=layer_list, position=pos, seeds=seeds, C=C, batch_size=batch_size,
             random_weights=not no_random_weights,
-            solver="sklearn" if solver == "sklearn" else "torch"))
+            solver="sklearn" if solver == "sklearn" else "torch", seed=seed))
         if ablate:
             res.ablation = ablate_probe(model, ds, res, AblationConfig(
                 n_random=random_directions, n_examples=ablate_examples, leace=leace, seed=seed))

@@ -231,6 +231,10 @@ def control_task_labels(types: Sequence[str], seed: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------- the run
+#: Split ``s`` of a run with ``seed`` uses the random key ``SEED_STRIDE · seed + s``.
+SEED_STRIDE = 1000
+
+
 def random_weights_model(model: Model, seed: int = 0) -> Model:
     """The same architecture with random weights (cached per model and seed)."""
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -264,6 +268,7 @@ def run_probe(
     batch_size: int = 16,
     random_weights: bool = True,
     solver: ProbeSolver = "torch",
+    seed: int = 0,
     progress: bool | None = None,
 ) -> ProbeResult:
     """Fit and evaluate probes at ``config.layers`` with every baseline, over seeds.
@@ -274,7 +279,7 @@ def run_probe(
     examples (for artifacts and ablation), not from the held-out runs.
     """
     given = ProbeConfig(layers, position, seeds, test_size, C, batch_size, random_weights,
-                        solver=solver)
+                        solver=solver, seed=seed)
     if config is None:
         config = given
     elif given != ProbeConfig():
@@ -284,6 +289,10 @@ def run_probe(
     C, batch_size = config.C, config.batch_size
     if seeds < 1:
         raise InterpError(f"seeds must be ≥ 1, got {seeds}")
+    if seeds > SEED_STRIDE or not 0 <= config.seed < 2**31 // SEED_STRIDE:
+        raise InterpError(f"seed must be in [0, {2**31 // SEED_STRIDE}) and seeds ≤ "
+                          f"{SEED_STRIDE}, got seed {config.seed}, seeds {seeds}")
+    keys = [SEED_STRIDE * config.seed + s for s in range(seeds)]  # split s's random key
     if not 0 < test_size < 1:
         raise InterpError(f"test size must be in (0, 1), got {test_size}")
     if config.solver not in SOLVERS:
@@ -294,11 +303,11 @@ def run_probe(
                    batch_size=batch_size, progress=progress)
     rand_acts = None
     if config.random_weights:
-        rmodel = random_weights_model(model)
+        rmodel = random_weights_model(model, seed=config.seed)
         rand_acts = capture(rmodel, dataset.texts, layers=layer_list, positions=position,
                             batch_size=batch_size, progress=progress)
     bow = _bow_features(dataset.texts)
-    splits = [split_indices(y, dataset.groups, s, test_size) for s in range(seeds)]
+    splits = [split_indices(y, dataset.groups, k, test_size) for k in keys]
     n_train = int(np.mean([len(tr) for tr, _ in splits]))
     n_test = int(np.mean([len(te) for _, te in splits]))
     warns = []
@@ -308,19 +317,20 @@ def run_probe(
             "regression can fit noise at this size; trust held-out numbers and baselines"
         )
     # layer-independent baselines, per seed
-    shuffles = [np.random.default_rng(s).permutation(len(tr)) for s, (tr, _) in enumerate(splits)]
+    shuffles = [np.random.default_rng(k).permutation(len(tr))
+                for k, (tr, _) in zip(keys, splits, strict=True)]
     if config.solver == "torch":
         bow_acc = _bow_accuracies_torch(bow, y, splits, C)
     else:
-        bow_acc = [fit_probe(bow, y, tr, te, C=C, seed=s).test_accuracy
-                   for s, (tr, te) in enumerate(splits)]
+        bow_acc = [fit_probe(bow, y, tr, te, C=C, seed=k).test_accuracy
+                   for k, (tr, te) in zip(keys, splits, strict=True)]
     per_seed_common = [{
         "bow_accuracy": bow_acc[s],
         "majority_rate": float(max(np.mean(y[te]), 1 - np.mean(y[te]))),
     } for s, (_, te) in enumerate(splits)]
     ctrl_types = control_task_types(dataset.texts, dataset.groups)
-    ctrl_y = [None if ctrl_types is None else control_task_labels(ctrl_types, s)
-              for s in range(seeds)]
+    ctrl_y = [None if ctrl_types is None else control_task_labels(ctrl_types, k)
+              for k in keys]
     ctrl_y = [cy if cy is not None and len(set(cy[tr].tolist())) == 2 else None
               for cy, (tr, _) in zip(ctrl_y, splits, strict=True)]
     stats: list[LayerStats] = []

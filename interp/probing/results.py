@@ -62,7 +62,10 @@ class ProbeConfig:
     ``layers`` is a list, an int or ``"all"``; a result's config holds the resolved
     list. ``dataset``, ``dataset_hash`` and ``split`` are filled in by ``run_probe``.
     ``solver`` fits the probes: ``"torch"`` (batched, :mod:`interp.probing.logistic`)
-    or ``"sklearn"`` (one scikit-learn fit per probe, the reference).
+    or ``"sklearn"`` (one scikit-learn fit per probe, the reference). ``seed`` keys every
+    random choice: the ``seeds`` train/test splits (seed ``1000·seed + s`` for split
+    ``s``, so ``seed=0`` gives splits 0…seeds−1), their label shuffles, the control
+    task's labels and the random-weights model.
     """
 
     layers: Sequence[int] | str | int = "all"
@@ -76,6 +79,7 @@ class ProbeConfig:
     dataset_hash: str = ""
     split: str = "group"
     solver: ProbeSolver = "torch"
+    seed: int = 0
 
 
 @dataclass

@@ -1,0 +1,133 @@
+"""``interp seeds K --out DIR -- VERB ARGS…`` and ``interp compare A B``: seed noise."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from interp.cli.common import json_safe, log
+from interp.errors import InterpError
+
+
+def _leaf(args: list[str]) -> tuple[click.Command, list[str]]:
+    """The verb's command and its name words (``["eval", "sycophancy"]``)."""
+    from interp.cli.app import cli
+
+    group: click.Command = cli
+    words: list[str] = []
+    for word in args:
+        if not isinstance(group, click.Group):
+            break
+        sub = group.commands.get(word)
+        if sub is None:
+            raise InterpError(f"seeds: unknown verb {' '.join([*words, word])!r}")
+        group, words = sub, [*words, word]
+    if isinstance(group, click.Group) or not words:
+        raise InterpError("seeds: give the verb to run after --, e.g. "
+                          "`interp seeds 3 --out DIR -- probe --layer 6`")
+    return group, words
+
+
+def _check_verb(args: list[str]) -> tuple[str, list[str]]:
+    cmd, words = _leaf(args)
+    opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
+    verb = " ".join(words)
+    if "--seed" not in opts or "--out" not in opts:
+        raise InterpError(f"seeds: `interp {verb}` has no --seed and --out to run it under")
+    rest = args[len(words):]
+    clash = [a for a in rest if a.split("=")[0] in ("--seed", "--out")]
+    if clash:
+        raise InterpError(f"seeds sets --seed and --out itself; drop {clash[0].split('=')[0]}")
+    return verb, rest
+
+
+@click.command("seeds")
+@click.argument("k", type=int)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder: DIR/seed-N/ per run, and the summary (results.json, report.html).")
+@click.argument("verb_args", nargs=-1, type=click.UNPROCESSED)
+def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
+    """Run a verb under seeds 0…K−1 and summarise every metric's spread.
+
+    Example: ``interp seeds 3 --out runs/ -- probe --layer 6``.
+    """
+    from interp.cli.app import cli
+    from interp.noise.seeds import SEED_DIR, check_seeds, summarise_seeds
+    from interp.runs.manifest import run_manifest
+    from interp.runs.outdir import OutDir
+    from interp.runs.progress import status
+    from reports.noise import seeds_report
+
+    check_seeds(k)
+    verb, rest = _check_verb(list(verb_args))
+    words = verb.split()
+    with OutDir(out_dir) as out:
+        staged = []
+        for s in range(k):
+            folder = out.stage_dir(SEED_DIR.format(s))
+            argv = [*words, *rest, "--seed", str(s), "--out", str(folder)]
+            old_argv = sys.argv
+            sys.argv = ["interp", *argv]  # the run's manifest records its own command
+            try:
+                with status(f"seed {s + 1} of {k}: interp {verb} … --seed {s}"):
+                    cli.main(args=argv, prog_name="interp", standalone_mode=False)
+            finally:
+                sys.argv = old_argv
+            staged.append(folder)
+        result = summarise_seeds(staged, verb=verb, args=rest, seeds=list(range(k)))
+        result.runs = [str(Path(out_dir) / SEED_DIR.format(s)) for s in range(k)]
+        result.manifest = run_manifest(seed=None, config={"k": k, "verb": verb, "args": rest})
+        out.write_json("results.json", json_safe({**result.to_dict(),
+                                                  "manifest": result.manifest}))
+        seeds_report(result).write(out)
+    varying = sorted((m for m in result.metrics if m.std > 0),
+                     key=lambda m: m.std / max(abs(m.mean), 1e-12), reverse=True)
+    click.echo(f"{len(result.metrics)} metrics over {k} seeds; {len(varying)} vary:")
+    for m in varying[:15]:
+        click.echo(f"  {m.name:<40} {m.mean:.4g} ± {m.std:.2g}  [{m.min:.4g}, {m.max:.4g}]")
+    log(f"wrote {Path(out_dir) / 'results.json'} and report.html")
+
+
+@click.command("compare")
+@click.argument("a", type=click.Path(file_okay=False))
+@click.argument("b", type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Also write results.json and report.html here.")
+@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@click.option("--all", "show_all", is_flag=True, help="List every metric, not the first 30.")
+def compare(a: str, b: str, out_dir: str | None, as_json: bool, show_all: bool) -> None:
+    """Is B − A larger than the noise? Two result folders or two seed groups, per metric.
+
+    Exits 0 whatever the verdicts.
+    """
+    from interp.noise.compare import compare_results
+    from interp.runs.manifest import run_manifest
+    from interp.runs.outdir import OutDir, check_creatable
+    from reports.noise import compare_report
+
+    if out_dir is not None:
+        check_creatable(out_dir)
+    result = compare_results(a, b)
+    result.manifest = run_manifest(config={"a": a, "b": b})
+    data = json_safe({**result.to_dict(), "manifest": result.manifest})
+    if out_dir is not None:
+        with OutDir(out_dir) as out:
+            out.write_json("results.json", data)
+            compare_report(result).write(out)
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"interp {result.verb}: B − A over {len(result.rows)} shared metrics "
+               f"({result.kind})")
+    rows = result.rows if show_all else sorted(
+        result.rows, key=lambda r: (r.verdict != "larger than noise", r.name))[:30]
+    for r in rows:
+        ci = "" if r.ci95 is None else f" [{r.ci95[0]:+.3g}, {r.ci95[1]:+.3g}]"
+        click.echo(f"  {r.name:<40} {r.a:.4g} → {r.b:.4g}  {r.diff:+.3g}{ci}  {r.verdict}")
+    counts = result.counts()
+    click.echo("; ".join(f"{v}: {n}" for v, n in counts.items()))
+    if out_dir is not None:
+        log(f"wrote {Path(out_dir) / 'report.html'} and results.json")
