@@ -51,6 +51,7 @@ from interp.probing.results import (
     ProbeResult,
     ProbeSolver,
 )
+from interp.probing.traps import probe_traps
 from interp.runs.paths import shipped_dataset
 from interp.runs.progress import make_progress
 
@@ -69,6 +70,10 @@ class ProbeDataset:
     target_tokens: dict[int, str] | None
     source: str
     label_names: list[str]
+    #: the other scalar columns, as strings (what the trap checks search for a cause)
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    #: the column ``groups`` came from
+    group_column: str | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -123,7 +128,12 @@ def load_probe_dataset(
         targets = {values.index(str(k)): str(v) for k, v in tt.items() if str(k) in values}
         if len(targets) != 2:
             targets = None
-    return ProbeDataset(texts, labels, groups, targets, str(p), values)
+    skip = {text_column, label_column, "target_tokens"}
+    columns = {k: [str(r[k]) for r in records] for k in records[0]
+               if k not in skip and all(isinstance(r.get(k), str | int | float)
+                                        for r in records)}
+    return ProbeDataset(texts, labels, groups, targets, str(p), values, columns,
+                        group_column if groups is not None else None)
 
 
 def dataset_hash(ds: ProbeDataset) -> str:
@@ -364,6 +374,9 @@ def run_probe(
             best = max(stats, key=lambda st: st.mean("test_accuracy"))
             bar.update(task, advance=len(chunk), info=f"best L{best.layer} "
                        f"{best.mean('test_accuracy'):.2f}")
+    result.warnings.extend(probe_traps(
+        result.to_dict(), dataset.texts, y, dataset.columns, splits[0], dataset.group_column,
+        lambda groups: split_indices(y, groups, keys[0], test_size)))
     return result
 
 
