@@ -53,7 +53,8 @@ def below_chance_layers(
         return []
     pvals = [binomtest(round(a * n_test), n_test, 0.5, alternative="less").pvalue
              for a in accuracies]
-    reject, adjusted, _, _ = multipletests(pvals, alpha=ALPHA, method="holm")
+    out = multipletests(pvals, alpha=ALPHA, method="holm")
+    reject, adjusted = np.asarray(out[0]).tolist(), np.asarray(out[1]).tolist()
     return [(layer, float(a), float(p)) for layer, a, p, r in
             zip(layers, accuracies, adjusted, reject, strict=True) if r]
 
@@ -64,13 +65,13 @@ def crossing_columns(
 ) -> list[tuple[str, float]]:
     """Columns whose values recur across the split with the other label, most first:
     ``(column, share of test items whose value a training item has with the other label)``."""
-    tr, te = split
+    tr, te = [int(i) for i in split[0]], [int(i) for i in split[1]]
     out = []
     for name, values in columns.items():
         train_labels: dict[str, set[int]] = defaultdict(set)
         for i in tr:
             train_labels[values[i]].add(int(labels[i]))
-        crossing = sum(1 for i in te if (1 - int(labels[i])) in train_labels.get(values[i], ()))
+        crossing = sum(1 for i in te if (1 - int(labels[i])) in train_labels.get(values[i], set()))
         share = crossing / max(len(te), 1)
         if share >= CROSSING_SHARE:
             out.append((name, share))
@@ -79,7 +80,7 @@ def crossing_columns(
 
 def near_duplicates(texts: Sequence[str], split: tuple[np.ndarray, np.ndarray]) -> int:
     """Test texts with a near-duplicate (:func:`normalise`) among the training texts."""
-    tr, te = split
+    tr, te = [int(i) for i in split[0]], [int(i) for i in split[1]]
     seen = {normalise(texts[i]) for i in tr}
     return sum(1 for i in te if normalise(texts[i]) in seen)
 
