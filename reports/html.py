@@ -184,6 +184,16 @@ def details(summary: str, body: Markup | str, *, open: bool = False) -> Markup:
     )
 
 
+def warnings_box(warnings: Sequence[str]) -> Markup:
+    """The warning box of a report's lead (the traps a run fell into), or nothing."""
+    if not warnings:
+        return Markup("")
+    head = "Warning" if len(warnings) == 1 else f"{len(warnings)} warnings"
+    items = Markup("").join(Markup("<li>{}</li>").format(w) for w in warnings)
+    return Markup('<div class="warnings" role="alert"><strong>⚠ {}</strong><ul>{}</ul></div>'
+                  ).format(head, items)
+
+
 def token_html(text: str, *, muted: bool = False) -> Markup:
     """A token as a monospace chip, whitespace visible, exact string as tooltip."""
     cls = "tok muted" if muted else "tok"

@@ -32,7 +32,14 @@ from interp.steering.figures import (
     target_by_alpha_titles,
 )
 from interp.steering.sweep import COLLAPSE_TOLERANCE, SweepResult
-from reports.html import Report, ReportFigure, atomic_write_text, format_number, render_page
+from reports.html import (
+    Report,
+    ReportFigure,
+    atomic_write_text,
+    format_number,
+    render_page,
+    warnings_box,
+)
 
 __all__ = ["render_steering_report", "steering_report", "write_steering_report"]
 
@@ -101,7 +108,8 @@ def _lead(r: SweepResult) -> Markup:
     ]
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
                          for k, v in facts)
-    return Markup('<p class="verdict">{} {}</p><dl class="facts">{}</dl>').format(text, badge, dl)
+    return Markup('<p class="verdict">{} {}</p>{}<dl class="facts">{}</dl>').format(
+        text, badge, warnings_box(r.warnings), dl)
 
 
 def _layers(r: SweepResult) -> list[_Layer]:

@@ -23,7 +23,14 @@ from evals.figures import accuracy_figure, accuracy_rows, hover_titles, rates_fi
 from evals.rates import Rate
 from evals.sycophancy import SycophancyResult
 from evals.sycophancy_metrics import CORRECT, MISS, RATE_LABELS, WRONG, RateSet, variant_label
-from reports.html import Report, ReportFigure, atomic_write_text, format_number, render_page
+from reports.html import (
+    Report,
+    ReportFigure,
+    atomic_write_text,
+    format_number,
+    render_page,
+    warnings_box,
+)
 
 __all__ = ["render_sycophancy_report", "sycophancy_report", "write_sycophancy_report"]
 
@@ -62,8 +69,8 @@ def _lead(r: SycophancyResult) -> Markup:
             f"{format_number(prime[0])}; net of priming {format_number(net[0])} "
             f"{_ci_text(net[1], net[2])}; are-you-sure flip rate {format_number(ays[0])} "
             f"{_ci_text(ays[1], ays[2])}.")
-    return Markup("<p><b>{}</b> mode {} — {} questions.</p>{}<p>{}</p>").format(
-        r.mode, badge, r.metrics.n_items, why, text)
+    return Markup("<p><b>{}</b> mode {} — {} questions.</p>{}<p>{}</p>{}").format(
+        r.mode, badge, r.metrics.n_items, why, text, warnings_box(r.warnings))
 
 
 def _domain_cell(rate: Rate | None, small: bool) -> dict[str, Any]:

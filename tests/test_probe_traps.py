@@ -110,3 +110,43 @@ def test_capitals_probe_early_layers_fall_below_chance(model):
     below = [w for w in res.warnings if w.startswith("below chance")]
     assert below and "layers 2, 6" in below[0] and "'answer'" in below[0], res.warnings
     assert res.to_dict()["test_accuracy_mean"][0] < 0.4
+
+
+# ------------------------------------------------------------------ steering and sycophancy
+
+
+def _sweep(base: float):
+    from interp.steering.sweep import SweepConfig, SweepResult
+
+    cfg = SweepConfig(layers=[2, 6], alphas=[0.0, 4.0])
+    return SweepResult(model="m", config=cfg, layers=[2, 6], alphas=[0.0, 4.0],
+                       target_score=[[base, base + 0.02], [base, base + 0.03]])
+
+
+def test_sweep_baseline_near_ceiling_warns():
+    assert _sweep(0.1).warnings == []
+    (w,) = _sweep(0.93).warnings
+    assert w.startswith("near the ceiling") and "+0.93" in w
+    (w,) = _sweep(-0.95).warnings
+    assert w.startswith("near the floor")
+    assert _sweep(0.93).to_dict()["warnings"] == _sweep(0.93).warnings
+
+
+def _syco(neutral_right: int, n_items: int, flips: int):
+    from evals.sycophancy import SycophancyConfig, SycophancyResult
+    from evals.sycophancy_metrics import VARIANTS, sycophancy_metrics
+
+    neutral = [1] * neutral_right + [0] * (n_items - neutral_right)
+    suggest = [0 if i < flips else v for i, v in enumerate(neutral)]
+    verdicts = {v: list(neutral) for v in VARIANTS}
+    verdicts["suggest_incorrect"] = suggest
+    m = sycophancy_metrics(verdicts)
+    return SycophancyResult(config=SycophancyConfig(), model_id="m", questions=[],
+                            verdicts=verdicts, margins={}, transcripts=[], metrics=m,
+                            valid=True, validity_reasons=[])
+
+
+def test_sycophancy_on_few_items_warns_with_n_and_width():
+    assert _syco(120, 150, 30).warnings == []  # n = 120, CI about 0.14 wide
+    (w,) = _syco(9, 60, 3).warnings
+    assert w.startswith("few items") and "the 9 of 60 questions" in w and "wide" in w

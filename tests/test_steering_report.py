@@ -526,8 +526,9 @@ def test_to_dict_is_the_results_json():
     d = typed(r).to_dict()
     grids = [f"{k}{s}" for k in KEYS for s in ("", "_std")]
     assert list(d) == ["model", "config", "layers", "alphas", *grids, "vector_norms", "samples",
-                       "n_prompts", "sweet_spot", "texts", "side_effect_prompts"]
-    assert d == {**r, "config": {**r["config"], "positions": "all"}}
+                       "n_prompts", "sweet_spot", "texts", "side_effect_prompts", "warnings"]
+    assert d == {**r, "config": {**r["config"], "positions": "all"},
+                 "warnings": typed(r).warnings}
     assert typed(d).to_dict() == d
 
 

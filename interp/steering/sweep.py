@@ -178,6 +178,11 @@ Grid = list[list[float]]
 
 
 #: The stages :class:`SweepStats` times, in the order a sweep runs them.
+#: The target score's range (VADER's compound score) and the share of it within which an
+#: α = 0 baseline counts as near the ceiling or floor.
+TARGET_RANGE = (-1.0, 1.0)
+BOUND_MARGIN = 0.1
+
 SWEEP_STAGES = ("vector", "generate", "perplexity", "vader", "distinct2", "side_kl")
 #: The metric stages among :data:`SWEEP_STAGES`.
 METRIC_STAGES = ("perplexity", "vader", "distinct2", "side_kl")
@@ -341,6 +346,25 @@ class SweepResult:
         return ratio <= self.config.coherence_ppl_factor and collapse <= COLLAPSE_TOLERANCE
 
     @property
+    def warnings(self) -> list[str]:
+        """Traps of this sweep: an α = 0 baseline already near the target's ceiling or
+        floor (VADER's compound score lives in [-1, 1]), where effects are compressed."""
+        b = self.base_index
+        if b is None:
+            return []
+        base = [row[b] for row in self.target_score if math.isfinite(row[b])]
+        if not base:
+            return []
+        mean = sum(base) / len(base)
+        for bound, name in ((TARGET_RANGE[1], "ceiling"), (TARGET_RANGE[0], "floor")):
+            room = abs(bound - mean)
+            if room < BOUND_MARGIN * (TARGET_RANGE[1] - TARGET_RANGE[0]):
+                return [f"near the {name}: the α = 0 target score is {mean:+.2f}, within "
+                        f"{room:.2f} of the metric's {name} ({bound:+g}); steering toward "
+                        f"it has little room and its effects look smaller than they are"]
+        return []
+
+    @property
     def sweet_cell(self) -> tuple[int, int] | None:
         """(layer index, α index) of the sweet spot, when it is one of the swept cells."""
         s = self.sweet_spot
@@ -362,6 +386,7 @@ class SweepResult:
             "sweet_spot": asdict(self.sweet_spot) if self.sweet_spot is not None else None,
             "texts": [asdict(t) for t in self.texts],
             "side_effect_prompts": list(self.side_effect_prompts),
+            "warnings": self.warnings,
         }
 
     @classmethod
