@@ -43,6 +43,9 @@ _LAZY = {
     "AttentionResult": ("interp.circuits.results", "AttentionResult"),
     "run_patch": ("interp.circuits.experiment", "run_patch"),
     "run_attention": ("interp.circuits.attention", "run_attention"),
+    "profile": ("interp.profiling.session", "profile"),
+    "ProfileConfig": ("interp.profiling.results", "ProfileConfig"),
+    "ProfileResult": ("interp.profiling.results", "ProfileResult"),
     "VerifyConfig": ("interp.verify.results", "VerifyConfig"),
     "VerifyResult": ("interp.verify.results", "VerifyResult"),
     "verify_model": ("interp.verify.checks", "verify_model"),
@@ -92,6 +95,8 @@ if TYPE_CHECKING:
     from interp.probing.ablation import AblationConfig, ablate_probe, run_ablation
     from interp.probing.probes import load_probe_dataset, run_probe
     from interp.probing.results import AblationResult, ProbeConfig, ProbeResult
+    from interp.profiling.results import ProfileConfig, ProfileResult
+    from interp.profiling.session import profile
     from interp.steering.sweep import SweepConfig, SweepResult, run_sweep, sweep_prompts
     from interp.steering.vectors import (
         SteeringVector,
@@ -141,6 +146,8 @@ __all__ = [
     "PatchResult",
     "ProbeConfig",
     "ProbeResult",
+    "ProfileConfig",
+    "ProfileResult",
     "SteeringVector",
     "SweepConfig",
     "SweepResult",
@@ -150,6 +157,7 @@ __all__ = [
     "VerifyConfig",
     "VerifyResult",
     "ablate_probe",
+    "profile",
     "capture",
     "evaluate_lenses",
     "evaluate_tuned_lens",

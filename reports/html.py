@@ -35,6 +35,7 @@ from matplotlib.figure import Figure
 from interp.display import MISSING, format_number, is_finite, visible_token
 from interp.errors import InterpError
 from interp.plotting import svg_text
+from interp.profiling.session import phase
 from interp.runs.atomic import atomic_write_text
 from interp.runs.outdir import OutDir
 from reports.figures import ReportFigure, inline_svg, save_figure
@@ -385,9 +386,10 @@ class Report:
     def write(self, out: OutDir, page: str = "report.html") -> None:
         """Stage the page (``report.html`` unless named) and ``figures/NAME.svg|png`` in a
         run's ``--out`` folder."""
-        out.write_text(page, self.html)
-        if self.figures:
-            self._save_figures(out.stage_dir("figures"))
+        with phase("write report"):
+            out.write_text(page, self.html)
+            if self.figures:
+                self._save_figures(out.stage_dir("figures"))
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write ``folder/report.html`` (atomically) and ``folder/figures/``; returns the page."""
@@ -438,6 +440,25 @@ def _shell(
 
 
 def render_page(
+    template: str,
+    *,
+    title: str,
+    manifest: Mapping[str, Any],
+    figures: Mapping[str, ReportFigure | Figure] | None = None,
+    subtitle: str | None = None,
+    lead: Markup | None = None,
+    script: str | None = None,
+    stylesheets: Sequence[str] = (),
+    **context: Any,
+) -> Report:
+    """Render a report body template into the page shell (see :func:`_render_page`)."""
+    with phase("write report"):
+        return _render_page(template, title=title, manifest=manifest, figures=figures,
+                            subtitle=subtitle, lead=lead, script=script,
+                            stylesheets=stylesheets, **context)
+
+
+def _render_page(
     template: str,
     *,
     title: str,

@@ -248,6 +248,8 @@ CASES = [
         "--temperature", "-0.5", *M(c), "--out", c.out], "temperature"),
     # ------------------------------------------------------------------ models, corpus
     Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
+    Case("lens-profile-unwritable", lambda c: [
+        "lens", "hi", *M(c), "--profile", _under_file(c), "--out", c.out], "--profile"),
     Case("seeds-zero", lambda c: ["seeds", "0", "--out", c.out, "--", "probe", *M(c)],
          "K ≥ 2"),
     Case("seeds-no-verb", lambda c: ["seeds", "2", "--out", c.out], "give the verb"),

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.profiling.session import phase, step
 from interp.runs.progress import make_progress
 
 Position = Literal["last", "all", "mean"] | int
@@ -210,7 +211,8 @@ def iter_capture(
     texts = [model.format_prompt(p, chat) for p in prompts]
     order = list(range(len(texts)))
     if sort_by_length:
-        lens = [len(model.encode(t)) for t in texts]
+        with phase("tokenise"):
+            lens = [len(model.encode(t)) for t in texts]
         order.sort(key=lambda i: -lens[i])
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
@@ -220,16 +222,20 @@ def iter_capture(
     with bar:
         task = bar.add_task(description, total=len(prompts), info="")
         for idx in batches:
-            ids, mask_long = model.encode_padded([texts[i] for i in idx])
+            with phase("tokenise"):
+                ids, mask_long = model.encode_padded([texts[i] for i in idx])
             mask = mask_long.bool()
-            raw, logits = forward_with_hooks(model, ids, mask, names, with_logits=with_logits)
-            acts = {
-                n: _reduce(raw[n], mask, positions, drop_first).to(dtype).clone()
-                for n in names
-            }
-            del raw
-            if logits is not None:
-                logits = _reduce(logits, mask, positions, drop_first).clone()
+            with phase("forward"):
+                raw, logits = forward_with_hooks(model, ids, mask, names,
+                                                 with_logits=with_logits)
+                acts = {
+                    n: _reduce(raw[n], mask, positions, drop_first).to(dtype).clone()
+                    for n in names
+                }
+                del raw
+                if logits is not None:
+                    logits = _reduce(logits, mask, positions, drop_first).clone()
+            step()
             bar.update(task, advance=len(idx), info=f"{ids.shape[1]} tok")
             yield CaptureBatch(idx, acts, ids, mask, logits)
 

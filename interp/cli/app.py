@@ -90,10 +90,22 @@ def _fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def _run(argv: list[str] | None) -> None:
+    """The command, then its profile (``--profile DIR``), written only on success."""
+    from interp.cli.common import finish_profile
+
+    try:
+        cli.main(args=argv, prog_name="interp", standalone_mode=False)
+    except BaseException:
+        finish_profile(failed=True)
+        raise
+    finish_profile(failed=False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: user errors → one line on stderr, exit 2."""
     try:
-        cli.main(args=argv, prog_name="interp", standalone_mode=False)
+        _run(argv)
     except InterpError as exc:
         _fail(str(exc))
     except click.exceptions.Abort:

@@ -44,10 +44,57 @@ def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
                      type=click.IntRange(min=1), help=batch_help),
         click.option("--seed", default=0, show_default=True, type=int,
                      help="Random seed (recorded in the manifest)."),
+        click.option("--profile", "profile_dir", default=None, expose_value=False,
+                     type=click.Path(file_okay=False), callback=_start_profile,
+                     help="Profile the run into this folder: trace.json (Perfetto), "
+                     "profile.html, profile.json."),
     ]
     for dec in reversed(decorators):
         fn = dec(fn)
     return fn
+
+
+#: Where the running command's profile goes (``--profile DIR``), set while it runs.
+_PROFILE_OUT: list[str] = []
+
+
+def _start_profile(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """``--profile DIR``: check DIR, then start timing before the model loads."""
+    if value is None:
+        return
+    from interp.profiling.session import start
+    from interp.runs.outdir import check_creatable
+
+    try:
+        check_creatable(value)
+    except InterpError as exc:
+        raise InterpError(f"--profile: {exc}") from None
+    start(meta={"verb": ctx.command_path.removeprefix("interp ").strip(),
+                "batch_size": ctx.params.get("batch_size")})
+    _PROFILE_OUT.append(value)
+
+
+def finish_profile(failed: bool) -> None:
+    """End the command's profile: write it when the command succeeded, else drop it."""
+    from interp.profiling import session
+
+    if not _PROFILE_OUT:
+        return
+    out = _PROFILE_OUT.pop()
+    if failed:
+        session.abort()
+        return
+    from interp.runs.manifest import run_manifest
+    from interp.runs.outdir import OutDir
+    from reports.profile import profile_report
+
+    result = session.finish(out)  # trace.json, written atomically
+    result.manifest = run_manifest(config=result.to_dict()["config"])
+    with OutDir(out) as o:
+        o.write_json("profile.json", json_safe({**result.to_dict(),
+                                                "manifest": result.manifest}))
+        profile_report(result).write(o, page="profile.html")
+    log(f"profile: {result.verdict} ({result.evidence}); wrote {out}/profile.html")
 
 
 def text_options(fn: Callable) -> Callable:
@@ -65,10 +112,11 @@ def load_model(model_name: str | None, device: str, dtype: str, seed: int):
     import torch
 
     from interp.models.loading import load
+    from interp.profiling.session import phase
     from interp.runs.progress import status
 
     torch.manual_seed(seed)
-    with status(f"loading {model_name or 'smollm2-135m-instruct'}"):
+    with status(f"loading {model_name or 'smollm2-135m-instruct'}"), phase("load model"):
         return load(model_name, device=device, dtype=dtype)
 
 

@@ -72,6 +72,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 from interp.errors import InterpError
 from interp.generation.forward import runner_for
 from interp.models.loading import Model
+from interp.profiling import session as profiling
 from interp.runs.progress import make_progress
 
 #: During each forward pass of :func:`generate`: the request index (into ``prompts``)
@@ -339,6 +340,13 @@ class _Engine:
         self, ids: Tensor, mask: Tensor, rows: Tensor, generated: Tensor, cache: Any = None,
         *, use_cache: bool = True,
     ) -> tuple[Tensor, Any]:
+        with profiling.phase("forward"):
+            return self._forward_pass(ids, mask, rows, generated, cache, use_cache=use_cache)
+
+    def _forward_pass(
+        self, ids: Tensor, mask: Tensor, rows: Tensor, generated: Tensor, cache: Any = None,
+        *, use_cache: bool = True,
+    ) -> tuple[Tensor, Any]:
         """Logits (float32) and, with ``use_cache``, the extended KV cache.
 
         ``rows`` (request indices) and ``generated`` (which input positions were
@@ -346,6 +354,7 @@ class _Engine:
         for hooks registered outside :func:`generate`.
         """
         token, gtoken = current_rows.set(rows), current_generated.set(generated)
+        profiling.step()  # one decoding (or prefill) pass: a profiler step
         try:
             # no hook live: the plain HF model, same weights and outputs (forward.py)
             runner = runner_for(self.model.bridge)
@@ -814,19 +823,22 @@ def generate(
     for i, p in enumerate(prompts):
         if not isinstance(p, str) or not p.strip():
             raise InterpError("empty prompt: give at least one non-blank character")
-        text = model.format_prompt(p, chat)
-        ids = model.encode(text)
+        with profiling.phase("tokenise"):
+            text = model.format_prompt(p, chat)
+            ids = model.encode(text)
         occurrence = seen.get(p, 0)
         seen[p] = occurrence + 1
         rows.append(_Row(index=i, prompt_ids=list(ids), key=_request_key(cfg.seed, text,
                                                                        occurrence)))
     stats = GenerationStats(prompts=len(rows))
-    engine = _Engine(model, cfg, hooks, row_hooks, stats)
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i].prompt_ids))
     batches = [order[s : s + cfg.batch_size] for s in range(0, len(order), cfg.batch_size)]
     start = time.perf_counter()
     bar = make_progress(enabled=progress if progress is not None else len(batches) > 1)
-    with bar:
+    # the decoding loop: forward passes (a nested phase) and the sampling, stop checks
+    # and bookkeeping between them
+    with bar, profiling.phase("generate"):
+        engine = _Engine(model, cfg, hooks, row_hooks, stats)
         task = bar.add_task("generating", total=len(rows), info="")
         for b in batches:
             engine.run_batch([rows[i] for i in b])

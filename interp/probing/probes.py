@@ -52,6 +52,7 @@ from interp.probing.results import (
     ProbeSolver,
 )
 from interp.probing.traps import probe_traps
+from interp.profiling.session import phase
 from interp.runs.paths import shipped_dataset
 from interp.runs.progress import make_progress
 
@@ -302,20 +303,29 @@ def run_probe(
     if seeds > SEED_STRIDE or not 0 <= config.seed < 2**31 // SEED_STRIDE:
         raise InterpError(f"seed must be in [0, {2**31 // SEED_STRIDE}) and seeds ≤ "
                           f"{SEED_STRIDE}, got seed {config.seed}, seeds {seeds}")
-    keys = [SEED_STRIDE * config.seed + s for s in range(seeds)]  # split s's random key
     if not 0 < test_size < 1:
         raise InterpError(f"test size must be in (0, 1), got {test_size}")
     if config.solver not in SOLVERS:
         raise InterpError(f"unknown solver {config.solver!r}: use "
                           + " or ".join(repr(v) for v in SOLVERS))
-    y = dataset.labels
     acts = capture(model, dataset.texts, layers=layer_list, positions=position,
                    batch_size=batch_size, progress=progress)
     rand_acts = None
     if config.random_weights:
-        rmodel = random_weights_model(model, seed=config.seed)
+        with phase("load model"):
+            rmodel = random_weights_model(model, seed=config.seed)
         rand_acts = capture(rmodel, dataset.texts, layers=layer_list, positions=position,
                             batch_size=batch_size, progress=progress)
+    with phase("fit probes"):
+        return _fit_all(model, dataset, config, layer_list, acts, rand_acts, progress)
+
+
+def _fit_all(model: Model, dataset: ProbeDataset, config: ProbeConfig, layer_list: list[int],
+             acts: Any, rand_acts: Any, progress: bool | None) -> ProbeResult:
+    """Every probe and baseline of :func:`run_probe`, after the captures."""
+    seeds, test_size, C = config.seeds, config.test_size, config.C
+    y = dataset.labels
+    keys = [SEED_STRIDE * config.seed + s for s in range(seeds)]  # split s's random key
     bow = _bow_features(dataset.texts)
     splits = [split_indices(y, dataset.groups, k, test_size) for k in keys]
     n_train = int(np.mean([len(tr) for tr, _ in splits]))
