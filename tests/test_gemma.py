@@ -109,7 +109,8 @@ def test_gemma_steering_moves_sentiment(gemma):
 
 def test_gemma_tuned_lens_and_sae_train(gemma, real_corpus, tmp_path):
     """Short runs of both trainers through Gemma's 262k unembedding: the tuned lens's
-    least-squares start beats the logit lens at the early layers, the SAE's loss falls."""
+    least-squares start beats the logit lens at the early layers, the SAE's reconstruction
+    error falls."""
     from interp.data.corpus import load_texts
     from interp.lenses.evaluation import EvalConfig, evaluate_lenses
     from interp.lenses.logit import LogitLens
@@ -118,6 +119,7 @@ def test_gemma_tuned_lens_and_sae_train(gemma, real_corpus, tmp_path):
     from saes.train import TrainConfig as SAEConfig
     from saes.train import train_sae
 
+    torch.manual_seed(0)  # the same run whatever the earlier tests drew
     texts = load_texts("train")
     cfg = TrainConfig(tokens=2 * 64 * 2, seq_len=64, batch_size=2, init_tokens=2048,
                       checkpoint_every=100)
@@ -132,10 +134,13 @@ def test_gemma_tuned_lens_and_sae_train(gemma, real_corpus, tmp_path):
 
     scfg = SAEConfig(layer=6, d_sae=1280, tokens=4096 * 4, batch_size=4096, seq_len=64,
                      lr=2e-3, checkpoint_every=100)
+    torch.manual_seed(0)
     sres = train_sae(gemma, texts, tmp_path / "sae", scfg, progress=False)
     assert sres.complete
-    losses = sres.history["loss"]
-    assert losses[-1] < losses[0], losses
+    # the reconstruction error (the total loss's L1 term grows with λ's warm-up)
+    mse = sres.history["mse"]
+    print("SAE mse by step", mse)
+    assert mse[-1] < mse[0], mse
 
 
 def test_gemma_sycophancy_cloze_on_a_base_model(gemma):
@@ -146,7 +151,8 @@ def test_gemma_sycophancy_cloze_on_a_base_model(gemma):
     r = run_sycophancy(gemma, load_questions(limit=12), probe=False, progress=False)
     assert r.prompt_format == "plain transcript"
     neutral = r.verdicts["neutral"]
-    print(r.metrics.sycophancy_rate, r.metrics.priming_flip_rate)
+    m = r.metrics.to_dict()
+    print(m["sycophancy_rate"], m["priming_flip_rate"])
     assert sum(v == 1 for v in neutral) >= 8  # it knows most of these answers
     with pytest.raises(InterpError, match="no chat template"):
         run_sycophancy(gemma, load_questions(limit=3), mode="choice", probe=False,

@@ -163,7 +163,8 @@ def test_seeds_probe_layer6_real_model(model, tmp_path, capsys):
     assert len({tuple(t) for t in tests}) == 3, tests
     summary = json.loads((out / "results.json").read_text())
     assert summary["metrics"]["test_accuracy_mean[0]"]["std"] > 0
-    code, stdout, err = run(["compare", str(out / "seed-0"), str(out / "seed-2")], capsys)
+    code, stdout, err = run(["compare", str(out / "seed-0"), str(out / "seed-2"), "--all"],
+                            capsys)
     assert code == 0, err
     # two seeds of the same settings: no held-out metric may differ beyond its noise
     assert "test_accuracy_mean[0]" in stdout

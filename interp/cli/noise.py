@@ -12,11 +12,14 @@ from interp.cli.common import json_safe, log
 from interp.errors import InterpError
 
 
+def _root() -> click.Command:
+    """The ``interp`` group this command runs under (found without importing the app)."""
+    return click.get_current_context().find_root().command
+
+
 def _leaf(args: list[str]) -> tuple[click.Command, list[str]]:
     """The verb's command and its name words (``["eval", "sycophancy"]``)."""
-    from interp.cli.app import cli
-
-    group: click.Command = cli
+    group: click.Command = _root()
     words: list[str] = []
     for word in args:
         if not isinstance(group, click.Group):
@@ -54,7 +57,6 @@ def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
 
     Example: ``interp seeds 3 --out runs/ -- probe --layer 6``.
     """
-    from interp.cli.app import cli
     from interp.noise.seeds import SEED_DIR, check_seeds, summarise_seeds
     from interp.runs.manifest import run_manifest
     from interp.runs.outdir import OutDir
@@ -62,6 +64,7 @@ def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
     from reports.noise import seeds_report
 
     check_seeds(k)
+    root = _root()
     verb, rest = _check_verb(list(verb_args))
     words = verb.split()
     with OutDir(out_dir) as out:
@@ -73,7 +76,7 @@ def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
             sys.argv = ["interp", *argv]  # the run's manifest records its own command
             try:
                 with status(f"seed {s + 1} of {k}: interp {verb} … --seed {s}"):
-                    cli.main(args=argv, prog_name="interp", standalone_mode=False)
+                    root.main(args=argv, prog_name="interp", standalone_mode=False)
             finally:
                 sys.argv = old_argv
             staged.append(folder)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from interp.errors import InterpError
+from interp.profiling.session import phased
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
 
@@ -35,6 +36,7 @@ def open_text(path: Path) -> str:
         raise InterpError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+@phased("data")
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """All records of a JSONL / JSON (list of objects) / CSV / TSV file, as dicts.
 

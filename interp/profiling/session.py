@@ -13,18 +13,21 @@ whole run so that a short run still yields one.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import torch
 
 from interp.profiling.results import ProfileConfig, ProfileResult
 
 _ACTIVE: Session | None = None
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class Session:
@@ -117,6 +120,20 @@ def phase(name: str) -> Iterator[None]:
         s._depth -= 1  # noqa: SLF001
         key = name if s._depth == 0 else f"{name} (nested)"  # noqa: SLF001
         s.phases[key] = s.phases.get(key, 0.0) + time.perf_counter() - t0
+
+
+def phased(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Decorate a function so that every call is a :func:`phase` of that name."""
+
+    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            with phase(name):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 def step() -> None:

@@ -51,6 +51,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from interp.errors import InterpError
+from interp.profiling.session import phased
 from interp.runs.manifest import sha256_file
 
 if TYPE_CHECKING:
@@ -106,6 +107,7 @@ class Artifact:
 # --------------------------------------------------------------------------- save
 
 
+@phased("write outputs")
 def save_artifact(
     path: str | os.PathLike[str],
     tensors: Mapping[str, torch.Tensor],

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from interp.errors import InterpError
+from interp.profiling.session import phased
 
 #: Packages whose versions are recorded in every manifest.
 TRACKED_PACKAGES: tuple[str, ...] = (
@@ -124,6 +125,7 @@ def utc_timestamp() -> str:
     return _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
 
 
+@phased("manifest")
 def run_manifest(
     *,
     model_id: str | None = None,
