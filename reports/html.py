@@ -35,7 +35,7 @@ from matplotlib.figure import Figure
 from interp.display import MISSING, format_number, is_finite, visible_token
 from interp.errors import InterpError
 from interp.plotting import svg_text
-from interp.profiling.session import phase
+from interp.profiling.session import phase, phased
 from interp.runs.atomic import atomic_write_text
 from interp.runs.outdir import OutDir
 from reports.figures import ReportFigure, inline_svg, save_figure
@@ -439,26 +439,8 @@ def _shell(
     )
 
 
+@phased("write report")
 def render_page(
-    template: str,
-    *,
-    title: str,
-    manifest: Mapping[str, Any],
-    figures: Mapping[str, ReportFigure | Figure] | None = None,
-    subtitle: str | None = None,
-    lead: Markup | None = None,
-    script: str | None = None,
-    stylesheets: Sequence[str] = (),
-    **context: Any,
-) -> Report:
-    """Render a report body template into the page shell (see :func:`_render_page`)."""
-    with phase("write report"):
-        return _render_page(template, title=title, manifest=manifest, figures=figures,
-                            subtitle=subtitle, lead=lead, script=script,
-                            stylesheets=stylesheets, **context)
-
-
-def _render_page(
     template: str,
     *,
     title: str,
