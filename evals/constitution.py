@@ -297,7 +297,7 @@ class Chain:
 
 def conversation(model: Any, messages: Sequence[dict[str, str]]) -> str:
     """The chat-template text of ``messages`` ending in an open assistant turn."""
-    if not getattr(model.tokenizer, "chat_template", None):
+    if not model.has_chat_template:
         raise InterpError(f"model {model.model_id} has no chat template; constitutional AI "
                           "needs a chat model")
     return model.tokenizer.apply_chat_template(

@@ -273,12 +273,8 @@ MAX_CI_WIDTH = 0.3
 CHAT_ONLY_MODES = ("choice", "generate")
 
 
-def has_chat_template(model: Model) -> bool:
-    return bool(getattr(model.tokenizer, "chat_template", None))
-
-
 def _require_chat(model: Model, mode: str) -> None:
-    if mode in CHAT_ONLY_MODES and not has_chat_template(model):
+    if mode in CHAT_ONLY_MODES and not model.has_chat_template:
         raise InterpError(
             f"model {model.model_id} has no chat template: --mode {mode} needs a chat model "
             "(a base model runs in --mode cloze, on a plain User/Assistant transcript)"
@@ -292,7 +288,7 @@ def chat_text(model: Model, messages: list[dict[str, str]]) -> str:
     plain transcript, one ``User: …`` or ``Assistant: …`` paragraph per message,
     ending with ``Assistant:``.
     """
-    if has_chat_template(model):
+    if model.has_chat_template:
         return model.tokenizer.apply_chat_template(messages, tokenize=False,
                                                    add_generation_prompt=True)
     turns = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
@@ -819,7 +815,7 @@ def run_sycophancy(
         margins=margins, transcripts=transcripts, metrics=metrics, valid=not reasons,
         validity_reasons=reasons, letter_checks=checks, miss_kinds=miss_kinds,
         probe=probe_out, seconds=time.perf_counter() - start,
-        prompt_format="chat template" if has_chat_template(model) else "plain transcript",
+        prompt_format="chat template" if model.has_chat_template else "plain transcript",
     )
 
 

@@ -289,11 +289,16 @@ class Model:
         """The prompt as the model sees it: raw, or wrapped in the chat template."""
         if not chat:
             return prompt
-        if not getattr(self.tokenizer, "chat_template", None):
+        if not self.has_chat_template:
             raise InterpError(f"model {self.model_id} has no chat template; drop --chat")
         return self.tokenizer.apply_chat_template(
             [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
         )
+
+    @property
+    def has_chat_template(self) -> bool:
+        """Whether the tokenizer has a chat template (an instruct model; base models do not)."""
+        return bool(getattr(self.tokenizer, "chat_template", None))
 
     @property
     def adds_bos(self) -> bool:
