@@ -57,6 +57,9 @@ def _init_distributed(device: str) -> tuple[int, int]:
     if not dist.is_initialized():
         backend = "nccl" if device.startswith("cuda") else "gloo"
         dist.init_process_group(backend=backend)
+        # Leaving with the group alive lets gloo's threads be torn down mid-flight at exit
+        # ("terminate called without an active exception", SIGABRT on one rank).
+        click.get_current_context().call_on_close(dist.destroy_process_group)
         if device.startswith("cuda"):
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         local = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
