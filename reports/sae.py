@@ -215,6 +215,8 @@ def _training_settings(r: SAEEvalResult) -> list[tuple[str, Any]] | None:
         ("training time", _duration(tr.elapsed_s if isinstance(tr.elapsed_s, int | float)
                                     else None)),
         ("throughput", f"{format_count(round(tps))} tokens/s" if math.isfinite(tps) else None),
+        ("MFU", f"{100 * tr.mfu:.2f}% of {tr.peak_flops / 1e9:,.0f} GFLOP/s"
+         if isinstance(tr.mfu, float) and isinstance(tr.peak_flops, float) else None),
     ]
     return [(k, escape(v) if isinstance(v, str) else v) for k, v in settings]
 

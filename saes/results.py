@@ -241,7 +241,8 @@ def _rule(key: str) -> tuple[str, str, str]:
 # ------------------------------------------------------------------------ training
 
 
-TRAINING_KEYS = ("train", "history", "resampled", "elapsed_s", "tokens_per_s")
+TRAINING_KEYS = ("train", "history", "resampled", "elapsed_s", "tokens_per_s", "mfu",
+                 "peak_flops")
 
 
 @dataclass
@@ -258,6 +259,8 @@ class TrainingRecord:
     resampled: list[list[int]] | None = None
     elapsed_s: float | None = None
     tokens_per_s: float | None = None
+    mfu: float | None = None  # model FLOPs utilisation of the run (interp.mfu)
+    peak_flops: float | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainingRecord:
@@ -270,6 +273,7 @@ class TrainingRecord:
                      else None),
             resampled=list(res) if isinstance(res, list) else None,
             elapsed_s=d.get("elapsed_s"), tokens_per_s=d.get("tokens_per_s"),
+            mfu=d.get("mfu"), peak_flops=d.get("peak_flops"),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -134,6 +134,7 @@ class _Substream:
             windows = self._chunk_windows(c)
             acts = capture_windows(self.store.model, windows, self.store.cfg.layer,
                                    self.store.cfg.forward_batch)
+            self.store.forward_tokens += windows.numel()
             self.store._write_cached(self.shard, c, acts)
         else:
             self._windows = None  # the window iterator no longer matches; rebuilt if needed
@@ -187,6 +188,7 @@ class ActivationStore:
         self.batch_size = batch_size
         self.rank, self.world = rank, world
         self.shards = list(range(rank, cfg.data_shards, world))
+        self.forward_tokens = 0  # tokens this process has run through the model (MFU)
         self._subs = {s: _Substream(self, s) for s in self.shards}
         self.cache = Path(cache_dir) / self.cache_key(data_hash) if cache_dir else None
         if self.cache is not None:

@@ -46,6 +46,9 @@ from torch import Tensor, nn
 
 from interp.display import result_html
 from interp.errors import InterpError
+from interp.mfu import ModelShape, Work, forward_flops, sae_step_flops
+from interp.mfu.flops import format_rate
+from interp.mfu.peak import peaks_for
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 from interp.runs.resume import (
@@ -164,19 +167,23 @@ class TrainResult:
     sae_path: Path | None
     resampled: list[list[int]] = field(default_factory=list)
     config: TrainConfig | None = None
+    mfu: float | None = None  # model FLOPs utilisation (see interp.mfu); None: no peak
+    peak_flops: float | None = None  # FLOP/s the MFU divides by
+    flops: float | None = None  # FLOPs counted over the run (model forward + SAE steps)
 
     @property
     def record(self) -> TrainingRecord:
         """Settings, history and resampling events, as saved with the SAE."""
         return TrainingRecord(train=asdict(self.config) if self.config else None,
                               history=self.history, resampled=self.resampled,
-                              elapsed_s=self.elapsed_s, tokens_per_s=self.tokens_per_s)
+                              elapsed_s=self.elapsed_s, tokens_per_s=self.tokens_per_s,
+                              mfu=self.mfu, peak_flops=self.peak_flops)
 
     def to_dict(self) -> dict[str, Any]:
         return {"out_dir": str(self.out_dir), "steps_done": self.steps_done,
                 "steps_total": self.steps_total, "complete": self.complete,
                 "resumed_from": self.resumed_from, "tokens_per_s": self.tokens_per_s,
-                "elapsed_s": self.elapsed_s,
+                "elapsed_s": self.elapsed_s, "flops": self.flops,
                 "sae_path": str(self.sae_path) if self.sae_path else None,
                 **self.record.to_dict()}
 
@@ -193,7 +200,8 @@ class TrainResult:
         rows: list[tuple[str, object]] = [
             ("steps", f"{self.steps_done} of {self.steps_total}"
                       + ("" if self.complete else " (unfinished: rerun to resume)")),
-            ("tokens/s", self.tokens_per_s), *last.items(),
+            ("tokens/s", self.tokens_per_s),
+            ("MFU", "—" if self.mfu is None else f"{100 * self.mfu:.2f}%"), *last.items(),
             ("resampling events", len(self.resampled)),
             ("SAE", str(self.sae_path) if self.sae_path else "—"),
         ]
@@ -330,6 +338,7 @@ def train_sae(
     steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each feature fired
     history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
     start, elapsed, resampled = 0, 0.0, []
+    work, work_known = Work(), True  # FLOPs so far, for MFU (interp.mfu)
     scale: float | None = None
     if check_resumable(out, ckpt_dir, want, "an SAE run", lambda have: (
             [f"model {have.get('model_id')!r} → {model.model_id!r}"]
@@ -345,12 +354,24 @@ def train_sae(
         elapsed = float(art.config.get("elapsed_s", 0.0))
         scale = float(art.config["input_scale"])
         resampled = list(art.config.get("resampled", []))
+        work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
+        work = Work(art.config.get("flops_by_dtype"))
 
     steps = cfg.steps
+    shape, model_dtype = ModelShape.of(model), str(model.dtype).removeprefix("torch.")
+    peaks = peaks_for(model.device, tuple({model_dtype, "float32"}))
+
+    def throughput(done_steps: int) -> dict[str, Any]:
+        out = work.summary(elapsed, peaks if work_known else None,
+                           tokens=done_steps * cfg.batch_size)
+        out["tokens_per_s"] = _rate(cfg, done_steps, elapsed)  # global, all processes
+        return out
+
     end = steps if stop_at is None else max(start, min(steps, int(stop_at)))
     if start >= steps and (sae_dir / "config.json").is_file():
         return TrainResult(out, start, steps, True, start, history,
-                           _rate(cfg, start, elapsed), elapsed, sae_dir, resampled, cfg)
+                           _rate(cfg, start, elapsed), elapsed, sae_dir, resampled, cfg,
+                           **_mfu_fields(throughput(start)))
 
     store = ActivationStore(model, docs, cfg.store_config(), batch_size=cfg.batch_size,
                             rank=rank, world=world, cache_dir=cache_dir,
@@ -382,7 +403,8 @@ def train_sae(
                 {**sae.tensors(), "steps_since_fired": steps_since, **optimizer_tensors(opt)},
                 kind=CHECKPOINT_KIND,
                 config={**want, "step": step, "history": history, "elapsed_s": elapsed,
-                        "input_scale": scale, "resampled": resampled},
+                        "input_scale": scale, "resampled": resampled,
+                        **({"flops_by_dtype": work.flops} if work_known else {})},
                 model_id=model.model_id, d_model=model.d_model, hook_point=hook,
                 manifest={"note": "SAE training checkpoint; the SAE is written at the end"},
             )
@@ -396,10 +418,15 @@ def train_sae(
     bar = make_progress(enabled=progress if rank == 0 else False, transient=False)
     with bar:
         task = bar.add_task(f"SAE L{cfg.layer} d_sae={cfg.d_sae}", total=steps, completed=start,
-                            info=_info(history))
+                            info=_info(history, throughput(start)))
         for step in range(start, end):
             t0 = time.perf_counter()
+            forwarded = store.forward_tokens
             x = store.batch(step) * scale
+            if store.forward_tokens > forwarded:  # this step ran the model for a new chunk
+                work.add(model_dtype, forward_flops(shape, store.forward_tokens - forwarded,
+                                                    cfg.seq_len, layers=cfg.layer + 1))
+            work.add("float32", sae_step_flops(model.d_model, cfg.d_sae, x.shape[0]))
             for group in opt.param_groups:
                 group["lr"] = cfg.lr_at(step)
             l1 = cfg.l1_at(step)
@@ -437,7 +464,7 @@ def train_sae(
             for k in HISTORY_KEYS:
                 history[k].append(rec[k])
             elapsed += time.perf_counter() - t0
-            bar.update(task, completed=step + 1, info=_info(history))
+            bar.update(task, completed=step + 1, info=_info(history, throughput(step + 1)))
             if rank == 0:
                 write_progress(out, step=step + 1, steps=steps, loss=rec["loss"],
                                checkpoint_step=last_saved[0])
@@ -459,11 +486,16 @@ def train_sae(
             sae_path = sae.save(sae_dir, d_model=model.d_model, manifest=man, extra={
                 **want, "input_scale_folded": scale, "steps": done, "history": history,
                 "resampled": resampled, "elapsed_s": elapsed,
-                "tokens_per_s": _rate(cfg, done, elapsed),
+                "tokens_per_s": _rate(cfg, done, elapsed), **_mfu_fields(throughput(done)),
             })
         _barrier()
     return TrainResult(out, done, steps, done >= steps, start, history,
-                       _rate(cfg, done, elapsed), elapsed, sae_path, resampled, cfg)
+                       _rate(cfg, done, elapsed), elapsed, sae_path, resampled, cfg,
+                       **_mfu_fields(throughput(done)))
+
+
+def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: summary[k] for k in ("mfu", "peak_flops", "flops")}
 
 
 def _var(x: Tensor) -> Tensor:
@@ -482,7 +514,7 @@ def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:
     return steps * cfg.batch_size / elapsed if elapsed > 0 else 0.0
 
 
-def _info(history: dict[str, list[float]]) -> str:
+def _info(history: dict[str, list[float]], throughput: dict[str, Any]) -> str:
     if not history["loss"]:
         return ""
     k = min(10, len(history["loss"]))
@@ -491,4 +523,4 @@ def _info(history: dict[str, list[float]]) -> str:
         return sum(history[key][-k:]) / k
 
     return (f"loss {avg('loss'):.2f}  L0 {avg('l0'):.1f}  EV {avg('explained_variance'):.3f}  "
-            f"dead {history['dead_fraction'][-1]:.3f}")
+            f"dead {history['dead_fraction'][-1]:.3f}  {format_rate(throughput)}")

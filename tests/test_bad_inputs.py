@@ -250,6 +250,8 @@ CASES = [
     Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
     Case("lens-profile-unwritable", lambda c: [
         "lens", "hi", *M(c), "--profile", _under_file(c), "--out", c.out], "--profile"),
+    Case("peak-unknown-device", lambda c: ["peak", "--device", "tpu"], "no peak for device"),
+    Case("peak-unknown-dtype", lambda c: ["peak", "--dtype", "int8"], "Invalid value"),
     Case("seeds-zero", lambda c: ["seeds", "0", "--out", c.out, "--", "probe", *M(c)],
          "K ≥ 2"),
     Case("seeds-no-verb", lambda c: ["seeds", "2", "--out", c.out], "give the verb"),

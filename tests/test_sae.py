@@ -198,6 +198,15 @@ def test_training_reconstructs_and_sparsifies(tiny_model, docs, tmp_path):
     assert loaded.sae.cfg.input_scale == 1.0  # folded: the saved SAE takes raw activations
     assert loaded.config["train"]["l1_coefficient"] == 1.0
     assert loaded.manifest["seed"] == 0
+    # MFU: 60 SAE steps plus whole windows of model forward (to layer 1), over the peak
+    from interp.mfu import ModelShape, device_peak, forward_flops, sae_step_flops
+
+    window = forward_flops(ModelShape.of(tiny_model), cfg.seq_len, cfg.seq_len, layers=2)
+    model_part = res.flops - 60 * sae_step_flops(tiny_model.d_model, cfg.d_sae, 64)
+    assert model_part > 0 and (model_part / window) == int(model_part / window)
+    assert res.peak_flops == device_peak("cpu", "float32").flops
+    assert 0 < res.mfu < 1
+    assert loaded.config["mfu"] == res.mfu and res.to_dict()["mfu"] == res.mfu
 
 
 def _assert_same_sae(a: Path, b: Path) -> None:
@@ -441,7 +450,10 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
     assert proc.returncode == 0, proc.stderr
     _assert_same_sae(ref, out)
     assert kept == sorted(kept)  # checkpoints only move forward
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "progress.json", "sae"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "progress.json",
+                                                     "results.json", "sae"]
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] and 0 < results["mfu"] < 1 and results["peak_flops"] > 0
 
 
 def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path):

@@ -222,6 +222,14 @@ def test_interrupted_run_resumes_to_the_same_losses(tiny_model, text_file, tmp_p
     _assert_same_run(tmp_path / "full", tmp_path / "cut")
     again = train_tuned_lens(tiny_model, docs, tmp_path / "cut", cfg, progress=False)
     assert again.complete and again.resumed_from == 7  # nothing left to do
+    # the FLOPs of the 7 KL steps, counted across the interruption (interp.mfu)
+    from interp.mfu import ModelShape, forward_flops, tuned_lens_step_flops
+
+    shape = ModelShape.of(tiny_model)
+    per_step = forward_flops(shape, 2 * cfg.seq_len, cfg.seq_len) + sum(
+        tuned_lens_step_flops(shape, tiny_model.n_layers - 1, 2 * cfg.positions_per_window))
+    assert full.flops == resumed.flops == again.flops == pytest.approx(7 * per_step)
+    assert full.mfu is not None and 0 < full.mfu < 1 and resumed.mfu is not None
 
 
 def test_resume_refuses_other_settings(tiny_model, text_file, tmp_path):
@@ -387,7 +395,10 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
     assert proc.returncode == 0, proc.stderr
     _assert_same_run(ref, out)
     assert lost == sorted(lost)  # checkpoints only move forward
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "lens", "progress.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint", "lens", "progress.json",
+                                                     "results.json"]
+    results = json.loads((out / "results.json").read_text())
+    assert results["complete"] and 0 < results["mfu"] < 1 and results["peak_flops"] > 0
 
 
 # ------------------------------------------------------------------ real model

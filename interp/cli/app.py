@@ -72,13 +72,14 @@ def _register_verbs() -> None:
     from interp.cli.lens import lens
     from interp.cli.noise import compare, seeds
     from interp.cli.patch import patch
+    from interp.cli.peak import peak
     from interp.cli.probe import probe
     from interp.cli.sae import sae_group
     from interp.cli.steer import steer
     from interp.cli.tuned_lens import tuned_lens
 
     for command in (lens, capture, probe, generate_cmd, steer, models, corpus, tuned_lens,
-                    sae_group, eval_group, patch, attention, seeds, compare):
+                    sae_group, eval_group, patch, attention, seeds, compare, peak):
         cli.add_command(command)
 
 

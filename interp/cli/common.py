@@ -135,6 +135,25 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
+def write_run_results(run_dir: str, results: dict[str, Any]) -> None:
+    """A training run's ``results.json`` in its run folder (atomic; rewritten each run)."""
+    import json
+    from pathlib import Path
+
+    from interp.runs.atomic import atomic_write_text
+
+    atomic_write_text(Path(run_dir).expanduser() / "results.json",
+                      json.dumps(json_safe(results), indent=2, allow_nan=False))
+
+
+def throughput_text(tokens_per_s: float, mfu: float | None, peak: float | None) -> str:
+    """``"1,234 tokens/s  MFU 3.1% of 262 GFLOP/s"`` for a trainer's closing line."""
+    text = f"{tokens_per_s:,.0f} tokens/s"
+    if mfu is not None and peak:
+        text += f"  MFU {100 * mfu:.2f}% of {peak / 1e9:,.0f} GFLOP/s"
+    return text
+
+
 def float_list(text: str, name: str) -> list[float]:
     import math
 

@@ -22,6 +22,8 @@ from interp.cli.common import (
     make_model_options,
     manifest_for,
     text_options,
+    throughput_text,
+    write_run_results,
 )
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir, check_creatable
@@ -147,9 +149,10 @@ def train(
     click.echo(
         f"steps {res.steps_done}/{res.steps_total}  loss {avg['loss']:.3f}  L0 {avg['l0']:.1f}  "
         f"EV (train) {avg['explained_variance']:.3f}  dead {dead:.3f}  "
-        f"{res.tokens_per_s:.0f} tokens/s  "
+        f"{throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
         + (f"SAE: {res.sae_path}" if res.complete else "unfinished: rerun to resume")
     )
+    write_run_results(out_dir, {**res.to_dict(), "manifest": man})
 
 
 def _sae_path(path: str) -> Path:

@@ -16,6 +16,8 @@ from interp.cli.common import (
     manifest_for,
     open_out,
     text_options,
+    throughput_text,
+    write_run_results,
 )
 from interp.runs.outdir import OutDir, check_creatable
 
@@ -89,9 +91,10 @@ def train(
         log(f"already trained ({res.steps_total} steps): {res.lens_path}")
     click.echo(
         f"steps {res.steps_done}/{res.steps_total}  loss (sum over layers, last 10 steps) "
-        f"{res.final_loss:.3f}  {res.tokens_per_s:.0f} tokens/s  "
+        f"{res.final_loss:.3f}  {throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
         + (f"lens: {res.lens_path}" if res.complete else "unfinished: rerun to resume")
     )
+    write_run_results(out, {**res.to_dict(), "manifest": man})
 
 
 @tuned_lens.command("eval")

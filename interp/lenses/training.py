@@ -43,6 +43,9 @@ from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.errors import InterpError
 from interp.lenses.tuned import LENS_SUBDIR, Translators, TunedLens, unembedding_hash
+from interp.mfu import ModelShape, Work, forward_flops, tuned_lens_step_flops
+from interp.mfu.flops import format_rate
+from interp.mfu.peak import peaks_for
 from interp.models.loading import Model
 from interp.models.unembedding import Unembed
 from interp.runs.progress import make_progress
@@ -147,6 +150,11 @@ class TrainResult:
     tokens_per_s: float
     elapsed_s: float
     lens_path: Path | None
+    # Model FLOPs utilisation of the KL steps (the least-squares init is left out: its
+    # normal equations run in float64); None without a peak. See interp.mfu.
+    mfu: float | None = None
+    peak_flops: float | None = None
+    flops: float | None = None
 
     @property
     def final_loss(self) -> float:
@@ -161,6 +169,7 @@ class TrainResult:
             "steps_total": self.steps_total, "complete": self.complete,
             "resumed_from": self.resumed_from, "losses": self.losses,
             "tokens_per_s": self.tokens_per_s, "elapsed_s": self.elapsed_s,
+            "mfu": self.mfu, "peak_flops": self.peak_flops, "flops": self.flops,
             "lens_path": None if self.lens_path is None else str(self.lens_path),
         }
 
@@ -180,6 +189,7 @@ class TrainResult:
             ("steps", f"{self.steps_done} / {self.steps_total}"),
             ("loss (last 10 steps)", self.final_loss),
             ("tokens / s", self.tokens_per_s),
+            ("MFU", "—" if self.mfu is None else f"{100 * self.mfu:.2f}%"),
             ("lens", str(self.lens_path) if self.complete else "unfinished: rerun to resume"),
         ]
         return result_html("tuned-lens training", rows,
@@ -328,6 +338,7 @@ def train_tuned_lens(
     translators = Translators(model.n_layers - 1, model.d_model).to(model.device)
     opt = _optimizer([translators.A, translators.b], cfg)
     start, losses, layer_losses, elapsed = 0, [], [], 0.0
+    work, step_s, work_known = Work(), 0.0, True  # the KL steps' FLOPs and seconds (MFU)
     if check_resumable(out, ckpt_dir, want, "a tuned-lens run", lambda have: (
             ["the model's unembedding"] if have.get("unembedding_sha256") != unembed else [])):
         art = load_artifact(ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
@@ -339,12 +350,24 @@ def train_tuned_lens(
         losses = list(art.config["losses"])
         layer_losses = [list(x) for x in art.config["layer_losses"]]
         elapsed = float(art.config.get("elapsed_s", 0.0))
+        work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
+        work, step_s = Work(art.config.get("flops_by_dtype")), float(art.config.get("step_s", 0))
 
     steps = cfg.steps
+    shape, model_dtype = ModelShape.of(model), str(model.dtype).removeprefix("torch.")
+    peaks = peaks_for(model.device, tuple({model_dtype, "float32", cfg.unembed_dtype}))
+
+    def throughput(done_steps: int) -> dict[str, Any]:
+        return work.summary(step_s, peaks if work_known else None,
+                            tokens=(done_steps - start_known) * cfg.batch_size * cfg.seq_len)
+
+    start_known = 0 if work_known else start
+
     end = steps if stop_at is None else max(start, min(steps, int(stop_at)))
     if start >= steps and (lens_dir / "config.json").is_file():
         return TrainResult(out, start, steps, True, start, losses, layer_losses,
-                           _rate(cfg, start, elapsed), elapsed, lens_dir)
+                           _rate(cfg, start, elapsed), elapsed, lens_dir,
+                           **_mfu_fields(throughput(start)))
 
     need_init = cfg.init == "lstsq" and not (ckpt_dir / "config.json").is_file()
     windows = pack_windows(
@@ -359,7 +382,8 @@ def train_tuned_lens(
             {"A": translators.A.detach(), "b": translators.b.detach(), **optimizer_tensors(opt)},
             kind=CHECKPOINT_KIND,
             config={**want, "step": step, "losses": losses, "layer_losses": layer_losses,
-                    "elapsed_s": elapsed},
+                    "elapsed_s": elapsed, "step_s": step_s,
+                    **({"flops_by_dtype": work.flops} if work_known else {})},
             model_id=model.model_id, d_model=model.d_model, seed=cfg.seed,
             dataset_hash=data.get("sha256"),
         )
@@ -381,7 +405,7 @@ def train_tuned_lens(
     bar = make_progress(enabled=progress, transient=False)
     with bar:
         task = bar.add_task("tuned lens", total=steps, completed=start,
-                            info=_info(losses, layer_losses))
+                            info=_info(losses, layer_losses, throughput(start)))
         for step in range(start, end):
             t0 = time.perf_counter()
             assert windows is not None
@@ -402,8 +426,15 @@ def train_tuned_lens(
             opt.step()
             losses.append(total)
             layer_losses.append(per_layer)
-            elapsed += time.perf_counter() - t0
-            bar.update(task, completed=step + 1, info=_info(losses, layer_losses))
+            took = time.perf_counter() - t0
+            elapsed, step_s = elapsed + took, step_s + took
+            work.add(model_dtype, forward_flops(shape, ids.numel(), cfg.seq_len))
+            lens_flops, unembed_flops = tuned_lens_step_flops(
+                shape, translators.A.shape[0], pos.numel())
+            work.add("float32", lens_flops)
+            work.add(cfg.unembed_dtype if unembed_fn.fast else model_dtype, unembed_flops)
+            bar.update(task, completed=step + 1,
+                       info=_info(losses, layer_losses, throughput(step + 1)))
             write_progress(out, step=step + 1, steps=steps, loss=total,
                            checkpoint_step=last_saved[0])
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
@@ -422,20 +453,28 @@ def train_tuned_lens(
         lens_path = lens.save(
             lens_dir,
             config={**want, "steps": done, "losses": losses, "layer_losses": layer_losses,
-                    "elapsed_s": elapsed, "tokens_per_s": _rate(cfg, done, elapsed)},
+                    "elapsed_s": elapsed, "tokens_per_s": _rate(cfg, done, elapsed),
+                    **_mfu_fields(throughput(done))},
             manifest=man,
         )
     return TrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
-                       _rate(cfg, done, elapsed), elapsed, lens_path)
+                       _rate(cfg, done, elapsed), elapsed, lens_path,
+                       **_mfu_fields(throughput(done)))
+
+
+def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:
+    return {k: summary[k] for k in ("mfu", "peak_flops", "flops")}
 
 
 def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:
     return steps * cfg.batch_size * cfg.seq_len / elapsed if elapsed > 0 else 0.0
 
 
-def _info(losses: list[float], layer_losses: list[list[float]]) -> str:
+def _info(losses: list[float], layer_losses: list[list[float]],
+          throughput: dict[str, Any]) -> str:
     if not losses:
         return ""
     recent = losses[-10:]
     per_layer = sum(recent) / len(recent) / max(1, len(layer_losses[-1]))
-    return f"loss {sum(recent) / len(recent):.2f} (KL/layer {per_layer:.3f})"
+    return (f"loss {sum(recent) / len(recent):.2f} (KL/layer {per_layer:.3f})  "
+            f"{format_rate(throughput)}")

@@ -1,0 +1,34 @@
+"""``interp peak``: this machine's peak FLOP/s, the denominator of every MFU figure."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from interp.runs.progress import status
+
+
+@click.command("peak")
+@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@click.option("--dtype", "dtypes", multiple=True, default=("float32", "bfloat16"),
+              show_default=True, type=click.Choice(["float32", "bfloat16", "float16"]),
+              help="Repeat for several dtypes.")
+@click.option("--remeasure", is_flag=True,
+              help="Measure again and replace the cached figures (also on a known GPU).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def peak(device: str, dtypes: tuple[str, ...], remeasure: bool, as_json: bool) -> None:
+    """Peak FLOP/s of a matmul microbenchmark (cached), or a known GPU's datasheet."""
+    from interp.mfu.peak import device_peak
+
+    results = []
+    for dtype in dict.fromkeys(dtypes):
+        with status(f"peak of {device} in {dtype} (a matmul microbenchmark if not cached)"):
+            results.append(device_peak(device, dtype, remeasure=remeasure))
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        return
+    for r in results:
+        how = (f"measured: best of 5 {r.matmul_size}² matmuls, {r.threads} threads"
+               if r.source == "measured" else "datasheet, dense")
+        click.echo(f"{r.device}  {r.dtype:<8}  {r.flops / 1e9:>10,.0f} GFLOP/s  ({how})")

@@ -1,0 +1,148 @@
+"""The device's peak FLOP/s: a measured matmul microbenchmark, or a table of known GPUs.
+
+A CPU has no datasheet figure worth trusting (turbo, AVX-512 down-clocking, the thread
+count, AMX for bfloat16), so its peak is *measured*: the best of several large square
+matmuls in the given dtype with the current thread count. The figure is cached in
+``$INTERP_CACHE/peak.json`` under the device name, dtype and thread count, so every run
+on this machine divides by the same number. A known GPU uses its datasheet's dense
+(no-sparsity) figure; an unknown one is measured the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from interp.errors import InterpError
+
+# Dense tensor-core (bf16/fp16) and plain float32 FLOP/s from the vendors' datasheets.
+# float32 is the non-TF32 figure: torch's default matmul precision ("highest") keeps it.
+KNOWN_GPUS: dict[str, dict[str, float]] = {
+    "H200": {"bfloat16": 989.4e12, "float16": 989.4e12, "float32": 66.9e12},
+    "H100 PCIe": {"bfloat16": 756.0e12, "float16": 756.0e12, "float32": 51.2e12},
+    "H100": {"bfloat16": 989.4e12, "float16": 989.4e12, "float32": 66.9e12},
+    "A100": {"bfloat16": 312.0e12, "float16": 312.0e12, "float32": 19.5e12},
+    "L40S": {"bfloat16": 362.0e12, "float16": 362.0e12, "float32": 91.6e12},
+    "L4": {"bfloat16": 121.0e12, "float16": 121.0e12, "float32": 30.3e12},
+    "V100": {"float16": 125.0e12, "float32": 15.7e12},
+}
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@dataclass
+class PeakResult:
+    """One device's peak in one dtype and where the figure came from."""
+
+    device: str  # the device's name (CPU model or GPU name)
+    dtype: str
+    flops: float  # FLOP/s
+    source: str  # "measured" or "datasheet"
+    threads: int | None = None  # CPU threads the measurement used
+    matmul_size: int | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def known_gpu(name: str) -> dict[str, float] | None:
+    """The datasheet entry whose name is a word-bounded part of ``name`` (first match)."""
+    for key, peaks in KNOWN_GPUS.items():
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(key)}(?![A-Za-z0-9])", name):
+            return peaks
+    return None
+
+
+def _check_dtype(dtype: str) -> torch.dtype:
+    if dtype not in DTYPES:
+        raise InterpError(f"unknown dtype {dtype!r} for a peak; use one of {', '.join(DTYPES)}")
+    return getattr(torch, dtype)
+
+
+def measure_peak(device: torch.device, dtype: str, *, size: int | None = None,
+                 repeats: int = 5) -> PeakResult:
+    """Best FLOP/s of ``repeats`` square ``size × size`` matmuls (after one warm-up)."""
+    tdtype = _check_dtype(dtype)
+    n = size or (8192 if device.type == "cuda" else 2048)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(device=device, dtype=tdtype)
+    b = torch.randn(n, n, generator=gen).to(device=device, dtype=tdtype)
+    best = float("inf")
+    for i in range(repeats + 1):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        _ = a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        if i:  # the first one warms up the allocator and the kernel choice
+            best = min(best, time.perf_counter() - t0)
+    return PeakResult(device=device_name(device), dtype=dtype, flops=2.0 * n**3 / best,
+                      source="measured", threads=torch.get_num_threads(), matmul_size=n)
+
+
+def _cache_file() -> Path:
+    from interp.runs.paths import cache_dir
+
+    return cache_dir() / "peak.json"
+
+
+def _cache_key(device: torch.device, dtype: str) -> str:
+    threads = "" if device.type == "cuda" else f"|threads={torch.get_num_threads()}"
+    return f"{device_name(device)}|{dtype}{threads}"
+
+
+def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32", *,
+                remeasure: bool = False) -> PeakResult:
+    """This device's peak in ``dtype``: the datasheet for a known GPU, else measured once
+    and cached (``remeasure`` measures again and replaces the cached figure)."""
+    from interp.runs.atomic import atomic_write_text
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise InterpError(f"no peak for device {str(device)!r}: interp measures cpu and cuda")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InterpError(f"device {str(dev)!r} is not available on this machine")
+    name = str(dtype).removeprefix("torch.")
+    _check_dtype(name)
+    if dev.type == "cuda" and not remeasure:
+        sheet = known_gpu(device_name(dev))
+        if sheet and name in sheet:
+            return PeakResult(device_name(dev), name, sheet[name], "datasheet")
+    path = _cache_file()
+    try:
+        cache = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        cache = {}  # a damaged cache is measured again and rewritten
+    key = _cache_key(dev, name)
+    if key in cache and not remeasure:
+        return PeakResult(**cache[key])
+    res = measure_peak(dev, name)
+    cache[key] = res.to_dict()
+    atomic_write_text(path, json.dumps(cache, indent=1, sort_keys=True) + "\n")
+    return res
+
+
+def peaks_for(device: str | torch.device, dtypes: tuple[str, ...]) -> dict[str, float]:
+    """``{dtype: FLOP/s}`` for the dtypes a run uses (measured once per machine)."""
+    return {d: device_peak(device, d).flops for d in dtypes}
