@@ -47,6 +47,7 @@ from interp.activations.capture import forward_with_hooks
 from interp.data.windows import iter_windows
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.profiling.session import phase
 
 
 @dataclass
@@ -91,9 +92,11 @@ def capture_windows(
     """
     hook = model.resid_hook(layer)
     out = []
-    for i in range(0, windows.shape[0], batch):
-        acts, _ = forward_with_hooks(model, windows[i:i + batch].to(model.device), None, [hook])
-        out.append(acts[hook][:, 1:].reshape(-1, acts[hook].shape[-1]).cpu())
+    with phase("forward"):
+        for i in range(0, windows.shape[0], batch):
+            ids = windows[i:i + batch].to(model.device)
+            acts, _ = forward_with_hooks(model, ids, None, [hook])
+            out.append(acts[hook][:, 1:].reshape(-1, acts[hook].shape[-1]).cpu())
     return torch.cat(out)
 
 
@@ -129,9 +132,11 @@ class _Substream:
         if c == self.chunk_index and self.chunk is not None:
             return self.chunk
         self.chunk = None  # free the old chunk before building the new one
-        acts = self.store._read_cached(self.shard, c)
+        with phase("data"):
+            acts = self.store._read_cached(self.shard, c)
         if acts is None:
-            windows = self._chunk_windows(c)
+            with phase("tokenise"):
+                windows = self._chunk_windows(c)
             acts = capture_windows(self.store.model, windows, self.store.cfg.layer,
                                    self.store.cfg.forward_batch)
             self.store.forward_tokens += windows.numel()

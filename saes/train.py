@@ -50,6 +50,8 @@ from interp.mfu import ModelShape, Work, forward_flops, sae_step_flops
 from interp.mfu.flops import format_rate
 from interp.mfu.peak import peaks_for
 from interp.models.loading import Model
+from interp.profiling.session import phase
+from interp.profiling.session import step as profiling_step
 from interp.runs.progress import make_progress
 from interp.runs.resume import (
     check_resumable,
@@ -430,9 +432,10 @@ def train_sae(
             for group in opt.param_groups:
                 group["lr"] = cfg.lr_at(step)
             l1 = cfg.l1_at(step)
-            loss, parts = module(x, l1)
-            loss_sum = _all_reduce(torch.stack([loss.detach(), parts["mse"], parts["l1"],
-                                                parts["l0"], _var(x)]).double()) / world
+            with phase("loss"):
+                loss, parts = module(x, l1)
+                loss_sum = _all_reduce(torch.stack([loss.detach(), parts["mse"], parts["l1"],
+                                                    parts["l0"], _var(x)]).double()) / world
             if not math.isfinite(float(loss_sum[0])):
                 kept = (f"the last good checkpoint (step {last_saved[0]}) is kept in {ckpt_dir}"
                         if (ckpt_dir / "config.json").is_file() else "no checkpoint was written")
@@ -440,10 +443,12 @@ def train_sae(
                     f"SAE loss became {float(loss_sum[0])} at step {step + 1}; stopped, {kept}; "
                     "try a lower --lr or --l1"
                 )
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(sae.parameters(), cfg.grad_clip)
-            opt.step()
+            with phase("backward"):
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            with phase("optimiser"):
+                torch.nn.utils.clip_grad_norm_(sae.parameters(), cfg.grad_clip)
+                opt.step()
             fired = _all_reduce((parts["f"] > 0).any(0).to(torch.int32), "max").bool()
             steps_since += 1
             steps_since[fired] = 0
@@ -465,6 +470,7 @@ def train_sae(
                 history[k].append(rec[k])
             elapsed += time.perf_counter() - t0
             bar.update(task, completed=step + 1, info=_info(history, throughput(step + 1)))
+            profiling_step()
             if rank == 0:
                 write_progress(out, step=step + 1, steps=steps, loss=rec["loss"],
                                checkpoint_step=last_saved[0])

@@ -103,3 +103,30 @@ def test_profile_real_model(verb, model, tmp_path, capsys):
     assert data["verdict"] and data["evidence"]
     assert data["phase_coverage"] >= 0.9, data["phases"]
     assert json.loads((prof / "trace.json").read_text())["traceEvents"]
+
+
+def test_trainers_mark_their_phases_and_steps(tiny_model, tmp_path):
+    """SAE and tuned-lens training: data/tokenise, forward, loss, backward and optimiser
+    phases, one profiler step per training step, the phases covering the run."""
+    from interp.lenses.training import TrainConfig as LensConfig
+    from interp.lenses.training import train_tuned_lens
+    from saes.train import TrainConfig, train_sae
+    from tests.text_fixtures import paragraphs
+
+    docs = paragraphs(60)
+    with interp.profile(tmp_path / "sae", ProfileConfig(skip_steps=2, active_steps=4)) as p:
+        train_sae(tiny_model, docs, tmp_path / "sae-run",
+                  TrainConfig(layer=1, d_sae=64, tokens=64 * 10, batch_size=64, seq_len=16,
+                              windows_per_chunk=8, checkpoint_every=100), progress=False)
+    r = p.result
+    assert r.steps == 10
+    assert {"tokenise", "forward", "loss", "backward", "optimiser"} <= set(r.phases)
+    assert r.phase_coverage > 0.6, (str(r.phases), r.wall_s)
+    with interp.profile(tmp_path / "lens", ProfileConfig(skip_steps=1, active_steps=2)) as p:
+        train_tuned_lens(tiny_model, docs, tmp_path / "lens-run",
+                         LensConfig(tokens=4 * 2 * 16, seq_len=16, batch_size=2,
+                                    positions_per_window=4, init="zero",
+                                    unembed_dtype="float32"), progress=False)
+    r = p.result
+    assert r.steps == 4
+    assert {"tokenise", "forward", "loss", "backward", "optimiser"} <= set(r.phases)

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.profiling.session import phased
 
 
 def _doc_order(n_docs: int, seed: int, epoch: int) -> list[int]:
@@ -72,6 +73,7 @@ def iter_windows(
             index += 1
 
 
+@phased("tokenise")
 def pack_windows(
     model: Model, docs: Sequence[str], *, seq_len: int, n_windows: int, seed: int = 0
 ) -> Int[Tensor, "n_windows seq_len"]:

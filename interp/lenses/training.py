@@ -48,6 +48,8 @@ from interp.mfu.flops import format_rate
 from interp.mfu.peak import peaks_for
 from interp.models.loading import Model
 from interp.models.unembedding import Unembed
+from interp.profiling.session import phase, phased
+from interp.profiling.session import step as profiling_step
 from interp.runs.progress import make_progress
 from interp.runs.resume import (
     check_resumable,
@@ -235,25 +237,29 @@ def lens_loss_step(
     """
     todo = list(range(translators.A.shape[0])) if layers is None else list(layers)
     names = {layer: model.resid_hook(layer) for layer in todo}
-    acts, logits = forward_with_hooks(model, ids.to(model.device), None, list(names.values()),
-                                      with_logits=True)
-    assert logits is not None
-    rows = torch.arange(ids.shape[0]).unsqueeze(1).expand_as(positions)
-    final_lp = torch.log_softmax(logits[rows, positions].reshape(-1, logits.shape[-1]), -1)
-    del logits
-    p_final = final_lp.exp()
-    ent_final = (p_final * final_lp).sum(-1)  # −H(final): the constant part of the KL
+    with phase("forward"):
+        acts, logits = forward_with_hooks(model, ids.to(model.device), None,
+                                          list(names.values()), with_logits=True)
+        assert logits is not None
+        rows = torch.arange(ids.shape[0]).unsqueeze(1).expand_as(positions)
+        final_lp = torch.log_softmax(logits[rows, positions].reshape(-1, logits.shape[-1]), -1)
+        del logits
+        p_final = final_lp.exp()
+        ent_final = (p_final * final_lp).sum(-1)  # −H(final): the constant part of the KL
     out = []
     for layer in todo:
-        h = acts.pop(names[layer])[rows, positions].reshape(-1, model.d_model)
-        z = unembed(translators(h, layer), matmul_dtype=matmul_dtype)
-        kl = (ent_final + torch.logsumexp(z, -1) - (p_final * z).sum(-1)).mean()
-        kl.backward()
+        with phase("loss"):  # translator, unembedding, KL
+            h = acts.pop(names[layer])[rows, positions].reshape(-1, model.d_model)
+            z = unembed(translators(h, layer), matmul_dtype=matmul_dtype)
+            kl = (ent_final + torch.logsumexp(z, -1) - (p_final * z).sum(-1)).mean()
+        with phase("backward"):
+            kl.backward()
         out.append(float(kl.detach()))
     return out
 
 
 @torch.no_grad()
+@phased("least-squares init")
 def lstsq_init(
     model: Model, translators: Translators, windows: Tensor, *, ridge: float = 1e-3,
     batch_size: int = 8, progress: bool | None = None,
@@ -413,7 +419,8 @@ def train_tuned_lens(
             pos = sample_positions(cfg, step, ids.shape[0])
             for group in opt.param_groups:
                 group["lr"] = cfg.lr_at(step)
-            opt.zero_grad(set_to_none=True)
+            with phase("optimiser"):
+                opt.zero_grad(set_to_none=True)
             per_layer = lens_loss_step(model, translators, ids, pos, unembed_fn, matmul_dtype)
             total = sum(per_layer)
             if not math.isfinite(total):
@@ -423,7 +430,8 @@ def train_tuned_lens(
                     f"tuned-lens loss became {total} at step {step + 1}; stopped, {kept}; "
                     "try a lower --lr"
                 )
-            opt.step()
+            with phase("optimiser"):
+                opt.step()
             losses.append(total)
             layer_losses.append(per_layer)
             took = time.perf_counter() - t0
@@ -435,6 +443,7 @@ def train_tuned_lens(
             work.add(cfg.unembed_dtype if unembed_fn.fast else model_dtype, unembed_flops)
             bar.update(task, completed=step + 1,
                        info=_info(losses, layer_losses, throughput(step + 1)))
+            profiling_step()
             write_progress(out, step=step + 1, steps=steps, loss=total,
                            checkpoint_step=last_saved[0])
             if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from interp.errors import InterpError
+from interp.profiling.session import phase
 
 # Dense tensor-core (bf16/fp16) and plain float32 FLOP/s from the vendors' datasheets.
 # float32 is the non-TF32 figure: torch's default matmul precision ("highest") keeps it.
@@ -137,7 +138,8 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
     key = _cache_key(dev, name)
     if key in cache and not remeasure:
         return PeakResult(**cache[key])
-    res = measure_peak(dev, name)
+    with phase("measure peak"):  # once per machine, dtype and thread count
+        res = measure_peak(dev, name)
     cache[key] = res.to_dict()
     atomic_write_text(path, json.dumps(cache, indent=1, sort_keys=True) + "\n")
     return res
