@@ -37,6 +37,7 @@ bench: setup
 	$(BIN)/python bench/steering.py
 	$(BIN)/python bench/patching.py
 	$(BIN)/python bench/models.py
+	$(BIN)/python bench/mfu.py
 	$(BIN)/python bench/tuned_lens.py
 	$(BIN)/python bench/sae.py throughput
 	$(BIN)/python bench/sae.py memory
