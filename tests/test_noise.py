@@ -148,6 +148,23 @@ def test_seeds_and_compare_cli_on_tiny_model(tiny_model_dir, tmp_path, capsys):
     cmp = json.loads((tmp_path / "cmp" / "results.json").read_text())
     assert cmp["compared"] == "single runs" and cmp["metrics"]
     assert (tmp_path / "cmp" / "figures" / "compare.svg").exists()
+    _check_in_browser(out / "report.html", "seeds_report.png", "spread")
+    _check_in_browser(tmp_path / "cmp" / "report.html", "compare_report.png", "compare")
+
+
+def _check_in_browser(report, screenshot: str, figure: str) -> None:
+    """Headless Chromium: no console error or request, the figure shown, no overflow."""
+    from tests.browser import ARTIFACTS, assert_clean, visit
+
+    def check(page) -> None:
+        assert page.locator("script").count() == 0
+        chart = page.locator(f'svg.mpl-fig[data-figure="{figure}"]')
+        assert chart.count() == 1 and chart.is_visible()
+        assert page.locator("table").count() >= 1
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+    assert_clean(visit(report, screenshot, check))
+    assert (ARTIFACTS / screenshot).stat().st_size > 10_000
 
 
 @pytest.mark.slow

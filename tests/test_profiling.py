@@ -76,6 +76,16 @@ def test_cli_profile_writes_trace_report_and_json(tiny_model_dir, tmp_path, caps
     assert "manifest" in data
     assert (prof / "trace.json").exists() and (prof / "profile.html").exists()
     assert (prof / "figures" / "phases.svg").exists()
+    from tests.browser import ARTIFACTS, assert_clean, visit
+
+    def check(page) -> None:
+        assert page.locator("script").count() == 0
+        assert page.locator("svg.mpl-fig").count() >= 2
+        assert page.get_by_text(data["verdict"]).count() >= 1
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+    assert_clean(visit(prof / "profile.html", "profile_report.png", check))
+    assert (ARTIFACTS / "profile_report.png").stat().st_size > 10_000
 
 
 def test_cli_profile_of_a_failed_command_writes_nothing(tiny_model_dir, tmp_path, capsys):
@@ -130,3 +140,18 @@ def test_trainers_mark_their_phases_and_steps(tiny_model, tmp_path):
     r = p.result
     assert r.steps == 4
     assert {"tokenise", "forward", "loss", "backward", "optimiser"} <= set(r.phases)
+
+
+def test_step_ranges_are_not_operators(tiny_model, tmp_path):
+    """torch.profiler's ProfilerStep ranges hold the Python time between operators: it
+    must count as outside operators, never as an operator of its own."""
+    import time
+
+    with interp.profile(tmp_path, ProfileConfig(skip_steps=1, active_steps=4)) as p:
+        for _ in range(5):
+            tiny_model.bridge(tiny_model.tokenize(["hi"])[0])
+            time.sleep(0.02)  # Python time outside any operator
+            interp.profiling.step()
+    r = p.result
+    assert not any(o.name.startswith("ProfilerStep") for o in r.top_ops)
+    assert r.categories[OUTSIDE] > 0.5 and r.verdict == "overhead-bound"

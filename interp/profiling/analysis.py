@@ -23,6 +23,9 @@ from interp.profiling.results import OpTime, ProfileResult
 MARKER = "interp: step"
 OUTSIDE = "outside operators (Python, framework)"
 PHASE_PREFIX = "phase: "
+# torch.profiler's own range around each step: its self time is the step's time outside
+# any operator (Python, framework), so it is not an operator and is left out like a phase.
+STEP_RANGE_PREFIX = "ProfilerStep"
 DATA_PHASES = ("data", "tokenise")
 DATA_BOUND = 0.3
 
@@ -47,13 +50,18 @@ def category(op: str) -> str:
     return "other ops"
 
 
+def _is_range(name: str) -> bool:
+    """A marker or range of interp's or torch.profiler's own, not an operator."""
+    return (name == MARKER or name.startswith(PHASE_PREFIX)
+            or name.startswith(STEP_RANGE_PREFIX))
+
+
 def analyse(session: Any) -> ProfileResult:
     """The :class:`ProfileResult` of a stopped :class:`~interp.profiling.session.Session`."""
     cfg = session.config
     events = list(session.prof.events())
     marks = sorted(e.time_range.start for e in events if e.name == MARKER)
-    cpu_events = [e for e in events if e.name != MARKER
-                  and not e.name.startswith(PHASE_PREFIX)
+    cpu_events = [e for e in events if not _is_range(e.name)
                   and str(getattr(e, "device_type", "")).endswith("CPU")]
     total = int(getattr(session, "steps", len(marks)))
     first = min((e.time_range.start for e in cpu_events), default=0.0)
@@ -75,7 +83,7 @@ def analyse(session: Any) -> ProfileResult:
     calls: dict[str, int] = defaultdict(int)
     gpu_us = 0.0
     for e in events:
-        if e.name == MARKER or e.name.startswith(PHASE_PREFIX):
+        if _is_range(e.name):
             continue
         if not w0 <= e.time_range.start <= w1:
             continue
