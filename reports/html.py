@@ -195,6 +195,20 @@ def warnings_box(warnings: Sequence[str]) -> Markup:
                   ).format(head, items)
 
 
+def noise_label(lo: float, hi: float, zero: float = 0.0) -> Markup:
+    """A badge for a difference with interval ``[lo, hi]``: "within noise" when it holds
+    ``zero`` (not a result), "no noise estimate" when it is unknown, else nothing."""
+    import math
+
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return Markup('<span class="badge noise" title="one seed: no interval">'
+                      "no noise estimate</span>")
+    if lo <= zero <= hi:
+        return Markup('<span class="badge noise" title="the 95% interval [{:.3f}, {:.3f}] '
+                      'contains {:g}: not a result">within noise</span>').format(lo, hi, zero)
+    return Markup("")
+
+
 def token_html(text: str, *, muted: bool = False) -> Markup:
     """A token as a monospace chip, whitespace visible, exact string as tooltip."""
     cls = "tok muted" if muted else "tok"

@@ -35,6 +35,7 @@ from reports.html import (
     ReportFigure,
     atomic_write_text,
     format_number,
+    noise_label,
     render_page,
     template_env,
 )
@@ -82,7 +83,7 @@ def _split_text(result: ProbeResult) -> str:
 
 def _layer_rows(result: ProbeResult) -> list[dict[str, Any]]:
     best = result.best_layer()
-    sel = result.selectivity()
+    sel, sel_ci = result.selectivity(), result.selectivity_ci()
     rows = []
     for i, s in enumerate(result.layers):
         def f(key: str, s: Any = s) -> str:
@@ -96,6 +97,7 @@ def _layer_rows(result: ProbeResult) -> list[dict[str, Any]]:
             + _pm(s.mean("train_accuracy"), s.std("train_accuracy")),
             "rest": [f("shuffled_accuracy"), f("random_weights_accuracy"), f("bow_accuracy"),
                      f("control_task_accuracy"), _signed(sel[i]), f("majority_rate")],
+            "selectivity_noise": noise_label(*sel_ci[i]),
         })
     return rows
 

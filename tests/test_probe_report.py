@@ -485,3 +485,29 @@ def test_probe_report_in_headless_chromium(tmp_path):
     v = visit(report, "probe_report.png", check)
     assert_clean(v)
     assert (ARTIFACTS / "probe_report.png").stat().st_size > 10_000
+
+
+def test_selectivity_inside_the_seed_noise_is_labelled(tmp_path):
+    """Early layers (test ≈ control task) are labelled "within noise"; late ones are not."""
+    import math
+
+    r = make_result(30, ablation=False)
+    for s in r.layers[:5]:  # early layers: the probe is the control task ± seed noise
+        s.values["test_accuracy"] = [c + x for c, x in zip(
+            s.values["control_task_accuracy"], [0.02, -0.02, 0.01, -0.01, 0.004], strict=True)]
+    cis = r.selectivity_ci()
+    sel = r.selectivity()
+    assert all(lo <= s <= hi for s, (lo, hi) in zip(sel, cis, strict=True))
+    noisy = [i for i, (lo, hi) in enumerate(cis) if lo <= 0 <= hi]
+    assert noisy == [0, 1, 2, 3, 4]
+    assert r.to_dict()["selectivity_ci95"][29] == list(cis[29])
+    page = write_probe_report(tmp_path / "r.html", r, make_manifest()).read_text()
+    rows = page.split('class="data probe-layers"')[1].split("</table>")[0].split("<tr")[2:]
+    assert len(rows) == 30
+    assert ["within noise" in rows[i] for i in range(30)] == [i in noisy for i in range(30)]
+    one_seed = make_result(3, ablation=False)
+    for s in one_seed.layers:
+        s.values = {k: v[:1] for k, v in s.values.items()}
+    assert all(math.isnan(lo) for lo, _ in one_seed.selectivity_ci())
+    assert "no noise estimate" in write_probe_report(tmp_path / "s.html", one_seed,
+                                                     make_manifest()).read_text()

@@ -92,3 +92,18 @@ def test_pearson_ci_is_fisher_z():
     assert r == pytest.approx(float(np.corrcoef(xs, ys)[0, 1]))
     assert (lo, hi) == pytest.approx((math.tanh(z - half), math.tanh(z + half)))
     assert pearson_ci([1, 1, 1, 1], [1, 2, 3, 4]) == (None, [None, None])
+
+
+def test_mean_t_ci_is_students_interval():
+    import math
+
+    from scipy import stats
+
+    from interp.stats import mean_t_ci
+
+    v = [0.70, 0.74, 0.79]
+    mean, lo, hi = mean_t_ci(v)
+    half = stats.t.ppf(0.975, 2) * stats.tstd(v) / math.sqrt(3)
+    assert mean == pytest.approx(0.7433333) and hi - mean == pytest.approx(half)
+    assert mean - lo == pytest.approx(half) and half > 1.96 * stats.tstd(v) / math.sqrt(3)
+    assert math.isnan(mean_t_ci([0.5])[1]) and math.isnan(mean_t_ci([])[0])

@@ -179,6 +179,19 @@ class ProbeResult:
         """Per layer, held-out accuracy − control-task accuracy (Hewitt & Liang)."""
         return [s.mean("test_accuracy") - s.mean("control_task_accuracy") for s in self.layers]
 
+    def selectivity_ci(self) -> list[tuple[float, float]]:
+        """Per layer, the 95% Student-t interval of the selectivity over seeds (the
+        per-seed differences held-out − control task; NaN ends with one seed)."""
+        from interp.stats import mean_t_ci
+
+        out = []
+        for s in self.layers:
+            diffs = np.asarray(s.values["test_accuracy"], dtype=np.float64) - np.asarray(
+                s.values["control_task_accuracy"], dtype=np.float64)
+            _, lo, hi = mean_t_ci(diffs)
+            out.append((lo, hi))
+        return out
+
     def verdict(self) -> Verdict:
         """The headline judgement at the best layer: ``margin`` = held-out accuracy −
         best control; ``clear`` when margin ≥ 0.05 and > 3 × the seed std."""
@@ -233,6 +246,7 @@ class ProbeResult:
             out[f"{key}_std"] = self.stds(key)
         out["control_accuracy_mean"] = self.control_accuracy()
         out["selectivity"] = self.selectivity()
+        out["selectivity_ci95"] = [list(ci) for ci in self.selectivity_ci()]
         out["per_seed"] = {str(s.layer): s.values for s in self.layers}
         if self.dataset is not None:
             out["dataset"] = asdict(self.dataset)

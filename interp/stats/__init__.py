@@ -6,7 +6,15 @@
 
 from __future__ import annotations
 
-from interp.stats.intervals import Z95, bootstrap_ci, mean_ci, pearson_ci, wilson, wilson_ci
+from interp.stats.intervals import (
+    Z95,
+    bootstrap_ci,
+    mean_ci,
+    mean_t_ci,
+    pearson_ci,
+    wilson,
+    wilson_ci,
+)
 from interp.stats.tests import mcnemar_exact, paired_difference_ci
 
 __all__ = [
@@ -14,6 +22,7 @@ __all__ = [
     "bootstrap_ci",
     "mcnemar_exact",
     "mean_ci",
+    "mean_t_ci",
     "paired_difference_ci",
     "pearson_ci",
     "wilson",

@@ -52,6 +52,26 @@ def mean_ci(values: Sequence[float] | np.ndarray, z: float = Z95) -> tuple[float
     return (mean, mean - half, mean + half)
 
 
+def mean_t_ci(values: Sequence[float] | np.ndarray,
+              confidence: float = 0.95) -> tuple[float, float, float]:
+    """Mean and its Student-t interval ``mean ± t·s/√n`` (NaN ends for n < 2).
+
+    For a handful of seeds: with 3 values the 95% multiplier is t(2) = 4.30, not 1.96.
+    """
+    from scipy import stats
+
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    n = v.size
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(v.mean())
+    if n < 2:
+        return (mean, math.nan, math.nan)
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * float(v.std(ddof=1)) / math.sqrt(n)
+    return (mean, mean - half, mean + half)
+
+
 def bootstrap_ci(
     statistic: Callable[[np.ndarray], float],
     n: int,
