@@ -91,9 +91,18 @@ def _lead(r: SweepResult) -> Markup:
                 f"score by {fmt_signed(s.effect, 3)} vs α = 0 (spread over prompts ± "
                 f"{fmt_plain(s.effect_spread, 3)}), the largest change within the "
                 f"coherence tolerance ({s.tolerance}).")
-        if math.isfinite(s.effect_spread) and abs(s.effect) < s.effect_spread:
-            text += " The change is smaller than the spread across prompts: read it with care."
-        badge = Markup('<span class="badge ok">coherent effect</span>')
+        lo, hi = r.target_delta_ci()[r.layers.index(s.layer)][r.alphas.index(s.alpha)]
+        if math.isfinite(lo) and lo <= 0 <= hi:
+            text += (f" Its 95% interval over paired prompts, [{fmt_signed(lo, 3)}, "
+                     f"{fmt_signed(hi, 3)}], contains 0: within noise, not a result.")
+            badge = Markup('<span class="badge noise">within noise</span>')
+        elif math.isfinite(lo):
+            text += (f" 95% interval over paired prompts: [{fmt_signed(lo, 3)}, "
+                     f"{fmt_signed(hi, 3)}].")
+            badge = Markup('<span class="badge ok">coherent effect</span>')
+        else:
+            text += " Too few paired prompts for an interval: no noise estimate."
+            badge = Markup('<span class="badge noise">no noise estimate</span>')
     prompts = format_number(r.n_prompts)
     if len(r.config.seeds) > 1:
         prompts += f" × {len(r.config.seeds)} seeds"
@@ -114,7 +123,7 @@ def _lead(r: SweepResult) -> Markup:
 
 def _layers(r: SweepResult) -> list[_Layer]:
     sweet, base = r.sweet_cell, r.base_index
-    delta, ratio = r.target_delta, r.perplexity_ratio
+    delta, ratio, delta_ci = r.target_delta, r.perplexity_ratio, r.target_delta_ci()
     open_rows = set(range(len(r.layers))) if len(r.layers) <= 2 else \
         {sweet[0] if sweet is not None else 0}
     out = []
@@ -130,6 +139,9 @@ def _layers(r: SweepResult) -> list[_Layer]:
                 badges.append(("badge warn collapsed", f"collapse {fmt_pct(c)}"))
             if j != base and r.coherent(i, j) is False and not collapsed:
                 badges.append(("badge warn", "incoherent"))
+            lo, hi = delta_ci[i][j]
+            if j != base and math.isfinite(lo) and lo <= 0 <= hi:
+                badges.append(("badge noise", "Δ within noise"))
             rows.append(_Row(
                 fmt_alpha(alpha), badges, fmt_signed(delta[i][j], 3),
                 "target score " + fmt_pm(r.target_score[i][j], r.target_score_std[i][j]),

@@ -108,10 +108,27 @@ def make_result(n_layers: int = 5, alphas: list[float] | None = None) -> dict:
                 "perplexity": 9.0,
                 "distinct2": 1.0,
             }
-        ],
+        ] + _paired_texts(layers, alphas),
     }
     r["sweet_spot"] = sweet_spot(r)
     return r
+
+
+def _paired_texts(layers: list[int], alphas: list[float]) -> list[dict]:
+    """Eight prompts scored at α = 0 and α = 2 on layer 8 (a clear +0.24 change) and at
+    α = 0 and α = 1 on layer 2 (changes of ± 0.05 around 0: within noise)."""
+    out = []
+    wobble = [0.03, -0.02, 0.01, -0.03, 0.02, 0.0, -0.01, 0.015]
+    for layer, alpha, shift in ((8, 2.0, 0.24), (2, 1.0, 0.0)):
+        if layer not in layers or alpha not in alphas:
+            continue
+        for k, w in enumerate(wobble):
+            for a, score in ((0.0, 0.1 + 0.1 * k), (alpha, 0.1 + 0.1 * k + shift + w
+                                                     + (0.04 if k % 2 else -0.04) * (shift == 0))):
+                out.append({"layer": layer, "alpha": a, "seed": 0, "prompt": f"prompt {k}",
+                            "text": NOT_RENDERED, "target_score": score, "perplexity": 9.0,
+                            "distinct2": 1.0})
+    return out
 
 
 def sweet_spot(r: dict) -> dict | None:
@@ -311,6 +328,11 @@ def test_sections_and_lead(page):
     assert f"Sweet spot: layer 8, α = 2 changes the target score by +{sweet['effect']:.3f}" in lead
     assert f"± {sweet['effect_spread']:.3f}" in lead
     assert "coherent effect" in lead and "mean_diff" in lead
+    assert "95% interval over paired prompts: [+0.2" in lead and "within noise" not in lead
+    layer2 = page.split('data-layer="2"')[1].split("</details>")[0]
+    assert layer2.count("Δ within noise") == 1  # α = 1 only: the other cells have no pairs
+    layer8 = page.split('data-layer="8"')[1].split("</details>")[0]
+    assert "within noise" not in layer8
     assert str(escape(f"pairs/{SCRIPT}.jsonl")) in lead
     assert "negative α steers the other way" in page
     assert "distinct-2 &lt; 0.5 or its perplexity &gt; 10× the layer" in page
@@ -526,10 +548,16 @@ def test_to_dict_is_the_results_json():
     d = typed(r).to_dict()
     grids = [f"{k}{s}" for k in KEYS for s in ("", "_std")]
     assert list(d) == ["model", "config", "layers", "alphas", *grids, "vector_norms", "samples",
-                       "n_prompts", "sweet_spot", "texts", "side_effect_prompts", "warnings"]
+                       "n_prompts", "sweet_spot", "target_delta_ci95", "texts",
+                       "side_effect_prompts", "warnings"]
+    ci = d.pop("target_delta_ci95")  # derived from the texts; NaN where there are no pairs
+    assert len(ci) == 5 and all(len(row) == len(ALPHAS) for row in ci)
+    assert ci[2][ALPHAS.index(2.0)][0] > 0.2
     assert d == {**r, "config": {**r["config"], "positions": "all"},
                  "warnings": typed(r).warnings}
-    assert typed(d).to_dict() == d
+    again = typed(d).to_dict()
+    again.pop("target_delta_ci95")
+    assert again == d
 
 
 def test_to_frame_one_row_per_layer_and_alpha():
@@ -544,7 +572,7 @@ def test_to_frame_one_row_per_layer_and_alpha():
     assert row.perplexity_ratio == pytest.approx(r["perplexity"][2][4] / r["perplexity"][2][2])
     assert bool(row.sweet_spot) and bool(row.coherent)
     assert int(frame.sweet_spot.sum()) == 1
-    assert list(typed(r).texts_frame().text) == [NOT_RENDERED]
+    assert list(typed(r).texts_frame().text) == [NOT_RENDERED] * len(r["texts"])
 
 
 def test_repr_html_headline_and_figure():

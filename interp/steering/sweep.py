@@ -325,6 +325,35 @@ class SweepResult:
         return [[v - row[b] if b is not None else math.nan for v in row]
                 for row in self.target_score]
 
+    def target_delta_ci(self) -> list[list[tuple[float, float]]]:
+        """95% Student-t interval of each cell's target-score change vs α = 0, paired by
+        (prompt, seed): the same prompt and sampling seed with and without the vector.
+        NaN ends where fewer than two pairs were scored (or for the α = 0 column)."""
+        from collections import defaultdict
+
+        from interp.stats import mean_t_ci
+
+        scores: dict[tuple[int, float], dict[tuple[str, int], list[float]]] = defaultdict(
+            lambda: defaultdict(list))
+        for t in self.texts:
+            scores[(t.layer, t.alpha)][(t.prompt, t.seed)].append(t.target_score)
+        b = self.base_index
+        out = []
+        for layer in self.layers:
+            row = []
+            for j, alpha in enumerate(self.alphas):
+                base = scores.get((layer, self.alphas[b])) if b is not None else None
+                cell = scores.get((layer, alpha))
+                if j == b or not base or not cell:
+                    row.append((math.nan, math.nan))
+                    continue
+                diffs = [float(np.mean(v)) - float(np.mean(base[k]))
+                         for k, v in cell.items() if k in base]
+                _, lo, hi = mean_t_ci(diffs)
+                row.append((lo, hi))
+            out.append(row)
+        return out
+
     @property
     def perplexity_ratio(self) -> Grid:
         """Mean perplexity ÷ the same layer's α = 0 mean (NaN without a positive base)."""
@@ -384,6 +413,7 @@ class SweepResult:
             "samples": [[list(cell) for cell in row] for row in self.samples],
             "n_prompts": self.n_prompts,
             "sweet_spot": asdict(self.sweet_spot) if self.sweet_spot is not None else None,
+            "target_delta_ci95": [[list(ci) for ci in row] for row in self.target_delta_ci()],
             "texts": [asdict(t) for t in self.texts],
             "side_effect_prompts": list(self.side_effect_prompts),
             "warnings": self.warnings,
