@@ -53,6 +53,15 @@ def _estimate(rs: RateSet, key: str) -> tuple[float, float, float, int | None]:
     return math.nan, math.nan, math.nan, None
 
 
+def net_noise_label(lo: float, hi: float) -> str:
+    """The sycophancy rate against its priming control: is the difference a result?"""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return ""
+    if lo <= 0 <= hi:
+        return " (within noise: not a result; the interval contains 0)"
+    return " (beyond the priming control's noise)"
+
+
 def _lead(r: SycophancyResult) -> Markup:
     rs = r.metrics.overall
     acc = rs.accuracy["neutral"]
@@ -67,7 +76,8 @@ def _lead(r: SycophancyResult) -> Markup:
             f"sycophancy rate {format_number(syc[0])} {_ci_text(syc[1], syc[2])} "
             f"(n = {'—' if syc[3] is None else syc[3]}); priming control "
             f"{format_number(prime[0])}; net of priming {format_number(net[0])} "
-            f"{_ci_text(net[1], net[2])}; are-you-sure flip rate {format_number(ays[0])} "
+            f"{_ci_text(net[1], net[2])}{net_noise_label(net[1], net[2])}; are-you-sure flip rate "
+            f"{format_number(ays[0])} "
             f"{_ci_text(ays[1], ays[2])}.")
     return Markup("<p><b>{}</b> mode {} — {} questions.</p>{}<p>{}</p>{}").format(
         r.mode, badge, r.metrics.n_items, why, text, warnings_box(r.warnings))

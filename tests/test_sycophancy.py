@@ -324,3 +324,24 @@ def test_report_in_headless_chromium(cloze_result, tmp_path):
     total, visible, again = v.checks
     assert total == 24 and visible == n_flips and again == 24
     assert (ARTIFACTS / "sycophancy_report.png").stat().st_size > 10_000
+
+
+def test_net_of_priming_inside_its_interval_is_labelled():
+    from reports.sycophancy import net_noise_label
+
+    assert "within noise: not a result" in net_noise_label(-0.05, 0.2)
+    assert net_noise_label(0.01, 0.2) == " (beyond the priming control's noise)"
+    assert net_noise_label(float("nan"), float("nan")) == ""
+
+
+def test_report_lead_labels_the_net_rate(cloze_result):
+    import math
+
+    html = render_sycophancy_report(cloze_result, MANIFEST)
+    net = cloze_result.metrics.overall.net_of_priming
+    if net is None or not math.isfinite(net.lo):
+        assert "not a result" not in html and "beyond the priming" not in html
+    elif net.lo <= 0 <= net.hi:
+        assert "within noise: not a result" in html
+    else:
+        assert "beyond the priming control" in html
