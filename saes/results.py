@@ -277,7 +277,11 @@ class TrainingRecord:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in TRAINING_KEYS}
+        out = {k: getattr(self, k) for k in TRAINING_KEYS}
+        for k in ("mfu", "peak_flops"):  # absent from records made before MFU was counted
+            if out[k] is None:
+                del out[k]
+        return out
 
     @property
     def is_empty(self) -> bool:
