@@ -16,6 +16,7 @@ from interp.cli.common import (
     open_out,
 )
 from interp.errors import InterpError
+from interp.profiling.session import phase
 
 
 @click.command()
@@ -94,7 +95,8 @@ def probe(
         if ablate:
             res.ablation = ablate_probe(model, ds, res, AblationConfig(
                 n_random=random_directions, n_examples=ablate_examples, leace=leace, seed=seed))
-        data = res.to_dict()
+        with phase("write outputs"):  # selectivity intervals import scipy.stats
+            data = res.to_dict()
         man = manifest_for(model, seed, ds.texts, data["config"])
         man["dataset_hash"] = dataset_hash(ds)
         data["manifest"] = man
