@@ -62,14 +62,9 @@ def mean_t_ci(values: Sequence[float] | np.ndarray,
 
     v = np.asarray(values, dtype=np.float64)
     v = v[~np.isnan(v)]
-    n = v.size
-    if n == 0:
-        return (math.nan, math.nan, math.nan)
-    mean = float(v.mean())
-    if n < 2:
-        return (mean, math.nan, math.nan)
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * float(v.std(ddof=1)) / math.sqrt(n)
-    return (mean, mean - half, mean + half)
+    if v.size < 2:
+        return mean_ci(v)  # no interval: (mean, NaN, NaN), or all NaN when empty
+    return mean_ci(v, z=float(stats.t.ppf(0.5 + confidence / 2, v.size - 1)))
 
 
 def bootstrap_ci(
