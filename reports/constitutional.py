@@ -29,7 +29,14 @@ from evals.figures import (
     principle_figure,
     principle_rows,
 )
-from reports.html import Report, ReportFigure, atomic_write_text, format_number, render_page
+from reports.html import (
+    Report,
+    ReportFigure,
+    atomic_write_text,
+    format_number,
+    noise_label,
+    render_page,
+)
 
 __all__ = ["constitutional_report", "render_constitutional_report",
            "write_constitutional_report"]
@@ -41,6 +48,22 @@ def _ci_text(lo: float | None, hi: float | None) -> str:
     return f"[{format_number(lo)}, {format_number(hi)}]"
 
 
+def _vs(lo: float | None, hi: float | None, reference: float) -> Markup:
+    """"within noise" when the 95% interval holds the measure's no-effect reference."""
+    return noise_label(math.nan if lo is None else lo, math.nan if hi is None else hi,
+                       reference)
+
+
+def _win_noise(lo: float | None, hi: float | None) -> Markup:
+    """The lead's win rate against 0.5: a sentence when the interval holds it."""
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return Markup(" (no interval: no noise estimate)")
+    if lo <= 0.5 <= hi:
+        return Markup(" (within noise: not a result; the interval contains 0.5, no "
+                      "preference)")
+    return Markup("")
+
+
 def _lead(r: ConstitutionalResult) -> Markup:
     win, flip = r.measures.win_rate_revised, r.measures.position_flip_rate
     badge = (Markup('<span class="badge ok">labels valid</span>') if r.valid
@@ -48,9 +71,9 @@ def _lead(r: ConstitutionalResult) -> Markup:
     text = Markup(
         "<p>{} prompts, {} critique → revision round(s), {} judged pairs, each in both orders. "
         "Revised answers win <strong>{}</strong> {} of {} comparisons with the initial "
-        "answers; the verdict flips with the order in <strong>{}</strong> {} of {} pairs. {}</p>"
+        "answers{}; the verdict flips with the order in <strong>{}</strong> {} of {} pairs. {}</p>"
     ).format(r.n_prompts, r.config.rounds, len(r.pairs), format_number(win.value),
-             _ci_text(win.lo, win.hi), win.n, format_number(flip.value),
+             _ci_text(win.lo, win.hi), win.n, _win_noise(win.lo, win.hi), format_number(flip.value),
              _ci_text(flip.lo, flip.hi), flip.n, badge)
     if r.valid:
         return text
@@ -68,11 +91,13 @@ def constitutional_report(result: ConstitutionalResult, manifest: Mapping[str, A
     r = result
     m = r.measures
     rates = m.rates()
-    bias = [[label, rates[k].value, _ci_text(rates[k].lo, rates[k].hi), rates[k].n, meaning]
-            for k, label, _, meaning in BIAS_ROWS]
+    bias = [[label, rates[k].value, _ci_text(rates[k].lo, rates[k].hi), rates[k].n, meaning,
+             _vs(rates[k].lo, rates[k].hi, ref)]
+            for k, label, ref, meaning in BIAS_ROWS]
     c = m.length_preference_corr
-    bias.append([CORR_LABEL, c.r, _ci_text(c.lo, c.hi), c.n, CORR_MEANING])
-    principles = [[name, rate.value, _ci_text(rate.lo, rate.hi), rate.n]
+    bias.append([CORR_LABEL, c.r, _ci_text(c.lo, c.hi), c.n, CORR_MEANING, _vs(c.lo, c.hi, 0.0)])
+    principles = [[name, rate.value, _ci_text(rate.lo, rate.hi), rate.n,
+                   _vs(rate.lo, rate.hi, 0.5)]
                   for name, rate in m.per_principle.items()]
     lc = r.letter_check
     letter = [("verdict", "valid" if lc.valid else "not valid"), ("items checked", lc.n),

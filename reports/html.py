@@ -201,7 +201,7 @@ def noise_label(lo: float, hi: float, zero: float = 0.0) -> Markup:
     import math
 
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return Markup('<span class="badge noise" title="one seed: no interval">'
+        return Markup('<span class="badge noise" title="no interval (one seed, or too few items)">'
                       "no noise estimate</span>")
     if lo <= zero <= hi:
         return Markup('<span class="badge noise" title="the 95% interval [{:.3f}, {:.3f}] '

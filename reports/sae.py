@@ -15,7 +15,14 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from reports.html import Report, ReportFigure, format_number, render_page, template_env
+from reports.html import (
+    Report,
+    ReportFigure,
+    format_number,
+    noise_label,
+    render_page,
+    template_env,
+)
 from saes.figures import (
     ce_figure,
     density_figure,
@@ -60,16 +67,37 @@ def _cells(row: list[Any]) -> list[Any]:
     return [escape(v) if isinstance(v, str) else v for v in row]
 
 
-def _mark(check: TargetCheck | None) -> Markup | None:
-    """A ✓ / ✗ / ? badge with the target, tagged for tests and tooltips."""
+def _mark(check: TargetCheck | None, ci: CI | None = None) -> Markup | None:
+    """A ✓ / ✗ / ? badge with the target, tagged for tests and tooltips; followed by a
+    "within noise" badge when the metric's 95% interval ``ci`` contains the target (the
+    verdict on the point estimate could go either way)."""
     if check is None:
         return None
     state = {True: ("ok", "✓", "true"), False: ("warn", "✗", "false"),
              None: ("unknown", "?", "unknown")}[check.passed]
     tip = f"target: {check.label} {check.target_text} (judged on the point estimate)"
-    return Markup('<span class="badge {} target-mark" data-target="{}" data-pass="{}" '
+    mark = Markup('<span class="badge {} target-mark" data-target="{}" data-pass="{}" '
                   'title="{}">{} target {}</span>').format(state[0], check.key, state[2], tip,
                                                            state[1], check.target_text)
+    if ci is not None and ci_known(ci) and math.isfinite(check.target) \
+            and min(ci) <= check.target <= max(ci):
+        mark += Markup(' <span class="badge noise target-noise" title="the 95% interval '
+                       '[{:.4g}, {:.4g}] contains the target {:g}: the verdict is within '
+                       'noise">within noise</span>').format(min(ci), max(ci), check.target)
+    return mark
+
+
+def _target_mark(r: SAEEvalResult, metric: str) -> Markup | None:
+    """The target badge of ``metric`` with its noise check against the metric's CI."""
+    return _mark(r.check(metric), getattr(r, f"{metric}_ci95", None))
+
+
+def _delta_noise(r: SAEEvalResult) -> Markup:
+    """ΔCE against 0: "within noise" when splicing the SAE in is not shown to cost
+    anything (its 95% interval over tokens holds 0)."""
+    if not (math.isfinite(r.delta_ce) and ci_known(r.delta_ce_ci95)):
+        return Markup("")
+    return noise_label(min(r.delta_ce_ci95), max(r.delta_ce_ci95))
 
 
 def _headline(r: SAEEvalResult) -> str:
@@ -104,13 +132,14 @@ def _lead(r: SAEEvalResult, checks: list[TargetCheck]) -> Markup:
     delta = _signed(r.delta_ce)
     if math.isfinite(r.delta_ce) and ci_known(r.delta_ce_ci95):
         delta += f" {_ci_text('delta_ce', r.delta_ce_ci95)}"
+    delta_shown = escape(delta) + _delta_noise(r)
     facts: list[tuple[str, str, str]] = [
         ("L0 (active features / token)", format_with_ci("l0", r.l0, r.l0_ci95), "l0"),
         ("explained variance", format_with_ci("explained_variance", r.explained_variance,
                                               r.explained_variance_ci95), "explained_variance"),
         ("CE-loss score", format_with_ci("ce_loss_score", r.ce_loss_score,
                                          r.ce_loss_score_ci95), "ce_loss_score"),
-        ("ΔCE (nats/token)", delta, "delta_ce"),
+        ("ΔCE (nats/token)", delta_shown, "delta_ce"),
         ("dead features", _dead_text(r), "dead_fraction"),
     ]
     known = {metric for *_, metric in facts}
@@ -123,7 +152,7 @@ def _lead(r: SAEEvalResult, checks: list[TargetCheck]) -> Markup:
     return Markup(template_env().get_template("sae_lead.html.j2").render(
         headline=_headline(r), n_checks=len(checks),
         n_pass=sum(1 for c in checks if c.passed is True),
-        facts=[(label, value, _mark(r.check(metric))) for label, value, metric in facts],
+        facts=[(label, value, _target_mark(r, metric)) for label, value, metric in facts],
         sae_path=r.sae_path or MISSING, source=data.get("source") or MISSING,
         sha=str(sha)[:12] if sha else None,
         tokens=f"{format_count(r.n_tokens)} (CE: {format_count(r.n_ce_tokens)})",
@@ -141,7 +170,7 @@ def _reconstruction_rows(r: SAEEvalResult) -> list[list[Any]]:
         ("mse", "MSE", f"predicting the mean ≈ {format_number(base, 4)}"),
     ):
         rows.append(_cells([label, format_metric(key, r.value(key)),
-                            _ci_text(key, getattr(r, f"{key}_ci95")), _mark(r.check(key)),
+                            _ci_text(key, getattr(r, f"{key}_ci95")), _target_mark(r, key),
                             note]))
     return rows
 
@@ -155,7 +184,7 @@ def _ce_rows(r: SAEEvalResult) -> list[list[Any]]:
         delta += f" {_ci_text('delta_ce', r.delta_ce_ci95)}"
     return [_cells(row) for row in [
         ["CE (nats/token)", r.ce_clean, r.ce_sae, r.ce_mean_ablation, r.ce_zero_ablation],
-        ["ΔCE vs clean", "0", delta, minus_clean(r.ce_mean_ablation),
+        ["ΔCE vs clean", "0", escape(delta) + _delta_noise(r), minus_clean(r.ce_mean_ablation),
          minus_clean(r.ce_zero_ablation)],
         ["KL(clean ‖ ·) (nats/token)", "0", format_with_ci("kl", r.kl_sae, r.kl_sae_ci95),
          format_metric("kl", r.kl_mean_ablation), format_metric("kl", r.kl_zero_ablation)],
@@ -169,7 +198,7 @@ def _density_facts(r: SAEEvalResult) -> list[tuple[str, Any]]:
     alive = sorted(v for v in r.feature_density if math.isfinite(v) and v > 0)
     top = sorted(((v, i) for i, v in enumerate(r.feature_density) if math.isfinite(v) and v > 0),
                  reverse=True)[:8]
-    dead_mark, dense_mark = _mark(r.check("dead_fraction")), _mark(r.check("dense_fraction"))
+    dead_mark, dense_mark = _target_mark(r, "dead_fraction"), _target_mark(r, "dense_fraction")
     return [(k, escape(v) if isinstance(v, str) else v) for k, v in [
         ("dead features", Markup("{} {}").format(_dead_text(r), dead_mark or "")),
         ("dense features", Markup("{} (fire on more than {} of tokens) {}").format(

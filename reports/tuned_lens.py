@@ -19,7 +19,7 @@ from interp.lenses.figures import (
     training_loss_figure,
     training_loss_titles,
 )
-from reports.html import Report, ReportFigure, format_number, kv_table, render_page
+from reports.html import Report, ReportFigure, format_number, kv_table, noise_label, render_page
 
 __all__ = ["render_tuned_lens_report", "tuned_lens_report"]
 
@@ -30,8 +30,11 @@ def _ci_text(value: float, lo: float, hi: float, digits: int = 3) -> str:
 
 
 def _rows(ev: LensEval) -> list[list[Any]]:
-    """One row per layer: KL with its CI, then CE, entropy and top-1 of each lens."""
+    """One row per layer: KL with its CI, then CE, entropy and top-1 of each lens; with
+    both lenses, the paired KL difference, its CI and a noise badge after the KLs."""
     stats = {(lens, metric): ev.mean_ci(lens, metric) for lens in ev.lenses for metric in METRICS}
+    paired = {"logit", "tuned"} <= set(ev.lenses)
+    diff, diff_ci = ev.kl_difference_ci() if paired else ([], [])
     rows = []
     for i, layer in enumerate(ev.layers):
         row: list[Any] = [str(layer)]
@@ -39,6 +42,10 @@ def _rows(ev: LensEval) -> list[list[Any]]:
             for lens in ev.lenses:
                 mean, ci = stats[lens, metric]
                 row.append(_ci_text(mean[i], ci[i][0], ci[i][1]) if metric == "kl" else mean[i])
+            if metric == "kl" and paired:
+                lo, hi = diff_ci[i]
+                row.append(_ci_text(diff[i], lo, hi))
+                row.append(noise_label(lo, hi))
         rows.append(row)
     return rows
 
@@ -56,7 +63,8 @@ def tuned_lens_report(result: LensEval, manifest: Mapping[str, Any]) -> Report:
         "ratio logit / tuned": f"{format_number(ratio, 2)}× (95% CI {format_number(lo, 2)}–"
                                f"{format_number(hi, 2)})",
         "layers where the tuned lens has lower KL":
-            f"{len(ev.lower_kl_layers())} of {len(ev.layers)}",
+            f"{len(ev.lower_kl_layers())} of {len(ev.layers)}; beyond noise (paired 95% CI "
+            f"of the difference excludes 0) at {len(ev.lower_kl_beyond_noise())}",
         "held-out text": f"{ev.n_positions} positions in {int(ev.model_ce.shape[0])} windows of "
                          f"{ev.config.seq_len} tokens ({ev.data_source})",
         "model's own cross-entropy": _ci_text(ce, ce_lo, ce_hi),
@@ -75,6 +83,7 @@ def tuned_lens_report(result: LensEval, manifest: Mapping[str, Any]) -> Report:
         "tuned_lens.html.j2", title=f"Tuned lens vs logit lens — {ev.model_id}",
         subtitle="Held-out evaluation, layer by layer.", lead=lead, manifest=manifest,
         figures=figures, rows=_rows(ev), training=training,
+        paired={"logit", "tuned"} <= set(ev.lenses),
         train=training.config if training is not None else None,
     )
 

@@ -502,6 +502,21 @@ def test_report_content_and_invalid_banner():
     assert str(escape("The model answers 'B' in 95% of verdicts <b>!</b>")) in bad
 
 
+def test_report_labels_measures_within_noise_of_their_reference():
+    """Each bias measure and per-principle win rate is badged "within noise" when its
+    95% interval holds its no-effect reference (0.5, or 0 for the flip rate and the
+    correlation), and "no noise estimate" when it has no interval (n = 0)."""
+    page = render_constitutional_report(make_result(True), make_manifest())
+    bias = section(page, "Judge bias panel")
+    # win 9/12, longer 14/20 and r = 0.32 (n = 20) hold their reference; flips 8/20
+    # exclude 0 and first position 12/40 excludes 0.5; self-preference has n = 0
+    assert bias.count(">within noise</span>") == 3
+    assert bias.count(">no noise estimate</span>") == 1
+    per = section(page, "Win rate by principle")
+    assert per.count(">within noise</span>") == 2 and per.count(">no noise estimate</span>") == 1
+    assert "within noise: not a result; the interval contains 0.5" in page
+
+
 @pytest.mark.browser
 def test_report_in_headless_chromium(tmp_path):
     path = write_constitutional_report(tmp_path / "constitutional_report.html",

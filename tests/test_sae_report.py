@@ -309,6 +309,22 @@ def test_targets_pass_and_fail(res):
     assert fills(rec, "reconstruction", "strip-mse") == {"#3b5bdb"}  # no target: neutral
 
 
+def test_target_inside_the_interval_and_delta_ce_holding_zero_are_within_noise(res):
+    """A target verdict whose metric's 95% CI holds the target could go either way, and
+    a ΔCE whose CI holds 0 is not shown to cost anything: both are badged."""
+    doc = render_sae_report(res, fake_manifest())
+    assert "target-noise" not in doc and ">within noise</span>" not in doc
+    res["explained_variance"], res["explained_variance_ci95"] = 0.71, [0.69, 0.73]
+    res["delta_ce"], res["delta_ce_ci95"] = 0.01, [-0.02, 0.04]
+    doc = render_sae_report(res, fake_manifest())
+    assert marks(doc)["explained_variance"] == {"true"}  # still judged on the estimate
+    top = lead(doc)
+    assert top.count('class="badge noise target-noise"') == 1
+    assert "contains the target 0.7" in top
+    assert top.count(">within noise</span>") == 2  # the target's and ΔCE's
+    assert section(doc, "Reconstruction vs sparsity").count("target-noise") == 1
+
+
 def test_missing_value_gives_unknown_mark(res):
     res["ce_loss_score"] = None
     doc = render_sae_report(res, fake_manifest())

@@ -542,3 +542,26 @@ def test_train_result_frame_and_notebook_view(tmp_path):
     assert res.to_dict()["losses"] == [3.0, 2.0, 1.0]
     html = res._repr_html_()
     assert "<svg" in html and "unfinished" in html
+
+
+def test_kl_difference_is_paired_by_window_and_labelled_when_within_noise():
+    """ΔKL(logit − tuned) per layer is the mean of per-window differences with its
+    normal CI; the fake eval's lenses differ by 2·(1 − layer/3) plus noise, so layers
+    0–2 are beyond noise and the last (both lenses exact up to noise) is not."""
+    from interp.stats import mean_ci
+    from reports.tuned_lens import tuned_lens_report
+
+    ev = _fake_eval()
+    diff, ci = ev.kl_difference_ci()
+    for i in range(len(ev.layers)):
+        d = (ev.values["logit"]["kl"][:, i] - ev.values["tuned"]["kl"][:, i]).double().numpy()
+        assert (diff[i], *ci[i]) == pytest.approx(mean_ci(d))
+    assert ev.lower_kl_beyond_noise() == [0, 1, 2]
+    assert ci[3][0] <= 0 <= ci[3][1]
+    d = ev.to_dict()
+    assert d["kl_logit_minus_tuned"] == diff and d["kl_logit_minus_tuned_ci95"] == ci
+    assert d["tuned_lower_kl_layers_beyond_noise"] == [0, 1, 2]
+    html = tuned_lens_report(ev, {}).html
+    table = html[html.index("Numbers per layer"):]
+    assert table.count(">within noise</span>") == 1
+    assert "beyond noise (paired 95% CI of the difference excludes 0) at 3" in html

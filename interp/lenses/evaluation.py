@@ -160,6 +160,24 @@ class LensEval:
         a, b = self.mean_ci(lens, "kl")[0], self.mean_ci(than, "kl")[0]
         return [layer for layer, x, y in zip(self.layers, a, b, strict=True) if x < y]
 
+    def kl_difference_ci(self, a: str = "logit", b: str = "tuned"
+                         ) -> tuple[list[float], list[list[float]]]:
+        """Per layer, the mean over windows of KL(``a``) − KL(``b``), paired by window,
+        and its 95% normal CI: where the interval holds 0 the two lenses do not differ
+        beyond the noise of the held-out text."""
+        from interp.stats import mean_ci
+
+        d = (self.values[a]["kl"] - self.values[b]["kl"]).double().numpy()
+        stats = [mean_ci(d[:, i]) for i in range(d.shape[1])]
+        return [m for m, _, _ in stats], [[lo, hi] for _, lo, hi in stats]
+
+    def lower_kl_beyond_noise(self, lens: str = "tuned", than: str = "logit") -> list[int]:
+        """Layers where ``lens`` has a lower KL than ``than`` and the paired 95% interval
+        of the difference excludes 0."""
+        _, ci = self.kl_difference_ci(than, lens)
+        return [layer for layer, (lo, _) in zip(self.layers, ci, strict=True)
+                if math.isfinite(lo) and lo > 0]
+
     def model_ce_ci(self) -> tuple[float, float, float]:
         """The model's own cross-entropy (mean over windows) and its 95% normal CI."""
         from interp.stats import mean_ci
@@ -201,6 +219,10 @@ class LensEval:
             out["kl_ratio"] = ratio
             out["kl_ratio_ci95"] = ci
             out["tuned_lower_kl_layers"] = self.lower_kl_layers()
+            diff, diff_ci = self.kl_difference_ci()
+            out["kl_logit_minus_tuned"] = diff
+            out["kl_logit_minus_tuned_ci95"] = diff_ci
+            out["tuned_lower_kl_layers_beyond_noise"] = self.lower_kl_beyond_noise()
         if self.lens_path is not None:
             out["lens_path"] = self.lens_path
         if self.data is not None:
