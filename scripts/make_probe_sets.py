@@ -4,8 +4,9 @@ Three sets, written by the project (no third-party text), each exactly balanced
 between labels 0 and 1, one JSON object per line with keys in a fixed order:
 
 * ``capitals_truefalse.jsonl`` (the default probe set): true (1) and false (0)
-  statements about capital cities. ``group`` is the country, so a group split holds
-  whole countries out; ``answer`` is the city the statement names.
+  statements about capital cities. Countries come in trios whose false statements
+  name each other's capitals; ``group`` is the trio, so a group split holds out every
+  statement naming a city; ``country`` is the country, ``answer`` the city named.
 * ``sentiment.jsonl``: positive (1) and negative (0) one-sentence reviews, each
   followed by a cue ("Overall, it was") whose next token expresses the sentiment;
   ``target_tokens`` is ``{"0": " bad", "1": " good"}``. ``group`` is the adjective,
@@ -408,37 +409,49 @@ def _possessive(name: str) -> str:
     return name + ("'" if name.endswith("s") else "'s")
 
 
-def _derangement(n: int, rng: random.Random) -> list[int]:
-    """A random permutation with no fixed point (Sattolo's algorithm: one n-cycle)."""
-    perm = list(range(n))
-    for i in range(n - 1, 0, -1):
-        j = rng.randrange(i)
-        perm[i], perm[j] = perm[j], perm[i]
-    return perm
+CAPITALS_GROUP_SIZE = 3
+
+
+def capital_groups(rng: random.Random) -> list[list[int]]:
+    """Countries (indices into CAPITALS) in seeded groups of three; the last group
+    takes the remainder (152 countries: 49 trios and one group of five)."""
+    order = list(range(len(CAPITALS)))
+    rng.shuffle(order)
+    k = CAPITALS_GROUP_SIZE
+    groups = [order[i:i + k] for i in range(0, len(order) - len(order) % k, k)]
+    groups[-1].extend(order[len(groups) * k:])
+    return groups
 
 
 def capitals_records() -> list[dict]:
     """True/false capital statements: each (country, template) gives one of each.
 
-    The false city is another country's capital drawn per template as a seeded
-    derangement over all countries, so every city appears exactly once as a true
-    answer and once as a false answer per template. (Drawing false cities from the
-    same region only was tried: it is harder for a 135M model, 0.66 vs 0.72 held-out
-    probe accuracy at layer 18; the table above keeps each country's region.)
+    Countries come in seeded groups of three, and a false statement names the capital
+    of another country *of the same group* (the next one for even templates, the one
+    after for odd ones). Every city is then a true answer for its own country and a
+    false answer only inside its group, exactly once per template, and a group split
+    (``group`` is the trio) holds a city out together with every statement naming it.
+
+    Why: with false cities drawn over all countries (this set's first version) a city
+    was true for its country and false for a country in another group, so any split
+    put it on both sides with opposite labels; probes on early layers, which read the
+    answer word, fell below chance (layer 2 at 0.29, bag of words at 0.13) and no
+    grouping could fix it. ``country`` keeps the country for a per-country split
+    (which brings that trap back, and ``interp probe`` says so).
     """
     rng = random.Random(SEED)
-    false_city: list[list[str]] = []  # [template][country index]
-    for _ in CAPITAL_TEMPLATES:
-        perm = _derangement(len(CAPITALS), rng)
-        false_city.append([CAPITALS[perm[i]][1] for i in range(len(CAPITALS))])
     records = []
-    for i, (country, city, _) in enumerate(CAPITALS):
-        for t, template in enumerate(CAPITAL_TEMPLATES):
-            for label, answer in ((1, city), (0, false_city[t][i])):
-                text = template.format(country=country, city=answer,
-                                       country_poss=_possessive(country))
-                records.append({"text": _capitalise(text), "label": label,
-                                "group": country, "answer": answer})
+    for group in capital_groups(rng):
+        name = "/".join(CAPITALS[i][0] for i in group)
+        for pos, i in enumerate(group):
+            country, city, _ = CAPITALS[i]
+            for t, template in enumerate(CAPITAL_TEMPLATES):
+                other = group[(pos + 1 + t % 2) % len(group)]
+                for label, answer in ((1, city), (0, CAPITALS[other][1])):
+                    text = template.format(country=country, city=answer,
+                                           country_poss=_possessive(country))
+                    records.append({"text": _capitalise(text), "label": label,
+                                    "group": name, "country": country, "answer": answer})
     return records
 
 

@@ -17,7 +17,7 @@ from interp.runs.paths import datasets_dir
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "make_probe_sets.py"
 FILES = ["capitals_truefalse.jsonl", "sentiment.jsonl", "tense.jsonl"]
 KEY_ORDER = {
-    "capitals_truefalse.jsonl": ["text", "label", "group", "answer"],
+    "capitals_truefalse.jsonl": ["text", "label", "group", "country", "answer"],
     "sentiment.jsonl": ["text", "label", "group", "target_tokens"],
     "tense.jsonl": ["text", "label", "group"],
 }
@@ -61,22 +61,33 @@ def test_schema_size_balance_groups(name):
     assert len({r["group"] for r in records}) >= 40
 
 
-def test_capitals_true_false_by_country():
+def test_capitals_true_false_in_trios():
+    """Each statement names its country's capital (true) or the capital of another
+    country of its trio (false); every city is named as often true as false, and only
+    inside its own group, so a group split cannot put a city on both sides."""
     gen = _gen()
     truth = {country: city for country, city, _ in gen.CAPITALS}
     cities = set(truth.values())
     assert len(truth) >= 150 and len(cities) == len(truth)
     records = _load("capitals_truefalse.jsonl")
-    per_group: dict[str, Counter] = defaultdict(Counter)
+    per_country: dict[str, Counter] = defaultdict(Counter)
+    members: dict[str, set[str]] = defaultdict(set)
     for r in records:
-        assert r["group"] in truth and r["answer"] in cities
+        assert r["country"] in truth and r["answer"] in cities
         assert r["answer"] in r["text"]
-        assert r["group"].lower() in r["text"].lower()
-        assert (r["answer"] == truth[r["group"]]) == (r["label"] == 1)
-        per_group[r["group"]][r["label"]] += 1
-    assert set(per_group) == set(truth)
-    for counts in per_group.values():  # every country: as many true as false statements
+        assert r["country"].lower() in r["text"].lower()
+        assert (r["answer"] == truth[r["country"]]) == (r["label"] == 1)
+        per_country[r["country"]][r["label"]] += 1
+        members[r["group"]].add(r["country"])
+    assert set(per_country) == set(truth)
+    for counts in per_country.values():  # every country: as many true as false statements
         assert counts[0] == counts[1] > 0
+    sizes = Counter(len(m) for m in members.values())
+    assert set(sizes) <= {3, 4, 5} and sizes[3] >= 45, sizes
+    assert sum(len(m) for m in members.values()) == len(truth)  # groups partition countries
+    group_cities = {g: {truth[c] for c in m} for g, m in members.items()}
+    for r in records:  # a false answer is another capital of the same group
+        assert r["answer"] in group_cities[r["group"]]
     neg, pos = _by_label(records)
     # every city is named as often in false statements as in true ones
     assert Counter(r["answer"] for r in neg) == Counter(r["answer"] for r in pos)
