@@ -90,7 +90,7 @@ def throughput(args: argparse.Namespace) -> dict:
             train_sae(model, docs, tmp, cfg, data=data, cache_dir=cache, progress=False)
             times["interp"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        plain_loop(batches, cfg.d_sae, cfg.l1_coefficient, r)
+        plain_loop(batches, cfg.d_sae, cfg.arch.coefficient(), r)
         times["plain"].append(time.perf_counter() - t0)
         print(f"repeat {r}: interp {times['interp'][-1]:.2f} s, plain {times['plain'][-1]:.2f} s",
               flush=True)

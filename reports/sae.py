@@ -103,7 +103,8 @@ def _delta_noise(r: SAEEvalResult) -> Markup:
 def _headline(r: SAEEvalResult) -> str:
     parts = []
     if math.isfinite(r.explained_variance) and math.isfinite(r.l0):
-        parts.append(f"The SAE reconstructs {format_percent(r.explained_variance)} of the "
+        parts.append(f"The {r.architecture_text} SAE reconstructs "
+                     f"{format_percent(r.explained_variance)} of the "
                      f"activations' variance with {format_number(r.l0, 1)} active features per "
                      f"token (of {format_count(r.d_sae)}).")
     if math.isfinite(r.ce_loss_score):
@@ -222,6 +223,8 @@ def _duration(s: float | None) -> str:
 
 _SETTING_LABELS = {
     "layer": "layer", "d_sae": "features (d_sae)", "l1_coefficient": "L1 coefficient",
+    "l0_coefficient": "L0 coefficient", "k": "k (active latents per token)",
+    "aux_k": "AuxK latents", "aux_coefficient": "AuxK coefficient",
     "tokens": "training tokens", "batch_size": "batch size (tokens)", "lr": "learning rate",
     "resample_every": "resample every (steps)",
 }
@@ -232,7 +235,13 @@ def _training_settings(r: SAEEvalResult) -> list[tuple[str, Any]] | None:
     if tr is None or tr.is_empty:
         return None
     settings: list[tuple[str, Any]] = []
-    for k, v in (tr.train or {}).items():
+    train = dict(tr.train or {})
+    arch = train.pop("arch", None)
+    items = list(train.items())
+    if isinstance(arch, Mapping):  # the architecture's own settings, flattened in front
+        items[2:2] = [("architecture", arch.get("name", "relu")),
+                      *((k, v) for k, v in arch.items() if k != "name")]
+    for k, v in items:
         is_int = isinstance(v, int) and not isinstance(v, bool)
         settings.append((_SETTING_LABELS.get(str(k), str(k)), f"{v:,}" if is_int else v))
     events = tr.events

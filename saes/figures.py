@@ -334,7 +334,7 @@ def density_figure(result: EvalRecord | BrowserRecord) -> Figure:
 
 #: The training curves: history key, title, y label.
 PANELS = (
-    ("loss", "Loss (MSE + L1 penalty)", "loss"),
+    ("loss", "Loss (MSE + the architecture's penalty: L1, L0 or AuxK)", "loss"),
     ("l0", "L0", "active features / token"),
     ("explained_variance", "Explained variance", "EV"),
     ("dead_fraction", "Dead fraction", "share of features"),

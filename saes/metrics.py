@@ -78,6 +78,7 @@ class SAEEvalResult(EvalRecord):
 
         rows: list[tuple[str, object]] = [
             ("hook point", self.hook_point or "?"),
+            ("architecture", self.architecture_text),
             ("features (d_sae)", self.d_sae if self.d_sae is not None else "?"),
             ("tokens", self.n_tokens if self.n_tokens is not None else "?"),
             ("L0", ci("l0")),
@@ -277,5 +278,6 @@ def evaluate_sae(
     spliced = (_splice(model, sae, windows[:cfg.n_ce_windows], mean, cfg, progress)
                if cfg.n_ce_windows else {})
     return SAEEvalResult(model=model.model_id, hook_point=sae.cfg.hook_point,
-                         layer=sae.cfg.layer, d_in=sae.cfg.d_in, d_sae=sae.cfg.d_sae, eval=cfg,
+                         layer=sae.cfg.layer, d_in=sae.cfg.d_in, d_sae=sae.cfg.d_sae,
+                         architecture=sae.cfg.architecture, k=sae.cfg.k, eval=cfg,
                          **rec, **spliced)

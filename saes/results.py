@@ -250,7 +250,7 @@ class TrainingRecord:
     """A training run as saved with the SAE: settings, per-step history, resampling events.
 
     ``history`` maps a quantity (``loss``, ``mse``, ``l1``, ``l0``, ``dead_fraction``,
-    ``explained_variance``, ``lr``, ``l1_coef``) to one value per step; ``resampled`` lists
+    ``explained_variance``, ``lr``, ``sparsity_coef``) to one value per step; ``resampled`` lists
     ``[step, n_features]`` events. Any part may be missing (an SAE trained elsewhere).
     """
 
@@ -377,6 +377,8 @@ class EvalRecord:
     layer: int | None = None
     d_in: int | None = None
     d_sae: int | None = None
+    architecture: str | None = None
+    k: int | None = None
     eval: EvalConfig | None = None
     n_tokens: int | None = None
     l0: float = NAN
@@ -425,6 +427,8 @@ class EvalRecord:
             value = getattr(self, f.name)
             if f.name in SPLICE_FIELDS and self.n_ce_tokens is None:
                 continue
+            if f.name in ("architecture", "k") and value is None:
+                continue  # records made before the architectures round-trip unchanged
             if f.name in EXTRA_FIELDS or f.name == "eval":
                 if value is None:
                     continue
@@ -445,9 +449,9 @@ class EvalRecord:
             if f.name not in d:
                 continue
             v = d[f.name]
-            if f.name in ("model", "hook_point", "sae_path"):
+            if f.name in ("model", "hook_point", "sae_path", "architecture"):
                 kw[f.name] = _str(v)
-            elif f.name in ("layer", "d_in", "d_sae", "n_tokens", "dead_fraction_n",
+            elif f.name in ("layer", "d_in", "d_sae", "k", "n_tokens", "dead_fraction_n",
                             "n_ce_tokens"):
                 kw[f.name] = _int(v)
             elif f.name.endswith("_ci95"):
@@ -472,6 +476,16 @@ class EvalRecord:
         return rec
 
     # ------------------------------------------------------------------ derived
+
+    @property
+    def architecture_text(self) -> str:
+        """``"TopK (k 32)"``, ``"ReLU"``: what the report names the SAE (ReLU when a
+        record predates the architectures)."""
+        names = {"relu": "ReLU", "topk": "TopK", "batchtopk": "BatchTopK",
+                 "jumprelu": "JumpReLU"}
+        arch = self.architecture or "relu"
+        text = names.get(arch, arch)
+        return f"{text} (k {self.k})" if self.k is not None else text
 
     @property
     def has_splice(self) -> bool:

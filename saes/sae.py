@@ -8,6 +8,14 @@ For an activation ``x`` of width ``d_in`` and a dictionary of ``d_sae`` directio
 
 The tensor names and shapes are SAELens's "standard" SAE, so export is a copy.
 
+**Architectures.** This class is the ReLU SAE and the base of the others
+(:mod:`saes.architectures`): TopK and BatchTopK (a different activation, no penalty,
+AuxK against dead latents) and JumpReLU (a learned threshold per latent, an L0
+penalty). They share ``W_enc``, ``b_enc``, ``W_dec``, ``b_dec`` and override
+:meth:`~SparseAutoencoder.activate` (inference), :meth:`~SparseAutoencoder.loss`
+(training) and :meth:`~SparseAutoencoder.after_step`; ``SAEConfig.architecture``
+names the class, and :func:`load_sae` builds the right one.
+
 **Decoder norm.** The decoder rows are *not* constrained to unit norm; instead the L1
 penalty is weighted by each row's norm (Anthropic's April 2024 update to *Towards
 Monosemanticity*). The penalty is then invariant to rescaling a feature (``f_i → c f_i``,
@@ -28,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from jaxtyping import Float
@@ -44,6 +52,8 @@ class SAEConfig:
     """What an SAE is: its widths and where in which model it reads.
 
     ``input_scale`` multiplies raw activations before the encoder (1.0 once folded).
+    ``architecture`` is one of :data:`ARCHITECTURE_NAMES`; ``k`` (TopK, BatchTopK) is
+    the number of active latents per token (per token on average for BatchTopK).
     """
 
     d_in: int
@@ -52,6 +62,8 @@ class SAEConfig:
     layer: int | None = None
     model_id: str = ""
     input_scale: float = 1.0
+    architecture: str = "relu"
+    k: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("d_in", "d_sae"):
@@ -60,14 +72,36 @@ class SAEConfig:
                 raise InterpError(f"{name} must be a positive integer, got {v!r}")
         if not math.isfinite(self.input_scale) or self.input_scale <= 0:
             raise InterpError(f"input scale must be a positive number, got {self.input_scale}")
+        if self.architecture not in ARCHITECTURE_NAMES:
+            raise InterpError(f"unknown SAE architecture {self.architecture!r}: use "
+                              f"{', '.join(ARCHITECTURE_NAMES)}")
+        if self.architecture in ("topk", "batchtopk"):
+            check_k(self.k, self.d_sae)
+
+
+#: The architectures :func:`load_sae` can build (see :mod:`saes.architectures`).
+ARCHITECTURE_NAMES = ("relu", "topk", "batchtopk", "jumprelu")
+
+
+def check_k(k: object, d_sae: int) -> int:
+    """``k`` as the number of active latents: an integer in ``1 … d_sae``."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d_sae:
+        raise InterpError(f"--k must be an integer from 1 to d_sae = {d_sae}, got {k!r}")
+    return k
 
 
 class SparseAutoencoder(nn.Module):
-    """A ReLU SAE with an L1 penalty weighted by decoder-row norms (see module doc)."""
+    """A ReLU SAE with an L1 penalty weighted by decoder-row norms (see module doc), and
+    the base class of the other architectures."""
 
-    def __init__(self, cfg: SAEConfig) -> None:
+    architecture: ClassVar[str] = "relu"
+    #: Decoder rows kept at unit norm after every step (TopK, BatchTopK, JumpReLU).
+    unit_decoder: ClassVar[bool] = False
+
+    def __init__(self, cfg: SAEConfig, train: Any = None) -> None:
         super().__init__()
         self.cfg = cfg
+        self.train_cfg = train  # the architecture's training settings, when training
         d, m = cfg.d_in, cfg.d_sae
         self.W_enc = nn.Parameter(torch.zeros(d, m))
         self.b_enc = nn.Parameter(torch.zeros(m))
@@ -80,10 +114,11 @@ class SparseAutoencoder(nn.Module):
         """Decoder rows in random directions with norm ``dec_norm``; ``W_enc = W_decᵀ``.
 
         Anthropic's update initialises this way (tied at the start, untied after); the
-        biases start at zero. Call :meth:`init_b_dec` with data for the decoder bias.
+        biases start at zero. Architectures with unit-norm decoders start at norm 1.
+        Call :meth:`init_b_dec` with data for the decoder bias.
         """
         w = torch.randn(self.cfg.d_sae, self.cfg.d_in, generator=generator)
-        w = w / w.norm(dim=1, keepdim=True) * dec_norm
+        w = w / w.norm(dim=1, keepdim=True) * (1.0 if self.unit_decoder else dec_norm)
         self.W_dec.copy_(w)
         self.W_enc.copy_(w.T)
         self.b_enc.zero_()
@@ -95,10 +130,18 @@ class SparseAutoencoder(nn.Module):
         self.b_dec.copy_(x.mean(0))
 
     # ---- forward ------------------------------------------------------------------
+    def pre_acts(self, x: Float[Tensor, "... d_in"]) -> Float[Tensor, "... d_sae"]:
+        """``(x − b_dec)·W_enc + b_enc`` of already-scaled ``x``."""
+        return (x - self.b_dec) @ self.W_enc + self.b_enc
+
+    def activate(self, pre: Float[Tensor, "... d_sae"]) -> Float[Tensor, "... d_sae"]:
+        """The inference activation of pre-activations (ReLU here)."""
+        return torch.relu(pre)
+
     def encode(self, x: Float[Tensor, "... d_in"]) -> Float[Tensor, "... d_sae"]:
         """Feature activations ``f`` of raw activations ``x`` (applies ``input_scale``)."""
         x = x * self.cfg.input_scale if self.cfg.input_scale != 1.0 else x
-        return torch.relu((x - self.b_dec) @ self.W_enc + self.b_enc)
+        return self.activate(self.pre_acts(x))
 
     def decode(self, f: Float[Tensor, "... d_sae"]) -> Float[Tensor, "... d_in"]:
         """Reconstruction in raw activation units (undoes ``input_scale``)."""
@@ -110,20 +153,37 @@ class SparseAutoencoder(nn.Module):
         return self.decode(self.encode(x))
 
     def loss(
-        self, x: Float[Tensor, "n d_in"], l1_coefficient: float
+        self, x: Float[Tensor, "n d_in"], coefficient: float, dead: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor]]:
         """Training loss on already-scaled ``x`` (``input_scale`` is *not* applied here).
 
+        ``coefficient`` is the scheduled sparsity coefficient (here λ of the L1 penalty);
+        ``dead`` marks the latents counted as dead (used by AuxK; ignored here).
         Returns the loss and detached parts: ``mse`` (‖x − x̂‖² per token), ``l1``
-        (Σ f·‖W_dec‖ per token), ``l0`` (active features per token) and ``f`` itself.
+        (Σ f·‖W_dec‖ per token), ``l0`` (active features per token) and ``fired`` (which
+        latents fired on any token of the batch). Every architecture returns these.
         """
-        f = torch.relu((x - self.b_dec) @ self.W_enc + self.b_enc)
+        f = torch.relu(self.pre_acts(x))
         x_hat = f @ self.W_dec + self.b_dec
         mse = (x_hat - x).pow(2).sum(-1).mean()
         l1 = (f * self.W_dec.norm(dim=1)).sum(-1).mean()
-        loss = mse + l1_coefficient * l1
+        loss = mse + coefficient * l1
         return loss, {"mse": mse.detach(), "l1": l1.detach(),
-                      "l0": (f > 0).float().sum(-1).mean().detach(), "f": f.detach()}
+                      "l0": (f > 0).float().sum(-1).mean().detach(), "fired": (f > 0).any(0)}
+
+    @torch.no_grad()
+    def after_step(self, parts: dict[str, Tensor]) -> None:
+        """After each optimiser step: unit-norm decoder rows where the architecture
+        wants them (its ``parts`` were all-reduced across processes already)."""
+        if self.unit_decoder:
+            self.W_dec.div_(self.W_dec.norm(dim=1, keepdim=True).clamp_min(1e-8))
+
+    def state_tensors(self) -> dict[str, Tensor]:
+        """Tensors beyond the four weights (thresholds): saved, checked and loaded."""
+        return {}
+
+    def load_state_tensors(self, tensors: dict[str, Tensor]) -> None:
+        """Set the :meth:`state_tensors` from saved values (shapes already checked)."""
 
     @torch.no_grad()
     def fold_input_scale(self) -> None:
@@ -143,7 +203,8 @@ class SparseAutoencoder(nn.Module):
     # ---- files --------------------------------------------------------------------
     def tensors(self) -> dict[str, Tensor]:
         return {"W_enc": self.W_enc.detach(), "b_enc": self.b_enc.detach(),
-                "W_dec": self.W_dec.detach(), "b_dec": self.b_dec.detach()}
+                "W_dec": self.W_dec.detach(), "b_dec": self.b_dec.detach(),
+                **{k: v.detach() for k, v in self.state_tensors().items()}}
 
     def save(
         self, path: str | Path, *, d_model: int | None = None,
@@ -173,23 +234,37 @@ class LoadedSAE:
     manifest: dict[str, Any]
 
 
+def build_sae(cfg: SAEConfig) -> SparseAutoencoder:
+    """An SAE of ``cfg.architecture`` with zero weights (see :mod:`saes.architectures`)."""
+    from saes.architectures import sae_class
+
+    return sae_class(cfg.architecture)(cfg)
+
+
 def sae_from_tensors(cfg: SAEConfig, tensors: dict[str, Tensor]) -> SparseAutoencoder:
-    """Build an SAE from named tensors, checking every shape against ``cfg``."""
-    want = {"W_enc": (cfg.d_in, cfg.d_sae), "b_enc": (cfg.d_sae,),
-            "W_dec": (cfg.d_sae, cfg.d_in), "b_dec": (cfg.d_in,)}
+    """Build an SAE of ``cfg.architecture`` from named tensors, checking every shape
+    (and, for thresholds, that every value is finite)."""
+    sae = build_sae(cfg)
+    want = {name: tuple(t.shape) for name, t in sae.tensors().items()}
     missing = sorted(set(want) - set(tensors))
     if missing:
-        raise InterpError(f"SAE weights lack {', '.join(missing)}")
+        raise InterpError(f"{cfg.architecture} SAE weights lack {', '.join(missing)}")
     for name, shape in want.items():
         if tuple(tensors[name].shape) != shape:
             raise InterpError(
                 f"SAE tensor {name} has shape {list(tensors[name].shape)}, expected {list(shape)} "
                 f"for d_in={cfg.d_in}, d_sae={cfg.d_sae}"
             )
-    sae = SparseAutoencoder(cfg)
+    for name in sae.state_tensors():
+        t = tensors[name].double()
+        if not bool(torch.isfinite(t).all()):
+            bad = int((~torch.isfinite(t)).sum())
+            raise InterpError(f"{cfg.architecture} SAE tensor {name} has {bad} non-finite "
+                              f"value{'s' if bad > 1 else ''} (NaN or inf)")
     with torch.no_grad():
-        for name in want:
+        for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
             getattr(sae, name).copy_(tensors[name].float())
+        sae.load_state_tensors({k: tensors[k] for k in sae.state_tensors()})
     return sae
 
 

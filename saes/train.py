@@ -1,13 +1,17 @@
 """Training an SAE: Adam with schedules, dead-feature tracking, resampling, resume, DDP.
 
 Each step takes a global batch of ``batch_size`` activations from the
-:class:`~saes.store.ActivationStore`, scaled so that ``E‖x‖² = d_in``, and minimises
-``‖x − x̂‖² + λ_t · Σ f_i‖W_dec[i]‖`` (see :mod:`saes.sae`) with Adam:
+:class:`~saes.store.ActivationStore`, scaled so that ``E‖x‖² = d_in``, and minimises the
+architecture's loss (``TrainConfig.arch``, :mod:`saes.architectures`): for the default
+ReLU SAE ``‖x − x̂‖² + λ_t · Σ f_i‖W_dec[i]‖`` (see :mod:`saes.sae`); for TopK and
+BatchTopK the reconstruction plus AuxK on the dead latents; for JumpReLU the
+reconstruction plus λ_t · L0. With Adam:
 
 * **learning rate:** linear warm-up over the first ``lr_warmup_fraction`` of steps, constant,
   then linear decay to 0 over the last ``lr_decay_fraction`` (Anthropic's schedule);
-* **L1 coefficient:** λ_t rises linearly from 0 to λ over the first ``l1_warmup_fraction``
-  of steps, so features get to move before the penalty kills them;
+* **sparsity coefficient** (L1 for ReLU, L0 for JumpReLU): λ_t rises linearly from 0 to λ
+  over the first ``sparsity_warmup_fraction`` of steps, so features get to move before
+  the penalty kills them;
 * gradients are clipped to norm 1.
 
 **Dead features.** A feature is *dead* when it has not fired on any of the last
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +64,7 @@ from interp.runs.resume import (
     prepare_run_dir,
     write_progress,
 )
+from saes.architectures import ArchConfig, ReLUConfig, arch_config_from_dict, sae_class
 from saes.results import TrainingRecord
 from saes.sae import SAEConfig, SparseAutoencoder
 from saes.store import ActivationStore, StoreConfig, input_scale, mean_sq_norm
@@ -75,13 +80,13 @@ class TrainConfig:
 
     layer: int = 6
     d_sae: int = 4608
-    l1_coefficient: float = 5.0
+    arch: ArchConfig = field(default_factory=ReLUConfig)
     tokens: int = 2_000_000
     batch_size: int = 4096
     lr: float = 4e-4
     lr_warmup_fraction: float = 0.01
     lr_decay_fraction: float = 0.2
-    l1_warmup_fraction: float = 0.05
+    sparsity_warmup_fraction: float = 0.05
     beta1: float = 0.9
     beta2: float = 0.999
     grad_clip: float = 1.0
@@ -99,9 +104,10 @@ class TrainConfig:
         def finite(v: float) -> bool:
             return isinstance(v, (int, float)) and math.isfinite(v)
 
+        if isinstance(self.arch, Mapping):  # read back from a saved config.json
+            self.arch = arch_config_from_dict(self.arch)
+        self.arch.validate(self.d_sae)
         checks = [
-            (finite(self.l1_coefficient) and self.l1_coefficient > 0,
-             f"--l1 must be a positive number, got {self.l1_coefficient}"),
             (finite(self.lr) and self.lr > 0, f"--lr must be a positive number, got {self.lr}"),
             (self.tokens >= 1, f"--tokens must be ≥ 1, got {self.tokens}"),
             (self.d_sae >= 1, f"--d-sae must be ≥ 1, got {self.d_sae}"),
@@ -111,7 +117,7 @@ class TrainConfig:
             (self.dead_window >= 1, f"dead window must be ≥ 1 token, got {self.dead_window}"),
             (self.resample_every >= 0, f"resample interval must be ≥ 0, got {self.resample_every}"),
         ]
-        for name in ("lr_warmup_fraction", "lr_decay_fraction", "l1_warmup_fraction",
+        for name in ("lr_warmup_fraction", "lr_decay_fraction", "sparsity_warmup_fraction",
                      "resample_until"):
             v = getattr(self, name)
             checks.append((finite(v) and 0 <= v <= 1, f"{name} must be in [0, 1], got {v}"))
@@ -137,11 +143,19 @@ class TrainConfig:
             return self.lr * (self.steps - step) / decay
         return self.lr
 
-    def l1_at(self, step: int) -> float:
-        warm = round(self.l1_warmup_fraction * self.steps)
+    def sparsity_at(self, step: int) -> float:
+        """The sparsity coefficient at ``step`` (0 for TopK and BatchTopK)."""
+        full = self.arch.coefficient()
+        warm = round(self.sparsity_warmup_fraction * self.steps)
         if warm and step < warm:
-            return self.l1_coefficient * (step + 1) / warm
-        return self.l1_coefficient
+            return full * (step + 1) / warm
+        return full
+
+    def sae_config(self, model: Model) -> SAEConfig:
+        """The :class:`~saes.sae.SAEConfig` of the SAE this run trains on ``model``."""
+        return SAEConfig(d_in=model.d_model, d_sae=self.d_sae, hook_point=model.resid_hook(
+            self.layer), layer=self.layer, model_id=model.model_id,
+            **self.arch.sae_fields())  # type: ignore[arg-type]
 
     def store_config(self) -> StoreConfig:
         return StoreConfig(layer=self.layer, seq_len=self.seq_len,
@@ -217,8 +231,9 @@ class _LossModule(nn.Module):
         super().__init__()
         self.sae = sae
 
-    def forward(self, x: Tensor, l1: float) -> tuple[Tensor, dict[str, Tensor]]:
-        return self.sae.loss(x, l1)
+    def forward(self, x: Tensor, coefficient: float, dead: Tensor
+                ) -> tuple[Tensor, dict[str, Tensor]]:
+        return self.sae.loss(x, coefficient, dead)
 
 
 def _dist() -> tuple[int, int]:
@@ -248,7 +263,8 @@ def _all_gather_cat(t: Tensor) -> Tensor:
     return torch.cat(parts)
 
 
-HISTORY_KEYS = ("loss", "mse", "l1", "l0", "dead_fraction", "explained_variance", "lr", "l1_coef")
+HISTORY_KEYS = ("loss", "mse", "l1", "l0", "dead_fraction", "explained_variance", "lr",
+                "sparsity_coef")
 
 
 @torch.no_grad()
@@ -263,7 +279,7 @@ def resample_dead(
     idx = dead.nonzero().squeeze(1)
     if idx.numel() == 0:
         return 0
-    f = torch.relu((x - sae.b_dec) @ sae.W_enc + sae.b_enc)
+    f = sae.activate(sae.pre_acts(x))
     err = (f @ sae.W_dec + sae.b_dec - x).pow(2).sum(-1)
     weights = err.pow(2).double()
     if not torch.isfinite(weights).all() or float(weights.sum()) <= 0:
@@ -334,8 +350,8 @@ def train_sae(
 
     hook = model.resid_hook(cfg.layer)
     torch.manual_seed(cfg.seed)
-    sae = SparseAutoencoder(SAEConfig(d_in=model.d_model, d_sae=cfg.d_sae, hook_point=hook,
-                                      layer=cfg.layer, model_id=model.model_id))
+    sae_cfg = cfg.sae_config(model)
+    sae = sae_class(sae_cfg.architecture)(sae_cfg, cfg.arch)
     opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
     steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each feature fired
     history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
@@ -347,8 +363,8 @@ def train_sae(
             if have.get("model_id") != model.model_id else [])):
         art = load_artifact(ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
         with torch.no_grad():
-            for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
-                getattr(sae, name).copy_(art.tensors[name])
+            for name, t in sae.state_dict().items():  # parameters and buffers, exactly
+                t.copy_(art.tensors[name])
         steps_since = art.tensors["steps_since_fired"].clone()
         load_optimizer_tensors(opt, art.tensors)
         start = int(art.config["step"])
@@ -402,7 +418,8 @@ def train_sae(
         if rank == 0:
             save_artifact(
                 ckpt_dir,
-                {**sae.tensors(), "steps_since_fired": steps_since, **optimizer_tensors(opt)},
+                {**{k: v.detach() for k, v in sae.state_dict().items()},
+                 "steps_since_fired": steps_since, **optimizer_tensors(opt)},
                 kind=CHECKPOINT_KIND,
                 config={**want, "step": step, "history": history, "elapsed_s": elapsed,
                         "input_scale": scale, "resampled": resampled,
@@ -431,11 +448,15 @@ def train_sae(
             work.add("float32", sae_step_flops(model.d_model, cfg.d_sae, x.shape[0]))
             for group in opt.param_groups:
                 group["lr"] = cfg.lr_at(step)
-            l1 = cfg.l1_at(step)
+            coef = cfg.sparsity_at(step)
+            dead_now = steps_since >= dead_steps
             with phase("loss"):
-                loss, parts = module(x, l1)
+                loss, parts = module(x, coef, dead_now)
                 loss_sum = _all_reduce(torch.stack([loss.detach(), parts["mse"], parts["l1"],
                                                     parts["l0"], _var(x)]).double()) / world
+                if "threshold_sample" in parts:  # BatchTopK: one threshold for all ranks
+                    parts["threshold_sample"] = (_all_reduce(
+                        parts["threshold_sample"].double().clone()) / world).float()
             if not math.isfinite(float(loss_sum[0])):
                 kept = (f"the last good checkpoint (step {last_saved[0]}) is kept in {ckpt_dir}"
                         if (ckpt_dir / "config.json").is_file() else "no checkpoint was written")
@@ -449,7 +470,8 @@ def train_sae(
             with phase("optimiser"):
                 torch.nn.utils.clip_grad_norm_(sae.parameters(), cfg.grad_clip)
                 opt.step()
-            fired = _all_reduce((parts["f"] > 0).any(0).to(torch.int32), "max").bool()
+                sae.after_step(parts)
+            fired = _all_reduce(parts["fired"].to(torch.int32), "max").bool()
             steps_since += 1
             steps_since[fired] = 0
             if (cfg.resample_every and (step + 1) % cfg.resample_every == 0
@@ -465,7 +487,7 @@ def train_sae(
                    "l0": float(loss_sum[3]),
                    "dead_fraction": float((steps_since >= dead_steps).float().mean()),
                    "explained_variance": 1 - mse / var if var > 0 else float("nan"),
-                   "lr": cfg.lr_at(step), "l1_coef": l1}
+                   "lr": cfg.lr_at(step), "sparsity_coef": coef}
             for k in HISTORY_KEYS:
                 history[k].append(rec[k])
             elapsed += time.perf_counter() - t0

@@ -142,7 +142,8 @@ def _check_sae(r: dict, check) -> None:  # noqa: ANN001
 
     train = (r.get("training") or {}).get("train") or {}
     check("SAE: layer 6, d_sae = 8 × 576", r["layer"] == 6 and r["d_sae"] == 8 * 576,
-          f"layer {r['layer']}, d_sae {r['d_sae']}, λ {train.get('l1_coefficient')}, "
+          f"layer {r['layer']}, d_sae {r['d_sae']}, "
+          f"λ {(train.get('arch') or {}).get('l1_coefficient')}, "
           f"{train.get('tokens')} tokens, {r['n_tokens']} held-out tokens")
     check("SAE: explained variance ≥ 0.7", r["explained_variance"] >= 0.7,
           ci("explained_variance"))

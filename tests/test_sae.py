@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from interp.errors import InterpError
+from saes.architectures import BatchTopKConfig, JumpReLUConfig, ReLUConfig, TopKConfig
 from saes.metrics import EvalConfig, evaluate_sae
 from saes.sae import SAEConfig, SparseAutoencoder, load_sae, sae_from_tensors
 from saes.splice import logits_with, sae_replacement
@@ -59,9 +60,10 @@ def _identity_sae(d: int, hook: str) -> SparseAutoencoder:
 
 
 def _tiny_cfg(**kw) -> TrainConfig:
-    base = dict(layer=1, d_sae=128, l1_coefficient=1.0, tokens=64 * 12, batch_size=64,
+    base = dict(layer=1, d_sae=128, tokens=64 * 12, batch_size=64,
                 lr=1e-3, seq_len=16, windows_per_chunk=8, checkpoint_every=3,
                 dead_window=256)
+    base["arch"] = ReLUConfig(kw.pop("l1_coefficient", 1.0))
     base.update(kw)
     return TrainConfig(**base)
 
@@ -196,7 +198,7 @@ def test_training_reconstructs_and_sparsifies(tiny_model, docs, tmp_path):
     assert sum(h["l0"][-5:]) / 5 < 0.95 * max(h["l0"])
     loaded = load_sae(tmp_path / "sae", tiny_model)
     assert loaded.sae.cfg.input_scale == 1.0  # folded: the saved SAE takes raw activations
-    assert loaded.config["train"]["l1_coefficient"] == 1.0
+    assert loaded.config["train"]["arch"] == {"l1_coefficient": 1.0, "name": "relu"}
     assert loaded.manifest["seed"] == 0
     # MFU: 60 SAE steps plus whole windows of model forward (to layer 1), over the peak
     from interp.mfu import ModelShape, device_peak, forward_flops, sae_step_flops
@@ -247,7 +249,7 @@ def test_interrupted_run_resumes_to_the_same_weights(tiny_model, docs, tmp_path,
 
 def test_resume_refuses_other_settings(tiny_model, docs, tmp_path):
     train_sae(tiny_model, docs, tmp_path, _tiny_cfg(), stop_at=3, progress=False)
-    with pytest.raises(InterpError, match="other settings.*l1_coefficient"):
+    with pytest.raises(InterpError, match=r"other settings.*arch\.l1_coefficient 1\.0 → 2\.0"):
         train_sae(tiny_model, docs, tmp_path, _tiny_cfg(l1_coefficient=2.0), progress=False)
 
 
@@ -306,9 +308,13 @@ def test_training_with_resampling_records_it(tiny_model, docs, tmp_path):
 
 
 @pytest.mark.parametrize("kw, message", [
-    ({"l1_coefficient": 0.0}, "--l1 must be a positive"),
-    ({"l1_coefficient": float("nan")}, "--l1 must be a positive"),
-    ({"l1_coefficient": -1.0}, "--l1 must be a positive"),
+    ({"arch": ReLUConfig(0.0)}, "--l1 must be a positive"),
+    ({"arch": ReLUConfig(float("nan"))}, "--l1 must be a positive"),
+    ({"arch": ReLUConfig(-1.0)}, "--l1 must be a positive"),
+    ({"arch": TopKConfig(k=0), "d_sae": 64}, r"--k must be an integer from 1 to d_sae = 64"),
+    ({"arch": TopKConfig(k=65), "d_sae": 64}, r"--k must be an integer from 1 to d_sae = 64"),
+    ({"arch": BatchTopKConfig(k=-3)}, "--k must be an integer"),
+    ({"arch": JumpReLUConfig(l0_coefficient=float("nan"))}, "--l0-coefficient must be"),
     ({"lr": float("inf")}, "--lr must be a positive"),
     ({"lr_decay_fraction": 1.5}, "lr_decay_fraction must be in"),
 ])
@@ -500,7 +506,7 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, tmp
     assert abs(exact.delta_ce) < 1e-4 and exact.ce_loss_score == pytest.approx(1, abs=1e-4)
     assert exact.ce_zero_ablation - exact.ce_clean > 1.0  # ablating layer 6 hurts
 
-    cfg = TrainConfig(layer=6, d_sae=1152, l1_coefficient=4.0, tokens=2048 * 80,
+    cfg = TrainConfig(layer=6, d_sae=1152, arch=ReLUConfig(4.0), tokens=2048 * 80,
                       batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=100)
     res = train_sae(model, load_texts("train"), tmp_path, cfg, progress=False)
     assert res.complete

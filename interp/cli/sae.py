@@ -43,6 +43,15 @@ def _positive(name: str):  # noqa: ANN202
     return check
 
 
+def arch_text(arch: object) -> str:
+    """``relu (λ 5)``, ``topk (k 32)``, ``jumprelu (λ 1)``: the run's sparsity knob."""
+    name = getattr(arch, "name", "?")
+    if hasattr(arch, "k"):
+        return f"{name} (k {arch.k})"
+    coef = getattr(arch, "l1_coefficient", getattr(arch, "l0_coefficient", None))
+    return f"{name} (λ {coef})"
+
+
 @click.group(name="sae")
 def sae_group() -> None:
     """Sparse autoencoders: train, evaluate, browse features, SAELens files."""
@@ -74,13 +83,26 @@ def _init_distributed(device: str) -> tuple[int, int]:
               help="Residual stream after this block (blocks.L.hook_resid_post).")
 @click.option("--d-sae", default=4608, show_default=True, type=click.IntRange(min=1),
               help="Dictionary size (8 × d_model for the default model).")
+@click.option("--arch", "architecture", default="relu", show_default=True,
+              metavar="relu|topk|batchtopk|jumprelu",
+              help="SAE architecture: ReLU + L1, TopK or BatchTopK (--k), JumpReLU (L0).")
+@click.option("--k", "k", default=None, type=int,
+              help="TopK/BatchTopK: active latents per token (default 32).")
 @click.option("--l1", "l1_coefficient", default=5.0, show_default=True, type=float,
-              callback=_positive("--l1"), help="L1 coefficient λ (on inputs scaled to E‖x‖² = d).")
+              callback=_positive("--l1"),
+              help="ReLU: L1 coefficient λ (on inputs scaled to E‖x‖² = d).")
+@click.option("--l0-coefficient", default=None, type=float, callback=_positive("--l0-coefficient"),
+              help="JumpReLU: L0 coefficient λ (default 1).")
+@click.option("--aux-k", default=None, type=int,
+              help="TopK/BatchTopK: dead latents AuxK uses per token (default d_model / 2).")
+@click.option("--aux-coefficient", default=None, type=float,
+              help="TopK/BatchTopK: weight of the AuxK loss (default 1/32; 0 turns it off).")
 @click.option("--tokens", default=2_000_000, show_default=True, type=click.IntRange(min=1),
               help="Training tokens (activations).")
 @click.option("--lr", default=4e-4, show_default=True, type=float, callback=_positive("--lr"))
-@click.option("--l1-warmup", default=0.05, show_default=True, type=click.FloatRange(0, 1),
-              help="Fraction of steps over which λ rises from 0.")
+@click.option("--l1-warmup", "sparsity_warmup", default=0.05, show_default=True,
+              type=click.FloatRange(0, 1),
+              help="Fraction of steps over which the L1 (ReLU) or L0 (JumpReLU) λ rises from 0.")
 @click.option("--resample-every", default=0, show_default=True, type=click.IntRange(min=0),
               help="Resample dead features every N steps in the first half (0: never).")
 @click.option("--dead-window", default=1_000_000, show_default=True,
@@ -101,7 +123,9 @@ def _init_distributed(device: str) -> tuple[int, int]:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Run folder (checkpoint/, sae/); rerun the same command to resume.")
 def train(
-    layer: int, d_sae: int, l1_coefficient: float, tokens: int, lr: float, l1_warmup: float,
+    layer: int, d_sae: int, architecture: str, k: int | None, l1_coefficient: float,
+    l0_coefficient: float | None, aux_k: int | None, aux_coefficient: float | None,
+    tokens: int, lr: float, sparsity_warmup: float,
     resample_every: int, dead_window: int, seq_len: int, windows_per_chunk: int,
     data_shards: int | None, cache_dir: str | None, checkpoint_every: int,
     stop_at: int | None, text_file: str | None, hf_dataset: str | None,
@@ -109,13 +133,17 @@ def train(
 ) -> None:
     """Train an SAE on one layer's residual stream; resumes if interrupted."""
     from interp.data.corpus import text_source
+    from saes.architectures import arch_config
     from saes.train import TrainConfig, train_sae
 
+    arch = arch_config(architecture, k=k, l1_coefficient=l1_coefficient,
+                       l0_coefficient=l0_coefficient, aux_k=aux_k,
+                       aux_coefficient=aux_coefficient)
     rank, world = _init_distributed(device)
     shards = data_shards or world
     cfg = TrainConfig(
-        layer=layer, d_sae=d_sae, l1_coefficient=l1_coefficient, tokens=tokens,
-        batch_size=batch_size, lr=lr, l1_warmup_fraction=l1_warmup,
+        layer=layer, d_sae=d_sae, arch=arch, tokens=tokens,
+        batch_size=batch_size, lr=lr, sparsity_warmup_fraction=sparsity_warmup,
         resample_every=resample_every, dead_window=dead_window, checkpoint_every=checkpoint_every,
         seed=seed, seq_len=seq_len, windows_per_chunk=windows_per_chunk, data_shards=shards,
     )
@@ -130,7 +158,7 @@ def train(
     man["dataset_hash"] = data["sha256"]
     man["data_source"] = data["source"]
     if rank == 0:
-        log(f"training an SAE on {model.resid_hook(layer)}: d_sae {d_sae}, λ {l1_coefficient}, "
+        log(f"training a {arch_text(arch)} SAE on {model.resid_hook(layer)}: d_sae {d_sae}, "
             f"{cfg.steps} steps of {batch_size} tokens from {data['source']} into {out_dir}"
             + (f" ({world} processes)" if world > 1 else ""))
     res = train_sae(model, docs, out_dir, cfg, data=data, cache_dir=cache_dir, stop_at=stop_at,

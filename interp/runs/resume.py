@@ -66,9 +66,16 @@ def load_optimizer_tensors(opt: torch.optim.Optimizer, tensors: dict[str, Tensor
 
 
 def settings_diff(have: dict[str, Any], want: dict[str, Any]) -> list[str]:
-    """``"key old → new"`` for every key whose value differs."""
-    keys = sorted(set(have) | set(want))
-    return [f"{k} {have.get(k)!r} → {want.get(k)!r}" for k in keys if have.get(k) != want.get(k)]
+    """``"key old → new"`` for every key whose value differs; nested settings are
+    compared key by key (``"arch.k 32 → 64"``)."""
+    out = []
+    for k in sorted(set(have) | set(want)):
+        a, b = have.get(k), want.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{k}.{d}" for d in settings_diff(a, b)]
+        elif a != b:
+            out.append(f"{k} {a!r} → {b!r}")
+    return out
 
 
 def prepare_run_dir(out: Path, artifact_names: Iterable[str], *, sweep: bool = True) -> None:
