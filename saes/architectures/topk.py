@@ -15,7 +15,8 @@ smallest activation the batch kept, and :meth:`BatchTopKSAE.activate` is
 
 **AuxK** (Gao et al., section A.2). Latents that have not fired for ``dead_window``
 tokens are *dead*. The auxiliary loss asks the ``aux_k`` largest pre-activations among
-the dead latents to reconstruct the residual ``e = x − x̂`` (detached):
+the dead latents (raw, without the ReLU, so that latents whose pre-activations are all
+negative still get a gradient) to reconstruct the residual ``e = x − x̂`` (detached):
 ``α · min(n_dead / aux_k, 1) · ‖e − ê‖²`` per token, in the units of the main MSE, with
 ``α = 1/32`` and ``aux_k = d_in / 2`` by default. Its gradient reaches only the dead
 latents, which it pulls back towards directions the SAE is missing.
@@ -135,7 +136,9 @@ class TopKSAE(SparseAutoencoder):
         aux_k = min(self.train_cfg.aux_k or max(1, self.cfg.d_in // 2), n_dead)
         masked = pre.masked_fill(~dead, float("-inf"))
         vals, idx = masked.topk(aux_k, dim=-1)
-        e_hat = decode_sparse(idx, torch.relu(vals), self.W_dec)
+        # no ReLU here (as in SAELens): a dead latent's pre-activations are often all
+        # negative, and only their raw values carry a gradient that can bring it back
+        e_hat = decode_sparse(idx, vals, self.W_dec)
         scale = min(n_dead / aux_k, 1.0)
         return scale * (e_hat - residual).pow(2).sum(-1).mean()
 
