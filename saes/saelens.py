@@ -30,9 +30,15 @@ weights sha256 and the exported weights' sha256.
 ``normalize_activations: "none"``; an SAE still holding an ``input_scale`` is folded on
 the way out, as SAELens's own ``fold_activation_norm_scaling_factor`` does.
 
+**Architectures.** ReLU SAEs are SAELens's ``"standard"``, TopK SAEs its ``"topk"`` (with
+``k``), JumpReLU SAEs its ``"jumprelu"`` (with a ``threshold`` tensor). A BatchTopK SAE
+is written as ``"jumprelu"`` with its single threshold for every latent, as SAELens
+saves its own BatchTopK SAEs for inference; our provenance entry says it was BatchTopK,
+so importing it back gives a BatchTopK SAE again.
+
 **Import** (:func:`import_saelens`, :func:`load_saelens`) accepts SAELens 3–6 folders of
-the standard (ReLU) architecture. What cannot be represented exactly is refused in one
-line: other architectures (gated, jumprelu, topk, …), per-token normalisations
+the standard, topk and jumprelu architectures. What cannot be represented exactly is
+refused in one line: other architectures (gated, matryoshka, …), per-token normalisations
 (``constant_norm_rescale``, ``layer_norm``), unfolded whitening, hook_z reshaping and
 per-head hooks. What can is converted:
 
@@ -180,16 +186,24 @@ def _resolve_source(
     return loaded.sae, source, dict(loaded.config)
 
 
+#: Our architecture -> SAELens 6's. BatchTopK is saved for inference as JumpReLU, as
+#: SAELens itself does (its threshold is the JumpReLU threshold of every latent).
+SAELENS_ARCHITECTURES = {"relu": "standard", "topk": "topk", "batchtopk": "jumprelu",
+                         "jumprelu": "jumprelu"}
+
+
 @torch.no_grad()
 def _export_tensors(sae: SparseAutoencoder) -> tuple[dict[str, Tensor], float | None]:
-    """float32 copies of the four tensors, with any ``input_scale`` folded in."""
+    """float32 copies of the four tensors (and a threshold), with any ``input_scale``
+    folded in (thresholds are in activation units, which the fold leaves alone)."""
     t = {name: tensor.detach().to("cpu", torch.float64) for name, tensor in sae.tensors().items()}
     c = float(sae.cfg.input_scale)
     folded = None
     if c != 1.0:  # same algebra as SparseAutoencoder.fold_input_scale, in float64
         t["W_enc"], t["b_dec"], t["W_dec"] = t["W_enc"] * c, t["b_dec"] / c, t["W_dec"] / c
         folded = c
-    return {name: t[name].to(torch.float32).contiguous() for name in _TENSOR_NAMES}, folded
+    names = [*_TENSOR_NAMES, *sae.state_tensors()]
+    return {name: t[name].to(torch.float32).contiguous() for name in names}, folded
 
 
 def _saelens_cfg(
@@ -219,7 +233,10 @@ def _saelens_cfg(
         **source,
         "weights_sha256": weights_sha256,
         "input_scale_folded": folded_scale,
+        "architecture": cfg.architecture,
+        "k": cfg.k,
     }
+    arch = SAELENS_ARCHITECTURES[cfg.architecture]
     metadata = {
         "sae_lens_version": SAELENS_FORMAT_VERSION,
         "sae_lens_training_version": None,
@@ -236,7 +253,8 @@ def _saelens_cfg(
     }
     return {
         # SAELens 6: the SAEConfig dataclass fields, the architecture and the metadata.
-        "architecture": "standard",
+        "architecture": arch,
+        **({"k": cfg.k} if arch == "topk" else {}),
         "d_in": cfg.d_in,
         "d_sae": cfg.d_sae,
         "dtype": "float32",
@@ -250,7 +268,7 @@ def _saelens_cfg(
         "hook_name": hook,
         "hook_layer": hook_layer,
         "hook_head_index": None,
-        "activation_fn_str": "relu",
+        "activation_fn_str": {"standard": "relu"}.get(arch, arch),
         "activation_fn_kwargs": {},
         "finetuning_scaling_factor": False,
         "context_size": context_size,
@@ -351,14 +369,27 @@ def load_saelens(
     # ---- architecture -------------------------------------------------------------
     arch = raw.get("architecture", "standard")
     act = field("activation_fn_str", "activation_fn")
-    if act is not None and act != "relu":
+    if act is not None and act != {"standard": "relu"}.get(arch, arch):
         arch = f"{arch} with activation {act!r}"
-    if arch != "standard":
+    if arch not in ("standard", "topk", "jumprelu"):
         raise InterpError(
-            f"{where}: architecture {arch!r} is not supported; interp imports only SAELens "
-            f"'standard' (ReLU) SAEs"
+            f"{where}: architecture {arch!r} is not supported; interp imports SAELens "
+            f"'standard' (ReLU), 'topk' and 'jumprelu' SAEs"
         )
     d_in, d_sae = (_positive_int(raw.get(k), k, where) for k in ("d_in", "d_sae"))
+    ours_raw = raw.get("interp")
+    ours = ours_raw if isinstance(ours_raw, dict) else meta.get("interp")
+    ours = ours if isinstance(ours, dict) else {}
+    architecture = {"standard": "relu", "topk": "topk", "jumprelu": "jumprelu"}[arch]
+    k = None
+    if arch == "topk":
+        k = raw.get("k", field("k"))
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d_sae:
+            raise InterpError(f"{where}: a topk SAE needs k from 1 to d_sae = {d_sae}, "
+                              f"got {k!r}")
+    elif arch == "jumprelu" and ours.get("architecture") == "batchtopk":
+        architecture, k = "batchtopk", ours.get("k")  # our BatchTopK, exported as JumpReLU
+    state_names = ("threshold",) if arch == "jumprelu" else ()
     hook = field("hook_name", "hook_point")
     if not isinstance(hook, str) or not hook.strip() or "\n" in hook:
         raise InterpError(f"{where}: {CFG_FILE} has no hook_name (got {hook!r}); interp needs "
@@ -394,13 +425,13 @@ def load_saelens(
 
     # ---- weights ----------------------------------------------------------------------
     tensors, weights_sha = _read_weights(folder, where)
-    extra = sorted(set(tensors) - set(_TENSOR_NAMES) - set(_SCALE_TENSORS))
+    extra = sorted(set(tensors) - set(_TENSOR_NAMES) - set(_SCALE_TENSORS) - set(state_names))
     if extra:
         hints = sorted({_ARCH_HINTS[n] for n in extra if n in _ARCH_HINTS})
         hint = f" (a {'/'.join(hints)} SAE?)" if hints else ""
         raise InterpError(f"{where}: {WEIGHTS_FILE} has tensors a standard SAE lacks: "
                           f"{', '.join(extra)}{hint}")
-    missing = [n for n in _TENSOR_NAMES if n not in tensors]
+    missing = [n for n in (*_TENSOR_NAMES, *state_names) if n not in tensors]
     if missing:
         raise InterpError(f"{where}: {WEIGHTS_FILE} lacks tensor {', '.join(missing)} "
                           f"(has {', '.join(sorted(tensors)) or 'none'})")
@@ -445,11 +476,12 @@ def load_saelens(
             raise InterpError(f"{where}: tensor {name} has non-finite values"
                               f"{' after folding' if name in changed else ''}")
         out[name] = t.contiguous()
+    for name in state_names:  # shape and finiteness: sae_from_tensors, in one line
+        if not tensors[name].is_floating_point():
+            raise InterpError(f"{where}: tensor {name} is not floating point")
+        out[name] = tensors[name].to(torch.float32).contiguous()
 
     # ---- provenance -------------------------------------------------------------------
-    ours_raw = raw.get("interp")
-    ours = ours_raw if isinstance(ours_raw, dict) else meta.get("interp")
-    ours = ours if isinstance(ours, dict) else {}
     if model_id is None:
         model_id = ours.get("model_id") or field("model_name") or "unknown"
     if not isinstance(model_id, str) or not model_id.strip() or "\n" in model_id:
@@ -457,8 +489,11 @@ def load_saelens(
     m = _RESID_POST.match(hook)
     layer = int(m.group(1)) if m else None
     cfg = SAEConfig(d_in=d_in, d_sae=d_sae, hook_point=hook, layer=layer, model_id=model_id,
-                    input_scale=input_scale)
-    sae = sae_from_tensors(cfg, out)
+                    input_scale=input_scale, architecture=architecture, k=k)
+    try:
+        sae = sae_from_tensors(cfg, out)
+    except InterpError as exc:
+        raise InterpError(f"{where}: {exc}") from None
     info = {
         "source": str(folder.resolve()),
         "weights_sha256": weights_sha,

@@ -310,9 +310,12 @@ def test_missing_tensor(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cfg,pattern", [
-    ({"architecture": "jumprelu"}, "architecture 'jumprelu' is not supported"),
+    ({"architecture": "jumprelu"}, "lacks tensor threshold"),
     ({"architecture": "gated"}, "architecture 'gated'"),
-    ({"architecture": "topk", "k": 32}, "architecture 'topk'"),
+    ({"architecture": "matryoshka_batchtopk"}, "architecture 'matryoshka_batchtopk'"),
+    ({"architecture": "topk", "k": 0}, "a topk SAE needs k from 1 to d_sae = 40, got 0"),
+    ({"architecture": "topk", "k": 41}, "a topk SAE needs k from 1 to d_sae = 40, got 41"),
+    ({"architecture": "topk"}, "a topk SAE needs k"),
     ({"activation_fn_str": "topk"}, "activation 'topk'"),
     ({"normalize_activations": "layer_norm"}, "normalize_activations 'layer_norm'"),
     ({"normalize_activations": "constant_norm_rescale"}, "cannot be folded"),
@@ -442,3 +445,54 @@ def test_failed_import_leaves_no_artifact(tmp_path: Path) -> None:
     with pytest.raises(InterpError):
         import_saelens(src, tmp_path / "art")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sl"]
+
+
+# ------------------------------------------------------------------ the SAE family
+
+
+def _family_sae(name: str, seed: int = 0):
+    from saes.architectures import ARCHITECTURES
+
+    cfg = SAEConfig(d_in=D_IN, d_sae=D_SAE, hook_point="blocks.3.hook_resid_post", layer=3,
+                    model_id="tiny/m", architecture=name,
+                    k=5 if name in ("topk", "batchtopk") else None)
+    sae = ARCHITECTURES[name][1](cfg)
+    sae.init_weights(torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        sae.b_enc.normal_(0, 0.3, generator=torch.Generator().manual_seed(seed + 1))
+        if name == "jumprelu":
+            sae.log_threshold.copy_(torch.linspace(-4, 0, D_SAE))
+        if name == "batchtopk":
+            sae.threshold.fill_(0.4)
+    return sae
+
+
+@pytest.mark.parametrize("name, saelens_arch", [
+    ("relu", "standard"), ("topk", "topk"), ("batchtopk", "jumprelu"), ("jumprelu", "jumprelu")])
+def test_every_architecture_round_trips(tmp_path: Path, name: str, saelens_arch: str) -> None:
+    sae = _family_sae(name)
+    out = export_saelens(sae, tmp_path / "sl")
+    cfg = json.loads((out / "cfg.json").read_text())
+    assert cfg["architecture"] == saelens_arch and cfg["interp"]["architecture"] == name
+    weights = safetensors.torch.load_file(str(out / "sae_weights.safetensors"))
+    assert ("threshold" in weights) == (saelens_arch == "jumprelu")
+    if name == "topk":
+        assert cfg["k"] == 5
+    back, _ = load_saelens(out)
+    assert type(back) is type(sae) and back.cfg.architecture == name and back.cfg.k == sae.cfg.k
+    x = torch.randn(64, D_IN, generator=torch.Generator().manual_seed(9)) * 2
+    f = sae.encode(x)
+    assert (f > 0).any() and not (f > 0).all()
+    assert torch.equal(back.encode(x), f) and torch.equal(back(x), sae(x))
+
+
+def test_jumprelu_threshold_with_nan_is_refused_in_one_line(tmp_path: Path) -> None:
+    out = export_saelens(_family_sae("jumprelu"), tmp_path / "sl")
+    t = safetensors.torch.load_file(str(out / "sae_weights.safetensors"))
+    t["threshold"][7] = float("nan")
+    safetensors.torch.save_file(t, str(out / "sae_weights.safetensors"))
+    with pytest.raises(InterpError, match="jumprelu SAE tensor threshold has 1 non-finite") \
+            as exc:
+        import_saelens(out, tmp_path / "art")
+    _one_line(exc)
+    assert not (tmp_path / "art").exists()
