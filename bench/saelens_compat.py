@@ -126,7 +126,8 @@ def _fmt(c: dict[str, float]) -> str:
 
 def interp_prepare(work: Path) -> dict[str, Any]:
     """Random interp SAE -> artifact -> SAELens export; inputs and our outputs saved."""
-    from saes.sae import SAEConfig, load_sae, sae_from_tensors
+    from saes.loading import load_sae, sae_from_tensors
+    from saes.sae import SAEConfig
     from saes.saelens import export_saelens
 
     x = realistic_activations(N_COMPAT, D_IN, seed=1)
@@ -145,7 +146,7 @@ def interp_prepare(work: Path) -> dict[str, Any]:
 
 def interp_verify(work: Path) -> dict[str, Any]:
     """Import each SAELens-made SAE and reproduce SAELens's outputs."""
-    from saes.sae import load_sae
+    from saes.loading import load_sae
     from saes.saelens import import_saelens
 
     out: dict[str, Any] = {}

@@ -15,9 +15,10 @@ by :func:`import_saelens` and :func:`export_saelens`.
 """
 
 from saes.browser import BrowserConfig, BrowserData, collect_browser_data
+from saes.loading import LoadedSAE, load_sae
 from saes.metrics import EvalConfig, SAEEvalResult, evaluate_sae
 from saes.results import TrainingRecord
-from saes.sae import LoadedSAE, SAEConfig, SparseAutoencoder, load_sae
+from saes.sae import SAEConfig, SparseAutoencoder
 from saes.saelens import export_saelens, import_saelens
 from saes.train import TrainConfig, TrainResult, train_sae
 

@@ -14,7 +14,7 @@ AuxK against dead latents) and JumpReLU (a learned threshold per latent, an L0
 penalty). They share ``W_enc``, ``b_enc``, ``W_dec``, ``b_dec`` and override
 :meth:`~SparseAutoencoder.activate` (inference), :meth:`~SparseAutoencoder.loss`
 (training) and :meth:`~SparseAutoencoder.after_step`; ``SAEConfig.architecture``
-names the class, and :func:`load_sae` builds the right one.
+names the class, and :func:`saes.loading.load_sae` builds the right one.
 
 **Decoder norm.** The decoder rows are *not* constrained to unit norm; instead the L1
 penalty is weighted by each row's norm (Anthropic's April 2024 update to *Towards
@@ -222,78 +222,3 @@ class SparseAutoencoder(nn.Module):
             model_id=self.cfg.model_id or "unknown", d_model=d_model or self.cfg.d_in,
             hook_point=self.cfg.hook_point, manifest=manifest,
         )
-
-
-@dataclass
-class LoadedSAE:
-    """An SAE read from disk with its saved config and manifest."""
-
-    sae: SparseAutoencoder
-    path: Path
-    config: dict[str, Any]
-    manifest: dict[str, Any]
-
-
-def build_sae(cfg: SAEConfig) -> SparseAutoencoder:
-    """An SAE of ``cfg.architecture`` with zero weights (see :mod:`saes.architectures`)."""
-    from saes.architectures import sae_class
-
-    return sae_class(cfg.architecture)(cfg)
-
-
-def sae_from_tensors(cfg: SAEConfig, tensors: dict[str, Tensor]) -> SparseAutoencoder:
-    """Build an SAE of ``cfg.architecture`` from named tensors, checking every shape
-    (and, for thresholds, that every value is finite)."""
-    sae = build_sae(cfg)
-    want = {name: tuple(t.shape) for name, t in sae.tensors().items()}
-    missing = sorted(set(want) - set(tensors))
-    if missing:
-        raise InterpError(f"{cfg.architecture} SAE weights lack {', '.join(missing)}")
-    for name, shape in want.items():
-        if tuple(tensors[name].shape) != shape:
-            raise InterpError(
-                f"SAE tensor {name} has shape {list(tensors[name].shape)}, expected {list(shape)} "
-                f"for d_in={cfg.d_in}, d_sae={cfg.d_sae}"
-            )
-    for name in sae.state_tensors():
-        t = tensors[name].double()
-        if not bool(torch.isfinite(t).all()):
-            bad = int((~torch.isfinite(t)).sum())
-            raise InterpError(f"{cfg.architecture} SAE tensor {name} has {bad} non-finite "
-                              f"value{'s' if bad > 1 else ''} (NaN or inf)")
-    with torch.no_grad():
-        for name in ("W_enc", "b_enc", "W_dec", "b_dec"):
-            getattr(sae, name).copy_(tensors[name].float())
-        sae.load_state_tensors({k: tensors[k] for k in sae.state_tensors()})
-    return sae
-
-
-def load_sae(path: str | Path, model: Any | None = None, device: str = "cpu") -> LoadedSAE:
-    """Load an SAE artifact; with ``model``, refuse one made for another model or width.
-
-    Raises :class:`InterpError` in one line for a missing, corrupt or truncated file, a
-    shape mismatch, or an SAE whose ``d_model``/model id differ from ``model``'s.
-    """
-    from interp.runs.artifacts import load_artifact
-
-    art = load_artifact(path, kind=KIND)
-    sae_cfg = art.config.get("sae")
-    if not isinstance(sae_cfg, dict):
-        raise InterpError(f"SAE {path}: config.json has no 'sae' settings")
-    try:
-        cfg = SAEConfig(**sae_cfg)
-    except TypeError as exc:
-        raise InterpError(f"SAE {path}: bad 'sae' settings in config.json ({exc})") from None
-    if model is not None:
-        if cfg.d_in != model.d_model:
-            raise InterpError(
-                f"SAE {path} reads activations of width d_in={cfg.d_in}, but model "
-                f"{model.model_id} has d_model={model.d_model}"
-            )
-        if art.model_id != model.model_id:
-            raise InterpError(
-                f"SAE {path} was trained on model {art.model_id!r} but the loaded model is "
-                f"{model.model_id!r}"
-            )
-    sae = sae_from_tensors(cfg, art.tensors).to(device)
-    return LoadedSAE(sae, art.path, art.config, art.manifest)

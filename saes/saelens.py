@@ -71,7 +71,8 @@ from torch import Tensor
 
 from interp.errors import InterpError
 from interp.runs.atomic import atomic_folder, fsync_path, write_text_synced
-from saes.sae import LoadedSAE, SAEConfig, SparseAutoencoder, load_sae, sae_from_tensors
+from saes.loading import LoadedSAE, load_sae, sae_from_tensors
+from saes.sae import SAEConfig, SparseAutoencoder
 
 CFG_FILE = "cfg.json"
 WEIGHTS_FILE = "sae_weights.safetensors"
@@ -113,7 +114,7 @@ def export_saelens(
     """Write an interp SAE as a SAELens ``"standard"`` SAE folder; return its path.
 
     Args:
-        sae_path_or_loaded: an SAE artifact folder, a :class:`~saes.sae.LoadedSAE`, or a
+        sae_path_or_loaded: an SAE artifact folder, a :class:`~saes.loading.LoadedSAE`, or a
             :class:`~saes.sae.SparseAutoencoder` in memory (then no source sha256 is known).
         out_dir: the SAELens folder to write (``cfg.json`` + ``sae_weights.safetensors``).
             It is built in a hidden temporary sibling and renamed into place. An existing
@@ -326,7 +327,7 @@ def import_saelens(
         out_dir: the interp artifact folder to write (atomically, by
             :meth:`~saes.sae.SparseAutoencoder.save`); an existing non-artifact folder is
             refused.
-        model_id: the interp model id to record (what :func:`~saes.sae.load_sae` checks a
+        model_id: the interp model id to record (what :func:`~saes.loading.load_sae` checks a
             model against). Default: the id our own export recorded, else SAELens's
             ``model_name``.
 

@@ -353,6 +353,27 @@ CASES = [
     Case("sae-train-unwritable-out", lambda c: [
         "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--out", _under_file(c)],
         "cannot create output folder", out_is_artifact=True),
+    Case("sae-train-unknown-arch", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "gated",
+        "--out", c.out], "unknown SAE architecture 'gated'", out_is_artifact=True),
+    Case("sae-train-k-zero", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "topk",
+        "--k", "0", "--d-sae", "64", "--out", c.out], "--k must be an integer from 1 to d_sae",
+        out_is_artifact=True),
+    Case("sae-train-k-above-d-sae", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "batchtopk",
+        "--k", "65", "--d-sae", "64", "--out", c.out], "from 1 to d_sae = 64, got 65",
+        out_is_artifact=True),
+    Case("sae-train-k-with-relu", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--k", "8",
+        "--out", c.out], "--k is for --arch topk or batchtopk, not relu", out_is_artifact=True),
+    Case("sae-train-nan-l0-coefficient", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "jumprelu",
+        "--l0-coefficient", "nan", "--out", c.out], "--l0-coefficient must be a positive",
+        out_is_artifact=True),
+    Case("sae-import-nan-jumprelu-threshold", lambda c: [
+        "sae", "import", _nan_threshold_saelens(c), "--out", c.out],
+        "threshold has 1 non-finite", out_is_artifact=True),
     Case("sae-eval-missing-sae", lambda c: [
         "sae", "eval", str(c.tmp / "none"), *M(c), "--out", c.out], "no SAE at"),
     Case("sae-eval-truncated-sae", lambda c: [
@@ -467,6 +488,24 @@ def _saelens_dir(ctx: Ctx, cfg_text: str) -> str:
     (path / "cfg.json").write_text(cfg_text)
     (path / "sae_weights.safetensors").write_bytes(b"")
     return str(path)
+
+
+def _nan_threshold_saelens(ctx: Ctx) -> str:
+    """A SAELens JumpReLU folder (our own export) whose threshold holds one NaN."""
+    import safetensors.torch
+
+    from saes.architectures import JumpReLUSAE
+    from saes.sae import SAEConfig
+    from saes.saelens import export_saelens
+
+    sae = JumpReLUSAE(SAEConfig(d_in=8, d_sae=16, hook_point="blocks.1.hook_resid_post",
+                                layer=1, model_id="tiny", architecture="jumprelu"))
+    out = export_saelens(sae, ctx.tmp / "jumprelu-saelens")
+    weights = out / "sae_weights.safetensors"
+    t = safetensors.torch.load_file(str(weights))
+    t["threshold"][3] = float("nan")
+    safetensors.torch.save_file(t, str(weights))
+    return str(out)
 
 
 def _text(ctx: Ctx) -> str:

@@ -18,8 +18,9 @@ import torch
 
 from interp.errors import InterpError
 from saes.architectures import BatchTopKConfig, JumpReLUConfig, ReLUConfig, TopKConfig
+from saes.loading import load_sae, sae_from_tensors
 from saes.metrics import EvalConfig, evaluate_sae
-from saes.sae import SAEConfig, SparseAutoencoder, load_sae, sae_from_tensors
+from saes.sae import SAEConfig, SparseAutoencoder
 from saes.splice import logits_with, sae_replacement
 from saes.store import ActivationStore, StoreConfig, capture_windows
 from saes.train import TrainConfig, train_sae

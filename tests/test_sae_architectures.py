@@ -20,7 +20,8 @@ from saes.architectures import (
 )
 from saes.architectures.jumprelu import jumprelu, step
 from saes.architectures.topk import decode_sparse
-from saes.sae import SAEConfig, load_sae, sae_from_tensors
+from saes.loading import load_sae, sae_from_tensors
+from saes.sae import SAEConfig
 from saes.train import TrainConfig, train_sae
 from tests.text_fixtures import paragraphs
 
@@ -180,8 +181,8 @@ def test_interrupted_run_resumes_to_the_same_state(name, tiny_model, docs, tmp_p
 
 def test_auxk_revives_dead_latents(tiny_model, docs, tmp_path):
     """Half the latents start dead (encoder bias 3 below the others: their
-    pre-activations, about unit-normal, hardly ever reach the top k). With AuxK their share of dead latents falls; with the AuxK weight
-    at 0 they stay dead."""
+    pre-activations, about unit-normal, hardly ever reach the top k). With AuxK their
+    share of dead latents falls; with the AuxK weight at 0 they stay dead."""
     import saes.train as tr
 
     real_init = tr.SparseAutoencoder.init_weights

@@ -122,7 +122,8 @@ def test_ce_figure_puts_four_rows_on_one_axis(res):
 def test_training_figure_panels_resampling_and_references(res):
     fig = training_figure(res)
     titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_visible()]
-    assert titles == ["Loss (MSE + the architecture's penalty: L1, L0 or AuxK)", "L0", "Explained variance", "Dead fraction"]
+    assert titles == ["Loss (MSE + the architecture's penalty: L1, L0 or AuxK)", "L0",
+                      "Explained variance", "Dead fraction"]
     for ax in fig.axes:
         assert len(ax.lines[0].get_xdata()) == 120  # every step drawn
     tips = hover_titles(fig)

@@ -238,7 +238,8 @@ def test_training_curves_mark_resampling(page):
     tr = section(page, "Training")
     (svg,) = figure_svgs(tr, "training")
     texts = [t.text for t in svg.iter(f"{SVG}text")]
-    for title in ("Loss (MSE + the architecture's penalty: L1, L0 or AuxK)", "L0", "Explained variance", "Dead fraction"):
+    for title in ("Loss (MSE + the architecture's penalty: L1, L0 or AuxK)", "L0",
+                  "Explained variance", "Dead fraction"):
         assert title in texts, title
     tips = hover(tr, "training")
     for key in ("loss", "l0", "explained_variance", "dead_fraction"):

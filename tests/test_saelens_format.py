@@ -15,7 +15,8 @@ import torch
 
 from interp.errors import InterpError
 from saes import saelens
-from saes.sae import SAEConfig, SparseAutoencoder, load_sae
+from saes.loading import load_sae
+from saes.sae import SAEConfig, SparseAutoencoder
 from saes.saelens import export_saelens, import_saelens, load_saelens
 
 D_IN, D_SAE = 12, 40

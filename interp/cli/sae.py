@@ -46,8 +46,9 @@ def _positive(name: str):  # noqa: ANN202
 def arch_text(arch: object) -> str:
     """``relu (λ 5)``, ``topk (k 32)``, ``jumprelu (λ 1)``: the run's sparsity knob."""
     name = getattr(arch, "name", "?")
-    if hasattr(arch, "k"):
-        return f"{name} (k {arch.k})"
+    k = getattr(arch, "k", None)
+    if k is not None:
+        return f"{name} (k {k})"
     coef = getattr(arch, "l1_coefficient", getattr(arch, "l0_coefficient", None))
     return f"{name} (λ {coef})"
 
@@ -133,9 +134,15 @@ def train(
 ) -> None:
     """Train an SAE on one layer's residual stream; resumes if interrupted."""
     from interp.data.corpus import text_source
-    from saes.architectures import arch_config
+    from saes.architectures import ARCHITECTURES, arch_config
     from saes.train import TrainConfig, train_sae
 
+    for option, value, archs in (("--k", k, ("topk", "batchtopk")),
+                                 ("--aux-k", aux_k, ("topk", "batchtopk")),
+                                 ("--aux-coefficient", aux_coefficient, ("topk", "batchtopk")),
+                                 ("--l0-coefficient", l0_coefficient, ("jumprelu",))):
+        if value is not None and architecture in ARCHITECTURES and architecture not in archs:
+            raise InterpError(f"{option} is for --arch {' or '.join(archs)}, not {architecture}")
     arch = arch_config(architecture, k=k, l1_coefficient=l1_coefficient,
                        l0_coefficient=l0_coefficient, aux_k=aux_k,
                        aux_coefficient=aux_coefficient)
@@ -217,9 +224,9 @@ def eval_cmd(
     from interp.cli.common import json_safe
     from interp.data.corpus import text_source
     from reports.sae import sae_report
+    from saes.loading import load_sae
     from saes.metrics import EvalConfig, evaluate_sae
     from saes.results import DEFAULT_TARGETS, TRAINING_KEYS, TrainingRecord
-    from saes.sae import load_sae
 
     path = _sae_path(sae_dir)
     cfg = EvalConfig(tokens=tokens, ce_tokens=ce_tokens, seq_len=seq_len,
@@ -292,7 +299,7 @@ def browse(
     from interp.data.corpus import text_source
     from reports.sae_browser import sae_browser_report
     from saes.browser import BrowserConfig, collect_browser_data
-    from saes.sae import load_sae
+    from saes.loading import load_sae
 
     path = _sae_path(sae_dir)
     cfg = BrowserConfig(tokens=tokens, seq_len=seq_len, batch_size=batch_size, top_k=top_k,

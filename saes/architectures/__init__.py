@@ -10,7 +10,7 @@ Each architecture is a training-settings dataclass (its sparsity knob) and an SA
 :func:`arch_config` builds the settings from a name and options (the CLI's
 ``--arch``/``--k``/``--l1``/``--l0-coefficient``), :func:`arch_config_from_dict` reads
 them back from a saved ``config.json``, and :func:`sae_class` gives the SAE class that
-:func:`saes.sae.load_sae` builds for an artifact's ``architecture``.
+:func:`saes.loading.load_sae` builds for an artifact's ``architecture``.
 """
 
 from __future__ import annotations
