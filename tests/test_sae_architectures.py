@@ -223,3 +223,23 @@ def test_nan_threshold_is_refused_in_one_line():
     del t["threshold"]
     with pytest.raises(InterpError, match="jumprelu SAE weights lack threshold"):
         sae_from_tensors(sae.cfg, t)
+
+
+@pytest.mark.parametrize("name", ["topk", "batchtopk", "jumprelu"])
+def test_eval_and_browser_read_every_architecture(name, tiny_model, docs, tmp_path):
+    """``sae eval``'s metrics and the browser run on each architecture; a TopK SAE's
+    held-out L0 is its k, and the result records the architecture."""
+    from saes import BrowserConfig, EvalConfig, collect_browser_data, evaluate_sae
+
+    train_sae(tiny_model, docs, tmp_path, _cfg(ARCHS[name], tokens=64 * 6), progress=False)
+    sae = load_sae(tmp_path / "sae", tiny_model).sae
+    res = evaluate_sae(tiny_model, sae, docs, EvalConfig(tokens=15 * 6, ce_tokens=14 * 4,
+                                                         seq_len=16, n_bootstrap=50))
+    d = res.to_dict()
+    assert d["architecture"] == name and d.get("k") == sae.cfg.k
+    assert math.isfinite(res.explained_variance) and math.isfinite(res.ce_loss_score)
+    if name == "topk":
+        assert res.l0 == pytest.approx(8.0, abs=0.3)
+    data = collect_browser_data(tiny_model, sae, docs, BrowserConfig(
+        tokens=16 * 8, seq_len=16, features="alive:3"))
+    assert len(data.to_dict()["features"]) == 3
