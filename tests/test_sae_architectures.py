@@ -243,3 +243,54 @@ def test_eval_and_browser_read_every_architecture(name, tiny_model, docs, tmp_pa
     data = collect_browser_data(tiny_model, sae, docs, BrowserConfig(
         tokens=16 * 8, seq_len=16, features="alive:3"))
     assert len(data.to_dict()["features"]) == 3
+
+
+# ------------------------------------------------------------------ the real model
+
+
+@pytest.fixture(scope="module")
+def activation_cache(tmp_path_factory):
+    """One activation cache for every architecture's run: the model runs once."""
+    return tmp_path_factory.mktemp("sae-arch-cache")
+
+
+#: Short real-model runs (layer 6, d_sae 1152, 82k tokens from one activation cache,
+#: evaluated on 4,096 held-out tokens, CE on 2,048). Measured here:
+#:   topk k 32:      L0 32.0, EV 0.800 [0.779, 0.818], CE-loss score 0.914 [0.897, 0.926]
+#:   batchtopk k 32: L0 20.8 (its inference threshold), EV 0.768 [0.744, 0.788],
+#:                   CE-loss score 0.876 [0.860, 0.889]
+#: (ReLU + L1 at λ 4 on the same budget: L0 77, EV 0.667, CE-loss score 0.719.) The
+#: bounds sit under those figures. JumpReLU has no real-model test yet: at this budget
+#: its thresholds barely move from 0.001 (L0 640 of 1152), see the issue's notes.
+REAL_ARCHS = {
+    "topk": TopKConfig(k=32),
+    "batchtopk": BatchTopKConfig(k=32),
+}
+EV_BOUND = {"topk": 0.75, "batchtopk": 0.72}
+CE_LOWER_CI_BOUND = {"topk": 0.85, "batchtopk": 0.82}
+L0_RANGE = {"topk": (31.5, 32.0), "batchtopk": (10.0, 40.0)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(REAL_ARCHS))
+def test_real_model_short_run_per_architecture(name, model, real_corpus, activation_cache,
+                                               tmp_path):
+    from interp.data.corpus import corpus_hash, load_texts
+    from saes import EvalConfig, evaluate_sae
+
+    cfg = TrainConfig(layer=6, d_sae=1152, arch=REAL_ARCHS[name], tokens=2048 * 40,
+                      batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=1000)
+    res = train_sae(model, load_texts("train"), tmp_path, cfg, cache_dir=activation_cache,
+                    data={"source": "corpus", "sha256": corpus_hash()}, progress=False)
+    sae = load_sae(res.sae_path, model).sae
+    ev = evaluate_sae(model, sae, load_texts("heldout"),
+                      EvalConfig(tokens=4096, ce_tokens=2048, n_bootstrap=200))
+    print(name, {k: round(ev.value(k), 4) for k in (
+        "l0", "explained_variance", "ce_loss_score", "delta_ce", "dead_fraction")},
+        ev.explained_variance_ci95, ev.ce_loss_score_ci95, f"{res.tokens_per_s:.0f} tok/s")
+    assert ev.architecture == name
+    assert ev.ce_clean < ev.ce_sae < ev.ce_mean_ablation < ev.ce_zero_ablation
+    assert ev.explained_variance > EV_BOUND[name]
+    assert ev.ce_loss_score_ci95[0] > CE_LOWER_CI_BOUND[name]
+    lo, hi = L0_RANGE[name]
+    assert lo <= ev.l0 <= hi
