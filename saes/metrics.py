@@ -11,8 +11,12 @@ position 0 of every window is left out of everything (see :mod:`saes.splice`).
 * ``feature_density``: fraction of tokens each feature fires on; ``dead_fraction`` (never
   fired on the eval tokens) and ``dense_fraction`` (fired on more than ``dense_threshold``).
 
-*Spliced into the model* (four full forwards per window: clean, SAE, zero and mean
-ablation at positions 1…), next-token cross-entropy in nats over positions 1…seq−2:
+*Spliced into the model* (clean, SAE, zero and mean ablation at positions 1…), next-token
+cross-entropy in nats over positions 1…seq−2. The blocks up to the hook run once per
+window (their activations are kept from the reconstruction pass when they fit in
+``PREFIX_KEEP_BYTES``); only the blocks after it run four times, on the plain HF model
+where that path is verified (:func:`interp.generation.forward.logits_from_layer`). SAEs at
+a hook point other than a residual stream fall back to four full bridge forwards.
 
 * ``ce_loss_score`` = (CE_zero − CE_sae) / (CE_zero − CE_clean): the fraction of the loss
   gap from zero-ablating the layer that the SAE closes; ``ce_loss_score_mean_ablation`` the
@@ -35,14 +39,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from jaxtyping import Int
+from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.display import result_html
 from interp.errors import InterpError
+from interp.generation.forward import logits_from_layer
 from interp.models.loading import Model
+from interp.profiling.session import phase
 from interp.runs.progress import make_progress
 from interp.stats.intervals import bootstrap_ci
 from saes.results import (
@@ -54,7 +60,14 @@ from saes.results import (
     format_metric,
 )
 from saes.sae import SparseAutoencoder
-from saes.splice import logits_with, mean_replacement, sae_replacement, zero_replacement
+from saes.splice import (
+    Replace,
+    logits_with,
+    mean_replacement,
+    replace_after_first,
+    sae_replacement,
+    zero_replacement,
+)
 
 __all__ = ["DENSITY_BINS", "EvalConfig", "SAEEvalResult", "evaluate_sae"]
 
@@ -120,37 +133,49 @@ def _ev(t: dict[str, np.ndarray]) -> float:
     return float(1 - t["err"] / var) if var > 0 else float("nan")
 
 
+#: Largest block of hook activations :func:`evaluate_sae` keeps from the reconstruction pass
+#: for the spliced passes (above it, the spliced passes recompute the prefix).
+PREFIX_KEEP_BYTES = 2 * 1024**3
+
+
 @torch.no_grad()
 def _reconstruction(
     model: Model, sae: SparseAutoencoder, windows: Int[Tensor, "n seq"], cfg: EvalConfig,
-    progress: bool | None = None,
-) -> tuple[dict[str, Any], Tensor]:
+    progress: bool | None = None, keep: int = 0,
+) -> tuple[dict[str, Any], Tensor, Tensor | None]:
     """L0, EV, MSE, cosine and densities (fields of :class:`SAEEvalResult`) on ``windows``;
-    also returns the mean activation."""
+    also returns the mean activation and, with ``keep`` > 0, the hook activations of the
+    first ``keep`` windows (every position, the model's dtype) for :func:`_splice`."""
     hook, d, m = sae.cfg.hook_point, sae.cfg.d_in, sae.cfg.d_sae
     nw = windows.shape[0]
     per = {"err": np.zeros(nw), "sumsq": np.zeros(nw), "n": np.zeros(nw),
            "l0": np.zeros(nw), "cos": np.zeros(nw), "sumx": np.zeros((nw, d))}
     fires = torch.zeros(m, dtype=torch.float64)
+    kept = (torch.empty(keep, windows.shape[1], d, dtype=model.dtype, device=model.device)
+            if keep else None)
     bar = make_progress(enabled=progress)
     with bar:
         task = bar.add_task("SAE reconstruction", total=nw, info="")
         for i in range(0, nw, cfg.batch_size):
             ids = windows[i:i + cfg.batch_size]
-            acts, _ = forward_with_hooks(model, ids.to(model.device), None, [hook])
-            x = acts[hook][:, 1:].float().cpu()  # [b, s-1, d]
-            f = sae.encode(x)
-            x_hat = sae.decode(f)
-            active = f > 0
-            fires += active.double().sum((0, 1))
-            sl = slice(i, i + ids.shape[0])
-            per["err"][sl] = (x - x_hat).double().pow(2).sum((1, 2)).numpy()
-            per["sumsq"][sl] = x.double().pow(2).sum((1, 2)).numpy()
-            per["sumx"][sl] = x.double().sum(1).numpy()
-            per["n"][sl] = x.shape[1]
-            per["l0"][sl] = active.double().sum((1, 2)).numpy()
-            per["cos"][sl] = torch.nn.functional.cosine_similarity(
-                x.double(), x_hat.double(), dim=-1).sum(1).numpy()
+            with phase("forward"):
+                acts, _ = forward_with_hooks(model, ids.to(model.device), None, [hook])
+            if kept is not None and i < keep:
+                kept[i:i + ids.shape[0]] = acts[hook][:keep - i].to(model.dtype)
+            with phase("metrics"):
+                x = acts[hook][:, 1:].float().cpu()  # [b, s-1, d]
+                f = sae.encode(x)
+                x_hat = sae.decode(f)
+                active = f > 0
+                fires += active.double().sum((0, 1))
+                sl = slice(i, i + ids.shape[0])
+                per["err"][sl] = (x - x_hat).double().pow(2).sum((1, 2)).numpy()
+                per["sumsq"][sl] = x.double().pow(2).sum((1, 2)).numpy()
+                per["sumx"][sl] = x.double().sum(1).numpy()
+                per["n"][sl] = x.shape[1]
+                per["l0"][sl] = active.double().sum((1, 2)).numpy()
+                per["cos"][sl] = torch.nn.functional.cosine_similarity(
+                    x.double(), x_hat.double(), dim=-1).sum(1).numpy()
             bar.update(task, advance=ids.shape[0])
     tot = {k: v.sum(0) for k, v in per.items()}
     n = float(tot["n"])
@@ -181,25 +206,49 @@ def _reconstruction(
         "density_histogram": DensityHistogram.of(density),
     }
     mean = torch.from_numpy(tot["sumx"] / n).float()
-    return out, mean
+    return out, mean, kept
 
 
-def _ce_and_kl(logits: Tensor, clean_lp: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
-    """Per-window sums of next-token CE and KL(clean ‖ this) over positions 1…seq−2."""
-    lp = torch.log_softmax(logits[:, 1:-1], -1)
-    ce = -lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1).sum(1)
-    kl = (clean_lp.exp() * (clean_lp - lp)).sum(-1).sum(1)
+def _ce_and_kl(
+    logits: Float[Tensor, "b pos vocab"], clean: Float[Tensor, "b n vocab"],
+    clean_p: Float[Tensor, "b n vocab"], clean_lse: Float[Tensor, "b n"],
+    targets: Int[Tensor, "b n"],
+) -> tuple[Tensor, Tensor]:
+    """Per-window sums of next-token CE and KL(clean ‖ this) over positions 1…seq−2.
+
+    With ``z`` the logits, ``lse`` their log-sum-exp and ``p`` the clean softmax:
+    CE = lse − z[target] and KL = Σ p·(z_clean − z) − lse_clean + lse (Σ p = 1), which
+    reads each vocabulary row twice instead of materialising two log-softmaxes.
+    """
+    z = logits[:, 1:-1]
+    lse = torch.logsumexp(z, -1)
+    ce = (lse - z.gather(-1, targets.unsqueeze(-1)).squeeze(-1)).sum(1)
+    kl = ((clean_p * (clean - z)).sum(-1) - clean_lse + lse).sum(1)
     return ce.double(), kl.double()
 
 
 @torch.no_grad()
 def _splice(
     model: Model, sae: SparseAutoencoder, windows: Int[Tensor, "n seq"], mean: Tensor,
-    cfg: EvalConfig, progress: bool | None = None,
+    cfg: EvalConfig, progress: bool | None = None, prefix: Tensor | None = None,
 ) -> dict[str, Any]:
     """CE and KL with the SAE, zero and mean ablation spliced in (fields of
-    :class:`SAEEvalResult`; see the module doc)."""
-    hook = sae.cfg.hook_point
+    :class:`SAEEvalResult`; see the module doc).
+
+    Each batch's hook activations (``prefix``, kept by :func:`_reconstruction`, or one
+    forward stopped at the hook) are edited four ways (clean, SAE, zero, mean) and only
+    the blocks after the hook run for each (:func:`~interp.generation.forward.
+    logits_from_layer`): the blocks before it run once per window, not five times.
+    """
+    hook, layer = sae.cfg.hook_point, sae.cfg.layer
+    resid = layer is not None and hook == model.resid_hook(layer)
+
+    def run(x: Tensor, ids: Tensor, replace: Replace | None) -> Tensor:
+        if resid:
+            assert layer is not None
+            return logits_from_layer(model, x if replace is None
+                                     else replace_after_first(replace)(x), layer)
+        return logits_with(model, ids, hook, replace)  # another hook point: full forwards
     variants = {"sae": sae_replacement(sae), "zero": zero_replacement(),
                 "mean": mean_replacement(mean)}
     nw = windows.shape[0]
@@ -212,16 +261,31 @@ def _splice(
         for i in range(0, nw, cfg.batch_size):
             ids = windows[i:i + cfg.batch_size]
             targets = ids[:, 2:].to(model.device)
-            clean = logits_with(model, ids, hook, None)
-            clean_lp = torch.log_softmax(clean[:, 1:-1], -1)
-            sl = slice(i, i + ids.shape[0])
-            per["clean"][sl] = (-clean_lp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-                                .sum(1)).double().cpu().numpy()
-            del clean
+            if not resid:
+                x = ids
+            elif prefix is not None and i + ids.shape[0] <= prefix.shape[0]:
+                x = prefix[i:i + ids.shape[0]]
+            else:
+                with phase("forward"):
+                    acts, _ = forward_with_hooks(model, ids.to(model.device), None, [hook])
+                x = acts[hook].to(model.dtype)
+            with phase("forward"):
+                clean = run(x, ids, None)[:, 1:-1]
+            with phase("metrics"):
+                clean_lse = torch.logsumexp(clean, -1)
+                clean_p = torch.exp(clean - clean_lse.unsqueeze(-1))
+                sl = slice(i, i + ids.shape[0])
+                per["clean"][sl] = (clean_lse - clean.gather(-1, targets.unsqueeze(-1))
+                                    .squeeze(-1)).sum(1).double().cpu().numpy()
             for name, fn in variants.items():
-                ce, kl = _ce_and_kl(logits_with(model, ids, hook, fn), clean_lp, targets)
+                with phase("forward"):
+                    logits = run(x, ids, fn)
+                with phase("metrics"):
+                    ce, kl = _ce_and_kl(logits, clean, clean_p, clean_lse, targets)
                 per[name][sl] = ce.cpu().numpy()
                 per[f"kl_{name}"][sl] = kl.cpu().numpy()
+                del logits
+            del clean, clean_p
             per["n"][sl] = targets.shape[1]
             bar.update(task, advance=ids.shape[0])
     tot = {k: float(v.sum()) for k, v in per.items()}
@@ -274,9 +338,14 @@ def evaluate_sae(
     n = max(cfg.n_windows, cfg.n_ce_windows)
     windows = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=n, seed=cfg.seed)
     sae = sae.to(model.device).eval()
-    rec, mean = _reconstruction(model, sae, windows[:cfg.n_windows], cfg, progress)
-    spliced = (_splice(model, sae, windows[:cfg.n_ce_windows], mean, cfg, progress)
-               if cfg.n_ce_windows else {})
+    n_ce = cfg.n_ce_windows
+    keep = min(n_ce, cfg.n_windows)
+    if keep * cfg.seq_len * model.d_model * model.dtype.itemsize > PREFIX_KEEP_BYTES:
+        keep = 0  # too large to hold: the spliced passes recompute the prefix
+    rec, mean, prefix = _reconstruction(model, sae, windows[:cfg.n_windows], cfg, progress,
+                                        keep=keep)
+    spliced = (_splice(model, sae, windows[:n_ce], mean, cfg, progress, prefix)
+               if n_ce else {})
     return SAEEvalResult(model=model.model_id, hook_point=sae.cfg.hook_point,
                          layer=sae.cfg.layer, d_in=sae.cfg.d_in, d_sae=sae.cfg.d_sae,
                          architecture=sae.cfg.architecture, k=sae.cfg.k, eval=cfg,

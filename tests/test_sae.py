@@ -368,6 +368,56 @@ def test_metrics_equal_brute_force(tiny_model, docs):
     assert res.ce_sae == pytest.approx(float(ce), rel=1e-5)
 
 
+def test_spliced_metrics_from_one_prefix_equal_full_forwards(tiny_model, docs, monkeypatch):
+    """The prefix-once path (kept activations, suffixes from the hook) gives the metrics of
+    four full bridge forwards per window, CE and KL for every variant."""
+    from interp.data.windows import pack_windows
+    from saes import metrics
+
+    sae = _sae(tiny_model.d_model, 96, hook=tiny_model.resid_hook(1))
+    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2)
+    res = evaluate_sae(tiny_model, sae, docs, cfg)
+    all_windows = pack_windows(tiny_model, docs, seq_len=16, n_windows=6)
+    mean = capture_windows(tiny_model, all_windows, 1).mean(0)  # over the 6 EV windows
+    windows = all_windows[:5]
+    targets = windows[:, 2:]
+    hook = sae.cfg.hook_point
+    clean = torch.log_softmax(logits_with(tiny_model, windows, hook, None)[:, 1:-1], -1)
+    want = {"ce_clean": float(-clean.gather(-1, targets.unsqueeze(-1)).mean())}
+    for name, fn in (("sae", sae_replacement(sae)), ("zero_ablation", torch.zeros_like),
+                     ("mean_ablation", metrics.mean_replacement(mean))):
+        lp = torch.log_softmax(logits_with(tiny_model, windows, hook, fn)[:, 1:-1], -1)
+        want[f"ce_{name}"] = float(-lp.gather(-1, targets.unsqueeze(-1)).mean())
+        want[f"kl_{name}"] = float((clean.exp() * (clean - lp)).sum(-1).mean())
+    for key, value in want.items():
+        assert getattr(res, key) == pytest.approx(value, rel=1e-5, abs=1e-6), key
+    # the prefix is recomputed when it is not kept: the same numbers
+    monkeypatch.setattr(metrics, "PREFIX_KEEP_BYTES", 0)
+    again = evaluate_sae(tiny_model, sae, docs, cfg)
+    for key in want:
+        assert getattr(again, key) == pytest.approx(getattr(res, key), rel=1e-6, abs=1e-7), key
+
+
+@pytest.mark.parametrize("path", ["direct", "bridge"])
+def test_logits_from_layer_equal_the_full_forward(tiny_model, docs, monkeypatch, path):
+    from interp.data.windows import pack_windows
+    from interp.generation.forward import PATH_ENV, logits_from_layer
+
+    if path == "bridge":
+        monkeypatch.setenv(PATH_ENV, "bridge")
+    ids = pack_windows(tiny_model, docs, seq_len=12, n_windows=3)
+    from interp.activations.capture import forward_with_hooks
+
+    hook = tiny_model.resid_hook(1)
+    x = forward_with_hooks(tiny_model, ids, None, [hook])[0][hook]
+    full = logits_with(tiny_model, ids, hook, None)
+    assert torch.allclose(logits_from_layer(tiny_model, x, 1), full, atol=1e-5)
+    edited = x.clone()
+    edited[:, 1:] = 0
+    assert torch.allclose(logits_from_layer(tiny_model, edited, 1),
+                          logits_with(tiny_model, ids, hook, torch.zeros_like), atol=1e-5)
+
+
 def test_splice_leaves_position_zero_alone(tiny_model, docs):
     from interp.data.windows import pack_windows
 

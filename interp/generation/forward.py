@@ -259,3 +259,68 @@ def runner_for(bridge: Any) -> ForwardRunner:
     if r is None:
         r = _RUNNERS[bridge] = ForwardRunner(bridge)
     return r
+
+
+class _Skip(torch.nn.Module):
+    """A decoder layer that returns its input: the blocks a suffix pass has already run."""
+
+    def forward(self, hidden_states: Tensor, *args: Any, **kwargs: Any) -> Tensor:  # noqa: ARG002
+        return hidden_states
+
+
+def _suffix_direct(
+    runner: ForwardRunner, hidden: Float[Tensor, "batch pos d_model"], layer: int,
+) -> Float[Tensor, "batch pos vocab"] | None:
+    """The shadow HF model from block ``layer + 1`` on, or ``None`` when it has no
+    ``model.layers`` to cut. The layers up to ``layer`` are swapped for :class:`_Skip` in
+    a view of the list (indices unchanged, so per-layer settings such as Gemma-3's
+    sliding windows stay aligned) and ``hidden`` enters as ``inputs_embeds`` (the
+    embedding, and Gemma's √d scale inside it, is skipped with them)."""
+    shadow = runner.shadow
+    inner = getattr(shadow, "model", None)
+    layers = getattr(inner, "layers", None)
+    if shadow is None or inner is None or not isinstance(layers, torch.nn.ModuleList):
+        return None
+    view = torch.nn.ModuleList([_Skip() if i <= layer else m for i, m in enumerate(layers)])
+    b, s = hidden.shape[:2]
+    mask = torch.ones(b, s, dtype=torch.long, device=hidden.device)
+    inner.layers = view
+    try:
+        out = shadow(inputs_embeds=hidden, attention_mask=mask,
+                     position_ids=runner.position_ids(mask, s), use_cache=False)
+    finally:
+        inner.layers = layers
+    return out.logits
+
+
+@torch.no_grad()
+def logits_from_layer(
+    model: Any, hidden: Float[Tensor, "batch pos d_model"], layer: int,
+) -> Float[Tensor, "batch pos vocab"]:
+    """Float32 logits of the model run from the residual stream after block ``layer``.
+
+    ``hidden`` is ``blocks.{layer}.hook_resid_post`` for unpadded rows (every position
+    real), possibly edited (a spliced SAE, an ablation). Blocks ``0…layer`` are not run
+    again: callers that score several edits of one prefix (``interp sae eval``'s spliced
+    variants) run the prefix once. When nothing can observe the pass and the model has a
+    verified direct path (:class:`ForwardRunner`), the suffix runs on the plain HF model
+    (no TransformerLens hook dispatch); otherwise it is a bridge forward whose
+    ``hook_resid_post`` at ``layer`` is replaced by ``hidden`` whole (the prefix is then
+    recomputed and discarded: correct, not faster).
+    """
+    layer = model.check_layer(layer)
+    hidden = hidden.to(device=model.device, dtype=model.dtype)
+    runner = runner_for(model.bridge)
+    if runner.direct_ok():
+        logits = _suffix_direct(runner, hidden, layer)
+        if logits is not None:
+            return logits.float()
+    b, s = hidden.shape[:2]
+    ids = torch.zeros(b, s, dtype=torch.long, device=model.device)
+
+    def put(tensor: Tensor, hook: Any) -> Tensor:  # noqa: ARG001 (TL hook signature)
+        return hidden
+
+    with model.bridge.hooks(fwd_hooks=[(model.resid_hook(layer), put)]):
+        return model.bridge(ids, attention_mask=torch.ones_like(ids),
+                            return_type="logits").float()
