@@ -72,7 +72,7 @@ def before(model, sae, windows, n_ce: int, batch: int) -> dict[str, float]:  # n
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--tokens", type=int, default=16_384)
     ap.add_argument("--layer", type=int, default=6)
     ap.add_argument("--d-sae", type=int, default=4608)
