@@ -18,6 +18,7 @@ the page escaped.
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -120,9 +121,16 @@ def _search_text(card: FeatureCard) -> str:
     return "\n".join(parts)
 
 
-def _card(card: FeatureCard, n_tokens: int) -> dict[str, Any]:
+def steer_command(sae_path: str | None, index: int) -> str:
+    """The command that makes a steering vector from feature ``index`` of the SAE."""
+    where = shlex.quote(sae_path) if sae_path else "SAE_DIR"
+    return f"interp steer train --sae {where} --feature {index} --out feature-{index}-vector"
+
+
+def _card(card: FeatureCard, n_tokens: int, sae_path: str | None) -> dict[str, Any]:
     return {
         "index": card.index, "search": _search_text(card),
+        "steer": steer_command(sae_path, card.index) if card.n_fires else None,
         "density": _density_text(card, n_tokens), "max_act": _act(card.max_act),
         "contribution": _act(card.max_act * card.dec_norm),
         "logits": [("promotes", "pos", [(t, ("+" if v > 0 else "") + _act(v))
@@ -157,7 +165,8 @@ def sae_browser_report(data: BrowserData, manifest: Mapping[str, Any]) -> Report
         manifest=manifest, script=SEARCH_JS, stylesheets=["sae_browser.css"],
         figures={"density": ReportFigure(fig, titles=hover_titles(fig),
                                          label="Histogram of log10 feature density")},
-        facts=facts, data=data, cards=[_card(c, data.n_tokens) for c in data.features],
+        facts=facts, data=data,
+        cards=[_card(c, data.n_tokens, data.sae_path) for c in data.features],
     )
 
 

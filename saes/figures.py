@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -36,6 +37,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from interp.plotting import ACCENT, GRID, INK, MUTED, PALETTE, new_figure, styled
+from interp.stats.intervals import mean_t_ci
 from saes.results import (
     CI,
     BrowserRecord,
@@ -57,6 +59,18 @@ __all__ = [
     "score_figure",
     "training_figure",
 ]
+
+
+class SparseProbeLike(Protocol):
+    """What :func:`sparse_probe_figure` reads (:class:`saes.sparse_probing.SparseProbeResult`)."""
+
+    hook_point: str
+    ks: list[int]
+    sparse_accuracy: list[list[float]]
+    random_accuracy: list[list[float]]
+    dense_accuracy: list[float]
+    majority_accuracy: list[float]
+
 
 NAN = math.nan
 OK, BAD = "#2b7a3d", "#c92a2a"
@@ -413,3 +427,48 @@ def _curve(fig: Figure, ax: Axes, key: str, ys: list[float], colour: str,
     if fin.size:
         ax.legend(fontsize=7.5, loc="best")
     ax.grid(True, color=GRID)
+
+
+@styled
+def sparse_probe_figure(result: SparseProbeLike) -> Figure:
+    """Held-out accuracy against k: the k-sparse probe on SAE latents, k random latents,
+    the dense probe on the residual stream and chance; bars are 95% t intervals over splits.
+    """
+    fig = new_figure(7.0, 3.6)
+    ax = fig.add_subplot()
+    ks = np.asarray(result.ks, dtype=np.float64)
+    for name, values, colour, marker in (
+            ("k-sparse probe (top latents)", result.sparse_accuracy, PALETTE[0], "o"),
+            ("k random live latents", result.random_accuracy, BASE, "s")):
+        stats = [mean_t_ci(v) for v in values]
+        mean = np.array([s[0] for s in stats])
+        lo = np.array([s[1] for s in stats])
+        hi = np.array([s[2] for s in stats])
+        lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)  # accuracies live in [0, 1]
+        err = np.where(np.isfinite(lo), np.vstack([mean - lo, hi - mean]), 0.0)
+        ax.errorbar(ks, mean, yerr=err, color=colour, marker=marker, capsize=3,
+                    linewidth=1.6, label=name)
+        for i, k in enumerate(result.ks):
+            pt = ax.plot([k], [mean[i]], linestyle="none", marker=marker, color=colour,
+                         markersize=9, alpha=0.0)[0]
+            ci = (f" (95% CI {lo[i]:.3f}–{hi[i]:.3f})" if math.isfinite(lo[i]) else "")
+            _hover(fig, pt, f"{marker}-{k}", f"{name}, k = {k}: {mean[i]:.3f}{ci}")
+    for name, values, colour, style in (
+            ("dense probe (residual stream)", result.dense_accuracy, DENSE, "-"),
+            ("majority class (chance)", result.majority_accuracy, MUTED, ":")):
+        mean, lo, hi = mean_t_ci(values)
+        line = ax.axhline(mean, color=colour, linestyle=style, linewidth=1.4, label=name)
+        ci = f" (95% CI {lo:.3f}–{hi:.3f})" if math.isfinite(lo) else ""
+        _hover(fig, line, f"ref-{name.split()[0]}", f"{name}: {mean:.3f}{ci}")
+        if math.isfinite(lo) and colour == DENSE:
+            ax.axhspan(max(lo, 0.0), min(hi, 1.0), color=colour, alpha=0.15, linewidth=0)
+    ax.set_ylim(top=1.02)
+    ax.set_xscale("log")
+    ax.set_xticks(ks, [str(k) for k in result.ks])
+    ax.minorticks_off()
+    ax.set_xlabel("k (latents the probe may use)")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_title(f"Sparse probing at {result.hook_point}", loc="left")
+    ax.grid(True, color=GRID)
+    ax.legend(fontsize=7.5, loc="lower right")
+    return fig

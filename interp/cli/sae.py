@@ -30,10 +30,12 @@ from interp.runs.outdir import OutDir, check_creatable
 
 if TYPE_CHECKING:
     from saes.metrics import SAEEvalResult
+    from saes.sparse_probing import SparseProbeResult
 
 _train_model_options = make_model_options(
     batch_size=4096, batch_help="Activations (tokens) per training step, over all processes.")
 _window_options = make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
+_text_batch_options = make_model_options(batch_size=16, batch_help="Texts per forward pass.")
 
 def _positive(name: str):  # noqa: ANN202
     def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:  # noqa: ARG001
@@ -190,7 +192,7 @@ def train(
     write_run_results(out_dir, {**res.to_dict(), "manifest": man})
 
 
-def _sae_path(path: str) -> Path:
+def sae_path(path: str) -> Path:
     """A run folder → its ``sae/``; an SAE folder stays."""
     from saes.train import SAE_SUBDIR
 
@@ -228,7 +230,7 @@ def eval_cmd(
     from saes.metrics import EvalConfig, evaluate_sae
     from saes.results import DEFAULT_TARGETS, TRAINING_KEYS, TrainingRecord
 
-    path = _sae_path(sae_dir)
+    path = sae_path(sae_dir)
     cfg = EvalConfig(tokens=tokens, ce_tokens=ce_tokens, seq_len=seq_len,
                      batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
@@ -301,7 +303,7 @@ def browse(
     from saes.browser import BrowserConfig, collect_browser_data
     from saes.loading import load_sae
 
-    path = _sae_path(sae_dir)
+    path = sae_path(sae_dir)
     cfg = BrowserConfig(tokens=tokens, seq_len=seq_len, batch_size=batch_size, top_k=top_k,
                         features=features, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
@@ -326,7 +328,7 @@ def export_cmd(sae_dir: str, out_dir: str) -> None:
     """Write an SAE in SAELens's layout, for `SAE.load_from_disk`."""
     from saes.saelens import export_saelens
 
-    path = export_saelens(_sae_path(sae_dir), out_dir)
+    path = export_saelens(sae_path(sae_dir), out_dir)
     click.echo(f"SAELens folder: {path}")
 
 
@@ -341,3 +343,82 @@ def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
 
     path = import_saelens(saelens_dir, out_dir, model_id=model_id)
     click.echo(f"interp SAE: {path}")
+
+
+@sae_group.command("probe")
+@click.argument("sae_dir", type=click.Path())
+@click.option("--dataset", default=None, type=click.Path(dir_okay=False),
+              help="Labelled texts (JSONL/CSV) [default: the shipped capitals true/false set].")
+@click.option("--text-column", default="text", show_default=True)
+@click.option("--label-column", default="label", show_default=True)
+@click.option("--group-column", default="group", show_default=True,
+              help="Split by this column (whole groups held out); '' for a stratified split.")
+@click.option("--ks", default="1,2,5,20", show_default=True,
+              help="Comma-separated numbers of latents the sparse probes may use.")
+@click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Held-out splits.")
+@click.option("--position", default="last", show_default=True,
+              type=click.Choice(["last", "mean"]), help="Token(s) of each text to read.")
+@click.option("--random-draws", default=5, show_default=True, type=click.IntRange(min=1),
+              help="Draws of k random latents per split (averaged).")
+@click.option("--C", "C", default=0.1, show_default=True, type=float,
+              help="Inverse L2 strength of every probe.")
+@_text_batch_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write results.json, report.html and the figure here.")
+def probe_cmd(
+    sae_dir: str, dataset: str | None, text_column: str, label_column: str,
+    group_column: str, ks: str, seeds: int, position: str, random_draws: int, C: float,
+    model_name: str | None, device: str, dtype: str, batch_size: int, seed: int, out_dir: str,
+) -> None:
+    """Sparse probing: k SAE latents vs k random latents vs the dense residual probe."""
+    from interp.cli.common import float_list, json_safe
+    from interp.probing.probes import load_probe_dataset
+    from reports.sae_probe import sae_probe_report
+    from saes.loading import load_sae
+    from saes.sparse_probing import SparseProbeConfig, sparse_probe
+
+    values = float_list(ks, "--ks")
+    if any(v != int(v) or v < 1 for v in values):
+        raise InterpError(f"bad --ks {ks!r}: use comma-separated positive integers")
+    cfg = SparseProbeConfig(ks=[int(v) for v in values], seeds=seeds, position=position,
+                            random_draws=random_draws, C=C, batch_size=batch_size, seed=seed)
+    path = sae_path(sae_dir)
+    data = load_probe_dataset(dataset, text_column=text_column, label_column=label_column,
+                              group_column=group_column or None)
+    with OutDir(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
+        loaded = load_sae(path, model, device=device)
+        cfg.check(loaded.sae.cfg.d_sae)
+        res = sparse_probe(model, loaded.sae, data, cfg)
+        res.sae_path = str(loaded.path)
+        man = manifest_for(model, seed, data.texts, {**asdict(cfg), "sae": str(loaded.path),
+                                                     "dataset": data.source})
+        res.manifest = man
+        out.write_json("results.json", json_safe(res.to_dict()))
+        sae_probe_report(res, man).write(out)
+    _print_probe(res)
+    log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
+
+
+def _print_probe(res: SparseProbeResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"sparse probing · {res.hook_point} · {res.dataset}",
+                  title_justify="left")
+    for col in ("k", "k-sparse", "k random", "sparse − random", ""):
+        table.add_column(col, justify="right")
+    frame = res.to_frame()
+    for i, k in enumerate(res.ks):
+        d = res.difference(i)
+        sp = frame[(frame.method == "sparse") & (frame.k == k)].accuracy.iloc[0]
+        rd = frame[(frame.method == "random") & (frame.k == k)].accuracy.iloc[0]
+        table.add_row(str(k), f"{sp:.3f}", f"{rd:.3f}", f"{d['mean']:+.3f}",
+                      "within noise" if d["within_noise"] else "")
+    dense = frame[frame.method == "dense"].accuracy.iloc[0]
+    chance = frame[frame.method == "majority"].accuracy.iloc[0]
+    table.add_row("dense", f"{dense:.3f}", "", "", f"chance {chance:.3f}")
+    Console(soft_wrap=False, width=120).print(table)
+    for w in res.warnings:
+        log(f"warning: {w}")

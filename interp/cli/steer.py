@@ -16,6 +16,7 @@ from interp.cli.common import (
     manifest_for,
     model_options,
     prompts_from_args,
+    text_options,
 )
 from interp.errors import InterpError
 
@@ -29,22 +30,46 @@ def steer() -> None:
 
 
 @steer.command("train")
-@click.option("--pairs", required=True, type=click.Path(dir_okay=False),
+@click.option("--pairs", default=None, type=click.Path(dir_okay=False),
               help="JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
-@click.option("--layer", required=True, type=int, help="0-based layer (resid_post).")
+@click.option("--layer", default=None, type=int,
+              help="0-based layer (resid_post); with --pairs.")
 @click.option("--method", default="mean_diff", show_default=True,
               type=click.Choice(["mean_diff", "pca"]))
 @click.option("--positive-key", default="positive", show_default=True)
 @click.option("--negative-key", default="negative", show_default=True)
+@click.option("--sae", "sae_dir", default=None, type=click.Path(),
+              help="Instead of pairs: an SAE (run folder or SAE folder); with --feature.")
+@click.option("--feature", default=None, type=int,
+              help="The SAE latent whose decoder direction to steer along (with --sae).")
+@click.option("--tokens", default=65_536, show_default=True, type=click.IntRange(min=1),
+              help="With --sae: held-out tokens that set the feature's typical activation.")
+@text_options
 @model_options
 @click.option("--out", "out_path", required=True, type=click.Path(),
               help="Artifact folder for the vector (safetensors + config.json).")
-def steer_train(pairs: str, layer: int, method: str, positive_key: str, negative_key: str,
+def steer_train(pairs: str | None, layer: int | None, method: str, positive_key: str,
+                negative_key: str, sae_dir: str | None, feature: int | None, tokens: int,
+                text_file: str | None, hf_dataset: str | None,
                 model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
                 out_path: str) -> None:
-    """Build a steering vector at LAYER from contrast pairs."""
+    """Build a steering vector: from contrast pairs at --layer, or from an SAE feature.
+
+    With --sae DIR --feature N, α = 1 adds feature N's decoder direction at the feature's
+    typical maximum activation on held-out text (see saes.feature_steering).
+    """
     from interp.steering.vectors import load_pairs, train_vector
 
+    if sae_dir is not None or feature is not None:
+        if pairs is not None or layer is not None:
+            raise InterpError("give --pairs (with --layer) or --sae with --feature, not both")
+        if sae_dir is None or feature is None:
+            raise InterpError("--sae and --feature go together")
+        _train_from_feature(sae_dir, feature, tokens, text_file, hf_dataset, model_name,
+                            device, dtype, batch_size, seed, out_path)
+        return
+    if pairs is None or layer is None:
+        raise InterpError("give --pairs and --layer (or --sae DIR --feature N)")
     cp = load_pairs(pairs, positive_key, negative_key)
     model = load_model(model_name, device, dtype, seed)
     vec = train_vector(model, cp, layer, method=method, batch_size=batch_size)
@@ -54,6 +79,36 @@ def steer_train(pairs: str, layer: int, method: str, positive_key: str, negative
     click.echo(json.dumps({"vector": str(path), "layer": vec.layer, "method": vec.method,
                            "n_pairs": vec.n_pairs, "norm": vec.norm,
                            "scale": vec.scale_note}, indent=2))
+
+
+def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str | None,
+                        hf_dataset: str | None, model_name: str | None, device: str,
+                        dtype: str, batch_size: int, seed: int, out_path: str) -> None:
+    from interp.cli.sae import sae_path
+    from interp.data.corpus import text_source
+    from interp.runs.outdir import check_creatable
+    from saes.feature_steering import FeatureVectorConfig, check_feature, feature_vector
+    from saes.loading import load_sae
+
+    cfg = FeatureVectorConfig(feature=feature, tokens=tokens, batch_size=batch_size,
+                              seed=seed)
+    path = sae_path(sae_dir)
+    check_creatable(out_path)
+    docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
+    model = load_model(model_name, device, dtype, seed)
+    loaded = load_sae(path, model, device=device)
+    check_feature(loaded.sae, feature)
+    vec = feature_vector(model, loaded.sae, docs, cfg, source=str(loaded.path))
+    man = manifest_for(model, seed, docs[:0], {"sae": str(loaded.path), **asdict(cfg)})
+    man["dataset_hash"] = data["sha256"]
+    man["data_source"] = data["source"]
+    out = vec.save(out_path, man)
+    click.echo(json.dumps({"vector": str(out), "layer": vec.layer, "method": vec.method,
+                           "feature": vec.extra["feature"],
+                           "typical_max_activation": vec.extra["typical_max_activation"],
+                           "windows_fired": f"{vec.extra['windows_fired']}/"
+                                            f"{vec.extra['windows']}",
+                           "norm": vec.norm, "scale": vec.scale_note}, indent=2))
 
 
 @steer.command("generate")

@@ -1,0 +1,79 @@
+"""The sparse-probing report: k SAE latents against k random latents and the dense probe.
+
+It renders a :class:`~saes.sparse_probing.SparseProbeResult` through
+``templates/sae_probe.html.j2`` with :func:`saes.figures.sparse_probe_figure`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from interp.stats.intervals import mean_t_ci
+from reports.html import (
+    Report,
+    ReportFigure,
+    format_number,
+    kv_table,
+    noise_label,
+    render_page,
+    warnings_box,
+)
+from saes.figures import hover_titles, sparse_probe_figure
+from saes.sparse_probing import SparseProbeResult
+
+__all__ = ["sae_probe_report"]
+
+
+def _ci(values: list[float]) -> str:
+    mean, lo, hi = mean_t_ci(values)
+    if lo == lo:  # finite interval
+        return f"{format_number(mean)} [{format_number(lo)}, {format_number(hi)}]"
+    return format_number(mean)
+
+
+def _rows(res: SparseProbeResult) -> list[list[Any]]:
+    dense = mean_t_ci(res.dense_accuracy)[0]
+    rows = []
+    for i, k in enumerate(res.ks):
+        diff = res.difference(i)
+        lo, hi = diff["ci95"]
+        sparse_mean = mean_t_ci(res.sparse_accuracy[i])[0]
+        rows.append([str(k), _ci(res.sparse_accuracy[i]), _ci(res.random_accuracy[i]),
+                     f"{diff['mean']:+.3f}" + (f" [{lo:+.3f}, {hi:+.3f}]" if lo == lo else ""),
+                     noise_label(lo, hi), f"{sparse_mean - dense:+.3f}"])
+    return rows
+
+
+def _lead(res: SparseProbeResult) -> Any:
+    best = max(range(len(res.ks)), key=lambda i: mean_t_ci(res.sparse_accuracy[i])[0])
+    k1 = res.difference(0)
+    lo, hi = k1["ci95"]
+    verdict = ("within noise: not a result" if k1["within_noise"] else
+               "no noise estimate (one split)" if k1["within_noise"] is None else
+               f"95% CI [{lo:+.3f}, {hi:+.3f}]")
+    return kv_table({
+        "dense probe (residual stream)": _ci(res.dense_accuracy),
+        f"best k-sparse probe (k = {res.ks[best]})": _ci(res.sparse_accuracy[best]),
+        f"k = {res.ks[0]}: top latent − random latent": f"{k1['mean']:+.3f} ({verdict})",
+        "chance (majority class)": _ci(res.majority_accuracy),
+        "held-out split": f"{res.split}, {len(res.dense_accuracy)} splits, "
+                          f"{round(sum(res.n_test) / len(res.n_test))} test texts each",
+        "SAE": f"{res.architecture}, d_sae {res.d_sae}, at {res.hook_point}",
+    }) + warnings_box(res.warnings)
+
+
+def sae_probe_report(result: SparseProbeResult, manifest: Mapping[str, Any]) -> Report:
+    """The sparse-probing report: one page and its figure."""
+    fig = sparse_probe_figure(result)
+    top = [[str(r + 1), str(i), format_number(d)] for r, (i, d) in
+           enumerate(zip(result.top_latents[0], result.top_mean_differences, strict=False))]
+    return render_page(
+        "sae_probe.html.j2", title=f"Sparse probing — {result.model}",
+        subtitle=f"{result.dataset} · {result.n_examples} texts · SAE latents at "
+                 f"{result.hook_point}",
+        lead=_lead(result), manifest=manifest,
+        figures={"accuracy": ReportFigure(fig, titles=hover_titles(fig),
+                                          label="Held-out accuracy against k")},
+        rows=_rows(result), top=top, res=result,
+    )
