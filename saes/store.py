@@ -35,7 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -83,21 +83,63 @@ class StoreConfig:
         return self.windows_per_shard_chunk * (self.seq_len - 1)
 
 
-def capture_windows(
-    model: Model, windows: Int[Tensor, "n seq"], layer: int, batch: int = 8
-) -> Float[Tensor, "n_tokens d"]:
-    """``hook_resid_post`` of ``layer`` for every window position but the first, in order.
+def capture_windows_layers(
+    model: Model, windows: Int[Tensor, "n seq"], layers: Sequence[int], batch: int = 8
+) -> dict[int, Float[Tensor, "n_tokens d"]]:
+    """``hook_resid_post`` of each of ``layers`` for every window position but the first, in
+    order, from one forward per batch stopped after the deepest layer.
 
     Rows are window-major: window 0's positions 1…seq−1, then window 1's, …
     """
-    hook = model.resid_hook(layer)
-    out = []
+    hooks = {layer: model.resid_hook(layer) for layer in layers}
+    out: dict[int, list[Tensor]] = {layer: [] for layer in layers}
     with phase("forward"):
         for i in range(0, windows.shape[0], batch):
             ids = windows[i:i + batch].to(model.device)
-            acts, _ = forward_with_hooks(model, ids, None, [hook])
-            out.append(acts[hook][:, 1:].reshape(-1, acts[hook].shape[-1]).cpu())
-    return torch.cat(out)
+            acts, _ = forward_with_hooks(model, ids, None, list(hooks.values()))
+            for layer, hook in hooks.items():
+                a = acts[hook]
+                out[layer].append(a[:, 1:].reshape(-1, a.shape[-1]).cpu())
+    return {layer: torch.cat(parts) for layer, parts in out.items()}
+
+
+def capture_windows(
+    model: Model, windows: Int[Tensor, "n seq"], layer: int, batch: int = 8
+) -> Float[Tensor, "n_tokens d"]:
+    """:func:`capture_windows_layers` for one layer."""
+    return capture_windows_layers(model, windows, [layer], batch)[layer]
+
+
+class SharedForward:
+    """One model forward per chunk of windows for the stores of several layers.
+
+    The first store that needs chunk ``c`` of substream ``s`` runs the windows through the
+    model once, up to the deepest of ``layers``; every layer's activations are kept until
+    that layer's store takes them (at most one chunk per layer and substream). A store of
+    one layer uses one of these on its own.
+    """
+
+    def __init__(self, model: Model, layers: Sequence[int]) -> None:
+        self.model = model
+        self.layers = sorted({model.check_layer(layer) for layer in layers})
+        self.forward_tokens = 0  # tokens this process has run through the model (MFU)
+        self._kept: dict[tuple[int, int], dict[int, Tensor]] = {}
+
+    def take(self, layer: int, shard: int, chunk: int,
+             windows: Callable[[], Tensor], forward_batch: int) -> Float[Tensor, "n d"]:
+        """Layer ``layer``'s activations of chunk ``chunk`` of substream ``shard``
+        (``windows()`` gives that chunk's token windows when the model must run)."""
+        key = (shard, chunk)
+        kept = self._kept.get(key)
+        if kept is None or layer not in kept:
+            with phase("tokenise"):
+                ids = windows()
+            for old in [k for k in self._kept if k[0] == shard]:
+                del self._kept[old]
+            kept = self._kept[key] = capture_windows_layers(self.model, ids, self.layers,
+                                                            forward_batch)
+            self.forward_tokens += ids.numel()
+        return kept.pop(layer)
 
 
 class _Substream:
@@ -135,11 +177,12 @@ class _Substream:
         with phase("data"):
             acts = self.store._read_cached(self.shard, c)
         if acts is None:
-            with phase("tokenise"):
-                windows = self._chunk_windows(c)
-            acts = capture_windows(self.store.model, windows, self.store.cfg.layer,
-                                   self.store.cfg.forward_batch)
-            self.store.forward_tokens += windows.numel()
+            before = self.store.shared.forward_tokens
+            acts = self.store.shared.take(self.store.cfg.layer, self.shard, c,
+                                          lambda: self._chunk_windows(c),
+                                          self.store.cfg.forward_batch)
+            if self.store.shared.forward_tokens == before:  # another layer's store ran it
+                self._windows = None
             self.store._write_cached(self.shard, c, acts)
         else:
             self._windows = None  # the window iterator no longer matches; rebuilt if needed
@@ -165,6 +208,10 @@ class _Substream:
 class ActivationStore:
     """Batches of shuffled activations at one layer (see module doc).
 
+    Several stores (one per layer, same text and settings) can share their model forward
+    passes through one :class:`SharedForward` (``shared``): each chunk then runs through the
+    model once for all of them.
+
     Args:
         model: the model to run.
         docs: the training documents.
@@ -178,7 +225,7 @@ class ActivationStore:
     def __init__(
         self, model: Model, docs: Sequence[str], cfg: StoreConfig, *, batch_size: int,
         rank: int = 0, world: int = 1, cache_dir: str | Path | None = None,
-        data_hash: str = "",
+        data_hash: str = "", shared: SharedForward | None = None,
     ) -> None:
         if batch_size % cfg.data_shards:
             raise InterpError(
@@ -193,11 +240,19 @@ class ActivationStore:
         self.batch_size = batch_size
         self.rank, self.world = rank, world
         self.shards = list(range(rank, cfg.data_shards, world))
-        self.forward_tokens = 0  # tokens this process has run through the model (MFU)
+        if shared is not None and cfg.layer not in shared.layers:
+            raise InterpError(f"the shared forward does not capture layer {cfg.layer}")
+        self.shared = shared or SharedForward(model, [cfg.layer])
         self._subs = {s: _Substream(self, s) for s in self.shards}
         self.cache = Path(cache_dir) / self.cache_key(data_hash) if cache_dir else None
         if self.cache is not None:
             self._init_cache(data_hash)
+
+    @property
+    def forward_tokens(self) -> int:
+        """Tokens this process has run through the model (for this store and any store
+        sharing its forward passes)."""
+        return self.shared.forward_tokens
 
     # ---- batches ------------------------------------------------------------------
     @property

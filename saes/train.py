@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,13 @@ from interp.runs.resume import (
 from saes.architectures import ArchConfig, ReLUConfig, arch_config_from_dict, sae_class
 from saes.results import TrainingRecord
 from saes.sae import SAEConfig, SparseAutoencoder
-from saes.store import ActivationStore, StoreConfig, input_scale, mean_sq_norm
+from saes.store import (
+    ActivationStore,
+    SharedForward,
+    StoreConfig,
+    input_scale,
+    mean_sq_norm,
+)
 
 CHECKPOINT_SUBDIR = "checkpoint"
 SAE_SUBDIR = "sae"
@@ -337,189 +343,290 @@ def train_sae(
         InterpError: bad settings, a run with other settings in ``out_dir``, or a non-finite
             loss (training stops; the last good checkpoint is kept).
     """
-    from interp.runs.artifacts import load_artifact, save_artifact
-
     cfg = cfg or TrainConfig()
-    model.check_layer(cfg.layer)
-    rank, world = _dist()
-    out = Path(out_dir).expanduser()
-    data = dict(data or {})
-    want = _checkpoint_settings(cfg, data, model)
-    ckpt_dir, sae_dir = out / CHECKPOINT_SUBDIR, out / SAE_SUBDIR
-    prepare_run_dir(out, (CHECKPOINT_SUBDIR, SAE_SUBDIR), sweep=rank == 0)
+    return _train_runs(model, docs, [(cfg, Path(out_dir).expanduser())], data=data,
+                       cache_dir=cache_dir, stop_at=stop_at, manifest=manifest,
+                       progress=progress, on_checkpoint=on_checkpoint)[0]
 
-    hook = model.resid_hook(cfg.layer)
-    torch.manual_seed(cfg.seed)
-    sae_cfg = cfg.sae_config(model)
-    sae = sae_class(sae_cfg.architecture)(sae_cfg, cfg.arch)
-    opt = torch.optim.Adam(sae.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2))
-    steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each feature fired
-    history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
-    start, elapsed, resampled = 0, 0.0, []
-    work, work_known = Work(), True  # FLOPs so far, for MFU (interp.mfu)
-    scale: float | None = None
-    if check_resumable(out, ckpt_dir, want, "an SAE run", lambda have: (
-            [f"model {have.get('model_id')!r} → {model.model_id!r}"]
-            if have.get("model_id") != model.model_id else [])):
-        art = load_artifact(ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
-        with torch.no_grad():
-            for name, t in sae.state_dict().items():  # parameters and buffers, exactly
-                t.copy_(art.tensors[name])
-        steps_since = art.tensors["steps_since_fired"].clone()
-        load_optimizer_tensors(opt, art.tensors)
-        start = int(art.config["step"])
-        history = {k: list(v) for k, v in art.config["history"].items()}
-        elapsed = float(art.config.get("elapsed_s", 0.0))
-        scale = float(art.config["input_scale"])
-        resampled = list(art.config.get("resampled", []))
-        work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
-        work = Work(art.config.get("flops_by_dtype"))
 
-    steps = cfg.steps
-    shape, model_dtype = ModelShape.of(model), str(model.dtype).removeprefix("torch.")
-    peaks = peaks_for(model.device, tuple({model_dtype, "float32"}))
+def layer_dir(out_dir: str | Path, layer: int) -> Path:
+    """The run folder of ``layer`` inside a several-layer run folder."""
+    return Path(out_dir).expanduser() / f"layer-{layer}"
 
-    def throughput(done_steps: int) -> dict[str, Any]:
-        out = work.summary(elapsed, peaks if work_known else None,
-                           tokens=done_steps * cfg.batch_size)
-        out["tokens_per_s"] = _rate(cfg, done_steps, elapsed)  # global, all processes
+
+def train_saes(
+    model: Model,
+    docs: Sequence[str],
+    out_dir: str | Path,
+    layers: Sequence[int],
+    cfg: TrainConfig | None = None,
+    *,
+    data: dict[str, Any] | None = None,
+    cache_dir: str | Path | None = None,
+    stop_at: int | None = None,
+    manifest: dict[str, Any] | None = None,
+    progress: bool | None = None,
+    on_checkpoint: Callable[[int], None] | None = None,
+) -> dict[int, TrainResult]:
+    """Train one SAE per layer of ``layers`` (``cfg``'s settings, ``cfg.layer`` ignored) from
+    the same model forward passes: each chunk of windows runs through the model once, up
+    to the deepest layer, and every layer's store takes its activations from that pass.
+
+    Each layer is a run folder of its own, ``out_dir/layer-L`` (:func:`layer_dir`), exactly
+    as :func:`train_sae` would write it (checkpoints, resume, ``sae/``); a killed run
+    resumes each layer from its own last checkpoint. Returns the results by layer.
+    """
+    cfg = cfg or TrainConfig()
+    checked = sorted({model.check_layer(layer) for layer in layers})
+    if not checked:
+        raise InterpError("no layers to train")
+    runs = [(replace(cfg, layer=layer), layer_dir(out_dir, layer)) for layer in checked]
+    results = _train_runs(model, docs, runs, data=data, cache_dir=cache_dir, stop_at=stop_at,
+                          manifest=manifest, progress=progress, on_checkpoint=on_checkpoint)
+    return dict(zip(checked, results, strict=True))
+
+
+class _Run:
+    """One SAE being trained: weights, optimiser, dead-feature counters, history, FLOPs,
+    and its run folder (checkpoints, progress, the SAE at the end)."""
+
+    def __init__(self, model: Model, cfg: TrainConfig, out: Path, data: dict[str, Any],
+                 rank: int, world: int) -> None:
+        from interp.runs.artifacts import load_artifact
+
+        model.check_layer(cfg.layer)
+        self.model, self.cfg, self.out, self.data = model, cfg, out, data
+        self.rank, self.world = rank, world
+        self.want = _checkpoint_settings(cfg, data, model)
+        self.ckpt_dir, self.sae_dir = out / CHECKPOINT_SUBDIR, out / SAE_SUBDIR
+        prepare_run_dir(out, (CHECKPOINT_SUBDIR, SAE_SUBDIR), sweep=rank == 0)
+        self.hook = model.resid_hook(cfg.layer)
+        torch.manual_seed(cfg.seed)
+        sae_cfg = cfg.sae_config(model)
+        self.sae = sae_class(sae_cfg.architecture)(sae_cfg, cfg.arch)
+        self.opt = torch.optim.Adam(self.sae.parameters(), lr=cfg.lr,
+                                    betas=(cfg.beta1, cfg.beta2))
+        self.steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each fired
+        self.history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
+        self.start, self.elapsed, self.resampled = 0, 0.0, []
+        self.work, self.work_known = Work(), True  # FLOPs so far, for MFU (interp.mfu)
+        self.scale: float | None = None
+        if check_resumable(out, self.ckpt_dir, self.want, "an SAE run", lambda have: (
+                [f"model {have.get('model_id')!r} → {model.model_id!r}"]
+                if have.get("model_id") != model.model_id else [])):
+            art = load_artifact(self.ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
+            with torch.no_grad():
+                for name, t in self.sae.state_dict().items():  # parameters and buffers
+                    t.copy_(art.tensors[name])
+            self.steps_since = art.tensors["steps_since_fired"].clone()
+            load_optimizer_tensors(self.opt, art.tensors)
+            self.start = int(art.config["step"])
+            self.history = {k: list(v) for k, v in art.config["history"].items()}
+            self.elapsed = float(art.config.get("elapsed_s", 0.0))
+            self.scale = float(art.config["input_scale"])
+            self.resampled = list(art.config.get("resampled", []))
+            self.work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
+            self.work = Work(art.config.get("flops_by_dtype"))
+        self.shape = ModelShape.of(model)
+        self.model_dtype = str(model.dtype).removeprefix("torch.")
+        self.peaks = peaks_for(model.device, tuple({self.model_dtype, "float32"}))
+        self.last_saved = self.start
+        self.module: nn.Module = _LossModule(self.sae)
+        self.dead_steps = max(1, math.ceil(cfg.dead_window / cfg.batch_size))
+
+    @property
+    def complete(self) -> bool:
+        return self.start >= self.cfg.steps and (self.sae_dir / "config.json").is_file()
+
+    def throughput(self, done_steps: int) -> dict[str, Any]:
+        out = self.work.summary(self.elapsed, self.peaks if self.work_known else None,
+                                tokens=done_steps * self.cfg.batch_size)
+        out["tokens_per_s"] = _rate(self.cfg, done_steps, self.elapsed)  # all processes
         return out
 
-    end = steps if stop_at is None else max(start, min(steps, int(stop_at)))
-    if start >= steps and (sae_dir / "config.json").is_file():
-        return TrainResult(out, start, steps, True, start, history,
-                           _rate(cfg, start, elapsed), elapsed, sae_dir, resampled, cfg,
-                           **_mfu_fields(throughput(start)))
-
-    store = ActivationStore(model, docs, cfg.store_config(), batch_size=cfg.batch_size,
-                            rank=rank, world=world, cache_dir=cache_dir,
-                            data_hash=str(data.get("sha256", "")))
-    if scale is None:  # a fresh run: input scale and b_dec from the first chunk(s)
-        first = store.first_chunk()
+    def init_from(self, first: Tensor) -> None:
+        """A fresh run: input scale and b_dec from this process's first chunk(s)."""
         stats = _all_reduce(torch.tensor([*mean_sq_norm(first)], dtype=torch.float64))
-        scale = input_scale(float(stats[0]), int(stats[1]), model.d_model)
-        total = _all_reduce((first.double() * scale).sum(0))
-        count = int(stats[1])
-        sae.init_weights(torch.Generator().manual_seed(cfg.seed), cfg.dec_init_norm)
+        self.scale = input_scale(float(stats[0]), int(stats[1]), self.model.d_model)
+        total = _all_reduce((first.double() * self.scale).sum(0))
+        self.sae.init_weights(torch.Generator().manual_seed(self.cfg.seed),
+                              self.cfg.dec_init_norm)
         with torch.no_grad():
-            sae.b_dec.copy_((total / count).float())
-        del first
+            self.sae.b_dec.copy_((total / int(stats[1])).float())
 
-    module: nn.Module = _LossModule(sae)
-    if world > 1:
-        from torch.nn.parallel import DistributedDataParallel
+    def wrap(self) -> None:
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
 
-        module = DistributedDataParallel(module)
+            self.module = DistributedDataParallel(self.module)
 
-    dead_steps = max(1, math.ceil(cfg.dead_window / cfg.batch_size))
-    last_saved = [start]
+    def save_checkpoint(self, step: int, on_checkpoint: Callable[[int], None] | None) -> None:
+        from interp.runs.artifacts import save_artifact
 
-    def save_checkpoint(step: int) -> None:
-        if rank == 0:
+        if self.rank == 0:
             save_artifact(
-                ckpt_dir,
-                {**{k: v.detach() for k, v in sae.state_dict().items()},
-                 "steps_since_fired": steps_since, **optimizer_tensors(opt)},
+                self.ckpt_dir,
+                {**{k: v.detach() for k, v in self.sae.state_dict().items()},
+                 "steps_since_fired": self.steps_since, **optimizer_tensors(self.opt)},
                 kind=CHECKPOINT_KIND,
-                config={**want, "step": step, "history": history, "elapsed_s": elapsed,
-                        "input_scale": scale, "resampled": resampled,
-                        **({"flops_by_dtype": work.flops} if work_known else {})},
-                model_id=model.model_id, d_model=model.d_model, hook_point=hook,
+                config={**self.want, "step": step, "history": self.history,
+                        "elapsed_s": self.elapsed, "input_scale": self.scale,
+                        "resampled": self.resampled,
+                        **({"flops_by_dtype": self.work.flops} if self.work_known else {})},
+                model_id=self.model.model_id, d_model=self.model.d_model, hook_point=self.hook,
                 manifest={"note": "SAE training checkpoint; the SAE is written at the end"},
             )
         _barrier()
-        last_saved[0] = step
-        if on_checkpoint is not None and rank == 0:
+        self.last_saved = step
+        if on_checkpoint is not None and self.rank == 0:
             on_checkpoint(step)
 
-    if start == 0 and not (ckpt_dir / "config.json").is_file():
-        save_checkpoint(0)  # the initialised SAE: a kill from here on loses < one interval
+    def train_step(self, step: int, x: Tensor) -> None:
+        """One optimiser step on the scaled batch ``x`` (time added by the caller)."""
+        cfg, sae, opt = self.cfg, self.sae, self.opt
+        self.work.add("float32", sae_step_flops(self.model.d_model, cfg.d_sae, x.shape[0]))
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr_at(step)
+        coef = cfg.sparsity_at(step)
+        dead_now = self.steps_since >= self.dead_steps
+        with phase("loss"):
+            loss, parts = self.module(x, coef, dead_now)
+            loss_sum = _all_reduce(torch.stack([loss.detach(), parts["mse"], parts["l1"],
+                                                parts["l0"], _var(x)]).double()) / self.world
+            if "threshold_sample" in parts:  # BatchTopK: one threshold for all ranks
+                parts["threshold_sample"] = (_all_reduce(
+                    parts["threshold_sample"].double().clone()) / self.world).float()
+        if not math.isfinite(float(loss_sum[0])):
+            kept = (f"the last good checkpoint (step {self.last_saved}) is kept in "
+                    f"{self.ckpt_dir}" if (self.ckpt_dir / "config.json").is_file()
+                    else "no checkpoint was written")
+            raise InterpError(
+                f"SAE loss became {float(loss_sum[0])} at step {step + 1}; stopped, {kept}; "
+                "try a lower --lr or --l1"
+            )
+        with phase("backward"):
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+        with phase("optimiser"):
+            torch.nn.utils.clip_grad_norm_(sae.parameters(), cfg.grad_clip)
+            opt.step()
+            sae.after_step(parts)
+        fired = _all_reduce(parts["fired"].to(torch.int32), "max").bool()
+        self.steps_since += 1
+        self.steps_since[fired] = 0
+        steps = cfg.steps
+        if (cfg.resample_every and (step + 1) % cfg.resample_every == 0
+                and step + 1 <= cfg.resample_until * steps and step + 1 < steps):
+            dead = self.steps_since >= self.dead_steps
+            n = resample_dead(sae, opt, dead, _all_gather_cat(x),
+                              torch.Generator().manual_seed(cfg.seed * 7919 + step))
+            if n:
+                self.resampled.append([step + 1, n])
+                self.steps_since[dead] = 0
+        mse, var = float(loss_sum[1]), float(loss_sum[4])
+        rec = {"loss": float(loss_sum[0]), "mse": mse, "l1": float(loss_sum[2]),
+               "l0": float(loss_sum[3]),
+               "dead_fraction": float((self.steps_since >= self.dead_steps).float().mean()),
+               "explained_variance": 1 - mse / var if var > 0 else float("nan"),
+               "lr": cfg.lr_at(step), "sparsity_coef": coef}
+        for k in HISTORY_KEYS:
+            self.history[k].append(rec[k])
+
+    def finish(self, done: int, manifest: dict[str, Any] | None) -> TrainResult:
+        """Fold the input scale and save the SAE when every step is done; the result."""
+        cfg, steps = self.cfg, self.cfg.steps
+        sae_path = self.sae_dir if done >= steps else None  # rank 0 saves it
+        if done >= steps:
+            self.sae.cfg.input_scale = float(self.scale)  # type: ignore[arg-type]
+            self.sae.fold_input_scale()
+            if self.rank == 0:
+                from interp.runs.manifest import run_manifest
+
+                man = manifest or run_manifest(
+                    model_id=self.model.model_id, seed=cfg.seed,
+                    dataset_hash=self.data.get("sha256"), config=asdict(cfg),
+                    extra={"model": self.model.manifest_info()},
+                )
+                sae_path = self.sae.save(self.sae_dir, d_model=self.model.d_model, manifest=man,
+                                         extra={**self.want, "input_scale_folded": self.scale,
+                                                "steps": done, "history": self.history,
+                                                "resampled": self.resampled,
+                                                "elapsed_s": self.elapsed,
+                                                "tokens_per_s": _rate(cfg, done, self.elapsed),
+                                                **_mfu_fields(self.throughput(done))})
+            _barrier()
+        return self.result(done, sae_path)
+
+    def result(self, done: int, sae_path: Path | None) -> TrainResult:
+        return TrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps, self.start,
+                           self.history, _rate(self.cfg, done, self.elapsed), self.elapsed,
+                           sae_path, self.resampled, self.cfg,
+                           **_mfu_fields(self.throughput(done)))
+
+
+def _train_runs(
+    model: Model, docs: Sequence[str], specs: Sequence[tuple[TrainConfig, Path]], *,
+    data: dict[str, Any] | None, cache_dir: str | Path | None, stop_at: int | None,
+    manifest: dict[str, Any] | None, progress: bool | None,
+    on_checkpoint: Callable[[int], None] | None,
+) -> list[TrainResult]:
+    """Train the runs of ``specs`` (one per layer, same settings otherwise) in lockstep from
+    shared model forwards (:class:`saes.store.SharedForward`)."""
+    rank, world = _dist()
+    data = dict(data or {})
+    runs = [_Run(model, cfg, out, data, rank, world) for cfg, out in specs]
+    steps = runs[0].cfg.steps
+    done_runs = {id(r) for r in runs if r.complete}
+    results: dict[int, TrainResult] = {id(r): r.result(r.start, r.sae_dir)
+                                       for r in runs if id(r) in done_runs}
+    active = [r for r in runs if id(r) not in done_runs]
+    if not active:
+        return [results[id(r)] for r in runs]
+    shared = SharedForward(model, [r.cfg.layer for r in active])
+    stores = [ActivationStore(model, docs, r.cfg.store_config(), batch_size=r.cfg.batch_size,
+                              rank=rank, world=world, cache_dir=cache_dir,
+                              data_hash=str(data.get("sha256", "")), shared=shared)
+              for r in active]
+    for run, store in zip(active, stores, strict=True):
+        if run.scale is None:
+            run.init_from(store.first_chunk())
+        run.wrap()
+        if run.start == 0 and not (run.ckpt_dir / "config.json").is_file():
+            run.save_checkpoint(0, on_checkpoint)  # a kill from here on loses < one interval
+    first = min(r.start for r in active)
+    end = steps if stop_at is None else max(first, min(steps, int(stop_at)))
+    deepest = max(r.cfg.layer for r in active)
     bar = make_progress(enabled=progress if rank == 0 else False, transient=False)
     with bar:
-        task = bar.add_task(f"SAE L{cfg.layer} d_sae={cfg.d_sae}", total=steps, completed=start,
-                            info=_info(history, throughput(start)))
-        for step in range(start, end):
-            t0 = time.perf_counter()
-            forwarded = store.forward_tokens
-            x = store.batch(step) * scale
-            if store.forward_tokens > forwarded:  # this step ran the model for a new chunk
-                work.add(model_dtype, forward_flops(shape, store.forward_tokens - forwarded,
-                                                    cfg.seq_len, layers=cfg.layer + 1))
-            work.add("float32", sae_step_flops(model.d_model, cfg.d_sae, x.shape[0]))
-            for group in opt.param_groups:
-                group["lr"] = cfg.lr_at(step)
-            coef = cfg.sparsity_at(step)
-            dead_now = steps_since >= dead_steps
-            with phase("loss"):
-                loss, parts = module(x, coef, dead_now)
-                loss_sum = _all_reduce(torch.stack([loss.detach(), parts["mse"], parts["l1"],
-                                                    parts["l0"], _var(x)]).double()) / world
-                if "threshold_sample" in parts:  # BatchTopK: one threshold for all ranks
-                    parts["threshold_sample"] = (_all_reduce(
-                        parts["threshold_sample"].double().clone()) / world).float()
-            if not math.isfinite(float(loss_sum[0])):
-                kept = (f"the last good checkpoint (step {last_saved[0]}) is kept in {ckpt_dir}"
-                        if (ckpt_dir / "config.json").is_file() else "no checkpoint was written")
-                raise InterpError(
-                    f"SAE loss became {float(loss_sum[0])} at step {step + 1}; stopped, {kept}; "
-                    "try a lower --lr or --l1"
-                )
-            with phase("backward"):
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-            with phase("optimiser"):
-                torch.nn.utils.clip_grad_norm_(sae.parameters(), cfg.grad_clip)
-                opt.step()
-                sae.after_step(parts)
-            fired = _all_reduce(parts["fired"].to(torch.int32), "max").bool()
-            steps_since += 1
-            steps_since[fired] = 0
-            if (cfg.resample_every and (step + 1) % cfg.resample_every == 0
-                    and step + 1 <= cfg.resample_until * steps and step + 1 < steps):
-                dead = steps_since >= dead_steps
-                n = resample_dead(sae, opt, dead, _all_gather_cat(x),
-                                  torch.Generator().manual_seed(cfg.seed * 7919 + step))
-                if n:
-                    resampled.append([step + 1, n])
-                    steps_since[dead] = 0
-            mse, var = float(loss_sum[1]), float(loss_sum[4])
-            rec = {"loss": float(loss_sum[0]), "mse": mse, "l1": float(loss_sum[2]),
-                   "l0": float(loss_sum[3]),
-                   "dead_fraction": float((steps_since >= dead_steps).float().mean()),
-                   "explained_variance": 1 - mse / var if var > 0 else float("nan"),
-                   "lr": cfg.lr_at(step), "sparsity_coef": coef}
-            for k in HISTORY_KEYS:
-                history[k].append(rec[k])
-            elapsed += time.perf_counter() - t0
-            bar.update(task, completed=step + 1, info=_info(history, throughput(step + 1)))
+        tasks = [bar.add_task(f"SAE L{r.cfg.layer} d_sae={r.cfg.d_sae}", total=steps,
+                              completed=r.start, info=_info(r.history, r.throughput(r.start)))
+                 for r in active]
+        for step in range(first, end):
+            for run, store, task in zip(active, stores, tasks, strict=True):
+                if step < run.start:  # resumed from a later checkpoint than the others
+                    continue
+                t0 = time.perf_counter()
+                forwarded = shared.forward_tokens
+                assert run.scale is not None
+                x = store.batch(step) * run.scale
+                if shared.forward_tokens > forwarded:  # this batch ran the model
+                    run.work.add(run.model_dtype, forward_flops(
+                        run.shape, shared.forward_tokens - forwarded, run.cfg.seq_len,
+                        layers=deepest + 1))
+                run.train_step(step, x)
+                run.elapsed += time.perf_counter() - t0
+                bar.update(task, completed=step + 1,
+                           info=_info(run.history, run.throughput(step + 1)))
+                if rank == 0:
+                    write_progress(run.out, step=step + 1, steps=steps,
+                                   loss=run.history["loss"][-1],
+                                   checkpoint_step=run.last_saved)
+                if (step + 1) % run.cfg.checkpoint_every == 0 or step + 1 == end:
+                    run.save_checkpoint(step + 1, on_checkpoint)
             profiling_step()
-            if rank == 0:
-                write_progress(out, step=step + 1, steps=steps, loss=rec["loss"],
-                               checkpoint_step=last_saved[0])
-            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
-                save_checkpoint(step + 1)
-
-    done = max(start, end)
-    sae_path = sae_dir if done >= steps else None  # rank 0 saves it; the others return it
-    if done >= steps:
-        sae.cfg.input_scale = float(scale)
-        sae.fold_input_scale()
-        if rank == 0:
-            from interp.runs.manifest import run_manifest
-
-            man = manifest or run_manifest(
-                model_id=model.model_id, seed=cfg.seed, dataset_hash=data.get("sha256"),
-                config=asdict(cfg), extra={"model": model.manifest_info()},
-            )
-            sae_path = sae.save(sae_dir, d_model=model.d_model, manifest=man, extra={
-                **want, "input_scale_folded": scale, "steps": done, "history": history,
-                "resampled": resampled, "elapsed_s": elapsed,
-                "tokens_per_s": _rate(cfg, done, elapsed), **_mfu_fields(throughput(done)),
-            })
-        _barrier()
-    return TrainResult(out, done, steps, done >= steps, start, history,
-                       _rate(cfg, done, elapsed), elapsed, sae_path, resampled, cfg,
-                       **_mfu_fields(throughput(done)))
+    for run in active:
+        results[id(run)] = run.finish(max(run.start, end), manifest)
+    return [results[id(r)] for r in runs]
 
 
 def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:

@@ -385,6 +385,25 @@ CASES = [
     Case("sae-eval-unwritable-out", lambda c: [
         "sae", "eval", _foreign_sae(c), *M(c), "--text", _text(c), "--out", _under_file(c)],
         "cannot create output folder", out_is_artifact=True),
+    Case("steer-train-feature-out-of-range", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "16", "--text", _text(c), *M(c),
+        "--out", c.out], "--feature 16 out of range: the SAE has 16 features",
+        out_is_artifact=True),
+    Case("steer-train-sae-and-pairs", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "1", "--pairs",
+        c.file("p.jsonl", _pairs()), *M(c), "--out", c.out], "not both", out_is_artifact=True),
+    Case("steer-train-sae-without-feature", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), *M(c), "--out", c.out],
+        "--sae and --feature go together", out_is_artifact=True),
+    Case("sae-probe-k-above-d-sae", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--ks", "1,40", *M(c), "--out", c.out], "k 40 > d_sae 16"),
+    Case("sae-probe-bad-ks", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--ks", "0,2", *M(c), "--out", c.out], "bad --ks"),
+    Case("sae-probe-one-class", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([1] * 40)),
+        *M(c), "--out", c.out], "single class"),
     Case("sae-browse-bad-features", lambda c: [
         "sae", "browse", _foreign_sae(c), *M(c), "--features", "alive:x", "--out", c.out],
         "features"),
@@ -476,6 +495,10 @@ def _truncated_sae(ctx: Ctx) -> str:
     w = path / "weights.safetensors"
     w.write_bytes(w.read_bytes()[: len(w.read_bytes()) // 2])
     return str(path)
+
+
+def _tiny_sae(ctx: Ctx) -> str:
+    return str(_sae_artifact(ctx, "tiny_sae", 64, ctx.tiny))
 
 
 def _foreign_sae(ctx: Ctx) -> str:

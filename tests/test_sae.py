@@ -177,12 +177,12 @@ def test_disk_cache_gives_the_same_batches(tiny_model, docs, tmp_path):
     import saes.store as store_mod
 
     calls = []
-    real = store_mod.capture_windows
-    store_mod.capture_windows = lambda *a, **k: calls.append(1) or real(*a, **k)
+    real = store_mod.capture_windows_layers
+    store_mod.capture_windows_layers = lambda *a, **k: calls.append(1) or real(*a, **k)
     try:
         assert torch.equal(reread.batch(3), want[3])
     finally:
-        store_mod.capture_windows = real
+        store_mod.capture_windows_layers = real
     assert calls == []  # read from disk, the model never ran
 
 
@@ -480,10 +480,11 @@ def test_cli_train_eval_browse_export_import(tiny_model_dir, text_file, tmp_path
 # ------------------------------------------------------------------ SIGKILL and DDP
 
 
-def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path, *extra: str) -> list[str]:
+def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path, *extra: str,
+               layers: tuple[str, str] = ("--layer", "1")) -> list[str]:
     exe = Path(sys.executable).parent / "interp"
     return [str(exe), "sae", "train", "--model", str(tiny_model_dir), "--text", str(text_file),
-            "--layer", "1", "--d-sae", "128", "--l1", "1", "--tokens", str(64 * 40),
+            *layers, "--d-sae", "128", "--l1", "1", "--tokens", str(64 * 40),
             "--batch-size", "64", "--seq-len", "16", "--windows-per-chunk", "8",
             "--checkpoint-every", "3", "--resample-every", "7", "--dead-window", "128",
             "--out", str(out), *extra]
@@ -513,22 +514,27 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
     assert results["complete"] and 0 < results["mfu"] < 1 and results["peak_flops"] > 0
 
 
-def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path):
+@pytest.mark.parametrize("layers", [("--layer", "1"), ("--layers", "0,2")],
+                         ids=["one-layer", "two-layers"])
+def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path, layers):
     """torchrun, 2 CPU processes (gloo), each streaming its own shard, versus one process
-    with the same global batch (data shards 2): the same losses and weights."""
+    with the same global batch (data shards 2): the same losses and weights (for several
+    layers from shared forwards too: each layer's SAE)."""
     from interp.runs.artifacts import load_artifact
 
     env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
     one, two = tmp_path / "one", tmp_path / "two"
-    subprocess.run(_train_cmd(tiny_model_dir, text_file, one, "--data-shards", "2"), env=env,
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(_train_cmd(tiny_model_dir, text_file, one, "--data-shards", "2",
+                              layers=layers), env=env, check=True, capture_output=True,
+                   timeout=600)
     torchrun = Path(sys.executable).parent / "torchrun"
     proc = subprocess.run(
         [str(torchrun), "--standalone", "--nproc-per-node", "2", "--no-python",
-         *_train_cmd(tiny_model_dir, text_file, two)],
+         *_train_cmd(tiny_model_dir, text_file, two, layers=layers)],
         env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    a, b = load_artifact(one / "sae"), load_artifact(two / "sae")
+    sub = "layer-2/" if layers[0] == "--layers" else ""
+    a, b = load_artifact(one / sub / "sae"), load_artifact(two / sub / "sae")
     assert a.config["train"]["data_shards"] == b.config["train"]["data_shards"] == 2
     la, lb = a.config["history"]["loss"], b.config["history"]["loss"]
     assert len(la) == len(lb) == 40
@@ -579,3 +585,82 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, tmp
         top = f["contexts"][0]
         assert top["acts"][top["max_at"]] == pytest.approx(f["max_act"], rel=1e-4)
         assert "".join(top["tokens"]).strip()
+
+
+# ------------------------------------------------------------------ several layers
+
+
+def test_several_layers_from_one_pass_equal_separate_runs(tiny_model, docs, tmp_path):
+    import saes.store as store_mod
+    from saes.train import layer_dir, train_saes
+
+    cfg = _tiny_cfg(tokens=64 * 8, checkpoint_every=4)
+    calls: list[int] = []
+    real = store_mod.capture_windows_layers
+    store_mod.capture_windows_layers = lambda *a, **k: calls.append(1) or real(*a, **k)
+    try:
+        together = train_saes(tiny_model, docs, tmp_path / "multi", [2, 0], cfg, progress=False)
+        chunks = len(calls)
+        calls.clear()
+        alone = {layer: train_sae(tiny_model, docs, tmp_path / f"l{layer}",
+                                  TrainConfig(**{**cfg.__dict__, "layer": layer}),
+                                  progress=False) for layer in (0, 2)}
+    finally:
+        store_mod.capture_windows_layers = real
+    assert sorted(together) == [0, 2]
+    assert len(calls) == 2 * chunks  # separate runs ran the model twice as often
+    for layer in (0, 2):
+        assert together[layer].out_dir == layer_dir(tmp_path / "multi", layer)
+        assert together[layer].complete and together[layer].sae_path is not None
+        a = load_sae(together[layer].sae_path, tiny_model).sae
+        b = load_sae(alone[layer].sae_path, tiny_model).sae
+        assert a.cfg.hook_point == tiny_model.resid_hook(layer)
+        for name, t in a.tensors().items():
+            assert torch.allclose(t, b.tensors()[name], atol=1e-6), (layer, name)
+        assert together[layer].history["loss"] == pytest.approx(alone[layer].history["loss"])
+
+
+def test_several_layers_resume_each_from_its_own_checkpoint(tiny_model, docs, tmp_path):
+    import shutil
+
+    from saes.train import layer_dir, train_saes
+
+    cfg = _tiny_cfg(tokens=64 * 9, checkpoint_every=3)
+    whole = train_saes(tiny_model, docs, tmp_path / "whole", [0, 2], cfg, progress=False)
+    part = train_saes(tiny_model, docs, tmp_path / "part", [0, 2], cfg, stop_at=6,
+                      progress=False)
+    assert [r.steps_done for r in part.values()] == [6, 6]
+    assert not any(r.complete for r in part.values())
+    # layer 2 lost its last checkpoint (as if killed between the two writes): step 3
+    early = train_saes(tiny_model, docs, tmp_path / "early", [0, 2], cfg, stop_at=3,
+                       progress=False)
+    assert early[2].steps_done == 3
+    shutil.rmtree(layer_dir(tmp_path / "part", 2))
+    shutil.copytree(layer_dir(tmp_path / "early", 2), layer_dir(tmp_path / "part", 2))
+    done = train_saes(tiny_model, docs, tmp_path / "part", [0, 2], cfg, progress=False)
+    assert done[0].resumed_from == 6 and done[2].resumed_from == 3
+    for layer in (0, 2):
+        a = load_sae(done[layer].sae_path, tiny_model).sae
+        b = load_sae(whole[layer].sae_path, tiny_model).sae
+        for name, t in a.tensors().items():
+            assert torch.allclose(t, b.tensors()[name], atol=1e-6), (layer, name)
+
+
+def test_cli_train_several_layers(tiny_model_dir, text_file, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    args = ["sae", "train", "--layers", "0,2", "--d-sae", "96", "--tokens", str(64 * 4),
+            "--batch-size", "64", "--seq-len", "16", "--windows-per-chunk", "8", "--text",
+            str(text_file), "--model", str(tiny_model_dir), "--out", str(run_dir)]
+    code, out, err = run(args, capsys)
+    assert code == 0, err
+    assert "layer 0: steps 4/4" in out and "layer 2: steps 4/4" in out
+    for layer in (0, 2):
+        assert (run_dir / f"layer-{layer}" / "sae" / "config.json").is_file()
+    res = json.loads((run_dir / "results.json").read_text())
+    assert sorted(res["layers"]) == ["0", "2"] and res["manifest"]["config"]["layers"] == [0, 2]
+    code, out, err = run(["sae", "eval", str(run_dir), "--text", str(text_file), "--model",
+                          str(tiny_model_dir)], capsys)
+    assert code == 2 and "holds SAEs for layers 0, 2" in err
+    bad = tmp_path / "bad"
+    code, out, err = run([*args[:3], "0,7", *args[4:-1], str(bad)], capsys)
+    assert code == 2 and "layer 7 out of range" in err and not bad.exists()

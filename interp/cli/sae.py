@@ -31,6 +31,7 @@ from interp.runs.outdir import OutDir, check_creatable
 if TYPE_CHECKING:
     from saes.metrics import SAEEvalResult
     from saes.sparse_probing import SparseProbeResult
+    from saes.train import TrainResult
 
 _train_model_options = make_model_options(
     batch_size=4096, batch_help="Activations (tokens) per training step, over all processes.")
@@ -82,8 +83,11 @@ def _init_distributed(device: str) -> tuple[int, int]:
 
 
 @sae_group.command("train")
-@click.option("--layer", default=6, show_default=True, type=int,
-              help="Residual stream after this block (blocks.L.hook_resid_post).")
+@click.option("--layer", default=None, type=int,
+              help="Residual stream after this block (blocks.L.hook_resid_post) [default: 6].")
+@click.option("--layers", "layers_spec", default=None, metavar="L1,L2,…",
+              help="Train one SAE per layer from the same model forward passes, each into "
+                   "OUT/layer-L (instead of --layer).")
 @click.option("--d-sae", default=4608, show_default=True, type=click.IntRange(min=1),
               help="Dictionary size (8 × d_model for the default model).")
 @click.option("--arch", "architecture", default="relu", show_default=True,
@@ -126,7 +130,8 @@ def _init_distributed(device: str) -> tuple[int, int]:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Run folder (checkpoint/, sae/); rerun the same command to resume.")
 def train(
-    layer: int, d_sae: int, architecture: str, k: int | None, l1_coefficient: float,
+    layer: int | None, layers_spec: str | None, d_sae: int, architecture: str, k: int | None,
+    l1_coefficient: float,
     l0_coefficient: float | None, aux_k: int | None, aux_coefficient: float | None,
     tokens: int, lr: float, sparsity_warmup: float,
     resample_every: int, dead_window: int, seq_len: int, windows_per_chunk: int,
@@ -134,10 +139,16 @@ def train(
     stop_at: int | None, text_file: str | None, hf_dataset: str | None,
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int, out_dir: str,
 ) -> None:
-    """Train an SAE on one layer's residual stream; resumes if interrupted."""
+    """Train an SAE on one layer's residual stream (or one per layer of --layers from shared
+    forward passes); resumes if interrupted."""
     from interp.data.corpus import text_source
     from saes.architectures import ARCHITECTURES, arch_config
-    from saes.train import TrainConfig, train_sae
+    from saes.train import TrainConfig, train_sae, train_saes
+
+    if layer is not None and layers_spec is not None:
+        raise InterpError("give --layer or --layers, not both")
+    several = layers_spec is not None
+    layer = 6 if layer is None else layer
 
     for option, value, archs in (("--k", k, ("topk", "batchtopk")),
                                  ("--aux-k", aux_k, ("topk", "batchtopk")),
@@ -162,34 +173,57 @@ def train(
     if cache_dir is not None:
         check_creatable(cache_dir)
     model = load_model(model_name, device, dtype, seed)
-    model.check_layer(layer)
-    man = manifest_for(model, seed, docs[:0], asdict(cfg))
+    if several:
+        assert layers_spec is not None
+        layer_list = sorted(set(model.parse_layers(layers_spec)))
+        cfg.layer = layer_list[0]
+    else:
+        layer_list = [model.check_layer(layer)]
+    man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "layers": layer_list})
     man["dataset_hash"] = data["sha256"]
     man["data_source"] = data["source"]
     if rank == 0:
-        log(f"training a {arch_text(arch)} SAE on {model.resid_hook(layer)}: d_sae {d_sae}, "
+        where = (", ".join(model.resid_hook(li) for li in layer_list) +
+                 " (one forward for all)" if several else model.resid_hook(layer))
+        log(f"training {len(layer_list)} × {arch_text(arch)} SAE on {where}: d_sae {d_sae}, "
             f"{cfg.steps} steps of {batch_size} tokens from {data['source']} into {out_dir}"
             + (f" ({world} processes)" if world > 1 else ""))
+    if several:
+        results = train_saes(model, docs, out_dir, layer_list, cfg, data=data,
+                             cache_dir=cache_dir, stop_at=stop_at, manifest=man)
+        if rank:
+            return
+        for li, res in results.items():
+            _print_training(res, prefix=f"layer {li}: ")
+        write_run_results(out_dir, {"layers": {str(li): res.to_dict()
+                                               for li, res in results.items()},
+                                    "manifest": man})
+        return
     res = train_sae(model, docs, out_dir, cfg, data=data, cache_dir=cache_dir, stop_at=stop_at,
                     manifest=man)
     if rank:
         return
+    _print_training(res)
+    write_run_results(out_dir, {**res.to_dict(), "manifest": man})
+
+
+def _print_training(res: TrainResult, prefix: str = "") -> None:
     if res.resumed_from and res.resumed_from < res.steps_done:
-        log(f"resumed from step {res.resumed_from}")
+        log(f"{prefix}resumed from step {res.resumed_from}")
     if res.complete and res.resumed_from >= res.steps_total:
-        log(f"already trained ({res.steps_total} steps): {res.sae_path}")
+        log(f"{prefix}already trained ({res.steps_total} steps): {res.sae_path}")
     h = res.history
     k = min(20, len(h["loss"]))
     avg = {key: sum(h[key][-k:]) / k if k else float("nan")
            for key in ("loss", "l0", "explained_variance")}
     dead = h["dead_fraction"][-1] if h["dead_fraction"] else float("nan")
     click.echo(
-        f"steps {res.steps_done}/{res.steps_total}  loss {avg['loss']:.3f}  L0 {avg['l0']:.1f}  "
+        f"{prefix}steps {res.steps_done}/{res.steps_total}  loss {avg['loss']:.3f}  "
+        f"L0 {avg['l0']:.1f}  "
         f"EV (train) {avg['explained_variance']:.3f}  dead {dead:.3f}  "
         f"{throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
         + (f"SAE: {res.sae_path}" if res.complete else "unfinished: rerun to resume")
     )
-    write_run_results(out_dir, {**res.to_dict(), "manifest": man})
 
 
 def sae_path(path: str) -> Path:
@@ -203,6 +237,11 @@ def sae_path(path: str) -> Path:
         return p / SAE_SUBDIR
     if not (p / "config.json").is_file() and (p / "checkpoint" / "config.json").is_file():
         raise InterpError(f"{p} holds an unfinished SAE run; rerun `interp sae train` to finish")
+    layers = sorted(int(d.name.removeprefix("layer-")) for d in p.glob("layer-*")
+                    if d.name.removeprefix("layer-").isdigit() and d.is_dir())
+    if layers and not (p / "config.json").is_file():
+        raise InterpError(f"{p} holds SAEs for layers {', '.join(map(str, layers))}: name one, "
+                          f"e.g. {p / f'layer-{layers[0]}'}")
     return p
 
 
