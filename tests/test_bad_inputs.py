@@ -338,6 +338,12 @@ CASES = [
     Case("sae-train-layer-out-of-range", lambda c: [
         "sae", "train", *M(c), "--layer", "7", "--text", _text(c), "--out", c.out],
         "out of range", out_is_artifact=True),
+    Case("sae-train-layers-out-of-range", lambda c: [
+        "sae", "train", *M(c), "--layers", "0,9", "--text", _text(c), "--out", c.out],
+        "layer 9 out of range"),
+    Case("sae-train-layer-and-layers", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--layers", "0,2", "--text", _text(c),
+        "--out", c.out], "--layer or --layers, not both"),
     Case("sae-train-unknown-model", lambda c: [
         "sae", "train", "--model", "no-org/no-model", "--text", _text(c), "--out", c.out],
         "unknown model", out_is_artifact=True),

@@ -91,9 +91,59 @@ def test_topk_keeps_exactly_k_latents_per_token():
     assert torch.equal(f > 0, (pre >= kth) & (pre > 0))
     assert ((f > 0).sum(-1) == 8).float().mean() > 0.9  # almost always all k positive
     # training's sparse decode equals the dense product with the scattered f
-    idx, vals = sae._select(pre)  # noqa: SLF001
+    vals, idx = pre.topk(8, dim=-1)
+    vals = torch.relu(vals)
     dense = f @ sae.W_dec
     torch.testing.assert_close(decode_sparse(idx, vals, sae.W_dec), dense, atol=1e-5, rtol=1e-5)
+
+
+def _dense_reference_loss(sae, x: torch.Tensor, dead: torch.Tensor) -> torch.Tensor:  # noqa: ANN001
+    """The TopK/BatchTopK loss with plain autograd through the dense pre-activations."""
+    import torch.nn.functional as F  # noqa: N812
+
+    pre = sae.pre_acts(x)
+    n, m = pre.shape
+    if sae.architecture == "topk":
+        vals, idx = pre.topk(sae.k, dim=-1)
+        f = torch.zeros_like(pre).scatter(-1, idx, torch.relu(vals))
+    else:
+        flat = torch.relu(pre).flatten()
+        keep = flat.topk(sae.k * n).indices
+        f = torch.zeros_like(flat).scatter(0, keep, flat[keep]).view(n, m)
+    x_hat = f @ sae.W_dec + sae.b_dec
+    loss = (x_hat - x).pow(2).sum(-1).mean()
+    if dead.any():
+        aux_k = min(sae.train_cfg.aux_k or sae.cfg.d_in // 2, int(dead.sum()))
+        vals, idx = pre.masked_fill(~dead, float("-inf")).topk(aux_k, dim=-1)
+        e_hat = F.embedding_bag(idx, sae.W_dec, per_sample_weights=vals, mode="sum")
+        e = (x - x_hat).detach()
+        scale = min(int(dead.sum()) / aux_k, 1.0)
+        loss = loss + sae.train_cfg.aux_coefficient * scale * (e_hat - e).pow(2).sum(-1).mean()
+    return loss
+
+
+@pytest.mark.parametrize("name", ["topk", "batchtopk"])
+@pytest.mark.parametrize("dead_fraction", [0.0, 0.5], ids=["no-dead", "half-dead"])
+@pytest.mark.parametrize("m", [64, 256], ids=["dense-branch", "sparse-branch"])
+def test_sparse_backward_equals_dense_autograd(name, dead_fraction, m):
+    """The selected-entries encoder gradient (no input gradient; a sparse matmul when k/m is
+    below SPARSE_GRAD_MAX_DENSITY, else a dense one) is the gradient of the dense
+    formulation, with and without AuxK's dead latents."""
+    g = torch.Generator().manual_seed(0)
+    sae = _sae(name, d_in=24, d_sae=m)
+    with torch.no_grad():
+        sae.b_dec.normal_(0, 0.3, generator=g)
+        sae.b_enc.normal_(0, 0.1, generator=g)
+    x = torch.randn(40, 24, generator=g)
+    dead = torch.zeros(m, dtype=torch.bool)
+    dead[: int(dead_fraction * m)] = True
+    loss, _ = sae.loss(x, 0.0, dead)
+    fast = torch.autograd.grad(loss, [sae.W_enc, sae.b_enc, sae.W_dec, sae.b_dec])
+    ref_loss = _dense_reference_loss(sae, x, dead)
+    ref = torch.autograd.grad(ref_loss, [sae.W_enc, sae.b_enc, sae.W_dec, sae.b_dec])
+    assert float(loss) == pytest.approx(float(ref_loss), rel=1e-5)
+    for name_, a, b in zip(("W_enc", "b_enc", "W_dec", "b_dec"), fast, ref, strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4), name_
 
 
 def test_batchtopk_keeps_k_per_token_on_average_and_learns_its_threshold():
