@@ -108,6 +108,13 @@ def model():
 
 
 @pytest.fixture(scope="session")
+def activation_cache(tmp_path_factory):
+    """One activation cache (layer 6 of the embedded model, the default corpus) for every
+    real-model SAE run of the session: the model runs once for all of them."""
+    return tmp_path_factory.mktemp("sae-activation-cache")
+
+
+@pytest.fixture(scope="session")
 def gemma():
     """The second embedded model, Gemma-3-270M.
 

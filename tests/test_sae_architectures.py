@@ -298,12 +298,6 @@ def test_eval_and_browser_read_every_architecture(name, tiny_model, docs, tmp_pa
 # ------------------------------------------------------------------ the real model
 
 
-@pytest.fixture(scope="module")
-def activation_cache(tmp_path_factory):
-    """One activation cache for every architecture's run: the model runs once."""
-    return tmp_path_factory.mktemp("sae-arch-cache")
-
-
 #: Short real-model runs (layer 6, d_sae 1152, 82k tokens from one activation cache,
 #: evaluated on 4,096 held-out tokens, CE on 2,048). Measured here:
 #:   topk k 32:      L0 32.0, EV 0.800 [0.779, 0.818], CE-loss score 0.914 [0.897, 0.926]

@@ -1,0 +1,169 @@
+"""The SAE frontier on the embedded model: L0 against explained variance and CE-loss score.
+
+    .venv/bin/python scripts/sae_frontier.py [--out accept-out/frontier] [--tokens 1000000]
+    make frontier                      # the same; rerun to resume where it stopped
+
+Layer 6, d_sae 4,608, the same token budget for every run (``--tokens``, at least 1M),
+from activations cached once on disk (the first run fills the cache, the others read it).
+Three sparsity settings per architecture (``SETTINGS``); then the best two settings at
+L0 ≈ 32 and at L0 ≈ 64 (largest explained variance among the runs within a factor 1.5 of
+the target L0) are trained again under a second seed, so the winner's margin can be
+compared with the seed spread. Each run is evaluated by ``interp sae eval`` on
+``--eval-tokens`` held-out tokens (95% bootstrap intervals over windows).
+
+Every step is a CLI call whose outputs are kept: a finished run is skipped, an unfinished
+one resumes from its checkpoint, so the script can be killed and rerun. Writes
+``OUT/frontier.json``, ``OUT/frontier.md`` (the table) and ``OUT/frontier.png``/``.svg``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+#: (architecture, sparsity option, values): three settings each, chosen to span L0 ≈ 20…120.
+SETTINGS: list[tuple[str, str, list[str]]] = [
+    ("relu", "--l1", ["2", "4", "8"]),
+    ("topk", "--k", ["16", "32", "64"]),
+    ("batchtopk", "--k", ["16", "32", "64"]),
+    ("jumprelu", "--l0-coefficient", ["0.5", "1", "2"]),
+]
+TARGETS = (32, 64)
+
+
+def _interp() -> str:
+    return str(Path(sys.executable).parent / "interp")
+
+
+def _run(cmd: list[str]) -> None:
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def train_and_eval(out: Path, name: str, arch: str, option: str, value: str, seed: int,
+                   args: argparse.Namespace) -> dict:
+    run = out / name
+    if not (run / "sae" / "config.json").is_file():
+        _run([_interp(), "sae", "train", "--layer", "6", "--d-sae", "4608", "--arch", arch,
+              option, value, "--tokens", str(args.tokens), "--seed", str(seed),
+              "--cache-activations", str(out / "activations"), "--out", str(run)])
+    result = run / "eval" / "results.json"
+    if not result.is_file():
+        _run([_interp(), "sae", "eval", str(run), "--tokens", str(args.eval_tokens),
+              "--out", str(run / "eval")])
+    ev = json.loads(result.read_text())
+    train = json.loads((run / "results.json").read_text())
+    return {"name": name, "arch": arch, "setting": f"{option.lstrip('-')} {value}",
+            "seed": seed, "l0": ev["l0"], "l0_ci95": ev["l0_ci95"],
+            "explained_variance": ev["explained_variance"],
+            "explained_variance_ci95": ev["explained_variance_ci95"],
+            "ce_loss_score": ev.get("ce_loss_score"),
+            "ce_loss_score_ci95": ev.get("ce_loss_score_ci95"),
+            "dead_fraction": ev["dead_fraction"], "tokens_per_s": train.get("tokens_per_s")}
+
+
+def best_near(rows: list[dict], target: float) -> list[dict]:
+    """The runs within a factor 1.5 of ``target`` L0, best explained variance first."""
+    near = [r for r in rows if r["seed"] == 0 and target / 1.5 <= r["l0"] <= target * 1.5]
+    return sorted(near, key=lambda r: -r["explained_variance"])
+
+
+def _ci(v: float | None, ci: list[float] | None, digits: int = 3) -> str:
+    if v is None or not math.isfinite(v):
+        return "—"
+    if not ci or not all(math.isfinite(c) for c in ci):
+        return f"{v:.{digits}f}"
+    return f"{v:.{digits}f} [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| run | arch | setting | seed | L0 | explained variance | CE-loss score | dead "
+             "| tokens/s |", "|---|---|---|---:|---:|---|---|---:|---:|"]
+    for r in sorted(rows, key=lambda r: (r["arch"], r["l0"])):
+        lines.append(
+            f"| {r['name']} | {r['arch']} | {r['setting']} | {r['seed']} | {r['l0']:.1f} | "
+            f"{_ci(r['explained_variance'], r['explained_variance_ci95'])} | "
+            f"{_ci(r['ce_loss_score'], r['ce_loss_score_ci95'])} | "
+            f"{r['dead_fraction']:.3f} | {r['tokens_per_s'] or 0:,.0f} |")
+    return "\n".join(lines)
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    from interp.plotting import PALETTE, new_figure, styled
+
+    @styled
+    def build():  # noqa: ANN202
+        fig = new_figure(9.0, 3.8)
+        axes = fig.subplots(1, 2)
+        for ax, key, label in ((axes[0], "explained_variance", "explained variance"),
+                               (axes[1], "ce_loss_score", "CE-loss score (zero ablation)")):
+            for i, arch in enumerate(a for a, _, _ in SETTINGS):
+                pts = sorted((r for r in rows if r["arch"] == arch and r[key] is not None),
+                             key=lambda r: r["l0"])
+                if not pts:
+                    continue
+                x = [r["l0"] for r in pts]
+                y = [r[key] for r in pts]
+                err = [[max(0.0, r[key] - r[f"{key}_ci95"][0]) for r in pts],
+                       [max(0.0, r[f"{key}_ci95"][1] - r[key]) for r in pts]]
+                ax.errorbar(x, y, yerr=err, marker="o", capsize=3, color=PALETTE[i],
+                            label=arch, linewidth=1.4)
+            for t in TARGETS:
+                ax.axvline(t, color="#999999", linestyle=":", linewidth=1)
+            ax.set_xscale("log")
+            ax.set_xlabel("L0 (active latents per token)")
+            ax.set_ylabel(label)
+            ax.grid(True, color="#e6e6e6")
+        axes[0].legend(fontsize=8)
+        fig.suptitle("SAE frontier, layer 6, d_sae 4,608 (95% CIs over held-out windows)")
+        return fig
+
+    fig = build()
+    fig.savefig(path.with_suffix(".png"), dpi=120)
+    fig.savefig(path.with_suffix(".svg"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--out", default="accept-out/frontier")
+    ap.add_argument("--tokens", type=int, default=1_000_000)
+    ap.add_argument("--eval-tokens", type=int, default=32_768)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for arch, option, values in SETTINGS:
+        for value in values:
+            name = f"{arch}-{option.lstrip('-')}{value}"
+            rows.append(train_and_eval(out, name, arch, option, value, 0, args))
+    seeded = {r["name"] for t in TARGETS for r in best_near(rows, t)[:2]}
+    for r in [r for r in rows if r["name"] in seeded]:
+        arch, option, value = next((a, o, v) for a, o, vs in SETTINGS for v in vs
+                                   if f"{a}-{o.lstrip('-')}{v}" == r["name"])
+        rows.append(train_and_eval(out, f"{r['name']}-seed1", arch, option, value, 1, args))
+    summary = {"tokens": args.tokens, "eval_tokens": args.eval_tokens, "runs": rows,
+               "best_near": {str(t): [r["name"] for r in best_near(rows, t)] for t in TARGETS}}
+    (out / "frontier.json").write_text(json.dumps(summary, indent=1))
+    md = table(rows)
+    (out / "frontier.md").write_text(md + "\n")
+    figure(rows, out / "frontier")
+    print(md)
+    for t in TARGETS:
+        best = best_near(rows, t)
+        if len(best) >= 2:
+            a, b = best[0], best[1]
+            seeds = [r for r in rows if r["name"].removesuffix("-seed1") == a["name"]]
+            spread = (max(r["explained_variance"] for r in seeds)
+                      - min(r["explained_variance"] for r in seeds))
+            print(f"L0 ≈ {t}: {a['name']} (EV {a['explained_variance']:.3f}) leads "
+                  f"{b['name']} (EV {b['explained_variance']:.3f}) by "
+                  f"{a['explained_variance'] - b['explained_variance']:+.3f}; seed spread of "
+                  f"the leader {spread:.3f}")
+
+
+if __name__ == "__main__":
+    main()
