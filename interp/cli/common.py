@@ -108,6 +108,26 @@ def text_options(fn: Callable) -> Callable:
     )(fn)
 
 
+def probe_dataset_options(group_help: str) -> Callable[[Callable], Callable]:
+    """``--dataset --text-column --label-column --group-column`` for verbs that read a
+    labelled probe set (:func:`interp.probing.probes.load_probe_dataset`)."""
+
+    def decorate(fn: Callable) -> Callable:
+        for option in reversed([
+            click.option("--dataset", default=None, type=click.Path(dir_okay=False),
+                         help="JSONL/JSON/CSV/TSV (default: shipped "
+                              "probes/capitals_truefalse.jsonl)."),
+            click.option("--text-column", default="text", show_default=True),
+            click.option("--label-column", default="label", show_default=True),
+            click.option("--group-column", default="group", show_default=True,
+                         help=group_help),
+        ]):
+            fn = option(fn)
+        return fn
+
+    return decorate
+
+
 def load_model(model_name: str | None, device: str, dtype: str, seed: int):
     import torch
 

@@ -14,6 +14,7 @@ from interp.cli.common import (
     manifest_for,
     model_options,
     open_out,
+    probe_dataset_options,
 )
 from interp.errors import InterpError
 from interp.profiling.session import phase
@@ -24,12 +25,7 @@ from interp.profiling.session import phase
 @click.option("--layer", "layer", default=None, help="One layer (0-based resid_post).")
 @click.option("--layers", "layers", default=None,
               help="Layer sweep: comma-separated or 'all' (one capture pass).")
-@click.option("--dataset", default=None, type=click.Path(dir_okay=False),
-              help="JSONL/JSON/CSV/TSV (default: shipped probes/capitals_truefalse.jsonl).")
-@click.option("--text-column", default="text", show_default=True)
-@click.option("--label-column", default="label", show_default=True)
-@click.option("--group-column", default="group", show_default=True,
-              help="Hold out whole groups (the deciding word) when the column exists.")
+@probe_dataset_options("Hold out whole groups (the deciding word) when the column exists.")
 @click.option("--position", default="last", show_default=True,
               help="Token read: last, mean, or an index (0 = first, -1 = last).")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1))

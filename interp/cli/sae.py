@@ -21,6 +21,7 @@ from interp.cli.common import (
     log,
     make_model_options,
     manifest_for,
+    probe_dataset_options,
     text_options,
     throughput_text,
     write_run_results,
@@ -386,12 +387,7 @@ def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
 
 @sae_group.command("probe")
 @click.argument("sae_dir", type=click.Path())
-@click.option("--dataset", default=None, type=click.Path(dir_okay=False),
-              help="Labelled texts (JSONL/CSV) [default: the shipped capitals true/false set].")
-@click.option("--text-column", default="text", show_default=True)
-@click.option("--label-column", default="label", show_default=True)
-@click.option("--group-column", default="group", show_default=True,
-              help="Split by this column (whole groups held out); '' for a stratified split.")
+@probe_dataset_options("Split by this column (whole groups held out); '' for a stratified split.")
 @click.option("--ks", default="1,2,5,20", show_default=True,
               help="Comma-separated numbers of latents the sparse probes may use.")
 @click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1),
