@@ -119,3 +119,11 @@ def test_cli_peak_prints_and_caches(capsys):
     assert res["dtype"] == "float32" and res["source"] == "measured" and res["flops"] > 1e8
     code, out, _ = run(["peak", "--dtype", "float32"], capsys)
     assert code == 0 and "GFLOP/s" in out and f"{res['flops'] / 1e9:,.0f}" in out  # cached
+
+
+def test_closing_line_flags_an_mfu_above_one():
+    from interp.cli.common import throughput_text
+
+    assert "remeasure" not in throughput_text(1000.0, 0.5, 2e11)
+    line = throughput_text(1000.0, 1.6, 6.4e10)
+    assert "MFU 160.00% of 64 GFLOP/s" in line and "interp peak --remeasure" in line

@@ -171,6 +171,8 @@ def throughput_text(tokens_per_s: float, mfu: float | None, peak: float | None) 
     text = f"{tokens_per_s:,.0f} tokens/s"
     if mfu is not None and peak:
         text += f"  MFU {100 * mfu:.2f}% of {peak / 1e9:,.0f} GFLOP/s"
+        if mfu > 1:  # impossible: the cached peak was measured low (a busy machine)
+            text += " (above 100%: the cached peak is too low; run `interp peak --remeasure`)"
     return text
 
 
