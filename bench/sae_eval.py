@@ -36,16 +36,17 @@ RESULTS = Path(__file__).parent / "results"
 
 
 @torch.no_grad()
-def before(model, sae, windows, n_ce: int, batch: int) -> dict[str, float]:  # noqa: ANN001
-    """The previous algorithm (reconstruction pass for the mean, then 4 full forwards on
-    the first ``n_ce`` windows)."""
+def before(model, sae, windows, n_rec: int, n_ce: int,  # noqa: ANN001
+           batch: int) -> dict[str, float]:
+    """The previous algorithm (reconstruction pass over the first ``n_rec`` windows for the
+    mean, then 4 full forwards on the first ``n_ce`` windows)."""
     from interp.activations.capture import forward_with_hooks
     from saes.splice import logits_with, mean_replacement, sae_replacement, zero_replacement
 
     hook = sae.cfg.hook_point
     total, n = torch.zeros(model.d_model, dtype=torch.float64), 0
-    for i in range(0, windows.shape[0], batch):
-        acts, _ = forward_with_hooks(model, windows[i:i + batch], None, [hook])
+    for i in range(0, n_rec, batch):
+        acts, _ = forward_with_hooks(model, windows[i:min(i + batch, n_rec)], None, [hook])
         x = acts[hook][:, 1:].float()
         sae.encode(x)
         total += x.double().sum((0, 1))
@@ -102,7 +103,7 @@ def main() -> None:
     out: dict[str, dict[str, float]] = {}
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        out["before"] = before(model, sae, windows[:cfg.n_windows], cfg.n_ce_windows,
+        out["before"] = before(model, sae, windows, cfg.n_windows, cfg.n_ce_windows,
                                args.batch_size)
         times["before"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
