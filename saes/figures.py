@@ -470,5 +470,5 @@ def sparse_probe_figure(result: SparseProbeLike) -> Figure:
     ax.set_ylabel("held-out accuracy")
     ax.set_title(f"Sparse probing at {result.hook_point}", loc="left")
     ax.grid(True, color=GRID)
-    ax.legend(fontsize=7.5, loc="lower right")
+    ax.legend(fontsize=7.5, loc="best")
     return fig

@@ -138,12 +138,12 @@ def main() -> None:
     rows = []
     for arch, option, values in SETTINGS:
         for value in values:
-            name = f"{arch}-{option.lstrip('-')}{value}"
+            name = f"{arch}-{option.lstrip('-')}-{value}"
             rows.append(train_and_eval(out, name, arch, option, value, 0, args))
     seeded = {r["name"] for t in TARGETS for r in best_near(rows, t)[:2]}
     for r in [r for r in rows if r["name"] in seeded]:
         arch, option, value = next((a, o, v) for a, o, vs in SETTINGS for v in vs
-                                   if f"{a}-{o.lstrip('-')}{v}" == r["name"])
+                                   if f"{a}-{o.lstrip('-')}-{v}" == r["name"])
         rows.append(train_and_eval(out, f"{r['name']}-seed1", arch, option, value, 1, args))
     summary = {"tokens": args.tokens, "eval_tokens": args.eval_tokens, "runs": rows,
                "best_near": {str(t): [r["name"] for r in best_near(rows, t)] for t in TARGETS}}
