@@ -535,6 +535,7 @@ class _Run:
     def finish(self, done: int, manifest: dict[str, Any] | None) -> TrainResult:
         """Fold the input scale and save the SAE when every step is done; the result."""
         cfg, steps = self.cfg, self.cfg.steps
+        summary = self.throughput(done)
         sae_path = self.sae_dir if done >= steps else None  # rank 0 saves it
         if done >= steps:
             self.sae.cfg.input_scale = float(self.scale)  # type: ignore[arg-type]
@@ -552,16 +553,19 @@ class _Run:
                                                 "steps": done, "history": self.history,
                                                 "resampled": self.resampled,
                                                 "elapsed_s": self.elapsed,
-                                                "tokens_per_s": _rate(cfg, done, self.elapsed),
-                                                **_mfu_fields(self.throughput(done))})
+                                                "tokens_per_s": summary["tokens_per_s"],
+                                                **_mfu_fields(summary)})
             _barrier()
-        return self.result(done, sae_path)
+        return self.result(done, sae_path, summary)
 
-    def result(self, done: int, sae_path: Path | None) -> TrainResult:
+    def result(self, done: int, sae_path: Path | None,
+               summary: dict[str, Any] | None = None) -> TrainResult:
+        """The run's :class:`TrainResult` after ``done`` steps (``summary``: its
+        :meth:`throughput`, when the caller has it already)."""
+        summary = summary or self.throughput(done)
         return TrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps, self.start,
-                           self.history, _rate(self.cfg, done, self.elapsed), self.elapsed,
-                           sae_path, self.resampled, self.cfg,
-                           **_mfu_fields(self.throughput(done)))
+                           self.history, summary["tokens_per_s"], self.elapsed,
+                           sae_path, self.resampled, self.cfg, **_mfu_fields(summary))
 
 
 def _train_runs(

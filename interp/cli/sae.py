@@ -424,7 +424,6 @@ def probe_cmd(
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         loaded = load_sae(path, model, device=device)
-        cfg.check(loaded.sae.cfg.d_sae)
         res = sparse_probe(model, loaded.sae, data, cfg)
         res.sae_path = str(loaded.path)
         man = manifest_for(model, seed, data.texts, {**asdict(cfg), "sae": str(loaded.path),

@@ -87,7 +87,7 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
     from interp.cli.sae import sae_path
     from interp.data.corpus import text_source
     from interp.runs.outdir import check_creatable
-    from saes.feature_steering import FeatureVectorConfig, check_feature, feature_vector
+    from saes.feature_steering import FeatureVectorConfig, feature_vector
     from saes.loading import load_sae
 
     cfg = FeatureVectorConfig(feature=feature, tokens=tokens, batch_size=batch_size,
@@ -97,7 +97,6 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     model = load_model(model_name, device, dtype, seed)
     loaded = load_sae(path, model, device=device)
-    check_feature(loaded.sae, feature)
     vec = feature_vector(model, loaded.sae, docs, cfg, source=str(loaded.path))
     man = manifest_for(model, seed, docs[:0], {"sae": str(loaded.path), **asdict(cfg)})
     man["dataset_hash"] = data["sha256"]
