@@ -377,6 +377,14 @@ CASES = [
         "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "jumprelu",
         "--l0-coefficient", "nan", "--out", c.out], "--l0-coefficient must be a positive",
         out_is_artifact=True),
+    Case("sae-train-zero-threshold-init", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "jumprelu",
+        "--threshold-init", "0", "--out", c.out], "--threshold-init must be a positive",
+        out_is_artifact=True),
+    Case("sae-train-bandwidth-with-topk", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "topk",
+        "--bandwidth", "0.05", "--out", c.out], "--bandwidth is for --arch jumprelu, not topk",
+        out_is_artifact=True),
     Case("sae-import-nan-jumprelu-threshold", lambda c: [
         "sae", "import", _nan_threshold_saelens(c), "--out", c.out],
         "threshold has 1 non-finite", out_is_artifact=True),

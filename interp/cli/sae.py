@@ -101,6 +101,13 @@ def _init_distributed(device: str) -> tuple[int, int]:
               help="ReLU: L1 coefficient λ (on inputs scaled to E‖x‖² = d).")
 @click.option("--l0-coefficient", default=None, type=float, callback=_positive("--l0-coefficient"),
               help="JumpReLU: L0 coefficient λ (default 1).")
+@click.option("--threshold-init", default=None, type=float,
+              callback=_positive("--threshold-init"),
+              help="JumpReLU: initial threshold of every latent (default 0.001, the paper's). "
+                   "Thresholds move by at most about lr × steps in log space, so on short runs "
+                   "this sets the L0.")
+@click.option("--bandwidth", default=None, type=float, callback=_positive("--bandwidth"),
+              help="JumpReLU: width ε of the straight-through kernel (default 0.001).")
 @click.option("--aux-k", default=None, type=int,
               help="TopK/BatchTopK: dead latents AuxK uses per token (default d_model / 2).")
 @click.option("--aux-coefficient", default=None, type=float,
@@ -133,8 +140,8 @@ def _init_distributed(device: str) -> tuple[int, int]:
 def train(
     layer: int | None, layers_spec: str | None, d_sae: int, architecture: str, k: int | None,
     l1_coefficient: float,
-    l0_coefficient: float | None, aux_k: int | None, aux_coefficient: float | None,
-    tokens: int, lr: float, sparsity_warmup: float,
+    l0_coefficient: float | None, threshold_init: float | None, bandwidth: float | None,
+    aux_k: int | None, aux_coefficient: float | None, tokens: int, lr: float, sparsity_warmup: float,
     resample_every: int, dead_window: int, seq_len: int, windows_per_chunk: int,
     data_shards: int | None, cache_dir: str | None, checkpoint_every: int,
     stop_at: int | None, text_file: str | None, hf_dataset: str | None,
@@ -154,11 +161,14 @@ def train(
     for option, value, archs in (("--k", k, ("topk", "batchtopk")),
                                  ("--aux-k", aux_k, ("topk", "batchtopk")),
                                  ("--aux-coefficient", aux_coefficient, ("topk", "batchtopk")),
-                                 ("--l0-coefficient", l0_coefficient, ("jumprelu",))):
+                                 ("--l0-coefficient", l0_coefficient, ("jumprelu",)),
+                                 ("--threshold-init", threshold_init, ("jumprelu",)),
+                                 ("--bandwidth", bandwidth, ("jumprelu",))):
         if value is not None and architecture in ARCHITECTURES and architecture not in archs:
             raise InterpError(f"{option} is for --arch {' or '.join(archs)}, not {architecture}")
     arch = arch_config(architecture, k=k, l1_coefficient=l1_coefficient,
-                       l0_coefficient=l0_coefficient, aux_k=aux_k,
+                       l0_coefficient=l0_coefficient, threshold_init=threshold_init,
+                       bandwidth=bandwidth, aux_k=aux_k,
                        aux_coefficient=aux_coefficient)
     rank, world = _init_distributed(device)
     shards = data_shards or world
