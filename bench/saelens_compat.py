@@ -16,17 +16,21 @@ The script runs in two interpreters that exchange safetensors files in a work fo
 ``--side saelens`` in SAELens's venv, where only torch, safetensors and sae_lens are
 imported (never interp).
 
-1. **interp → SAELens.** interp makes a random SAE (d_in 576, d_sae 4608, biases set so
-   that ~5% of features fire), saves it as an artifact and exports it with
-   :func:`saes.saelens.export_saelens`; SAELens loads it with ``SAE.load_from_disk`` and
-   its ``encode``/``decode``/``forward`` on the same inputs must equal ours
-   (max |Δ| / max |ours| ≤ 1e-5).
-2. **SAELens → interp.** SAELens makes ``StandardSAE``s with random weights (one plain,
-   one with ``apply_b_dec_to_input=False``, one with ``normalize_activations=
-   "expected_average_only_in"`` and its ``activation_scaler.json`` written by SAELens's
-   ``ActivationScaler``), saves them with ``save_model`` and records its outputs; interp
-   imports each with :func:`saes.saelens.import_saelens`, loads the artifact and must
-   reproduce them.
+1. **interp → SAELens**, per architecture. interp makes a random SAE of each of its four
+   architectures (d_in 576, d_sae 4608, biases set so that ~5% of features have a positive
+   pre-activation; TopK/BatchTopK with k 32, JumpReLU with a threshold per latent,
+   BatchTopK with its one inference threshold), saves it as an artifact and exports it
+   with :func:`saes.saelens.export_saelens`; SAELens loads each with
+   ``SAE.load_from_disk`` (ReLU as ``StandardSAE``, TopK as ``TopKSAE``, JumpReLU and
+   BatchTopK as ``JumpReLUSAE``) and its ``encode``/``decode``/``forward`` on the same
+   inputs must equal ours (max |Δ| / max |ours| ≤ 1e-5).
+2. **SAELens → interp**, per architecture. SAELens makes SAEs with random weights
+   (``StandardSAE``: one plain, one with ``apply_b_dec_to_input=False``, one with
+   ``normalize_activations="expected_average_only_in"`` and its ``activation_scaler.json``
+   written by SAELens's ``ActivationScaler``; a ``TopKSAE`` with k 32; a ``JumpReLUSAE``
+   with a threshold per latent), saves them with ``save_model`` and records its outputs;
+   interp imports each with :func:`saes.saelens.import_saelens`, loads the artifact and
+   must reproduce them.
 3. **Training speed.** On one fixed batch of 4096 realistic synthetic activations
    (anisotropic, a mean offset, a few massive dimensions, log-normal token norms),
    SAELens's own training step — ``SAETrainer.step`` on a ``StandardTrainingSAE``: its
@@ -60,7 +64,11 @@ LR = 4e-4
 HOOK = "blocks.6.hook_resid_post"
 TOL = 1e-5
 FIRE_RATE = 0.05
-NATIVE = ("plain", "no_b_dec_in", "scaled")
+NATIVE = ("plain", "no_b_dec_in", "scaled", "topk", "jumprelu")
+#: interp architecture -> the SAELens class its export must load as
+FAMILY = {"relu": "StandardSAE", "topk": "TopKSAE", "batchtopk": "JumpReLUSAE",
+          "jumprelu": "JumpReLUSAE"}
+K = 32
 
 
 # --------------------------------------------------------------------------- shared (torch only)
@@ -97,6 +105,15 @@ def random_sae_tensors(x: torch.Tensor, seed: int, apply_b_dec: bool = True,
             "W_dec": w_dec.contiguous(), "b_dec": b_dec.contiguous()}
 
 
+@torch.no_grad()
+def random_threshold(x: torch.Tensor, t: dict[str, torch.Tensor],
+                     apply_b_dec: bool = True) -> torch.Tensor:
+    """Per-latent thresholds at each latent's 97th-percentile pre-activation on ``x``
+    (so ~3% of tokens pass a threshold, of the ~5% with a positive pre-activation)."""
+    pre = (x[:1024] - t["b_dec"] * apply_b_dec) @ t["W_enc"] + t["b_enc"]
+    return torch.quantile(pre, 0.97, dim=0).clamp_min(1e-3).contiguous()
+
+
 def compare(ours: torch.Tensor, ref: torch.Tensor) -> dict[str, float]:
     diff = (ours.double() - ref.double()).abs().max().item()
     scale = ref.double().abs().max().item()
@@ -125,23 +142,34 @@ def _fmt(c: dict[str, float]) -> str:
 
 
 def interp_prepare(work: Path) -> dict[str, Any]:
-    """Random interp SAE -> artifact -> SAELens export; inputs and our outputs saved."""
+    """A random interp SAE per architecture -> artifact -> SAELens export; inputs and our
+    outputs saved (``exported_{arch}``, ``interp_{arch}_out.safetensors``)."""
     from saes.loading import load_sae, sae_from_tensors
     from saes.sae import SAEConfig
     from saes.saelens import export_saelens
 
     x = realistic_activations(N_COMPAT, D_IN, seed=1)
-    cfg = SAEConfig(d_in=D_IN, d_sae=D_SAE, hook_point=HOOK, layer=6,
-                    model_id="smollm2-135m-instruct")
-    sae = sae_from_tensors(cfg, random_sae_tensors(x, seed=2))
-    sae.save(work / "interp_artifact")
-    export_saelens(work / "interp_artifact", work / "exported")
-    loaded = load_sae(work / "interp_artifact").sae
-    with torch.no_grad():
-        f = loaded.encode(x)
-        _save(work / "interp_out.safetensors",
-              {"x": x, "f": f, "decode": loaded.decode(f), "forward": loaded(x)})
-    return {"fire_rate": (f > 0).float().mean().item()}
+    fire: dict[str, float] = {}
+    for i, arch in enumerate(FAMILY):
+        cfg = SAEConfig(d_in=D_IN, d_sae=D_SAE, hook_point=HOOK, layer=6,
+                        model_id="smollm2-135m-instruct", architecture=arch,
+                        k=K if arch in ("topk", "batchtopk") else None)
+        tensors = random_sae_tensors(x, seed=2 + i)
+        if arch == "jumprelu":
+            tensors["threshold"] = random_threshold(x, tensors)
+        elif arch == "batchtopk":
+            t = random_threshold(x, tensors)  # one value, stored per latent (as SAELens)
+            tensors["threshold"] = torch.full_like(t, float(t.median()))
+        sae = sae_from_tensors(cfg, tensors)
+        sae.save(work / f"interp_{arch}")
+        export_saelens(work / f"interp_{arch}", work / f"exported_{arch}")
+        loaded = load_sae(work / f"interp_{arch}").sae
+        with torch.no_grad():
+            f = loaded.encode(x)
+            _save(work / f"interp_{arch}_out.safetensors",
+                  {"x": x, "f": f, "decode": loaded.decode(f), "forward": loaded(x)})
+        fire[arch] = (f > 0).float().mean().item()
+    return {"fire_rate": fire}
 
 
 def interp_verify(work: Path) -> dict[str, Any]:
@@ -156,7 +184,8 @@ def interp_verify(work: Path) -> dict[str, Any]:
         loaded = load_sae(art)
         with torch.no_grad():
             f = loaded.sae.encode(ref["x"])
-            out[name] = {"encode": compare(f, ref["f"]),
+            out[name] = {"architecture": loaded.sae.cfg.architecture,
+                         "encode": compare(f, ref["f"]),
                          "forward": compare(loaded.sae(ref["x"]), ref["forward"]),
                          "conversions": loaded.config["saelens"]["conversions"]}
     return out
@@ -206,37 +235,49 @@ def saelens_side(work: Path, threads: int, rounds: int, steps: int) -> dict[str,
     res: dict[str, Any] = {"sae_lens_version": importlib.metadata.version("sae-lens"),
                            "torch_version": torch.__version__, "threads": threads}
 
-    # 1. interp's export, loaded and run by SAELens.
-    ours = _load(work / "interp_out.safetensors")
-    sae = SAE.load_from_disk(work / "exported", device="cpu")
-    assert isinstance(sae, StandardSAE), type(sae)
-    assert sae.cfg.metadata.hook_name == HOOK, sae.cfg.metadata
-    x = ours["x"]
-    with torch.no_grad():
-        f = sae.encode(x)
-        res["export"] = {"class": type(sae).__name__,
-                         "encode": compare(ours["f"], f),
-                         "decode": compare(ours["decode"], sae.decode(ours["f"])),
-                         "forward": compare(ours["forward"], sae(x)),
-                         "metadata": {k: sae.cfg.metadata.get(k) for k in
-                                      ("model_name", "hook_name", "sae_lens_version")}}
+    # 1. interp's exports, loaded and run by SAELens.
+    res["export"] = {}
+    for arch, cls in FAMILY.items():
+        ours = _load(work / f"interp_{arch}_out.safetensors")
+        sae = SAE.load_from_disk(work / f"exported_{arch}", device="cpu")
+        assert type(sae).__name__ == cls, (arch, type(sae))
+        assert sae.cfg.metadata.hook_name == HOOK, sae.cfg.metadata
+        x = ours["x"]
+        with torch.no_grad():
+            f = sae.encode(x)
+            res["export"][arch] = {
+                "class": type(sae).__name__,
+                "encode": compare(ours["f"], f),
+                "decode": compare(ours["decode"], sae.decode(ours["f"])),
+                "forward": compare(ours["forward"], sae(x)),
+                "metadata": {k: sae.cfg.metadata.get(k) for k in
+                             ("model_name", "hook_name", "sae_lens_version")}}
+    x = _load(work / "interp_relu_out.safetensors")["x"]
 
     # 2. SAEs made and saved by SAELens.
+    from sae_lens import JumpReLUSAE, JumpReLUSAEConfig, TopKSAE, TopKSAEConfig
     from sae_lens.training.activation_scaler import ActivationScaler
 
     for i, name in enumerate(NATIVE):
         apply_b_dec = name != "no_b_dec_in"
         scale = 0.37 if name == "scaled" else 1.0
-        cfg = StandardSAEConfig(
+        common: dict[str, Any] = dict(
             d_in=D_IN, d_sae=D_SAE, apply_b_dec_to_input=apply_b_dec,
             normalize_activations="expected_average_only_in" if scale != 1.0 else "none",
             metadata=SAEMetadata(model_name="HuggingFaceTB/SmolLM2-135M-Instruct",
                                  hook_name=HOOK, context_size=128, prepend_bos=False),
         )
-        native = StandardSAE(cfg)
+        tensors = random_sae_tensors(x, seed=10 + i, apply_b_dec=apply_b_dec, scale=scale)
+        native: Any
+        if name == "topk":
+            native = TopKSAE(TopKSAEConfig(k=K, **common))
+        elif name == "jumprelu":
+            native = JumpReLUSAE(JumpReLUSAEConfig(**common))
+            tensors["threshold"] = random_threshold(x, tensors)
+        else:
+            native = StandardSAE(StandardSAEConfig(**common))
         with torch.no_grad():
-            for k, v in random_sae_tensors(x, seed=10 + i, apply_b_dec=apply_b_dec,
-                                           scale=scale).items():
+            for k, v in tensors.items():
                 getattr(native, k).copy_(v)
         folder = work / f"native_{name}"
         native.save_model(folder)
@@ -371,22 +412,24 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
     sl = report["saelens"]
+    fires = ", ".join(f"{a} {v:.1%}" for a, v in report["prepare"]["fire_rate"].items())
     print(f"SAELens {sl['sae_lens_version']}, torch {sl['torch_version']}, "
           f"{args.threads} thread(s); d_in {D_IN}, d_sae {D_SAE}; "
-          f"{report['prepare']['fire_rate']:.1%} of features fire on the compat inputs")
+          f"active latents on the compat inputs: {fires}")
     checks: list[tuple[str, dict[str, float]]] = []
-    print("1. interp export -> SAE.load_from_disk "
-          f"({sl['export']['class']}, metadata {sl['export']['metadata']})")
-    for k in ("encode", "decode", "forward"):
-        print(f"   {k:8s} {_fmt(sl['export'][k])}")
-        checks.append((f"export {k}", sl["export"][k]))
+    print("1. interp export -> SAE.load_from_disk")
+    for arch, r in sl["export"].items():
+        print(f"   {arch:10s} as {r['class']} (metadata {r['metadata']})")
+        for k in ("encode", "decode", "forward"):
+            print(f"   {arch:10s} {k:8s} {_fmt(r[k])}")
+            checks.append((f"export {arch} {k}", r[k]))
     print("2. SAELens save_model -> import_saelens -> load_sae")
     for name, r in report["import"].items():
         conv = "; ".join(r["conversions"]) or "none"
         for k in ("encode", "forward"):
             print(f"   {name:12s} {k:8s} {_fmt(r[k])}")
             checks.append((f"import {name} {k}", r[k]))
-        print(f"   {name:12s} conversions: {conv}")
+        print(f"   {name:12s} imported as {r['architecture']}; conversions: {conv}")
     t = sl["timing"]
     print(f"3. training step, batch {t['batch']} (forward + loss + backward + clip + Adam)")
     print(f"   first-step loss: SAELens {t['first_step']['saelens_loss']:.6f}  "
