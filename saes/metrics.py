@@ -51,6 +51,7 @@ from interp.models.loading import Model
 from interp.profiling.session import phase
 from interp.runs.progress import make_progress
 from interp.stats.intervals import bootstrap_ci
+from saes.baselines import BASELINE_KEYS, baseline_key, load_baselines, save_baselines
 from saes.results import (
     CI,
     DENSITY_BINS,
@@ -255,6 +256,11 @@ def _splice(
     per: dict[str, np.ndarray] = {k: np.zeros(nw) for k in
                                   ("clean", "sae", "zero", "mean", "kl_sae", "kl_zero",
                                    "kl_mean", "n")}
+    key = baseline_key(model, hook, windows, mean) if cfg.cache_baselines else None
+    cached = load_baselines(key, nw) if key is not None else None
+    if cached is not None:  # zero and mean ablation do not depend on the SAE
+        per.update(cached)
+        del variants["zero"], variants["mean"]
     bar = make_progress(enabled=progress)
     with bar:
         task = bar.add_task("SAE spliced CE", total=nw, info="")
@@ -288,6 +294,8 @@ def _splice(
             del clean, clean_p
             per["n"][sl] = targets.shape[1]
             bar.update(task, advance=ids.shape[0])
+    if key is not None and cached is None:
+        save_baselines(key, {k: per[k] for k in BASELINE_KEYS})
     tot = {k: float(v.sum()) for k, v in per.items()}
     n = tot["n"]
     boot, seed = cfg.n_bootstrap, cfg.seed + 10
@@ -318,6 +326,7 @@ def _splice(
                                   boot, seed + 3),
         "kl_zero_ablation": tot["kl_zero"] / n,
         "kl_mean_ablation": tot["kl_mean"] / n,
+        "baselines_cached": cached is not None,
     }
 
 

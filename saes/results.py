@@ -329,6 +329,8 @@ class EvalConfig:
     seed: int = 0
     dense_threshold: float = 0.1
     n_bootstrap: int = 1000
+    #: read/write the zero- and mean-ablation passes in ``$INTERP_CACHE`` (saes.baselines)
+    cache_baselines: bool = True
 
     def __post_init__(self) -> None:
         if self.ce_tokens is None:
@@ -357,7 +359,7 @@ class EvalConfig:
 SPLICE_FIELDS = ("n_ce_tokens", "ce_clean", "ce_sae", "ce_zero_ablation", "ce_mean_ablation",
                  "ce_loss_score", "ce_loss_score_ci95", "ce_loss_score_mean_ablation",
                  "ce_loss_score_mean_ablation_ci95", "delta_ce", "delta_ce_ci95", "kl_sae",
-                 "kl_sae_ci95", "kl_zero_ablation", "kl_mean_ablation")
+                 "kl_sae_ci95", "kl_zero_ablation", "kl_mean_ablation", "baselines_cached")
 #: Provenance the CLI adds; each is left out of ``to_dict`` while None.
 EXTRA_FIELDS = ("sae_path", "data", "targets", "training", "manifest")
 
@@ -412,6 +414,8 @@ class EvalRecord:
     kl_sae_ci95: CI = (NAN, NAN)
     kl_zero_ablation: float = NAN
     kl_mean_ablation: float = NAN
+    #: zero/mean ablation read from $INTERP_CACHE (saes.baselines), not recomputed
+    baselines_cached: bool | None = None
     sae_path: str | None = None
     data: dict[str, Any] | None = None
     targets: dict[str, float] | None = None
@@ -467,6 +471,8 @@ class EvalRecord:
                 kw[f.name] = TrainingRecord.from_dict(v) if isinstance(v, Mapping) else None
             elif f.name in ("data", "manifest", "targets"):
                 kw[f.name] = _mapping(v)
+            elif f.name == "baselines_cached":
+                kw[f.name] = v if isinstance(v, bool) else None
             elif f.name != "density_histogram":
                 kw[f.name] = _num(v)
         if "n_ce_tokens" not in kw and any(k in d for k in SPLICE_FIELDS):

@@ -11,6 +11,7 @@ import os
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -375,7 +376,8 @@ def test_spliced_metrics_from_one_prefix_equal_full_forwards(tiny_model, docs, m
     from saes import metrics
 
     sae = _sae(tiny_model.d_model, 96, hook=tiny_model.resid_hook(1))
-    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2)
+    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2,
+                     cache_baselines=False)
     res = evaluate_sae(tiny_model, sae, docs, cfg)
     all_windows = pack_windows(tiny_model, docs, seq_len=16, n_windows=6)
     mean = capture_windows(tiny_model, all_windows, 1).mean(0)  # over the 6 EV windows
@@ -396,6 +398,52 @@ def test_spliced_metrics_from_one_prefix_equal_full_forwards(tiny_model, docs, m
     again = evaluate_sae(tiny_model, sae, docs, cfg)
     for key in want:
         assert getattr(again, key) == pytest.approx(getattr(res, key), rel=1e-6, abs=1e-7), key
+
+
+def test_baseline_cache_reuses_the_ablations_with_identical_metrics(
+        tiny_model, docs, monkeypatch, tmp_path):
+    """Zero and mean ablation are stored once per (weights, hook, windows): a second SAE at
+    the same layer runs two spliced passes per batch instead of four and every metric equals
+    an uncached evaluation; other weights or other text miss the cache."""
+    from saes import baselines, metrics
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path))
+    calls = {"n": 0}
+    real = metrics.logits_from_layer
+
+    def counting(*a, **kw):
+        calls["n"] += 1
+        return real(*a, **kw)
+
+    monkeypatch.setattr(metrics, "logits_from_layer", counting)
+    hook = tiny_model.resid_hook(1)
+    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2)
+    first = evaluate_sae(tiny_model, _sae(tiny_model.d_model, 96, hook=hook), docs, cfg)
+    assert first.baselines_cached is False and calls["n"] == 3 * 4  # 3 batches, 4 variants
+    assert len(list((tmp_path / "sae-eval-baselines").glob("*.safetensors"))) == 1
+
+    other = _sae(tiny_model.d_model, 64, hook=hook, seed=5)
+    calls["n"] = 0
+    warm = evaluate_sae(tiny_model, other, docs, cfg)
+    assert warm.baselines_cached is True and calls["n"] == 3 * 2  # clean and the SAE only
+    cold = evaluate_sae(tiny_model, other, docs, replace(cfg, cache_baselines=False))
+    assert cold.baselines_cached is False
+    assert warm.to_dict() | {"baselines_cached": None, "eval": None} == \
+        cold.to_dict() | {"baselines_cached": None, "eval": None}
+    assert warm.ce_zero_ablation == first.ce_zero_ablation
+
+    # other text, or other weights: a new key
+    shifted = evaluate_sae(tiny_model, other, docs[1:], cfg)
+    assert shifted.baselines_cached is False
+    p = next(tiny_model.bridge.parameters())
+    with torch.no_grad():
+        p.add_(1.0)
+    try:
+        assert evaluate_sae(tiny_model, other, docs, cfg).baselines_cached is False
+    finally:
+        with torch.no_grad():
+            p.sub_(1.0)
+    assert len(list(baselines.baseline_path("x").parent.glob("*.safetensors"))) == 3
 
 
 @pytest.mark.parametrize("path", ["direct", "bridge"])

@@ -266,12 +266,17 @@ def sae_path(path: str) -> Path:
               help="Held-out tokens for the spliced CE metrics [default: --tokens].")
 @click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
 @_window_options
+@click.option("--baseline-cache/--no-baseline-cache", "cache_baselines", default=True,
+              show_default=True,
+              help="Keep the zero- and mean-ablation passes (they do not depend on the SAE) "
+                   "in $INTERP_CACHE/sae-eval-baselines and reuse them: later evaluations "
+                   "at the same layer on the same text run two spliced passes, not four.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write results.json and report.html here [default: the SAE folder].")
 def eval_cmd(
     sae_dir: str, text_file: str | None, hf_dataset: str | None, tokens: int,
     ce_tokens: int | None, seq_len: int, model_name: str | None, device: str, dtype: str,
-    batch_size: int, seed: int, out_dir: str | None,
+    batch_size: int, seed: int, cache_baselines: bool, out_dir: str | None,
 ) -> None:
     """L0, explained variance, CE-loss score (zero and mean ablation), ΔCE, KL, dead/dense."""
     from interp.cli.common import json_safe
@@ -283,7 +288,7 @@ def eval_cmd(
 
     path = sae_path(sae_dir)
     cfg = EvalConfig(tokens=tokens, ce_tokens=ce_tokens, seq_len=seq_len,
-                     batch_size=batch_size, seed=seed)
+                     batch_size=batch_size, seed=seed, cache_baselines=cache_baselines)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     target = out_dir or str(path)
     with OutDir(target) as out:
@@ -321,7 +326,8 @@ def _print_eval(res: SAEEvalResult) -> None:
         lines += [
             f"  CE clean / SAE / mean-abl / zero-abl  {res.ce_clean:.3f} / {res.ce_sae:.3f}"
             f" / {res.ce_mean_ablation:.3f} / {res.ce_zero_ablation:.3f} nats "
-            f"({res.n_ce_tokens} tokens)",
+            f"({res.n_ce_tokens} tokens"
+            f"{'; ablations from the baseline cache' if res.baselines_cached else ''})",
             f"  CE loss score (zero)    {ci('ce_loss_score')}",
             f"  CE loss score (mean)    {ci('ce_loss_score_mean_ablation')}",
             f"  ΔCE                     {ci('delta_ce')} nats",

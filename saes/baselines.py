@@ -1,0 +1,82 @@
+"""The SAE-independent half of the spliced CE, kept on disk between evaluations.
+
+:func:`saes.metrics.evaluate_sae` splices four variants into the model: clean, the SAE,
+zero ablation and mean ablation. Zero and mean ablation (their CE and their KL against
+the clean run, per window) do not depend on the SAE: they are fixed by the model's
+weights, the hook point, the held-out windows and the mean activation (itself a function
+of the windows). Evaluating many SAEs at one layer (a sweep, the frontier) recomputes
+them every time; here they are stored once per such key and read back, so a warm
+evaluation runs two suffixes per batch (clean, for the SAE's KL, and the SAE) instead of
+four. The numbers are the same arrays, so every metric is identical.
+
+The key hashes the model id, dtype and device type, a strided sample of every weight
+(any fine-tune changes it), the hook point, the window token ids and the mean vector.
+Files live in ``$INTERP_CACHE/sae-eval-baselines/<key>.safetensors`` (atomic writes;
+delete the folder to drop them; ``EvalConfig(cache_baselines=False)`` or
+``interp sae eval --no-baseline-cache`` bypasses them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import torch
+from jaxtyping import Float, Int
+from safetensors.torch import load, save
+from torch import Tensor
+
+from interp.models.loading import Model
+from interp.runs.atomic import atomic_write_bytes
+from interp.runs.paths import cache_dir
+
+__all__ = ["BASELINE_KEYS", "baseline_key", "baseline_path", "load_baselines",
+           "save_baselines"]
+
+#: The per-window arrays stored: CE sums and KL(clean ‖ ·) sums of both ablations.
+BASELINE_KEYS = ("zero", "mean", "kl_zero", "kl_mean")
+_STRIDE = 997  # sample every 997th weight of each parameter: cheap, and any edit shows
+
+
+@torch.no_grad()
+def baseline_key(model: Model, hook: str, windows: Int[Tensor, "n seq"],
+                 mean: Float[Tensor, " d"]) -> str:
+    """Hex digest naming the baselines of ``model`` at ``hook`` on ``windows``."""
+    h = hashlib.sha256()
+    h.update(f"{model.model_id}|{model.dtype}|{model.device.type}|{hook}|".encode())
+    for name, p in model.bridge.named_parameters():
+        h.update(name.encode())
+        h.update(str(tuple(p.shape)).encode())
+        h.update(p.detach().reshape(-1)[::_STRIDE].float().cpu().numpy().tobytes())
+    h.update(windows.to(torch.int64).cpu().numpy().tobytes())
+    h.update(mean.double().cpu().numpy().tobytes())
+    return h.hexdigest()[:32]
+
+
+def baseline_path(key: str) -> Path:
+    return cache_dir() / "sae-eval-baselines" / f"{key}.safetensors"
+
+
+def load_baselines(key: str, n_windows: int) -> dict[str, np.ndarray] | None:
+    """The stored arrays for ``key``, or None (absent, unreadable or the wrong size)."""
+    path = baseline_path(key)
+    if not path.is_file():
+        return None
+    try:
+        tensors = load(path.read_bytes())
+    except Exception:  # noqa: BLE001 - a damaged cache file is a miss, and is rewritten
+        return None
+    if set(tensors) != set(BASELINE_KEYS) or any(
+            tuple(t.shape) != (n_windows,) for t in tensors.values()):
+        return None
+    return {k: t.numpy() for k, t in tensors.items()}
+
+
+def save_baselines(key: str, per: dict[str, np.ndarray]) -> Path:
+    """Store the arrays of :data:`BASELINE_KEYS` from ``per`` under ``key``."""
+    path = baseline_path(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = save({k: torch.from_numpy(np.ascontiguousarray(per[k], dtype=np.float64))
+                 for k in BASELINE_KEYS})
+    return atomic_write_bytes(path, data)
