@@ -431,7 +431,7 @@ class EvalRecord:
             value = getattr(self, f.name)
             if f.name in SPLICE_FIELDS and self.n_ce_tokens is None:
                 continue
-            if f.name in ("architecture", "k") and value is None:
+            if f.name in ("architecture", "k", "baselines_cached") and value is None:
                 continue  # records made before the architectures round-trip unchanged
             if f.name in EXTRA_FIELDS or f.name == "eval":
                 if value is None:
