@@ -169,8 +169,8 @@ _ORDER = ["model", "hook_point", "layer", "d_in", "d_sae", "eval", "n_tokens", "
           "n_ce_tokens", "ce_clean", "ce_sae", "ce_zero_ablation", "ce_mean_ablation",
           "ce_loss_score", "ce_loss_score_ci95", "ce_loss_score_mean_ablation",
           "ce_loss_score_mean_ablation_ci95", "delta_ce", "delta_ce_ci95", "kl_sae",
-          "kl_sae_ci95", "kl_zero_ablation", "kl_mean_ablation", "baselines_cached", "sae_path", "data", "targets",
-          "training", "manifest"]
+          "kl_sae_ci95", "kl_zero_ablation", "kl_mean_ablation", "baselines_cached",
+          "sae_path", "data", "targets", "training", "manifest"]
 
 
 def test_eval_result_frame_checks_and_notebook_view(res):
