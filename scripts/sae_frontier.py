@@ -103,11 +103,43 @@ def verdict(rows: list[dict], target: float) -> str:
         (a, ma, sa, na), (b, mb, sb, nb) = stats
         gap = ma - mb
         noise = max(sa, sb)
-        call = ("larger than the seed spread" if abs(gap) > noise
-                else "inside the seed spread: not a result")
+        if min(na, nb) < 2:
+            call = "one seed only: the noise is not measured"
+        else:
+            call = ("larger than the seed spread" if abs(gap) > noise
+                    else "inside the seed spread: not a result")
         parts.append(f"{label}: {a} {ma:.3f} (mean of {na} seeds, spread {sa:.3f}) vs "
                      f"{b} {mb:.3f} ({nb} seeds, spread {sb:.3f}), gap {gap:+.3f}, {call}")
-    return f"L0 ≈ {target}: " + "; ".join(parts) + "."
+    l0s = ", ".join(f"{r['name']} at L0 {r['l0']:.1f}" for r in best[:2])
+    return f"L0 ≈ {target} (nearest runs: {l0s}): " + "; ".join(parts) + "."
+
+
+def at_l0(rows: list[dict], arch: str, key: str, target: float) -> float | None:
+    """``key`` of ``arch`` at exactly ``target`` L0: linear in log L0 between the two seed-0
+    runs that bracket it (no extrapolation: None when no pair does)."""
+    pts = sorted((r["l0"], r[key]) for r in rows
+                  if r["arch"] == arch and r["seed"] == 0 and r[key] is not None)
+    for (l0a, va), (l0b, vb) in zip(pts, pts[1:], strict=False):
+        if l0a <= target <= l0b:
+            if l0b == l0a:
+                return va
+            t = (math.log(target) - math.log(l0a)) / (math.log(l0b) - math.log(l0a))
+            return va + t * (vb - va)
+    return next((v for l0, v in pts if l0 == target), None)
+
+
+def interpolated(rows: list[dict], target: float) -> str:
+    """Every architecture's explained variance and CE-loss score at exactly ``target``."""
+    parts = []
+    for key, label in (("explained_variance", "EV"), ("ce_loss_score", "CE-loss score")):
+        vals = {a: at_l0(rows, a, key, target) for a, _, _ in SETTINGS}
+        got = sorted(((v, a) for a, v in vals.items() if v is not None), reverse=True)
+        missing = [a for a, v in vals.items() if v is None]
+        text = ", ".join(f"{a} {v:.3f}" for v, a in got)
+        if missing:
+            text += f" ({', '.join(missing)}: no runs on both sides)"
+        parts.append(f"{label} {text}")
+    return f"at L0 = {target} exactly (log-L0 interpolation): " + "; ".join(parts) + "."
 
 
 def _ci(v: float | None, ci: list[float] | None, digits: int = 3) -> str:
@@ -183,7 +215,7 @@ def main() -> None:
         arch, option, value = next((a, o, v) for a, o, vs in SETTINGS for v in vs
                                    if f"{a}-{o.lstrip('-')}-{v}" == r["name"])
         rows.append(train_and_eval(out, f"{r['name']}-seed1", arch, option, value, 1, args))
-    verdicts = [verdict(rows, t) for t in TARGETS]
+    verdicts = [line for t in TARGETS for line in (verdict(rows, t), interpolated(rows, t))]
     summary = {"tokens": args.tokens, "eval_tokens": args.eval_tokens, "runs": rows,
                "best_near": {str(t): [r["name"] for r in best_near(rows, t)] for t in TARGETS},
                "verdicts": verdicts}
