@@ -50,8 +50,10 @@ def _run(cmd: list[str]) -> None:
 
 
 def train_and_eval(out: Path, name: str, arch: str, option: str, value: str, seed: int,
-                   args: argparse.Namespace) -> dict:
+                   args: argparse.Namespace) -> dict | None:
     run = out / name
+    if args.report_only and not (run / "eval" / "results.json").is_file():
+        return None
     if not (run / "sae" / "config.json").is_file():
         _run([_interp(), "sae", "train", "--layer", "6", "--d-sae", "4608", "--arch", arch,
               option, value, "--tokens", str(args.tokens), "--seed", str(seed),
@@ -202,6 +204,8 @@ def main() -> None:
     ap.add_argument("--out", default="accept-out/frontier")
     ap.add_argument("--tokens", type=int, default=1_000_000)
     ap.add_argument("--eval-tokens", type=int, default=8_192)
+    ap.add_argument("--report-only", action="store_true",
+                    help="Tables and figure from the runs finished so far; train nothing.")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -209,12 +213,16 @@ def main() -> None:
     for arch, option, values in SETTINGS:
         for value in values:
             name = f"{arch}-{option.lstrip('-')}-{value}"
-            rows.append(train_and_eval(out, name, arch, option, value, 0, args))
+            row = train_and_eval(out, name, arch, option, value, 0, args)
+            if row is not None:
+                rows.append(row)
     seeded = {r["name"] for t in TARGETS for r in best_near(rows, t)[:2]}
     for r in [r for r in rows if r["name"] in seeded]:
         arch, option, value = next((a, o, v) for a, o, vs in SETTINGS for v in vs
                                    if f"{a}-{o.lstrip('-')}-{v}" == r["name"])
-        rows.append(train_and_eval(out, f"{r['name']}-seed1", arch, option, value, 1, args))
+        row = train_and_eval(out, f"{r['name']}-seed1", arch, option, value, 1, args)
+        if row is not None:
+            rows.append(row)
     verdicts = [line for t in TARGETS for line in (verdict(rows, t), interpolated(rows, t))]
     summary = {"tokens": args.tokens, "eval_tokens": args.eval_tokens, "runs": rows,
                "best_near": {str(t): [r["name"] for r in best_near(rows, t)] for t in TARGETS},
