@@ -106,11 +106,10 @@ def random_sae_tensors(x: torch.Tensor, seed: int, apply_b_dec: bool = True,
 
 
 @torch.no_grad()
-def random_threshold(x: torch.Tensor, t: dict[str, torch.Tensor],
-                     apply_b_dec: bool = True) -> torch.Tensor:
+def random_threshold(x: torch.Tensor, t: dict[str, torch.Tensor]) -> torch.Tensor:
     """Per-latent thresholds at each latent's 97th-percentile pre-activation on ``x``
     (so ~3% of tokens pass a threshold, of the ~5% with a positive pre-activation)."""
-    pre = (x[:1024] - t["b_dec"] * apply_b_dec) @ t["W_enc"] + t["b_enc"]
+    pre = (x[:1024] - t["b_dec"]) @ t["W_enc"] + t["b_enc"]
     return torch.quantile(pre, 0.97, dim=0).clamp_min(1e-3).contiguous()
 
 

@@ -432,7 +432,7 @@ class EvalRecord:
             if f.name in SPLICE_FIELDS and self.n_ce_tokens is None:
                 continue
             if f.name in ("architecture", "k", "baselines_cached") and value is None:
-                continue  # records made before the architectures round-trip unchanged
+                continue  # records made before these fields round-trip unchanged
             if f.name in EXTRA_FIELDS or f.name == "eval":
                 if value is None:
                     continue
