@@ -34,6 +34,7 @@ layer and model. When training ends the scale is folded into the weights
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -177,6 +178,20 @@ class SparseAutoencoder(nn.Module):
         wants them (its ``parts`` were all-reduced across processes already)."""
         if self.unit_decoder:
             self.W_dec.div_(self.W_dec.norm(dim=1, keepdim=True).clamp_min(1e-8))
+
+    #: True where :meth:`calibrate` sets inference state from the final weights, so the
+    #: trainer hands it the last batches when training ends.
+    calibrated: ClassVar[bool] = False
+
+    @torch.no_grad()
+    def calibrate(
+        self, batches: Sequence[Float[Tensor, "n d_in"]],
+        mean_over_ranks: Callable[[Tensor], Tensor] | None = None,
+    ) -> dict[str, float]:
+        """After training, with the final weights: set state used only at inference from
+        already-scaled training ``batches`` (``mean_over_ranks`` averages a statistic
+        across DDP processes). Returns what changed, for the artifact; here nothing."""
+        return {}
 
     def state_tensors(self) -> dict[str, Tensor]:
         """Tensors beyond the four weights (thresholds): saved, checked and loaded."""

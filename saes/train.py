@@ -78,6 +78,9 @@ from saes.store import (
 CHECKPOINT_SUBDIR = "checkpoint"
 SAE_SUBDIR = "sae"
 CHECKPOINT_KIND = "sae_checkpoint"
+#: An SAE that calibrates inference state when training ends (BatchTopK's threshold) does
+#: it on the batches of this many final steps.
+CALIBRATION_STEPS = 4
 
 
 @dataclass
@@ -532,12 +535,21 @@ class _Run:
         for k in HISTORY_KEYS:
             self.history[k].append(rec[k])
 
-    def finish(self, done: int, manifest: dict[str, Any] | None) -> TrainResult:
-        """Fold the input scale and save the SAE when every step is done; the result."""
+    def finish(self, done: int, manifest: dict[str, Any] | None,
+               last_batches: Callable[[], list[Tensor]]) -> TrainResult:
+        """Calibrate inference state, fold the input scale and save the SAE when every
+        step is done; the result. ``last_batches`` gives the scaled batches of the last
+        :data:`CALIBRATION_STEPS` steps (drawn only for an SAE that calibrates)."""
         cfg, steps = self.cfg, self.cfg.steps
         summary = self.throughput(done)
         sae_path = self.sae_dir if done >= steps else None  # rank 0 saves it
+        calibration: dict[str, float] = {}
         if done >= steps:
+            if self.sae.calibrated:
+                batches = last_batches()
+                calibration = self.sae.calibrate(
+                    batches, lambda t: _all_reduce(t.double().clone()) / self.world)
+                calibration["tokens"] = self.world * sum(int(x.shape[0]) for x in batches)
             self.sae.cfg.input_scale = float(self.scale)  # type: ignore[arg-type]
             self.sae.fold_input_scale()
             if self.rank == 0:
@@ -553,6 +565,8 @@ class _Run:
                                                 "steps": done, "history": self.history,
                                                 "resampled": self.resampled,
                                                 "elapsed_s": self.elapsed,
+                                                **({"calibration": calibration}
+                                                   if calibration else {}),
                                                 "tokens_per_s": summary["tokens_per_s"],
                                                 **_mfu_fields(summary)})
             _barrier()
@@ -628,9 +642,20 @@ def _train_runs(
                 if (step + 1) % run.cfg.checkpoint_every == 0 or step + 1 == end:
                     run.save_checkpoint(step + 1, on_checkpoint)
             profiling_step()
-    for run in active:
-        results[id(run)] = run.finish(max(run.start, end), manifest)
+    for run, store in zip(active, stores, strict=True):
+        results[id(run)] = run.finish(max(run.start, end), manifest, _last_batches(run, store))
     return [results[id(r)] for r in runs]
+
+
+def _last_batches(run: _Run, store: ActivationStore) -> Callable[[], list[Tensor]]:
+    """The scaled batches of ``run``'s last :data:`CALIBRATION_STEPS` steps, drawn again
+    from the store (deterministic per step, so a resumed run calibrates on the same)."""
+    def draw() -> list[Tensor]:
+        assert run.scale is not None
+        steps = run.cfg.steps
+        return [store.batch(s) * run.scale
+                for s in range(max(0, steps - CALIBRATION_STEPS), steps)]
+    return draw
 
 
 def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:

@@ -593,6 +593,31 @@ def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path
         assert torch.allclose(a.tensors[name], b.tensors[name], atol=1e-4), name
 
 
+def test_ddp_batchtopk_calibrates_one_threshold_across_processes(tiny_model_dir, text_file,
+                                                                 tmp_path):
+    """Under torchrun the end-of-training calibration is a collective: both processes
+    take part, and the saved threshold is their mean cut over both shards' batches."""
+    from interp.runs.artifacts import load_artifact
+    from saes.train import CALIBRATION_STEPS
+
+    env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+    exe = Path(sys.executable).parent / "interp"
+    torchrun = Path(sys.executable).parent / "torchrun"
+    out = tmp_path / "two"
+    proc = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", "--no-python", str(exe),
+         "sae", "train", "--model", str(tiny_model_dir), "--text", str(text_file),
+         "--layer", "1", "--d-sae", "128", "--arch", "batchtopk", "--k", "4",
+         "--tokens", str(64 * 12), "--batch-size", "64", "--seq-len", "16",
+         "--windows-per-chunk", "8", "--out", str(out)],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    art = load_artifact(out / "sae")
+    cal = art.config["calibration"]
+    assert cal["tokens"] == CALIBRATION_STEPS * 64  # both processes' halves of each batch
+    assert 0 < cal["threshold"] == pytest.approx(float(art.tensors["threshold"][0]))
+
+
 # ------------------------------------------------------------------ real model
 
 

@@ -164,6 +164,43 @@ def test_batchtopk_keeps_k_per_token_on_average_and_learns_its_threshold():
     assert float(sae.threshold[0]) == pytest.approx(first + 0.01, rel=1e-5)
 
 
+def test_batchtopk_calibration_sets_the_mean_batch_cut_of_the_final_weights():
+    sae = _sae("batchtopk")
+    batches = [torch.randn(128, 16) * 3 for _ in range(3)]
+    sae.threshold.fill_(5.0)  # a moving average left behind by the weights
+    cuts = []
+    for x in batches:  # the smallest activation batch top-k keeps, by brute force
+        act = torch.relu(sae.pre_acts(x)).detach()
+        cuts.append(float(act.flatten().sort(descending=True).values[8 * 128 - 1]))
+    info = sae.calibrate(batches)
+    assert float(sae.threshold[0]) == pytest.approx(sum(cuts) / 3, rel=1e-6)
+    assert info["threshold_moving_average"] == 5.0
+    assert info["threshold"] == pytest.approx(sum(cuts) / 3, rel=1e-6)
+    l0 = torch.cat([(sae.encode(x) > 0).float().sum(-1) for x in batches]).mean()
+    assert float(l0) == pytest.approx(8.0, rel=0.05)  # the k it was trained for
+    sae.calibrate(batches, mean_over_ranks=lambda t: t * 2)  # the DDP average is applied
+    assert float(sae.threshold[0]) == pytest.approx(2 * sum(cuts) / 3, rel=1e-6)
+    assert sae.calibrate([]) == {} and _sae("topk").calibrate(batches) == {}
+
+
+def test_batchtopk_training_ends_with_a_calibrated_threshold(tiny_model, docs, tmp_path):
+    """The saved threshold is the final weights' mean batch cut over the last steps'
+    batches, so the SAE's inference L0 on the text it saw is its k."""
+    from saes.store import ActivationStore
+    from saes.train import CALIBRATION_STEPS
+
+    cfg = _cfg(ARCHS["batchtopk"])
+    train_sae(tiny_model, docs, tmp_path, cfg, progress=False)
+    loaded = load_sae(tmp_path / "sae", tiny_model)
+    sae, cal = loaded.sae, loaded.config["calibration"]
+    assert float(sae.threshold[0]) == pytest.approx(cal["threshold"], rel=1e-6)
+    assert cal["tokens"] == CALIBRATION_STEPS * cfg.batch_size
+    store = ActivationStore(tiny_model, docs, cfg.store_config(), batch_size=cfg.batch_size)
+    x = torch.cat([store.batch(s) for s in range(cfg.steps - CALIBRATION_STEPS, cfg.steps)])
+    l0 = float((sae.encode(x) > 0).float().sum(-1).mean())
+    assert l0 == pytest.approx(8.0, rel=0.1)
+
+
 def test_jumprelu_threshold_and_its_straight_through_gradients():
     pre = torch.tensor([[0.10, 0.2005, 0.30, -1.0]], requires_grad=True)
     theta = torch.tensor([0.2, 0.2, 0.2, 0.2], requires_grad=True)
