@@ -256,6 +256,12 @@ def _training_settings(r: SAEEvalResult) -> list[tuple[str, Any]] | None:
         ("MFU", f"{100 * tr.mfu:.2f}% of {tr.peak_flops / 1e9:,.0f} GFLOP/s"
          if isinstance(tr.mfu, float) and isinstance(tr.peak_flops, float) else None),
     ]
+    cal = tr.calibration or {}
+    if isinstance(cal.get("threshold"), int | float):
+        settings.append(("inference threshold", (
+            f"{cal['threshold']:.4g}, set from the final weights on "
+            f"{format_count(int(cal.get('tokens', 0)))} training tokens (the moving average "
+            f"during training was {cal.get('threshold_moving_average', math.nan):.4g})")))
     return [(k, escape(v) if isinstance(v, str) else v) for k, v in settings]
 
 

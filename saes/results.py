@@ -242,7 +242,7 @@ def _rule(key: str) -> tuple[str, str, str]:
 
 
 TRAINING_KEYS = ("train", "history", "resampled", "elapsed_s", "tokens_per_s", "mfu",
-                 "peak_flops")
+                 "peak_flops", "calibration")
 
 
 @dataclass
@@ -261,6 +261,9 @@ class TrainingRecord:
     tokens_per_s: float | None = None
     mfu: float | None = None  # model FLOPs utilisation of the run (interp.mfu)
     peak_flops: float | None = None
+    #: inference state set from the final weights when training ended (BatchTopK: the
+    #: ``threshold``, the ``threshold_moving_average`` it replaced, ``tokens`` used)
+    calibration: dict[str, float] | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TrainingRecord:
@@ -274,11 +277,13 @@ class TrainingRecord:
             resampled=list(res) if isinstance(res, list) else None,
             elapsed_s=d.get("elapsed_s"), tokens_per_s=d.get("tokens_per_s"),
             mfu=d.get("mfu"), peak_flops=d.get("peak_flops"),
+            calibration=(dict(d["calibration"]) if isinstance(d.get("calibration"), Mapping)
+                         else None),
         )
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in TRAINING_KEYS}
-        for k in ("mfu", "peak_flops"):  # absent from records made before MFU was counted
+        for k in ("mfu", "peak_flops", "calibration"):  # absent: older records, no calibration
             if out[k] is None:
                 del out[k]
         return out

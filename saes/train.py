@@ -195,6 +195,7 @@ class TrainResult:
     mfu: float | None = None  # model FLOPs utilisation (see interp.mfu); None: no peak
     peak_flops: float | None = None  # FLOP/s the MFU divides by
     flops: float | None = None  # FLOPs counted over the run (model forward + SAE steps)
+    calibration: dict[str, float] | None = None  # see TrainingRecord.calibration
 
     @property
     def record(self) -> TrainingRecord:
@@ -202,7 +203,8 @@ class TrainResult:
         return TrainingRecord(train=asdict(self.config) if self.config else None,
                               history=self.history, resampled=self.resampled,
                               elapsed_s=self.elapsed_s, tokens_per_s=self.tokens_per_s,
-                              mfu=self.mfu, peak_flops=self.peak_flops)
+                              mfu=self.mfu, peak_flops=self.peak_flops,
+                              calibration=self.calibration)
 
     def to_dict(self) -> dict[str, Any]:
         return {"out_dir": str(self.out_dir), "steps_done": self.steps_done,
@@ -570,16 +572,18 @@ class _Run:
                                                 "tokens_per_s": summary["tokens_per_s"],
                                                 **_mfu_fields(summary)})
             _barrier()
-        return self.result(done, sae_path, summary)
+        return self.result(done, sae_path, summary, calibration or None)
 
     def result(self, done: int, sae_path: Path | None,
-               summary: dict[str, Any] | None = None) -> TrainResult:
+               summary: dict[str, Any] | None = None,
+               calibration: dict[str, float] | None = None) -> TrainResult:
         """The run's :class:`TrainResult` after ``done`` steps (``summary``: its
         :meth:`throughput`, when the caller has it already)."""
         summary = summary or self.throughput(done)
         return TrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps, self.start,
                            self.history, summary["tokens_per_s"], self.elapsed,
-                           sae_path, self.resampled, self.cfg, **_mfu_fields(summary))
+                           sae_path, self.resampled, self.cfg, **_mfu_fields(summary),
+                           calibration=calibration)
 
 
 def _train_runs(

@@ -190,9 +190,10 @@ def test_batchtopk_training_ends_with_a_calibrated_threshold(tiny_model, docs, t
     from saes.train import CALIBRATION_STEPS
 
     cfg = _cfg(ARCHS["batchtopk"])
-    train_sae(tiny_model, docs, tmp_path, cfg, progress=False)
+    res = train_sae(tiny_model, docs, tmp_path, cfg, progress=False)
     loaded = load_sae(tmp_path / "sae", tiny_model)
     sae, cal = loaded.sae, loaded.config["calibration"]
+    assert res.calibration == cal and res.to_dict()["calibration"] == cal
     assert float(sae.threshold[0]) == pytest.approx(cal["threshold"], rel=1e-6)
     assert cal["tokens"] == CALIBRATION_STEPS * cfg.batch_size
     store = ActivationStore(tiny_model, docs, cfg.store_config(), batch_size=cfg.batch_size)

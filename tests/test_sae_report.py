@@ -252,6 +252,15 @@ def test_training_curves_mark_resampling(page):
     for text in ("L1 coefficient", "learning rate", "12 min 34 s", "652 tokens/s",
                  "step 40: 5 features; step 80: 2 features", "Training settings"):
         assert text in tr, text
+    assert "inference threshold" not in tr  # a ReLU SAE calibrates nothing
+
+
+def test_training_settings_show_a_calibrated_threshold(res):
+    res["training"]["calibration"] = {"threshold": 0.7578, "threshold_moving_average": 1.0023,
+                                      "tokens": 16384}
+    tr = section(render_sae_report(res, fake_manifest()), "Training")
+    assert ("0.7578, set from the final weights on 16,384 training tokens (the moving "
+            "average during training was 1.002)") in tr
 
 
 def test_report_takes_the_typed_result_and_keeps_its_figures(res, tmp_path):

@@ -236,6 +236,11 @@ def _print_training(res: TrainResult, prefix: str = "") -> None:
         f"{throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
         + (f"SAE: {res.sae_path}" if res.complete else "unfinished: rerun to resume")
     )
+    cal = res.calibration
+    if cal and "threshold" in cal:
+        click.echo(f"{prefix}inference threshold set from the final weights on "
+                   f"{int(cal.get('tokens', 0)):,} tokens: {cal['threshold']:.4g} "
+                   f"(training's moving average: {cal.get('threshold_moving_average', 0):.4g})")
 
 
 def sae_path(path: str) -> Path:
