@@ -19,8 +19,8 @@ When training ends, :meth:`BatchTopKSAE.calibrate` replaces the moving average b
 mean batch cut of the *final* weights over the last training batches (Bussmann et al.'s
 estimator: the average smallest kept activation). The moving average lags the weights:
 on a 1M-token run at layer 6 of the embedded model (245 steps, momentum 0.99) it ended at
-1.00 while the final weights' cut was 0.76, so a k 32 SAE ran at L0 18 instead of 32;
-calibrated, it runs at L0 32.0 on held-out activations.
+1.00 while the final weights' cut was 0.76, so a k 32 SAE ran at L0 18 instead of 32
+on held-out text; retrained with the calibration, it runs at L0 31.5.
 
 **AuxK** (Gao et al., section A.2). Latents that have not fired for ``dead_window``
 tokens are *dead*. The auxiliary loss asks the ``aux_k`` largest pre-activations among
