@@ -165,6 +165,8 @@ def table(rows: list[dict]) -> str:
 
 
 def figure(rows: list[dict], path: Path) -> None:
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
     from interp.plotting import PALETTE, new_figure, styled
 
     @styled
@@ -187,6 +189,9 @@ def figure(rows: list[dict], path: Path) -> None:
             for t in TARGETS:
                 ax.axvline(t, color="#999999", linestyle=":", linewidth=1)
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(FixedLocator([8, 16, 32, 64, 128, 256]))
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_locator(NullLocator())
             ax.set_xlabel("L0 (active latents per token)")
             ax.set_ylabel(label)
             ax.grid(True, color="#e6e6e6")

@@ -339,8 +339,9 @@ def test_eval_and_browser_read_every_architecture(name, tiny_model, docs, tmp_pa
 #: Short real-model runs (layer 6, d_sae 1152, 82k tokens from one activation cache,
 #: evaluated on 4,096 held-out tokens, CE on 2,048). Measured here:
 #:   topk k 32:      L0 32.0, EV 0.800 [0.779, 0.818], CE-loss score 0.914 [0.897, 0.926]
-#:   batchtopk k 32: L0 20.8 (its inference threshold), EV 0.768 [0.744, 0.788],
-#:                   CE-loss score 0.876 [0.860, 0.889]
+#:   batchtopk k 32: L0 31.9 (its threshold calibrated at the end of training), EV 0.801
+#:                   [0.781, 0.819], CE-loss score 0.913 [0.901, 0.924]. (With the
+#:                   training moving average as the threshold it was L0 20.8, EV 0.768.)
 #: (ReLU + L1 at λ 4 on the same budget: L0 77, EV 0.667, CE-loss score 0.719.) The
 #: bounds sit under those figures. JumpReLU's log-thresholds move by at most about
 #: lr × steps (0.08 here), so from the paper's 0.001 its L0 stays in the hundreds
@@ -351,9 +352,9 @@ REAL_ARCHS = {
     "batchtopk": BatchTopKConfig(k=32),
     "jumprelu": JumpReLUConfig(threshold_init=1.0),
 }
-EV_BOUND = {"topk": 0.75, "batchtopk": 0.72, "jumprelu": 0.74}
-CE_LOWER_CI_BOUND = {"topk": 0.85, "batchtopk": 0.82, "jumprelu": 0.84}
-L0_RANGE = {"topk": (31.5, 32.0), "batchtopk": (10.0, 40.0), "jumprelu": (15.0, 45.0)}
+EV_BOUND = {"topk": 0.75, "batchtopk": 0.75, "jumprelu": 0.74}
+CE_LOWER_CI_BOUND = {"topk": 0.85, "batchtopk": 0.85, "jumprelu": 0.84}
+L0_RANGE = {"topk": (31.5, 32.0), "batchtopk": (28.0, 36.0), "jumprelu": (15.0, 45.0)}
 
 
 @pytest.mark.slow
