@@ -181,7 +181,7 @@ class SparseAutoencoder(nn.Module):
 
     #: True where :meth:`calibrate` sets inference state from the final weights, so the
     #: trainer hands it the last batches when training ends.
-    calibrated: ClassVar[bool] = False
+    calibrates: ClassVar[bool] = False
 
     @torch.no_grad()
     def calibrate(

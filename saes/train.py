@@ -436,6 +436,7 @@ class _Run:
         self.model_dtype = str(model.dtype).removeprefix("torch.")
         self.peaks = peaks_for(model.device, tuple({self.model_dtype, "float32"}))
         self.last_saved = self.start
+        self.final_batches: dict[int, Tensor] = {}  # step -> scaled batch, for calibration
         self.module: nn.Module = _LossModule(self.sae)
         self.dead_steps = max(1, math.ceil(cfg.dead_window / cfg.batch_size))
 
@@ -547,7 +548,7 @@ class _Run:
         sae_path = self.sae_dir if done >= steps else None  # rank 0 saves it
         calibration: dict[str, float] = {}
         if done >= steps:
-            if self.sae.calibrated:
+            if self.sae.calibrates:
                 batches = last_batches()
                 calibration = self.sae.calibrate(
                     batches, lambda t: _all_reduce(t.double().clone()) / self.world)
@@ -635,6 +636,8 @@ def _train_runs(
                     run.work.add(run.model_dtype, forward_flops(
                         run.shape, shared.forward_tokens - forwarded, run.cfg.seq_len,
                         layers=deepest + 1))
+                if run.sae.calibrates and step >= steps - CALIBRATION_STEPS:
+                    run.final_batches[step] = x  # kept for the calibration at the end
                 run.train_step(step, x)
                 run.elapsed += time.perf_counter() - t0
                 bar.update(task, completed=step + 1,
@@ -652,12 +655,13 @@ def _train_runs(
 
 
 def _last_batches(run: _Run, store: ActivationStore) -> Callable[[], list[Tensor]]:
-    """The scaled batches of ``run``'s last :data:`CALIBRATION_STEPS` steps, drawn again
-    from the store (deterministic per step, so a resumed run calibrates on the same)."""
+    """The scaled batches of ``run``'s last :data:`CALIBRATION_STEPS` steps: those this
+    process trained on, kept in memory; any it did not (a run resumed after them) drawn
+    again from the store, which gives the same batch for a step every time."""
     def draw() -> list[Tensor]:
         assert run.scale is not None
         steps = run.cfg.steps
-        return [store.batch(s) * run.scale
+        return [run.final_batches[s] if s in run.final_batches else store.batch(s) * run.scale
                 for s in range(max(0, steps - CALIBRATION_STEPS), steps)]
     return draw
 

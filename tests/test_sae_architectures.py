@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import pytest
 import torch
@@ -200,6 +201,11 @@ def test_batchtopk_training_ends_with_a_calibrated_threshold(tiny_model, docs, t
     x = torch.cat([store.batch(s) for s in range(cfg.steps - CALIBRATION_STEPS, cfg.steps)])
     l0 = float((sae.encode(x) > 0).float().sum(-1).mean())
     assert l0 == pytest.approx(8.0, rel=0.1)
+    # Killed after the last checkpoint, before the SAE was written: the resumed run trains
+    # no step, draws the last batches again from the store, and sets the same threshold.
+    shutil.rmtree(tmp_path / "sae")
+    again = train_sae(tiny_model, docs, tmp_path, cfg, progress=False)
+    assert again.calibration == cal
 
 
 def test_jumprelu_threshold_and_its_straight_through_gradients():

@@ -260,7 +260,7 @@ class BatchTopKSAE(TopKSAE):
         new = sample if float(current) == 0.0 else m * current + (1 - m) * sample
         self.threshold.fill_(float(new))
 
-    calibrated: ClassVar[bool] = True
+    calibrates: ClassVar[bool] = True
 
     @torch.no_grad()
     def batch_cut(self, x: Float[Tensor, "n d_in"]) -> Tensor:
