@@ -22,6 +22,7 @@ from interp.cli.common import (
     model_options,
 )
 from interp.errors import InterpError
+from interp.schema.settings import ConfigError
 
 
 def _quiet_environment() -> None:
@@ -107,6 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: user errors → one line on stderr, exit 2."""
     try:
         _run(argv)
+    except ConfigError as exc:  # a library's check: name the flag the user typed
+        from interp.cli.options import config_error_line
+
+        _fail(config_error_line(exc))
     except InterpError as exc:
         _fail(str(exc))
     except click.exceptions.Abort:

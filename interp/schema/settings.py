@@ -1,0 +1,321 @@
+"""One declaration per setting: a config field carries its type, default, help text and check.
+
+Every tool's settings are a frozen :class:`Config` dataclass whose fields are made with
+:func:`setting`::
+
+    @dataclass(frozen=True)
+    class ProbeConfig(Config):
+        C: float = setting(0.1, help="Inverse L2 strength.", check=positive)
+        seeds: int = setting(5, help="Train/test splits.", check=at_least(1))
+
+Building a config validates it (``__post_init__``): each field's type and checks, then the
+config's own :meth:`Config.check` for rules that join several fields. A bad value raises
+:class:`ConfigError`, one line that names the config, the field and the value
+(``ProbeConfig.C must be > 0, got -1.0``); the command line derives its options from the same
+fields (:mod:`interp.cli.options`) and rewrites the field's name as its flag
+(``--C must be > 0, got -1.0``). So a Python caller gets every check the CLI makes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, dataclass, field
+from typing import Any, ClassVar, Literal, Self, get_args, get_origin
+
+from interp.errors import InterpError
+
+#: The key of a field's :class:`SettingInfo` in its ``dataclasses.field`` metadata.
+SETTING = "interp.setting"
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: "No value given" where None is a value (a CLI default that differs from the field's).
+UNSET: Any = _Unset()
+
+
+class ConfigError(InterpError):
+    """A setting with an impossible value: names the config, the field and the value."""
+
+    def __init__(self, config: str, name: str, problem: str, value: Any = MISSING) -> None:
+        self.config, self.name, self.problem, self.value = config, name, problem, value
+        super().__init__(self.render(f"{config}.{name}" if config else name))
+
+    def render(self, label: str) -> str:
+        """The message with ``label`` (a field or a CLI flag) standing for the setting."""
+        got = "" if self.value is MISSING else f", got {_show(self.value)}"
+        return f"{label} {self.problem}{got}"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --------------------------------------------------------------------------- checks
+@dataclass(frozen=True)
+class Check:
+    """A rule a setting's value must follow; ``problem`` completes "X ..." when it fails."""
+
+    test: Callable[[Any], bool]
+    problem: str
+    #: Bounds the CLI may show (``click.IntRange``-like), informative only.
+    low: float | None = None
+    high: float | None = None
+
+    def fails(self, value: Any) -> bool:
+        """Whether ``value`` breaks the rule (None always passes: "not set")."""
+        if value is None:
+            return False
+        try:
+            return not self.test(value)
+        except (TypeError, ValueError):
+            return True
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, numbers.Real) and math.isfinite(float(x))
+
+
+finite = Check(_finite, "must be a finite number")
+positive = Check(lambda x: _finite(x) and x > 0, "must be a positive finite number", low=0)
+non_negative = Check(lambda x: _finite(x) and x >= 0, "must be ≥ 0 and finite", low=0)
+fraction = Check(lambda x: _finite(x) and 0 <= x <= 1, "must be in [0, 1]", low=0, high=1)
+not_empty = Check(lambda x: len(x) > 0 and (not isinstance(x, str) or x.strip() != ""),
+                  "must not be empty")
+
+
+def at_least(low: float) -> Check:
+    """``value ≥ low`` (and finite)."""
+    return Check(lambda x: _finite(x) and x >= low, f"must be ≥ {low:g}", low=low)
+
+
+def at_most(high: float) -> Check:
+    """``value ≤ high`` (and finite)."""
+    return Check(lambda x: _finite(x) and x <= high, f"must be ≤ {high:g}", high=high)
+
+
+def in_range(low: float, high: float, *, open_low: bool = False, open_high: bool = False) -> Check:
+    """``low ≤ value ≤ high``; an open end excludes its bound."""
+    left, right = ("(" if open_low else "["), (")" if open_high else "]")
+
+    def test(x: Any) -> bool:
+        if not _finite(x):
+            return False
+        return (x > low if open_low else x >= low) and (x < high if open_high else x <= high)
+
+    return Check(test, f"must be in {left}{low:g}, {high:g}{right}", low=low, high=high)
+
+
+def one_of(*choices: Any) -> Check:
+    """``value`` is one of ``choices``."""
+    shown = ", ".join(str(c) for c in choices)
+    return Check(lambda x: x in choices, f"must be one of {shown}")
+
+
+def each(check: Check) -> Check:
+    """Every element of a sequence passes ``check``."""
+    return Check(lambda xs: all(not check.fails(x) for x in xs), f"items {check.problem}",
+                 low=check.low, high=check.high)
+
+
+# --------------------------------------------------------------------------- fields
+@dataclass(frozen=True)
+class SettingInfo:
+    """What :func:`setting` records on a field for checks, reports and the CLI."""
+
+    help: str
+    checks: tuple[Check, ...] = ()
+    #: The CLI flag, when not ``--field-name``; a bool field defaulting to True may use a
+    #: ``--no-…`` flag (given → False).
+    flag: str | None = None
+    #: Other spellings the CLI accepts (old names kept working).
+    aliases: tuple[str, ...] = ()
+    #: False: a Python-only setting (no CLI option), or one a verb declares itself.
+    cli: bool = True
+    metavar: str | None = None
+    #: Turns the CLI's string into the field's value (for types click cannot parse).
+    parse: Callable[[str], Any] | None = None
+    #: The CLI's default, when it differs from the field's (shown in --help).
+    cli_default: Any = UNSET
+
+
+def setting(
+    default: Any = MISSING,
+    *,
+    help: str,
+    check: Check | Sequence[Check] = (),
+    flag: str | None = None,
+    aliases: Sequence[str] = (),
+    cli: bool = True,
+    metavar: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    default_factory: Callable[[], Any] | Any = MISSING,
+    cli_default: Any = UNSET,
+) -> Any:
+    """A config field: its default, help text and checks, declared once."""
+    checks = (check,) if isinstance(check, Check) else tuple(check)
+    info = SettingInfo(help=help, checks=checks, flag=flag, aliases=tuple(aliases), cli=cli,
+                       metavar=metavar, parse=parse, cli_default=cli_default)
+    kwargs: dict[str, Any] = {"metadata": {SETTING: info}}
+    if default_factory is not MISSING:
+        kwargs["default_factory"] = default_factory
+    elif default is not MISSING:
+        kwargs["default"] = default
+    return field(**kwargs)
+
+
+def setting_info(f: dataclasses.Field) -> SettingInfo:
+    """A field's :class:`SettingInfo` (an empty one for a plain dataclass field)."""
+    info = f.metadata.get(SETTING)
+    return info if isinstance(info, SettingInfo) else SettingInfo(help="")
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def type_hints(cls: type) -> dict[str, Any]:
+    """A dataclass's field types, cached; an annotation that cannot be evaluated here (a
+    name imported only for type checkers) reads as ``Any``."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        import sys
+
+        hints = {}
+        for klass in reversed(cls.__mro__):
+            module = sys.modules.get(klass.__module__)
+            namespace = dict(vars(module)) if module else {}
+            for name, ann in vars(klass).get("__annotations__", {}).items():
+                if isinstance(ann, str):
+                    try:
+                        ann = eval(ann, namespace, dict(vars(klass)))  # noqa: S307
+                    except Exception:  # noqa: BLE001 - TYPE_CHECKING-only names
+                        ann = Any
+                hints[name] = ann
+        _HINTS[cls] = hints
+    return hints
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    """A light type check: the scalar types a user can get wrong (not a full validator)."""
+    origin = get_origin(hint)
+    if hint is Any or isinstance(hint, typing.TypeVar):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, h) for h in get_args(hint))
+    if origin is Literal:
+        return value in get_args(hint)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    return True  # containers and classes: the field's checks say more
+
+
+def _type_name(hint: Any) -> str:
+    origin = get_origin(hint)
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(hint))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(h) for h in get_args(hint))
+    if hint is type(None):
+        return "None"
+    return getattr(hint, "__name__", str(hint))
+
+
+# --------------------------------------------------------------------------- configs
+@dataclass(frozen=True)
+class Config:
+    """Base of every tool's settings: validated when built, immutable, serialisable.
+
+    Subclasses are ``@dataclass(frozen=True)`` with fields made by :func:`setting`, and may
+    override :meth:`check` for rules that join fields (raise :meth:`error`). Use
+    :meth:`replace` for a changed copy.
+    """
+
+    #: Names that are not settings of the run and stay out of ``to_dict()``.
+    transient: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field's type and rules, then :meth:`check`."""
+        hints = type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            hint = hints.get(f.name, Any)
+            if not _type_ok(value, hint):
+                raise self.error(f.name, f"must be {_type_name(hint)}", value)
+            for rule in setting_info(f).checks:
+                if rule.fails(value):
+                    raise self.error(f.name, rule.problem, value)
+        self.check()
+
+    def check(self) -> None:
+        """Rules between fields; raise ``self.error(field, problem, value)``."""
+
+    def error(self, name: str, problem: str, value: Any = MISSING) -> ConfigError:
+        """A :class:`ConfigError` about field ``name`` of this config."""
+        return ConfigError(type(self).__name__, name, problem, value)
+
+    def replace(self, **changes: Any) -> Self:
+        """A validated copy with ``changes``."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as JSON-ready data (``results.json``'s ``config``)."""
+        from interp.schema.convert import fields_data
+
+        data = fields_data(self)
+        for name in self.transient:
+            data.pop(name, None)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        """A config from :meth:`to_dict`'s output (unknown keys are ignored)."""
+        from interp.schema.convert import from_data
+
+        return from_data(cls, data)
+
+    @classmethod
+    def settings(cls) -> dict[str, SettingInfo]:
+        """Every field's :class:`SettingInfo`, in declaration order."""
+        return {f.name: setting_info(f) for f in dataclasses.fields(cls)}
+
+
+__all__ = [
+    "UNSET",
+    "Check",
+    "Config",
+    "ConfigError",
+    "SettingInfo",
+    "at_least",
+    "at_most",
+    "each",
+    "finite",
+    "fraction",
+    "in_range",
+    "non_negative",
+    "not_empty",
+    "one_of",
+    "positive",
+    "setting",
+    "setting_info",
+    "type_hints",
+]

@@ -1,0 +1,184 @@
+"""The shared shape: settings declared once, one result base, one JSON converter, and CLI
+options derived from config fields."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import click
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from interp.cli.options import build_config, config_options, flag_of
+from interp.errors import InterpError
+from interp.schema import (
+    Config,
+    ConfigError,
+    Headline,
+    Result,
+    at_least,
+    from_data,
+    in_range,
+    json_field,
+    positive,
+    setting,
+    to_data,
+)
+
+
+@dataclass(frozen=True)
+class ToyConfig(Config):
+    C: float = setting(0.1, help="Inverse L2 strength.", check=positive, flag="--C")
+    seeds: int = setting(5, help="Splits.", check=at_least(1))
+    top_p: float = setting(1.0, help="Nucleus.", check=in_range(0, 1, open_low=True))
+    solver: Literal["torch", "sklearn"] = setting("torch", help="Who fits.")
+    random_weights: bool = setting(True, help="Random-weights control.",
+                                   flag="--no-random-weights")
+    leace: bool = setting(False, help="Also LEACE.")
+    stop: tuple[str, ...] = setting((), help="Stop strings.")
+    limit: int | None = setting(None, help="At most this many.", check=at_least(1))
+    layers: tuple[int, ...] = setting((1,), help="Layers.", cli=False)
+
+    def check(self) -> None:
+        if self.leace and not self.random_weights:
+            raise self.error("leace", "needs the random-weights control")
+
+
+def test_config_checks_name_field_and_value() -> None:
+    with pytest.raises(ConfigError, match=r"ToyConfig\.C must be a positive finite number, "
+                                          r"got -1\.0"):
+        ToyConfig(C=-1.0)
+    with pytest.raises(ConfigError, match="C must be a positive finite number, got nan"):
+        ToyConfig(C=math.nan)
+    with pytest.raises(ConfigError, match=r"seeds must be ≥ 1, got 0"):
+        ToyConfig(seeds=0)
+    with pytest.raises(ConfigError, match=r"top_p must be in \(0, 1\]"):
+        ToyConfig(top_p=0.0)
+    with pytest.raises(ConfigError, match="solver must be one of 'torch', 'sklearn'"):
+        ToyConfig(solver="adam")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="seeds must be int, got '5'"):
+        ToyConfig(seeds="5")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="leace needs the random-weights control"):
+        ToyConfig(leace=True, random_weights=False)
+    assert ToyConfig(limit=None).limit is None  # None is "not set", never a failed check
+    assert isinstance(ConfigError("X", "y", "bad"), InterpError)
+
+
+def test_config_is_frozen_and_replace_validates() -> None:
+    cfg = ToyConfig()
+    with pytest.raises(AttributeError):
+        cfg.C = 2.0  # type: ignore[misc]
+    assert cfg.replace(C=2.0).C == 2.0
+    with pytest.raises(ConfigError):
+        cfg.replace(C=0.0)
+
+
+def test_config_round_trips_through_json() -> None:
+    cfg = ToyConfig(C=0.5, stop=("\n",), limit=3, layers=(2, 4))
+    data = json.loads(json.dumps(cfg.to_dict()))
+    assert data["layers"] == [2, 4]
+    assert ToyConfig.from_dict(data) == cfg
+
+
+@dataclass
+class Inner:
+    name: str
+    values: list[float]
+
+
+@dataclass
+class ToyResult(Result):
+    model_id: str = json_field(key="model")
+    per_layer: dict[int, Inner] = field(default_factory=dict)
+    weights: np.ndarray = json_field(skip=True, default_factory=lambda: np.zeros(2),
+                                     repr=False)
+    curve: np.ndarray = field(default_factory=lambda: np.arange(3.0))
+    calibration: dict[str, float] | None = json_field(None, omit_none=True)
+    config: ToyConfig = field(default_factory=ToyConfig)
+
+    def extra_data(self) -> dict:
+        return {"best": max(self.per_layer, default=None)}
+
+    def headline(self) -> Headline:
+        return Headline(f"Toy · {self.model_id}", rows=[("best", self.extra_data()["best"])],
+                        columns=["layer", "mean"],
+                        table=[[k, float(np.mean(v.values))] for k, v in self.per_layer.items()],
+                        verdict="Inside the noise: not a result.")
+
+
+def test_result_serialises_from_type_hints() -> None:
+    res = ToyResult(model_id="tiny", per_layer={3: Inner("a", [1.0, math.nan])},
+                    warnings=["w"])
+    data = res.to_dict()
+    assert list(data) == ["warnings", "model", "per_layer", "curve", "config", "best"]
+    assert data["per_layer"] == {"3": {"name": "a", "values": [1.0, math.nan]}}
+    assert data["curve"] == [0.0, 1.0, 2.0]
+    res.manifest = {"seed": 0}
+    assert list(res.to_dict())[-1] == "manifest"  # the manifest goes last
+    back = ToyResult.from_dict(json.loads(json.dumps(res.to_dict())))
+    assert back.model_id == "tiny" and back.manifest == {"seed": 0}
+    assert back.per_layer[3].values[0] == 1.0 and math.isnan(back.per_layer[3].values[1])
+    assert isinstance(back.curve, np.ndarray) and back.curve.tolist() == [0.0, 1.0, 2.0]
+    assert back.config == ToyConfig() and back.calibration is None
+
+
+def test_from_data_is_tolerant_of_numbers_and_strict_about_kinds() -> None:
+    back = from_data(Inner, {"name": "x", "values": [None, "oops", 2]})
+    assert math.isnan(back.values[0]) and math.isnan(back.values[1]) and back.values[2] == 2.0
+    with pytest.raises(InterpError, match="has no 'name'"):
+        from_data(Inner, {"values": []})
+    with pytest.raises(TypeError):
+        from_data(Inner, {"name": 3, "values": []})
+    assert to_data({1: np.float32(0.5), "t": (1, 2)}) == {"1": 0.5, "t": [1, 2]}
+
+
+def test_headline_feeds_table_notebook_and_frame() -> None:
+    res = ToyResult(model_id="<b>tiny</b>", per_layer={1: Inner("a", [0.5]),
+                                                       2: Inner("b", [0.75])})
+    html = res._repr_html_()
+    assert "&lt;b&gt;tiny&lt;/b&gt;" in html and "<b>tiny</b>" not in html
+    assert "Inside the noise" in html
+    frame = res.to_frame()
+    assert list(frame.columns) == ["layer", "mean"] and frame["mean"].tolist() == [0.5, 0.75]
+    text = res.headline().text()
+    assert "0.750" in text and "Inside the noise" in text
+
+
+# ------------------------------------------------------------------------ the CLI
+@click.command()
+@config_options(ToyConfig)
+@click.option("--out", default=None)
+def toy(**params: object) -> None:
+    cfg = build_config(ToyConfig, params)
+    click.echo(json.dumps({**cfg.to_dict(), "rest": sorted(params)}))
+
+
+def test_cli_options_derive_from_fields() -> None:
+    names = {p.name: p for p in toy.params}
+    assert "layers" not in names  # cli=False
+    assert names["C"].opts == ["--C"] and names["seeds"].opts == ["--seeds"]
+    assert isinstance(names["solver"].type, click.Choice)
+    assert names["random_weights"].opts == ["--no-random-weights"]
+    assert names["stop"].multiple and names["seeds"].help == "Splits."
+    assert flag_of(ToyConfig, "random_weights") == "--no-random-weights"
+    out = CliRunner().invoke(toy, ["--C", "0.5", "--no-random-weights", "--stop", "a",
+                                   "--stop", "b", "--limit", "2"])
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.output)
+    assert got["C"] == 0.5 and got["random_weights"] is False and got["stop"] == ["a", "b"]
+    assert got["limit"] == 2 and got["rest"] == ["out"]
+    assert json.loads(CliRunner().invoke(toy, []).output)["random_weights"] is True
+
+
+def test_cli_errors_name_the_flag() -> None:
+    out = CliRunner().invoke(toy, ["--C", "nan"])
+    assert isinstance(out.exception, InterpError)
+    assert str(out.exception) == "--C must be a positive finite number, got nan"
+    out = CliRunner().invoke(toy, ["--seeds", "0"])
+    assert str(out.exception) == "--seeds must be ≥ 1, got 0"
+    out = CliRunner().invoke(toy, ["--solver", "adam"])
+    assert out.exit_code == 2 and "adam" in out.output
