@@ -89,6 +89,89 @@ def format_number(value: Any, digits: int = 3) -> str:
     return f"{x:.{digits}f}"
 
 
+def _finite(value: Any) -> float | None:
+    x = as_float(value)
+    return x if math.isfinite(x) else None
+
+
+def signed(value: Any, digits: int = 3) -> str:
+    """``+0.120``, ``−0.120`` (a true minus sign), ``0``; ``—`` when missing."""
+    x = _finite(value)
+    if x is None:
+        return MISSING
+    return ("+" if x > 0 else "−" if x < 0 else "") + format_number(abs(x), digits)
+
+
+def plus_minus(mean: Any, std: Any = None, digits: int = 3) -> str:
+    """``"0.912 ± 0.013"``; ``"0.912"`` without a spread; ``—`` without a mean."""
+    m = _finite(mean)
+    if m is None:
+        return MISSING
+    sd = _finite(std)
+    tiny = 0.5 * 10**-digits
+    if sd is not None and abs(m) < tiny <= sd:
+        m = 0.0  # zero at this precision, next to a visible spread
+    text = format_number(m, digits).replace("-", "−")
+    if sd is not None and sd > 0:
+        text += f" ± {sd:.{digits}f}" if sd >= tiny else f" ± <{10**-digits:.{digits}f}"
+    return text
+
+
+def ci_text(lo: Any, hi: Any, digits: int = 3, *, fmt: Any = None) -> str:
+    """A 95% interval as ``[0.812, 0.901]``; ``—`` unless both ends are finite.
+
+    ``fmt`` formats each end (default :func:`format_number` to ``digits``).
+    """
+    a, b = _finite(lo), _finite(hi)
+    if a is None or b is None:
+        return MISSING
+    show = fmt or (lambda x: format_number(x, digits))
+    return f"[{show(min(a, b))}, {show(max(a, b))}]"
+
+
+def with_ci(value: Any, lo: Any, hi: Any, digits: int = 3, *, fmt: Any = None) -> str:
+    """``"0.853 [0.812, 0.901]"``: the value, and its interval when known."""
+    show = fmt or (lambda x: format_number(x, digits))
+    text = show(value) if _finite(value) is not None else MISSING
+    interval = ci_text(lo, hi, digits, fmt=fmt)
+    return text if interval == MISSING or text == MISSING else f"{text} {interval}"
+
+
+def percent(value: Any, digits: int = 3) -> str:
+    """A fraction as a percentage to ``digits`` significant digits (``0.0625`` → ``6.25%``)."""
+    x = _finite(value)
+    return MISSING if x is None else f"{100 * x:.{digits}g}%"
+
+
+def count(value: Any) -> str:
+    """A whole number with thousands separators (``123456`` → ``123,456``)."""
+    x = _finite(value)
+    if x is None:
+        return MISSING
+    return f"{round(x):,}" if float(x).is_integer() else format_number(x, 3)
+
+
+def short(value: Any) -> str:
+    """Four significant digits (``0.001234``, ``1.235e+04``); ``—`` when missing."""
+    x = _finite(value)
+    return MISSING if x is None else f"{x:.4g}"
+
+
+#: The formatters by name: the reports register them as jinja filters, so a template and
+#: a table print a number the same way.
+FILTERS = {
+    "fmt": format_number,
+    "signed": signed,
+    "pm": plus_minus,
+    "ci": ci_text,
+    "with_ci": with_ci,
+    "pct": percent,
+    "count": count,
+    "short": short,
+    "vtok": visible_token,
+}
+
+
 def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"

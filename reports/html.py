@@ -32,7 +32,7 @@ import jinja2
 from markupsafe import Markup, escape
 from matplotlib.figure import Figure
 
-from interp.display import MISSING, format_number, is_finite, visible_token
+from interp.display import FILTERS, MISSING, format_number, is_finite, visible_token
 from interp.errors import InterpError
 from interp.plotting import svg_text
 from interp.profiling.session import phase, phased
@@ -352,8 +352,7 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["fmt"] = format_number
-    env.filters["vtok"] = visible_token
+    env.filters.update(FILTERS)  # interp.display: one formatter per kind of number
     env.filters["trepr"] = token_repr
     env.filters["truncate_chars"] = truncate
     env.tests["markup"] = _is_markup

@@ -53,9 +53,9 @@ class Headline:
 
     def text(self, width: int = 130) -> str:
         """The terminal view (the CLI's table), as plain text rendered by rich."""
-        from rich.console import Console
-
         import io
+
+        from rich.console import Console
 
         console = Console(width=width, record=True, file=io.StringIO(), soft_wrap=False)
         self.print(console)

@@ -294,6 +294,27 @@ class Config:
         return from_data(cls, data)
 
     @classmethod
+    def resolve(cls, config: Self | None = None, settings: dict[str, Any] | None = None) -> Self:
+        """``config``, or one built from keyword ``settings``: the one implementation behind
+        a tool's two call forms (``run_x(model, data, XConfig(...))`` and
+        ``run_x(model, data, seeds=3)``). Giving both is an error, and so is an unknown name.
+        """
+        settings = settings or {}
+        if config is not None:
+            if settings:
+                raise InterpError(f"give a {cls.__name__} or keyword settings "
+                                  f"({', '.join(sorted(settings))}), not both")
+            if not isinstance(config, cls):
+                raise InterpError(f"expected a {cls.__name__}, got {type(config).__name__}")
+            return config
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise InterpError(f"{cls.__name__} has no setting {', '.join(unknown)} "
+                              f"(its settings: {', '.join(sorted(known))})")
+        return cls(**settings)
+
+    @classmethod
     def settings(cls) -> dict[str, SettingInfo]:
         """Every field's :class:`SettingInfo`, in declaration order."""
         return {f.name: setting_info(f) for f in dataclasses.fields(cls)}

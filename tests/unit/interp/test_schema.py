@@ -77,6 +77,18 @@ def test_config_is_frozen_and_replace_validates() -> None:
         cfg.replace(C=0.0)
 
 
+def test_resolve_is_config_or_keywords_not_both() -> None:
+    assert ToyConfig.resolve(None, {"seeds": 3}) == ToyConfig(seeds=3)
+    cfg = ToyConfig(C=2.0)
+    assert ToyConfig.resolve(cfg, {}) is cfg
+    with pytest.raises(InterpError, match="not both"):
+        ToyConfig.resolve(cfg, {"seeds": 3})
+    with pytest.raises(InterpError, match="has no setting sedes"):
+        ToyConfig.resolve(None, {"sedes": 3})
+    with pytest.raises(ConfigError, match="seeds must be ≥ 1"):
+        ToyConfig.resolve(None, {"seeds": 0})
+
+
 def test_config_round_trips_through_json() -> None:
     cfg = ToyConfig(C=0.5, stop=("\n",), limit=3, layers=(2, 4))
     data = json.loads(json.dumps(cfg.to_dict()))
@@ -182,3 +194,13 @@ def test_cli_errors_name_the_flag() -> None:
     assert str(out.exception) == "--seeds must be ≥ 1, got 0"
     out = CliRunner().invoke(toy, ["--solver", "adam"])
     assert out.exit_code == 2 and "adam" in out.output
+
+
+def test_shared_formatters() -> None:
+    from interp.display import FILTERS, ci_text, percent, plus_minus, signed
+
+    assert signed(0.12) == "+0.120" and signed(-0.12) == "−0.120" and signed(math.nan) == "—"
+    assert plus_minus(0.9123, 0.0131) == "0.912 ± 0.013" and plus_minus(None) == "—"
+    assert ci_text(0.9, 0.8) == "[0.800, 0.900]" and ci_text(0.1, math.inf) == "—"
+    assert percent(0.0625) == "6.25%"
+    assert {"fmt", "signed", "pm", "ci", "pct"} <= set(FILTERS)
