@@ -18,6 +18,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from interp.display import plus_minus, signed
 from interp.probing.figures import (
     DIRECTION_NAMES,
     ablation_figure,
@@ -45,31 +46,12 @@ __all__ = ["probe_report", "render_probe_report", "write_probe_report"]
 SHORT_NAMES = {"probe": "probe", "mean_difference": "mean difference"}
 
 
-def _pm(mean: float | None, std: float | None, digits: int = 3) -> str:
-    """``"0.912 ± 0.013"``, ``"0.912"`` without a std, ``"—"`` without a mean."""
-    if mean is None or not math.isfinite(mean):
-        return MISSING
-    sd = math.nan if std is None else std
-    if math.isfinite(sd) and abs(mean) < 0.5 * 10**-digits <= sd:
-        mean = 0.0  # a mean that is zero at this precision, next to a visible spread
-    text = format_number(mean, digits).replace("-", "−")
-    if math.isfinite(sd) and sd > 0:
-        tiny = 0.5 * 10**-digits
-        text += f" ± {sd:.{digits}f}" if sd >= tiny else f" ± <{10**-digits:.{digits}f}"
-    return text
-
-
-def _signed(value: float | None, digits: int = 3) -> str:
-    if value is None or not math.isfinite(value):
-        return MISSING
-    return ("+" if value > 0 else "−" if value < 0 else "") + format_number(abs(value), digits)
-
-
 def _mean_std(values: Sequence[float | None], digits: int = 3) -> str:
     vals = [v for v in values if v is not None and math.isfinite(v)]
     if not vals:
         return MISSING
-    return _pm(statistics.fmean(vals), statistics.stdev(vals) if len(vals) > 1 else None, digits)
+    spread = statistics.stdev(vals) if len(vals) > 1 else None
+    return plus_minus(statistics.fmean(vals), spread, digits)
 
 
 def _split_text(result: ProbeResult) -> str:
@@ -91,12 +73,12 @@ def _layer_rows(result: ProbeResult) -> list[dict[str, Any]]:
 
         rows.append({
             "layer": s.layer, "best": s.layer == best,
-            "cells": [_pm(s.mean("test_accuracy"), s.std("test_accuracy")), f("test_auroc")],
+            "cells": [plus_minus(s.mean("test_accuracy"), s.std("test_accuracy")), f("test_auroc")],
             "train": f("train_accuracy"),
             "train_title": "train: accuracy on the probe's own training data, "
-            + _pm(s.mean("train_accuracy"), s.std("train_accuracy")),
+            + plus_minus(s.mean("train_accuracy"), s.std("train_accuracy")),
             "rest": [f("shuffled_accuracy"), f("random_weights_accuracy"), f("bow_accuracy"),
-                     f("control_task_accuracy"), _signed(sel[i]), f("majority_rate")],
+                     f("control_task_accuracy"), signed(sel[i]), f("majority_rate")],
             "selectivity_noise": noise_label(*sel_ci[i]),
         })
     return rows
@@ -116,13 +98,13 @@ def _ablation_rows(ab: AblationResult) -> list[dict[str, Any]]:
         later = math.nan if e.later_probe_accuracy is None else e.later_probe_accuracy
         acc = format_number(later)
         if clean is not None and math.isfinite(later) and math.isfinite(clean):
-            acc += f" ({_signed(later - clean)})"
+            acc += f" ({signed(later - clean)})"
         removed = e.logit_diff_removed_fraction
         rnd = d.random
         rows.append({
             "name": SHORT_NAMES.get(name, name),
             "cells": [format_number(e.kl, 4), _pct_z(d.kl_percentile, d.kl_z),
-                      _signed(e.logit_diff_change),
+                      signed(e.logit_diff_change),
                       _pct_z(d.logit_diff_percentile, d.logit_diff_z),
                       f"{100 * removed:.0f}%" if removed is not None and math.isfinite(removed)
                       else MISSING, acc, format_number(e.variance)],
@@ -155,8 +137,9 @@ def _lead(result: ProbeResult) -> Markup:
     if result.layers:
         st = result.stats(result.best_layer())
         facts += [("best layer", st.layer),
-                  ("held-out accuracy", f"{_pm(st.mean('test_accuracy'), st.std('test_accuracy'))}"
-                                        f" over {result.config.seeds} seeds")]
+                  ("held-out accuracy",
+                   f"{plus_minus(st.mean('test_accuracy'), st.std('test_accuracy'))}"
+                   f" over {result.config.seeds} seeds")]
         sel = st.mean("test_accuracy") - st.mean("control_task_accuracy")
         ct = st.mean("control_task_accuracy")
         memorises = math.isfinite(ct) and ct >= 0.6
@@ -168,8 +151,10 @@ def _lead(result: ProbeResult) -> Markup:
     return Markup(html)
 
 
-def probe_report(result: ProbeResult, manifest: Mapping[str, Any]) -> Report:
-    """The linear-probe report of ``result`` (a page and its figures)."""
+def probe_report(result: ProbeResult, manifest: Mapping[str, Any] | None = None) -> Report:
+    """The linear-probe report of ``result`` (a page and its figures), with its manifest
+    (``result.manifest`` unless given)."""
+    manifest = manifest if manifest is not None else (result.manifest or {})
     figures: dict[str, ReportFigure] = {}
     if result.layers:
         figures["accuracy"] = ReportFigure(accuracy_figure(result),

@@ -128,10 +128,9 @@ def make_manifest() -> dict:
 def single_layer_result() -> ProbeResult:
     r = make_result(1, ablation=False)
     r.layers[0].layer = 7
-    r.config.layers = [7]
+    r.config = r.config.replace(layers=[7], split="stratified")
     assert r.dataset is not None
     r.dataset.split, r.dataset.n_groups = "stratified", None
-    r.config.split = "stratified"
     return r
 
 

@@ -267,6 +267,8 @@ def test_probe_ablate_cli_equals_the_library_script(tiny_model_dir, tmp_path, ca
     result.ablation = ablate_probe(model, ds, result, AblationConfig(n_random=2, n_examples=40))
     lib = json.loads(json.dumps(json_safe(result.to_dict())))
 
+    # the result carries its own manifest now; the CLI writes that one
+    assert lib.pop("manifest")["config"] == lib["config"]
     assert cli.pop("artifact") == "probe" and cli.pop("manifest")["config"] == lib["config"]
     assert cli == lib
     assert lib["ablation"]["n_examples"] == 40 and list(lib)[-2:] == ["dataset", "ablation"]

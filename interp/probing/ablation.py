@@ -41,6 +41,7 @@ from interp.probing.results import (
     ProbeResult,
 )
 from interp.runs.progress import make_progress
+from interp.schema import Config, at_least, setting
 
 
 def projection_hook(u: Float[Tensor, " d_model"]):
@@ -288,8 +289,8 @@ def _leace_report(runner: _Runner, x_layer: np.ndarray, labels: np.ndarray,
     )
 
 
-@dataclass
-class AblationConfig:
+@dataclass(frozen=True)
+class AblationConfig(Config):
     """Settings of the ablation check of a probe (``interp probe --ablate``).
 
     ``layer`` defaults to the probe's best layer, ``later_layer`` to 4 layers later,
@@ -297,13 +298,21 @@ class AblationConfig:
     seeded subsample); ``leace`` adds LEACE erasure as a second method.
     """
 
-    n_random: int = 10
-    n_examples: int = 256
-    leace: bool = False
-    seed: int = 0
-    layer: int | None = None
-    later_layer: int | None = None
-    batch_size: int | None = None
+    n_random: int = setting(10, flag="--random-directions", check=at_least(1),
+                            help="Variance-matched random directions.")
+    n_examples: int = setting(256, flag="--ablate-examples", check=at_least(10),
+                              help="Examples used by the ablation check.")
+    leace: bool = setting(False, help="With --ablate: also erase with LEACE "
+                                      "(concept-erasure), a second method.")
+    seed: int = setting(0, cli=False, check=at_least(0), help="Keys the subsample and the "
+                                                              "random directions.")
+    layer: int | None = setting(None, cli=False, check=at_least(0),
+                                help="Layer to ablate (default: the probe's best).")
+    later_layer: int | None = setting(None, cli=False, check=at_least(0),
+                                      help="Where the probe is read again (default: 4 "
+                                           "layers later).")
+    batch_size: int | None = setting(None, cli=False, check=at_least(1),
+                                     help="Prompts per forward pass (default: the probe's).")
 
 
 def balanced_subsample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
@@ -326,6 +335,7 @@ def ablate_probe(
     config: AblationConfig | None = None,
     *,
     progress: bool | None = None,
+    **settings: Any,
 ) -> AblationResult:
     """The ablation check of a probe: remove its direction (and the class-mean
     difference) at the layer and compare with variance-matched random directions.
@@ -334,7 +344,7 @@ def ablate_probe(
     the probe's token position. Attach the result with ``probe.ablation = ...`` to get
     the ``results.json`` of ``interp probe --ablate``.
     """
-    config = config or AblationConfig()
+    config = AblationConfig.resolve(config, settings)
     layer = probe.best_layer() if config.layer is None else config.layer
     if layer not in probe.directions:
         raise InterpError(f"the probe has no direction at layer {layer} "

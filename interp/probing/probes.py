@@ -23,7 +23,7 @@ import hashlib
 import math
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +43,15 @@ from interp.models.loading import Model
 from interp.probing.logistic import fit_logistic
 from interp.probing.results import (
     METRICS,
-    SOLVERS,
+    SEED_STRIDE,
     DatasetSummary,
     LayerStats,
     ProbeConfig,
-    ProbePosition,
     ProbeResult,
-    ProbeSolver,
 )
 from interp.probing.traps import probe_traps
 from interp.profiling.session import phase
+from interp.runs.manifest import model_manifest
 from interp.runs.paths import shipped_dataset
 from interp.runs.progress import make_progress
 
@@ -242,8 +241,6 @@ def control_task_labels(types: Sequence[str], seed: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------- the run
-#: Split ``s`` of a run with ``seed`` uses the random key ``SEED_STRIDE · seed + s``.
-SEED_STRIDE = 1000
 
 
 def random_weights_model(model: Model, seed: int = 0) -> Model:
@@ -271,43 +268,20 @@ def run_probe(
     dataset: ProbeDataset,
     config: ProbeConfig | None = None,
     *,
-    layers: Sequence[int] | str | int = "all",
-    position: ProbePosition = "last",
-    seeds: int = 5,
-    test_size: float = 0.25,
-    C: float = 0.1,
-    batch_size: int = 16,
-    random_weights: bool = True,
-    solver: ProbeSolver = "torch",
-    seed: int = 0,
     progress: bool | None = None,
+    **settings: Any,
 ) -> ProbeResult:
     """Fit and evaluate probes at ``config.layers`` with every baseline, over seeds.
 
-    Settings come from ``config`` or, equally, from the keyword arguments (the fields
-    of :class:`ProbeConfig`), not both. One capture pass reads all layers. Returns a
-    :class:`ProbeResult`; the probe directions kept there come from a final fit on all
-    examples (for artifacts and ablation), not from the held-out runs.
+    Settings come from ``config`` or, equally, from keyword arguments named as the
+    fields of :class:`ProbeConfig` (``run_probe(model, ds, layers=[6], seeds=3)``), not
+    both. One capture pass reads all layers. Returns a :class:`ProbeResult` carrying its
+    manifest; the probe directions kept there come from a final fit on all examples (for
+    artifacts and ablation), not from the held-out runs.
     """
-    given = ProbeConfig(layers, position, seeds, test_size, C, batch_size, random_weights,
-                        solver=solver, seed=seed)
-    if config is None:
-        config = given
-    elif given != ProbeConfig():
-        raise InterpError("give run_probe a ProbeConfig or keyword settings, not both")
+    config = ProbeConfig.resolve(config, settings)
     layer_list = model.parse_layers(config.layers)
-    position, seeds, test_size = config.position, config.seeds, config.test_size
-    C, batch_size = config.C, config.batch_size
-    if seeds < 1:
-        raise InterpError(f"seeds must be ≥ 1, got {seeds}")
-    if seeds > SEED_STRIDE or not 0 <= config.seed < 2**31 // SEED_STRIDE:
-        raise InterpError(f"seed must be in [0, {2**31 // SEED_STRIDE}) and seeds ≤ "
-                          f"{SEED_STRIDE}, got seed {config.seed}, seeds {seeds}")
-    if not 0 < test_size < 1:
-        raise InterpError(f"test size must be in (0, 1), got {test_size}")
-    if config.solver not in SOLVERS:
-        raise InterpError(f"unknown solver {config.solver!r}: use "
-                          + " or ".join(repr(v) for v in SOLVERS))
+    position, batch_size = config.position, config.batch_size
     acts = capture(model, dataset.texts, layers=layer_list, positions=position,
                    batch_size=batch_size, progress=progress)
     rand_acts = None
@@ -317,7 +291,10 @@ def run_probe(
         rand_acts = capture(rmodel, dataset.texts, layers=layer_list, positions=position,
                             batch_size=batch_size, progress=progress)
     with phase("fit probes"):
-        return _fit_all(model, dataset, config, layer_list, acts, rand_acts, progress)
+        result = _fit_all(model, dataset, config, layer_list, acts, rand_acts, progress)
+    result.manifest = model_manifest(model, seed=config.seed, config=result.config.to_dict(),
+                                     dataset_hash=result.config.dataset_hash)
+    return result
 
 
 def _fit_all(model: Model, dataset: ProbeDataset, config: ProbeConfig, layer_list: list[int],
@@ -548,7 +525,7 @@ def save_probe(result: ProbeResult, layer: int, path: str | Path, manifest: dict
         "scaler_scale": torch.from_numpy(result.scaler_scale[layer]),
         "mean_difference": torch.from_numpy(result.mean_differences[layer]),
     }
-    config = {**asdict(result.config), "layer": layer,
+    config = {**result.config.to_dict(), "layer": layer,
               "test_accuracy_mean": st.mean("test_accuracy"),
               "test_accuracy_std": st.std("test_accuracy")}
     return save_artifact(

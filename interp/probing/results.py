@@ -13,13 +13,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
+from interp.display import format_number, plus_minus, signed
+from interp.errors import InterpError
+from interp.schema import (
+    Config,
+    Headline,
+    Result,
+    at_least,
+    in_range,
+    json_field,
+    json_meta,
+    positive,
+    setting,
+)
+
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 METRICS = (
     "test_accuracy", "test_auroc", "train_accuracy", "shuffled_accuracy",
@@ -55,31 +70,59 @@ def _nanmax(values: Sequence[float]) -> float:
 
 
 # ------------------------------------------------------------------------- probes
-@dataclass
-class ProbeConfig:
+def parse_position(text: str | int) -> ProbePosition:
+    """``"last"``, ``"mean"`` or an integer index from its text form."""
+    if isinstance(text, int) or text in ("last", "mean"):
+        return text  # type: ignore[return-value]
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise InterpError(f"bad --position {text!r}: use last, mean or an integer") from None
+
+
+#: Seeds are keyed ``SEED_STRIDE · seed + s`` (split ``s``): see :class:`ProbeConfig`.
+SEED_STRIDE = 1000
+
+
+@dataclass(frozen=True)
+class ProbeConfig(Config):
     """Settings of one probe run (recorded in ``results.json`` and artifacts).
 
     ``layers`` is a list, an int or ``"all"``; a result's config holds the resolved
     list. ``dataset``, ``dataset_hash`` and ``split`` are filled in by ``run_probe``.
-    ``solver`` fits the probes: ``"torch"`` (batched, :mod:`interp.probing.logistic`)
-    or ``"sklearn"`` (one scikit-learn fit per probe, the reference). ``seed`` keys every
-    random choice: the ``seeds`` train/test splits (seed ``1000·seed + s`` for split
-    ``s``, so ``seed=0`` gives splits 0…seeds−1), their label shuffles, the control
-    task's labels and the random-weights model.
+    ``seed`` keys every random choice: the ``seeds`` train/test splits (seed
+    ``1000·seed + s`` for split ``s``, so ``seed=0`` gives splits 0…seeds−1), their label
+    shuffles, the control task's labels and the random-weights model.
     """
 
-    layers: Sequence[int] | str | int = "all"
-    position: ProbePosition = "last"
-    seeds: int = 5
-    test_size: float = 0.25
-    C: float = 0.1
-    batch_size: int = 16
-    random_weights: bool = True
-    dataset: str = ""
-    dataset_hash: str = ""
-    split: str = "group"
-    solver: ProbeSolver = "torch"
-    seed: int = 0
+    layers: Sequence[int] | str | int = setting(
+        "all", cli=False, help="Layers to probe: a list, one layer, or 'all'.")
+    position: ProbePosition = setting(
+        "last", parse=parse_position, metavar="last|mean|INDEX",
+        help="Token read: last, mean, or an index (0 = first, -1 = last).")
+    seeds: int = setting(5, check=in_range(1, SEED_STRIDE),
+                         help="Train/test splits (and label shuffles), each a seed.")
+    test_size: float = setting(0.25, cli=False, check=in_range(0, 1, open_low=True,
+                                                                open_high=True),
+                               help="Held-out fraction of each split.")
+    C: float = setting(0.1, check=positive, flag="--C",
+                       help="Inverse L2 strength of the logistic regression "
+                            "(on standardised inputs).")
+    batch_size: int = setting(16, cli=False, check=at_least(1),
+                              help="Prompts per forward pass.")
+    random_weights: bool = setting(True, flag="--no-random-weights",
+                                   help="Skip the random-weights control "
+                                        "(saves one capture pass).")
+    dataset: str = setting("", cli=False, help="The probe set's source (set by run_probe).")
+    dataset_hash: str = setting("", cli=False, help="The probe set's hash (set by run_probe).")
+    split: str = setting("group", cli=False,
+                         help="How examples were split: group or stratified (set by "
+                              "run_probe).")
+    solver: ProbeSolver = setting(
+        "torch", help="Probe fits: batched in torch, or scikit-learn one at a time "
+                      "(reference).")
+    seed: int = setting(0, cli=False, check=in_range(0, 2**31 // SEED_STRIDE - 1),
+                        help="Keys every random choice (recorded in the manifest).")
 
 
 @dataclass
@@ -125,32 +168,35 @@ class Verdict:
 
 
 def _num(x: float) -> str:
-    return f"{x:.3f}"
-
-
-def _signed(x: float) -> str:
-    return ("+" if x > 0 else "−" if x < 0 else "") + _num(abs(x))
+    return format_number(x)
 
 
 @dataclass
-class ProbeResult:
+class ProbeResult(Result):
     """A probe sweep: per-layer stats over seeds, the final probes' weights, and
     optionally the ablation check of the best layer's direction."""
 
     config: ProbeConfig
-    model_id: str
+    model_id: str = field(metadata=json_meta(key="model"))
     n_examples: int
     n_train: int
     n_test: int
-    layers: list[LayerStats]
-    directions: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    biases: dict[int, float] = field(repr=False, default_factory=dict)
-    scaler_mean: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    scaler_scale: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    mean_differences: dict[int, np.ndarray] = field(repr=False, default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    dataset: DatasetSummary | None = None
-    ablation: AblationResult | None = None
+    #: Per-layer stats; ``results.json`` spreads them into per-metric lists
+    #: (:meth:`extra_data`).
+    layers: list[LayerStats] = field(metadata=json_meta(skip=True))
+    directions: dict[int, np.ndarray] = json_field(skip=True, repr=False, default_factory=dict)
+    biases: dict[int, float] = json_field(skip=True, repr=False, default_factory=dict)
+    scaler_mean: dict[int, np.ndarray] = json_field(skip=True, repr=False, default_factory=dict)
+    scaler_scale: dict[int, np.ndarray] = json_field(skip=True, repr=False,
+                                                     default_factory=dict)
+    mean_differences: dict[int, np.ndarray] = json_field(skip=True, repr=False,
+                                                         default_factory=dict)
+    dataset: DatasetSummary | None = json_field(None, omit_none=True)
+    ablation: AblationResult | None = json_field(None, omit_none=True)
+
+    json_order: ClassVar[tuple[Any, ...]] = (
+        "model", "config", "n_examples", "n_train", "n_test", "layers", "best_layer",
+        "warnings", ..., "per_seed", "dataset", "ablation")
 
     # -------------------------------------------------------------- per layer
     @property
@@ -223,24 +269,16 @@ class ProbeResult:
         if clear:
             text = f"Layer {layer} beats the best control ({ctrl}) by {_num(margin)} ({spread})."
         else:
-            text = (f"Layer {layer} does not clearly beat its controls: margin {_signed(margin)} "
+            text = (f"Layer {layer} does not clearly beat its controls: margin {signed(margin)} "
                     f"over the best control ({ctrl}), {spread}; a clear win needs ≥ "
                     f"{MIN_MARGIN:g} and > {SIGMAS:g} seed-std.")
         return Verdict(layer, test, std, control, name, margin, sigmas, clear, text)
 
     # ---------------------------------------------------------------- exports
-    def to_dict(self) -> dict[str, Any]:
-        """The ``results.json`` schema: lists per layer, in ``layers`` order."""
-        out: dict[str, Any] = {
-            "model": self.model_id,
-            "config": asdict(self.config),
-            "n_examples": self.n_examples,
-            "n_train": self.n_train,
-            "n_test": self.n_test,
-            "layers": self.layer_numbers,
-            "best_layer": self.best_layer(),
-            "warnings": self.warnings,
-        }
+    def extra_data(self) -> dict[str, Any]:
+        """``results.json``'s lists per layer, in ``layers`` order."""
+        out: dict[str, Any] = {"layers": self.layer_numbers,
+                               "best_layer": self.best_layer() if self.layers else None}
         for key in METRICS:
             out[f"{key}_mean"] = self.means(key)
             out[f"{key}_std"] = self.stds(key)
@@ -248,42 +286,49 @@ class ProbeResult:
         out["selectivity"] = self.selectivity()
         out["selectivity_ci95"] = [list(ci) for ci in self.selectivity_ci()]
         out["per_seed"] = {str(s.layer): s.values for s in self.layers}
-        if self.dataset is not None:
-            out["dataset"] = asdict(self.dataset)
-        if self.ablation is not None:
-            out["ablation"] = self.ablation.to_dict()
         return out
 
     def to_frame(self) -> pd.DataFrame:
         """One row per layer: every metric's mean and std, control accuracy, selectivity."""
         import pandas as pd
 
-        d = self.to_dict()
+        d = self.extra_data()
         cols = [k for k in d if k.endswith("_mean") or k.endswith("_std") or k == "selectivity"]
         return pd.DataFrame({"layer": d["layers"], **{k: d[k] for k in cols}})
 
-    def _repr_html_(self) -> str:
-        from interp.display import result_html
-        from interp.probing.figures import accuracy_figure
-
+    def headline(self) -> Headline:
+        """The per-layer table (the CLI's, the notebook's) and the verdict."""
         v = self.verdict()
+        ds = self.dataset
         rows: list[tuple[str, object]] = [("model", self.model_id)]
-        if self.dataset is not None:
-            rows.append(("dataset", f"{self.dataset.path} ({self.dataset.n} examples, "
-                                    f"split by {self.dataset.split})"))
-        rows += [("best layer", v.layer), ("held-out accuracy", f"{_num(v.test)} ± {_num(v.std)}"),
-                 ("best control", f"{v.control_name}, {_num(v.control)}"), ("verdict", v.text)]
+        if ds is not None:
+            rows.append(("dataset", f"{ds.path} ({ds.n} examples, split by {ds.split})"))
+        rows += [("best layer", v.layer),
+                 ("held-out accuracy", plus_minus(v.test, v.std)),
+                 ("best control", f"{v.control_name}, {_num(v.control)}")]
         if self.ablation is not None:
             for name, d in self.ablation.directions.items():
                 rows.append((f"ablating {name}: KL percentile / z",
                              f"{d.kl_percentile:.0f} / {d.kl_z:.1f}"))
         sel, ctrl = self.selectivity(), self.control_accuracy()
-        table = [[s.layer, s.mean("test_accuracy"), s.std("test_accuracy"), ctrl[i],
-                  s.mean("control_task_accuracy"), sel[i]] for i, s in enumerate(self.layers)]
-        cols = ["layer", "test acc", "± std", "best control", "control task", "selectivity"]
-        return result_html(f"Linear probe · {self.model_id}", rows,
-                           accuracy_figure(self) if self.layers else None,
-                           columns=cols, table=table)
+        table = [[s.layer, s.mean("test_accuracy"), s.std("test_accuracy"),
+                  s.mean("test_auroc"), ctrl[i], s.mean("control_task_accuracy"), sel[i],
+                  s.mean("shuffled_accuracy"), s.mean("majority_rate"),
+                  s.mean("train_accuracy")] for i, s in enumerate(self.layers)]
+        best = self.layer_numbers.index(v.layer) if v.layer is not None else None
+        title = f"probe · {self.model_id}"
+        if ds is not None:
+            title += f" · {ds.path} ({self.n_examples} examples, split by {ds.split})"
+        return Headline(
+            title=f"Linear probe · {self.model_id}", rows=rows, verdict=v.text,
+            columns=["layer", "test acc", "± std", "AUROC", "control", "ctrl task", "select.",
+                     "shuffled", "majority", "train"],
+            table=table, emphasis=best, table_title=title)
+
+    def figure(self) -> Figure | None:
+        from interp.probing.figures import accuracy_figure
+
+        return accuracy_figure(self) if self.layers else None
 
 
 # ----------------------------------------------------------------------- ablation
@@ -333,7 +378,7 @@ class DirectionReport:
 
 
 @dataclass
-class AblationResult:
+class AblationResult(Result):
     """Clean reference numbers and every tested direction."""
 
     layer: int
@@ -341,60 +386,57 @@ class AblationResult:
     n_examples: int
     clean_logit_diff: float | None
     clean_later_probe_accuracy: float | None
-    directions: dict[str, DirectionReport] = field(default_factory=dict)
+    #: Each tested direction; ``results.json`` has one key per direction.
+    directions: dict[str, DirectionReport] = json_field(skip=True, default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "layer": self.layer,
-            "later_layer": self.later_layer,
-            "n_examples": self.n_examples,
-            "clean_logit_diff": self.clean_logit_diff,
-            "clean_later_probe_accuracy": self.clean_later_probe_accuracy,
-            **{name: d.to_dict() for name, d in self.directions.items()},
-        }
+    warnings_always: ClassVar[bool] = False
+
+    def extra_data(self) -> dict[str, Any]:
+        return {name: d.to_dict() for name, d in self.directions.items()}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per tested direction: its effects, and the random directions' means."""
         import pandas as pd
 
-        def mean(values: Sequence[float | None]) -> float:
-            vals = [v for v in values if v is not None and not math.isnan(v)]
-            return float(np.mean(vals)) if vals else math.nan
+        return pd.DataFrame([_direction_row(name, d) for name, d in self.directions.items()])
 
-        rows = []
-        for name, d in self.directions.items():
-            e = d.effect
-            rows.append({
-                "direction": name, "kl": e.kl, "kl_percentile": d.kl_percentile, "kl_z": d.kl_z,
-                "logit_diff_change": e.logit_diff_change,
-                "logit_diff_removed_fraction": e.logit_diff_removed_fraction,
-                "logit_diff_percentile": d.logit_diff_percentile, "logit_diff_z": d.logit_diff_z,
-                "later_probe_accuracy": e.later_probe_accuracy, "variance": e.variance,
-                "random_n": len(d.random), "random_kl_mean": mean([r.kl for r in d.random]),
-                "random_logit_diff_change_mean": mean([r.logit_diff_change for r in d.random]),
-                "random_later_probe_accuracy_mean":
-                    mean([r.later_probe_accuracy for r in d.random]),
-            })
-        return pd.DataFrame(rows)
-
-    def _repr_html_(self) -> str:
-        from interp.display import result_html
-        from interp.probing.figures import ablation_figure
-
+    def headline(self) -> Headline:
+        cols = ["direction", "kl", "kl_percentile", "kl_z", "logit_diff_change",
+                "later_probe_accuracy", "random_kl_mean"]
         rows: list[tuple[str, object]] = [
             ("layer", self.layer), ("examples", self.n_examples),
             ("clean logit-gap separation", self.clean_logit_diff),
             (f"clean probe accuracy at layer {self.later_layer}",
              self.clean_later_probe_accuracy),
         ]
-        frame = self.to_frame()
-        cols = ["direction", "kl", "kl_percentile", "kl_z", "logit_diff_change",
-                "later_probe_accuracy", "random_kl_mean"]
-        table = frame[cols].values.tolist() if len(frame) else []
+        table = [[r[c] for c in cols] for r in
+                 (_direction_row(n, d) for n, d in self.directions.items())]
+        return Headline(f"Directional ablation at layer {self.layer}", rows=rows,
+                        columns=cols, table=table)
+
+    def figure(self) -> Figure | None:
+        from interp.probing.figures import ablation_figure
+
         first = next(iter(self.directions), None)
-        fig = ablation_figure(self, first) if first is not None else None
-        return result_html(f"Directional ablation at layer {self.layer}", rows, fig,
-                           columns=cols, table=table)
+        return ablation_figure(self, first) if first is not None else None
+
+
+def _direction_row(name: str, d: DirectionReport) -> dict[str, Any]:
+    def mean(values: Sequence[float | None]) -> float:
+        vals = [v for v in values if v is not None and not math.isnan(v)]
+        return float(np.mean(vals)) if vals else math.nan
+
+    e = d.effect
+    return {
+        "direction": name, "kl": e.kl, "kl_percentile": d.kl_percentile, "kl_z": d.kl_z,
+        "logit_diff_change": e.logit_diff_change,
+        "logit_diff_removed_fraction": e.logit_diff_removed_fraction,
+        "logit_diff_percentile": d.logit_diff_percentile, "logit_diff_z": d.logit_diff_z,
+        "later_probe_accuracy": e.later_probe_accuracy, "variance": e.variance,
+        "random_n": len(d.random), "random_kl_mean": mean([r.kl for r in d.random]),
+        "random_logit_diff_change_mean": mean([r.logit_diff_change for r in d.random]),
+        "random_later_probe_accuracy_mean": mean([r.later_probe_accuracy for r in d.random]),
+    }
 
 
 __all__ = [

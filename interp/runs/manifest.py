@@ -187,6 +187,25 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
+def model_manifest(
+    model: Any,
+    *,
+    seed: int | None,
+    config: dict | None,
+    dataset_hash: str | None = None,
+    texts: Iterable[str] | None = None,
+    extra: dict | None = None,
+) -> dict:
+    """:func:`run_manifest` for a run on ``model`` (an :class:`interp.Model`): its id and
+    facts, the seed, the config and the data's hash (``dataset_hash``, or the hash of
+    ``texts``). Every tool calls this at the end of its run, so its result carries its own
+    provenance whether a script or the CLI made it."""
+    if dataset_hash is None and texts is not None:
+        dataset_hash = sha256_texts(texts)
+    return run_manifest(model_id=model.model_id, seed=seed, dataset_hash=dataset_hash,
+                        config=config, extra={"model": model.manifest_info(), **(extra or {})})
+
+
 def sha256_texts(texts: Iterable[str]) -> str:
     """Hex SHA-256 of an ordered list of strings.
 

@@ -5,7 +5,7 @@ result base (:mod:`interp.schema.result`) and one converter to and from JSON
 Plumbing only: no tool imports another through here, and nothing here knows a tool.
 """
 
-from interp.schema.convert import from_data, json_field, json_safe, to_data
+from interp.schema.convert import from_data, json_field, json_meta, json_safe, to_data
 from interp.schema.result import Headline, Result
 from interp.schema.settings import (
     Check,
@@ -26,6 +26,6 @@ from interp.schema.settings import (
 
 __all__ = [
     "Check", "Config", "ConfigError", "Headline", "Result", "at_least", "at_most", "each",
-    "finite", "fraction", "from_data", "in_range", "json_field", "json_safe", "non_negative",
-    "not_empty", "one_of", "positive", "setting", "to_data",
+    "finite", "fraction", "from_data", "in_range", "json_field", "json_meta", "json_safe",
+    "non_negative", "not_empty", "one_of", "positive", "setting", "to_data",
 ]

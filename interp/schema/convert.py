@@ -67,6 +67,14 @@ def json_field(
     return field(**kwargs)
 
 
+def json_meta(*, key: str | None = None, skip: bool = False,
+              omit_none: bool = False) -> dict[str, Any]:
+    """JSON metadata for ``dataclasses.field(metadata=...)``: the form for a field without a
+    default, which type checkers read as required (``field(metadata=json_meta(key="model"))``).
+    """
+    return {JSON: JsonInfo(key=key, skip=skip, omit_none=omit_none)}
+
+
 def json_info(f: dataclasses.Field) -> JsonInfo:
     info = f.metadata.get(JSON)
     return info if isinstance(info, JsonInfo) else JsonInfo()
@@ -259,5 +267,5 @@ def json_safe(obj: Any) -> Any:
     return obj
 
 
-__all__ = ["JSON", "JsonInfo", "fields_data", "from_data", "json_field", "json_info",
+__all__ = ["JSON", "JsonInfo", "fields_data", "from_data", "json_field", "json_info", "json_meta",
            "json_safe", "structure", "to_data"]

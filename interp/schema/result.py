@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from interp.schema.convert import fields_data, from_data, json_field
 
@@ -103,6 +103,13 @@ class Result:
     manifest: dict[str, Any] | None = json_field(None, omit_none=True, repr=False)
     warnings: list[str] = field(default_factory=list)
 
+    #: False: ``to_dict()`` leaves ``warnings`` out while there are none (for results
+    #: nested in another's file, whose keys predate the base).
+    warnings_always: ClassVar[bool] = True
+    #: The order of ``results.json``'s keys, where it is not fields, warnings, then
+    #: :meth:`extra_data`: the keys named before ``...`` come first, those after it last.
+    json_order: ClassVar[tuple[Any, ...]] = ()
+
     # ------------------------------------------------------------------ to implement
     def headline(self) -> Headline:
         """The title, summary rows, main table and verdict."""
@@ -124,7 +131,12 @@ class Result:
         :meth:`extra_data`, then the manifest."""
         data = fields_data(self)
         manifest = data.pop("manifest", None)
+        warnings = data.pop("warnings")
+        if self.warnings or self.warnings_always:
+            data["warnings"] = warnings
         data.update(self.extra_data())
+        if self.json_order:
+            data = _ordered(data, self.json_order)
         if manifest is not None:
             data["manifest"] = manifest
         return data
@@ -145,6 +157,15 @@ class Result:
         """Add a warning once."""
         if message not in self.warnings:
             self.warnings.append(message)
+
+
+def _ordered(data: dict[str, Any], order: tuple[Any, ...]) -> dict[str, Any]:
+    cut = order.index(...) if ... in order else len(order)
+    first, last = order[:cut], order[cut + 1:]
+    out = {k: data[k] for k in first if k in data}
+    out.update({k: v for k, v in data.items() if k not in out and k not in last})
+    out.update({k: data[k] for k in last if k in data})
+    return out
 
 
 def rows_of(pairs: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:

@@ -43,14 +43,25 @@ UNSET: Any = _Unset()
 
 
 class ConfigError(InterpError):
-    """A setting with an impossible value: names the config, the field and the value."""
+    """A setting with an impossible value: names the config, the field and the value.
 
-    def __init__(self, config: str, name: str, problem: str, value: Any = MISSING) -> None:
+    The library's message is ``"ProbeConfig: C must be a positive finite number, got -1.0"``;
+    the CLI renders the same error with the flag in place of the field
+    (:meth:`render`).
+    """
+
+    def __init__(self, config: str, name: str, problem: str, value: Any = MISSING, *,
+                 choices: Sequence[Any] | None = None) -> None:
         self.config, self.name, self.problem, self.value = config, name, problem, value
-        super().__init__(self.render(f"{config}.{name}" if config else name))
+        self.choices = choices
+        body = self.render(name)
+        super().__init__(f"{config}: {body}" if config else body)
 
     def render(self, label: str) -> str:
         """The message with ``label`` (a field or a CLI flag) standing for the setting."""
+        if self.choices is not None:
+            return (f"unknown {label} {_show(self.value)}: use "
+                    + " or ".join(repr(c) for c in self.choices))
         got = "" if self.value is MISSING else f", got {_show(self.value)}"
         return f"{label} {self.problem}{got}"
 
@@ -260,6 +271,9 @@ class Config:
             value = getattr(self, f.name)
             hint = hints.get(f.name, Any)
             if not _type_ok(value, hint):
+                if get_origin(hint) is Literal and not isinstance(value, bool):
+                    raise ConfigError(type(self).__name__, f.name, "", value,
+                                      choices=get_args(hint))
                 raise self.error(f.name, f"must be {_type_name(hint)}", value)
             for rule in setting_info(f).checks:
                 if rule.fails(value):

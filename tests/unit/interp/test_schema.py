@@ -49,7 +49,7 @@ class ToyConfig(Config):
 
 
 def test_config_checks_name_field_and_value() -> None:
-    with pytest.raises(ConfigError, match=r"ToyConfig\.C must be a positive finite number, "
+    with pytest.raises(ConfigError, match=r"ToyConfig: C must be a positive finite number, "
                                           r"got -1\.0"):
         ToyConfig(C=-1.0)
     with pytest.raises(ConfigError, match="C must be a positive finite number, got nan"):
@@ -58,7 +58,8 @@ def test_config_checks_name_field_and_value() -> None:
         ToyConfig(seeds=0)
     with pytest.raises(ConfigError, match=r"top_p must be in \(0, 1\]"):
         ToyConfig(top_p=0.0)
-    with pytest.raises(ConfigError, match="solver must be one of 'torch', 'sklearn'"):
+    with pytest.raises(ConfigError,
+                       match="ToyConfig: unknown solver 'adam': use 'torch' or 'sklearn'"):
         ToyConfig(solver="adam")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="seeds must be int, got '5'"):
         ToyConfig(seeds="5")  # type: ignore[arg-type]
@@ -126,7 +127,7 @@ def test_result_serialises_from_type_hints() -> None:
     res = ToyResult(model_id="tiny", per_layer={3: Inner("a", [1.0, math.nan])},
                     warnings=["w"])
     data = res.to_dict()
-    assert list(data) == ["warnings", "model", "per_layer", "curve", "config", "best"]
+    assert list(data) == ["model", "per_layer", "curve", "config", "warnings", "best"]
     assert data["per_layer"] == {"3": {"name": "a", "values": [1.0, math.nan]}}
     assert data["curve"] == [0.0, 1.0, 2.0]
     res.manifest = {"seed": 0}
