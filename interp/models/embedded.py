@@ -142,6 +142,12 @@ def embedded_gguf(em: EmbeddedModel, scratch: Path) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def check_installed(em: EmbeddedModel) -> None:
+    """Raise one line saying how to install ``em`` when one of its packages is missing."""
+    for package in (em.package, *em.chunks):
+        _package_dir(em, package)
+
+
 def is_installed(em: EmbeddedModel) -> bool:
     """Whether every package ``em`` needs is installed."""
     return all(importlib.util.find_spec(p) is not None for p in (em.package, *em.chunks))

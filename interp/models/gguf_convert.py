@@ -19,12 +19,17 @@ import math
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from interp.errors import InterpError
+
+if TYPE_CHECKING:
+    from interp.runs.progress import Steps
 
 #: Bumped whenever the conversion's output changes, so stale caches are rebuilt.
 #: 2: transformers' own GGUF loader (v1 was a hand-written llama-only converter).
@@ -42,16 +47,64 @@ CHECK_TEXT = (
 MAX_NLL = 3.6
 
 
-def _load_gguf(path: Path) -> tuple[Any, Any]:
+#: The steps of :func:`convert_gguf`, in order, as its progress bar names them.
+CONVERSION_STEPS = ("reading the tokenizer", "reading the weights",
+                    "checking the loss on an English paragraph", "writing the checkpoint")
+
+
+def _step(steps: Steps | None, name: str) -> None:
+    if steps is not None:
+        steps.step(name)
+
+
+@contextmanager
+def _quiet_transformers(steps: Steps | None = None) -> Iterator[None]:
+    """transformers' GGUF reader's own bars, off; its per-tensor count on ``steps``.
+
+    transformers prints a tqdm bar per GGUF read ("Converting and de-quantizing GGUF
+    tensors…", "Loading weights", "Writing model shards") that ignores
+    ``INTERP_NO_PROGRESS`` and garbles a rich bar. Its GGUF module's ``tqdm`` is swapped,
+    for the duration, for a plain loop that reports "tensor i/N" on ``steps``; if a
+    later transformers moves it, the bar simply shows no per-tensor count.
+    """
+    from transformers import modeling_gguf_pytorch_utils as hf_gguf
+    from transformers.utils import logging as hf_logging
+
+    def counted(iterable: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        items = list(iterable)
+        for i, item in enumerate(items):
+            if steps is not None and (i % 8 == 0 or i + 1 == len(items)):
+                steps.detail(f"tensor {i + 1}/{len(items)}")
+            yield item
+
+    had_tqdm = hasattr(hf_gguf, "tqdm")
+    original = getattr(hf_gguf, "tqdm", None)
+    bars_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    if had_tqdm:
+        hf_gguf.tqdm = counted  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        if had_tqdm:
+            hf_gguf.tqdm = original  # type: ignore[attr-defined]
+        if bars_on:
+            hf_logging.enable_progress_bar()
+
+
+def _load_gguf(path: Path, steps: Steps | None = None) -> tuple[Any, Any]:
     """Model and tokenizer from a GGUF file via transformers; one-line errors."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
-        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-        model, info = AutoModelForCausalLM.from_pretrained(
-            str(path.parent), gguf_file=path.name, dtype=torch.float32,
-            output_loading_info=True,
-        )
+        with _quiet_transformers(steps):
+            _step(steps, CONVERSION_STEPS[0])
+            tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+            _step(steps, CONVERSION_STEPS[1])
+            model, info = AutoModelForCausalLM.from_pretrained(
+                str(path.parent), gguf_file=path.name, dtype=torch.float32,
+                output_loading_info=True,
+            )
     except (ValueError, KeyError, OSError, RuntimeError, IndexError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InterpError(f"{path}: cannot load this GGUF with transformers: {first}") from None
@@ -70,14 +123,74 @@ def _load_gguf(path: Path) -> tuple[Any, Any]:
 DIGIT_SPLITTING_PRE = frozenset({"smollm"})
 
 
+#: Byte sizes of GGUF's fixed-size metadata value types (8: string, 9: array).
+_GGUF_SCALAR_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+
+def gguf_string_field(path: Path, key: str) -> str | None:
+    """The string metadata value ``key`` of a GGUF file, or ``None`` when it has none.
+
+    Reads the metadata only as far as ``key`` (``gguf.GGUFReader`` parses every field
+    first, Gemma's 262k-token vocabulary among them: 9 s here for one string). GGUF
+    versions 2 and 3, little-endian; anything else goes through ``GGUFReader``.
+    """
+    import mmap
+    import struct
+
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        if len(buf) < 24 or buf[:4] != b"GGUF" or struct.unpack_from("<I", buf, 4)[0] not in (2, 3):
+            return _gguf_string_field_slow(path, key)
+        n_kv = struct.unpack_from("<Q", buf, 16)[0]
+        at = 24
+
+        def string() -> bytes:
+            nonlocal at
+            (n,) = struct.unpack_from("<Q", buf, at)
+            at += 8 + n
+            return buf[at - n : at]
+
+        def skip(kind: int) -> None:
+            nonlocal at
+            if kind == 8:
+                (n,) = struct.unpack_from("<Q", buf, at)
+                at += 8 + n
+            elif kind == 9:
+                elem, count = struct.unpack_from("<IQ", buf, at)
+                at += 12
+                if elem in _GGUF_SCALAR_SIZES:
+                    at += count * _GGUF_SCALAR_SIZES[elem]
+                else:
+                    for _ in range(count):
+                        skip(elem)
+            else:
+                at += _GGUF_SCALAR_SIZES[kind]
+
+        try:
+            for _ in range(n_kv):
+                name = string()
+                (kind,) = struct.unpack_from("<I", buf, at)
+                at += 4
+                if name == key.encode():
+                    return string().decode("utf-8") if kind == 8 else None
+                skip(kind)
+        except (struct.error, KeyError):
+            return _gguf_string_field_slow(path, key)
+    return None
+
+
+def _gguf_string_field_slow(path: Path, key: str) -> str | None:
+    import gguf
+
+    field = gguf.GGUFReader(str(path)).fields.get(key)
+    value = field.contents() if field is not None else None
+    return value if isinstance(value, str) else None
+
+
 def _split_digits(path: Path, tok: Any) -> None:
     """Put llama.cpp's single-digit split in front of the pre-tokenizer where it belongs."""
-    import gguf
     from tokenizers import pre_tokenizers
 
-    reader = gguf.GGUFReader(str(path))
-    field = reader.fields.get("tokenizer.ggml.pre")
-    pre = field.contents() if field is not None else None
+    pre = gguf_string_field(path, "tokenizer.ggml.pre")
     backend = getattr(tok, "_tokenizer", None)
     if pre not in DIGIT_SPLITTING_PRE or backend is None:
         return
@@ -137,7 +250,8 @@ def _save_tokenizer(tok: Any, folder: Path) -> None:
 
 
 def convert_gguf(
-    path: Path, out_dir: Path, *, max_nll: float | None = MAX_NLL, source: str | None = None
+    path: Path, out_dir: Path, *, max_nll: float | None = MAX_NLL, source: str | None = None,
+    steps: Steps | None = None,
 ) -> Path:
     """Write ``path`` (a GGUF file) as an HF checkpoint folder ``out_dir`` (atomically).
 
@@ -145,9 +259,11 @@ def convert_gguf(
     cannot read the file, a tensor is missing, or the converted model's loss on
     :data:`CHECK_TEXT` is above ``max_nll`` (``None``: recorded, not checked, for
     models whose loss on English is not known in advance). ``source`` is what the
-    folder records as its origin (default: ``path``).
+    folder records as its origin (default: ``path``). ``steps``, when given, is the
+    progress bar the conversion reports its :data:`CONVERSION_STEPS` on.
     """
-    model, tok = _load_gguf(path)
+    model, tok = _load_gguf(path, steps)
+    _step(steps, CONVERSION_STEPS[2])
     nll = conversion_nll(model, tok)
     if max_nll is not None and (not math.isfinite(nll) or nll > max_nll):
         raise InterpError(
@@ -156,8 +272,10 @@ def convert_gguf(
         )
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    _step(steps, CONVERSION_STEPS[3])
     try:
-        _rebuilt(model).save_pretrained(str(tmp), safe_serialization=True)
+        with _quiet_transformers():  # no "Writing model shards" bar either
+            _rebuilt(model).save_pretrained(str(tmp), safe_serialization=True)
         _save_tokenizer(tok, tmp)
         (tmp / "interp_conversion.json").write_text(json.dumps({
             "converter_version": CONVERTER_VERSION, "source": source or str(path),

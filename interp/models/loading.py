@@ -17,6 +17,7 @@ Layers follow TransformerLens: ``layer L`` is ``blocks.L.hook_resid_post``, 0-ba
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,9 +33,17 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.errors import InterpError
-from interp.models.embedded import DEFAULT, EMBEDDED, EmbeddedModel, embedded_gguf, find_embedded
+from interp.models.embedded import (
+    DEFAULT,
+    EMBEDDED,
+    EmbeddedModel,
+    check_installed,
+    embedded_gguf,
+    find_embedded,
+)
 from interp.runs.manifest import sha256_file
 from interp.runs.paths import cache_dir
+from interp.runs.progress import Steps
 
 EMBEDDED_MODEL = DEFAULT.name
 _EMBEDDED_NAMES = ", ".join(em.name for em in EMBEDDED)
@@ -93,33 +102,59 @@ def _is_converted(folder: Path) -> bool:
 
 
 def _convert(
-    gguf: Path, out: Path, expected_sha256: str | None, hint: str = "", source: str | None = None
+    gguf: Path, out: Path, expected_sha256: str | None, hint: str = "", source: str | None = None,
+    steps: Steps | None = None,
 ) -> Path:
-    """Check ``gguf``'s sha256 (when one is expected) and convert it into ``out``."""
-    from interp.models.gguf_convert import convert_gguf
-    from interp.runs.progress import status
+    """Check ``gguf``'s sha256 (when one is expected) and convert it into ``out``.
 
-    digest = sha256_file(gguf)
-    if expected_sha256 is not None and digest != expected_sha256:
-        raise InterpError(
-            f"{gguf.name}: sha256 {digest[:16]}… does not match the expected "
-            f"{expected_sha256[:16]}…{hint}"
-        )
-    with status(f"converting {gguf.name} into {out} (once)"):
+    Shows a progress bar over the conversion's steps (``steps``, or a new one), and
+    one line on stderr when it is done (a first load takes 20 s to a minute).
+    """
+    from interp.models.gguf_convert import convert_gguf
+
+    with contextlib.ExitStack() as stack:
+        if steps is None:
+            steps = stack.enter_context(conversion_progress(gguf.name))
+        steps.step("checking the sha256")
+        digest = sha256_file(gguf)
+        if expected_sha256 is not None and digest != expected_sha256:
+            raise InterpError(
+                f"{gguf.name}: sha256 {digest[:16]}… does not match the expected "
+                f"{expected_sha256[:16]}…{hint}"
+            )
         # the loss check for the embedded models, whose loss on English is known
         check = {} if expected_sha256 is not None else {"max_nll": None}
-        convert_gguf(gguf, out, source=source, **check)
+        convert_gguf(gguf, out, source=source, steps=steps, **check)
+        steps.finish(f"converted {gguf.name} into {out}, once for all later loads")
     return out
 
 
+def conversion_progress(name: str, extra_steps: int = 0) -> Steps:
+    """The progress bar of one conversion: the sha256, the converter's steps, and
+    ``extra_steps`` before them (joining a chunked GGUF)."""
+    from interp.models.gguf_convert import CONVERSION_STEPS
+
+    return Steps(f"converting {name}", 1 + len(CONVERSION_STEPS) + extra_steps)
+
+
 def ensure_embedded(em: EmbeddedModel) -> Path:
-    """The embedded model's converted checkpoint folder, converting it once."""
+    """The embedded model's converted checkpoint folder, converting it on first use.
+
+    A progress bar shows the conversion (about 25 s for SmolLM2, a minute for
+    Gemma-3-270M on two cores); ``INTERP_NO_PROGRESS=1`` turns it off. A model whose
+    packages are not installed fails with one line saying how to install them.
+    """
     out = converted_dir(em.name)
     if _is_converted(out):
         return out
-    with embedded_gguf(em, cache_dir() / "models") as gguf:
-        return _convert(gguf, out, em.sha256, f"; reinstall with `{em.install_hint}",
-                        source=f"{em.name}: {em.file} from {em.requirements[0]}")
+    check_installed(em)  # one line, before any bar
+    with conversion_progress(em.name, 1 if em.chunks else 0) as steps:
+        if em.chunks:
+            steps.step(f"joining its {len(em.chunks)} chunk packages")
+        with embedded_gguf(em, cache_dir() / "models") as gguf:
+            return _convert(gguf, out, em.sha256, f"; reinstall with `{em.install_hint}",
+                            source=f"{em.name}: {em.file} from {em.requirements[0]}",
+                            steps=steps)
 
 
 def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
