@@ -1,0 +1,645 @@
+"""The bad-input matrix: every CLI verb × the ways users get inputs wrong.
+
+Each case must print exactly one line on stderr (``error: …``), exit with code 2, show
+no traceback, and leave ``--out`` exactly as it was (or not create it). Case ids name
+the verb first (``test_bad_input[probe-single-class]``). The tiny random Llama stands in
+for the model: these are input checks, which run before or around any real compute.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli_runner import run
+
+
+@dataclass
+class Ctx:
+    tmp: Path
+    tiny: str
+    other_d_model: str  # artifacts made for a model with another d_model
+    no_template: str  # the tiny model without a chat template
+    ggufs: dict[str, str]  # "odd-arch", "truncated": GGUF files transformers cannot load
+    no_tokenizer: str  # the tiny model's folder without its tokenizer files
+
+    def file(self, name: str, text: str) -> str:
+        p = self.tmp / name
+        p.write_text(text)
+        return str(p)
+
+    @property
+    def out(self) -> str:
+        return str(self.tmp / "out")
+
+
+@dataclass
+class Case:
+    id: str
+    args: Callable[[Ctx], list[str]]
+    message: str
+    out_is_artifact: bool = False  # --out names the artifact itself (created only on success)
+
+
+def _pairs(n: int = 4) -> str:
+    return "\n".join(json.dumps({"positive": f"I love it {i}", "negative": f"I hate it {i}"})
+                     for i in range(n))
+
+
+def _probe_rows(labels: list[int]) -> str:
+    return "\n".join(json.dumps({"text": f"sentence number {i} here", "label": lab,
+                                 "group": f"g{i % 5}"}) for i, lab in enumerate(labels))
+
+
+def _truncated_artifact(ctx: Ctx, kind: str) -> str:
+    import torch
+
+    from interp.runs.artifacts import save_artifact
+
+    path = ctx.tmp / f"trunc_{kind}"
+    tensors = {"vector": torch.ones(64)} if kind == "steering_vector" else {
+        "A": torch.zeros(2, 64, 64), "b": torch.zeros(2, 64)}
+    save_artifact(path, tensors, kind=kind, config={"layer": 1, "n_layers": 3},
+                  model_id=ctx.tiny, d_model=64, manifest={})
+    w = path / "weights.safetensors"
+    w.write_bytes(w.read_bytes()[: len(w.read_bytes()) // 2])
+    return str(path)
+
+
+def _foreign_vector(ctx: Ctx) -> str:
+    import torch
+
+    from interp.runs.artifacts import save_artifact
+
+    path = ctx.tmp / "foreign_vec"
+    save_artifact(path, {"vector": torch.ones(32)}, kind="steering_vector",
+                  config={"layer": 1}, model_id=ctx.other_d_model, d_model=32, manifest={})
+    return str(path)
+
+
+def _foreign_lens(ctx: Ctx) -> str:
+    import torch
+
+    from interp.runs.artifacts import save_artifact
+
+    path = ctx.tmp / "foreign_lens"
+    save_artifact(path, {"A": torch.zeros(2, 32, 32), "b": torch.zeros(2, 32)},
+                  kind="tuned_lens", config={"n_layers": 3, "unembedding_sha256": "x"},
+                  model_id=ctx.other_d_model, d_model=32, manifest={})
+    return str(path)
+
+
+def _under_file(ctx: Ctx) -> str:
+    blocker = ctx.tmp / "a_file"
+    blocker.write_text("x")
+    return str(blocker / "sub")
+
+
+def _result(ctx: Ctx, name: str, data: dict) -> str:
+    """A result folder ``name`` holding ``results.json`` = ``data``."""
+    folder = ctx.tmp / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(data))
+    return str(folder)
+
+
+def _seed_group(ctx: Ctx) -> str:
+    for s in range(2):
+        _result(ctx, f"group/seed-{s}", {"x": float(s)})
+    return _result(ctx, "group", {"kind": "seeds", "verb": "probe", "seeds": [0, 1]})
+
+
+def M(ctx: Ctx) -> list[str]:  # noqa: N802 - reads as a keyword in the table below
+    return ["--model", ctx.tiny]
+
+
+CASES = [
+    # ------------------------------------------------------------------ lens
+    Case("lens-empty-prompt", lambda c: ["lens", "  ", *M(c), "--out", c.out], "empty prompt"),
+    Case("lens-missing-model", lambda c: ["lens", "hi", "--model", str(c.tmp / "nope"),
+                                          "--out", c.out], "cannot read model path"),
+    Case("lens-unknown-model", lambda c: ["lens", "hi", "--model", "no-org/no-model",
+                                          "--out", c.out], "unknown model"),
+    Case("lens-layer-out-of-range", lambda c: ["lens", "hi", *M(c), "--layer", "7",
+                                               "--out", c.out], "out of range"),
+    Case("lens-bad-layer-list", lambda c: ["lens", "hi", *M(c), "--layer", "1,x",
+                                           "--out", c.out], "bad layer 'x'"),
+    Case("lens-top-k-zero", lambda c: ["lens", "hi", *M(c), "--top-k", "0", "--out", c.out],
+         "--top-k"),
+    Case("lens-unwritable-out", lambda c: ["lens", "hi", *M(c), "--out", _under_file(c)],
+         "cannot create output folder"),
+    Case("lens-truncated-tuned-lens", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                                 _truncated_artifact(c, "tuned_lens"),
+                                                 "--out", c.out], "checksum mismatch"),
+    Case("lens-tuned-lens-other-model", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                                   _foreign_lens(c), "--out", c.out],
+         "was trained on"),
+    # ------------------------------------------------------------------ capture
+    Case("capture-missing-file", lambda c: ["capture", "--file", str(c.tmp / "no.jsonl"), *M(c),
+                                            "--layer", "0", "--out", c.out], "no such file"),
+    Case("capture-malformed-jsonl", lambda c: ["capture", "--file", c.file(
+        "bad.jsonl", '{"text": "ok"}\n{"text": oops}\n'), *M(c), "--layer", "0", "--out",
+        c.out], "line 2"),
+    Case("capture-malformed-csv", lambda c: ["capture", "--file", c.file(
+        "bad.csv", 'text\n"unterminated\n'), *M(c), "--layer", "0", "--out", c.out], "bad.csv"),
+    Case("capture-empty-dataset", lambda c: ["capture", "--file", c.file("empty.jsonl", ""),
+                                             *M(c), "--layer", "0", "--out", c.out], "empty"),
+    Case("capture-layer-out-of-range", lambda c: ["capture", "hi", *M(c), "--layer", "3",
+                                                  "--out", c.out], "out of range"),
+    Case("capture-bad-positions", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                             "--positions", "middle", "--out", c.out],
+         "bad --positions"),
+    Case("capture-unknown-hook", lambda c: ["capture", "hi", *M(c), "--hook", "blocks.0.nope",
+                                            "--out", c.out], "unknown hook point"),
+    Case("capture-over-memory-limit", lambda c: ["capture", "hi there", *M(c), "--layer", "all",
+                                                 "--positions", "all", "--max-memory-gb",
+                                                 "1e-7", "--out", c.out], "over the"),
+    Case("capture-nan-memory-limit", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                                "--max-memory-gb", "nan", "--out", c.out],
+         "memory limit"),
+    Case("capture-unwritable-out", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                              "--out", _under_file(c)],
+         "cannot create output folder"),
+    # ------------------------------------------------------------------ generate
+    Case("generate-nan-temperature", lambda c: ["generate", "hi", *M(c), "--temperature",
+                                                "nan", "--out", c.out], "temperature"),
+    Case("generate-negative-temperature", lambda c: ["generate", "hi", *M(c), "--temperature",
+                                                     "-1", "--out", c.out], "temperature"),
+    Case("generate-top-p-above-one", lambda c: ["generate", "hi", *M(c), "--top-p", "1.5",
+                                                "--out", c.out], "top-p"),
+    Case("generate-zero-new-tokens", lambda c: ["generate", "hi", *M(c), "--max-new-tokens",
+                                                "0", "--out", c.out], "max new tokens"),
+    Case("generate-zero-verify-every", lambda c: ["generate", "hi", *M(c), "--deterministic",
+                                                  "--verify-every", "0"], "verify-every"),
+    Case("generate-empty-file", lambda c: ["generate", "--file", c.file("e.txt", "\n\n"), *M(c),
+                                           "--out", c.out], "empty dataset"),
+    Case("generate-unwritable-out", lambda c: ["generate", "hi", *M(c), "--out",
+                                               _under_file(c)], "cannot create output folder"),
+    # ------------------------------------------------------------------ probe
+    Case("probe-single-class", lambda c: ["probe", *M(c), "--layer", "1", "--dataset", c.file(
+        "one.jsonl", _probe_rows([1] * 40)), "--out", c.out], "class"),
+    Case("probe-missing-dataset", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                             str(c.tmp / "no.jsonl"), "--out", c.out],
+         "no such file"),
+    Case("probe-malformed-jsonl", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                             c.file("m.jsonl", _probe_rows([0, 1]) + "\n{bad\n"),
+                                             "--out", c.out], "line 3"),
+    Case("probe-empty-dataset", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                           c.file("e.jsonl", ""), "--out", c.out], "empty"),
+    Case("probe-layer-out-of-range", lambda c: ["probe", *M(c), "--layer", "9", "--dataset",
+                                                c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                                "--out", c.out], "out of range"),
+    Case("probe-nan-C", lambda c: ["probe", *M(c), "--layer", "1", "--C", "nan", "--dataset",
+                                   c.file("p.jsonl", _probe_rows([0, 1] * 20)), "--out", c.out],
+         "C"),
+    Case("probe-unknown-solver", lambda c: [
+        "probe", *M(c), "--layer", "1", "--solver", "adam", "--dataset",
+        c.file("p.jsonl", _probe_rows([0, 1] * 20)), "--out", c.out], "solver"),
+    Case("probe-missing-label-column", lambda c: ["probe", *M(c), "--layer", "1",
+                                                  "--label-column", "y", "--dataset",
+                                                  c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                                  "--out", c.out], "y"),
+    Case("probe-unwritable-out", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                            c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                            "--out", _under_file(c)],
+         "cannot create output folder"),
+    # ------------------------------------------------------------------ steer
+    Case("steer-train-missing-pairs", lambda c: ["steer", "train", "--pairs",
+                                                 str(c.tmp / "no.jsonl"), "--layer", "1", *M(c),
+                                                 "--out", c.out], "no such file",
+         out_is_artifact=True),
+    Case("steer-train-malformed-pairs", lambda c: ["steer", "train", "--pairs", c.file(
+        "p.jsonl", _pairs() + "\n{oops\n"), "--layer", "1", *M(c), "--out", c.out], "line 5",
+        out_is_artifact=True),
+    Case("steer-train-empty-pairs", lambda c: ["steer", "train", "--pairs",
+                                               c.file("p.jsonl", ""), "--layer", "1", *M(c),
+                                               "--out", c.out], "empty", out_is_artifact=True),
+    Case("steer-train-layer-out-of-range", lambda c: ["steer", "train", "--pairs",
+                                                      c.file("p.jsonl", _pairs()), "--layer",
+                                                      "5", *M(c), "--out", c.out],
+         "out of range", out_is_artifact=True),
+    Case("steer-train-unwritable-out", lambda c: ["steer", "train", "--pairs",
+                                                  c.file("p.jsonl", _pairs()), "--layer", "1",
+                                                  *M(c), "--out", _under_file(c)],
+         "not a folder", out_is_artifact=True),
+    Case("steer-generate-truncated-vector", lambda c: [
+        "steer", "generate", "hi", "--vector", _truncated_artifact(c, "steering_vector"),
+        *M(c)], "checksum mismatch"),
+    Case("steer-generate-vector-other-d-model", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), *M(c)], "made for"),
+    Case("steer-generate-nan-alpha", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), "--alpha", "nan", *M(c)],
+        "alpha"),
+    Case("steer-generate-missing-vector", lambda c: [
+        "steer", "generate", "hi", "--vector", str(c.tmp / "none"), *M(c)], "none"),
+    Case("steer-sweep-nan-alpha", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--alphas=0,nan", *M(c),
+        "--layers", "1", "--out", c.out], "alphas"),
+    Case("steer-sweep-layer-out-of-range", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--layers", "1,8", *M(c),
+        "--out", c.out], "out of range"),
+    Case("steer-sweep-negative-temperature", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--layers", "1",
+        "--temperature", "-0.5", *M(c), "--out", c.out], "temperature"),
+    # ------------------------------------------------------------------ models, corpus
+    Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
+    Case("lens-profile-unwritable", lambda c: [
+        "lens", "hi", *M(c), "--profile", _under_file(c), "--out", c.out], "--profile"),
+    Case("peak-unknown-device", lambda c: ["peak", "--device", "tpu"], "no peak for device"),
+    Case("peak-unknown-dtype", lambda c: ["peak", "--dtype", "int8"], "Invalid value"),
+    Case("seeds-zero", lambda c: ["seeds", "0", "--out", c.out, "--", "probe", *M(c)],
+         "K ≥ 2"),
+    Case("seeds-no-verb", lambda c: ["seeds", "2", "--out", c.out], "give the verb"),
+    Case("seeds-unknown-verb", lambda c: ["seeds", "2", "--out", c.out, "--", "bogus"],
+         "unknown verb"),
+    Case("seeds-verb-without-seed", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "corpus", "info"], "has no --seed"),
+    Case("seeds-sets-seed-itself", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "lens", "hi", *M(c), "--seed", "3"],
+        "seeds sets --seed and --out itself"),
+    Case("seeds-verb-fails", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "lens", "hi", *M(c), "--layer", "9"],
+        "out of range"),
+    Case("seeds-unwritable-out", lambda c: [
+        "seeds", "2", "--out", _under_file(c), "--", "lens", "hi", *M(c)], "cannot create"),
+    Case("compare-no-results", lambda c: [
+        "compare", str(c.tmp / "x"), str(c.tmp / "y")], "no results.json"),
+    Case("compare-different-verbs", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0, "y": 2.0, "z": 3.0}),
+        _result(c, "b", {"p": 1.0, "q": 2.0, "z": 3.0}), "--out", c.out],
+        "not results of the same"),
+    Case("compare-group-and-single", lambda c: [
+        "compare", _seed_group(c), _result(c, "a", {"x": 1.0}), "--out", c.out],
+        "not one of each"),
+    Case("compare-unwritable-out", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0}), _result(c, "b", {"x": 2.0}),
+        "--out", _under_file(c)], "cannot create"),
+    Case("models-verify-gguf-unknown-architecture", lambda c: [
+        "models", "--verify", c.ggufs["odd-arch"]], "cannot load this GGUF"),
+    Case("models-verify-truncated-gguf", lambda c: [
+        "models", "--verify", c.ggufs["truncated"]], "cannot load this GGUF"),
+    Case("models-verify-folder-without-tokenizer", lambda c: [
+        "models", "--verify", c.no_tokenizer], "folder has no tokenizer"),
+    Case("models-out-without-verify", lambda c: ["models", "--out", c.out], "--verify"),
+    Case("lens-gguf-unknown-architecture", lambda c: [
+        "lens", "hi", "--model", c.ggufs["odd-arch"], "--out", c.out], "cannot load this GGUF"),
+    Case("capture-truncated-gguf", lambda c: [
+        "capture", "hi", "--model", c.ggufs["truncated"], "--layer", "0", "--out", c.out],
+        "cannot load this GGUF"),
+    Case("generate-folder-without-tokenizer", lambda c: [
+        "generate", "hi", "--model", c.no_tokenizer, "--out", c.out], "folder has no tokenizer"),
+    Case("corpus-info-missing", lambda c: ["corpus", "info", "--path", str(c.tmp / "none")],
+         "not built"),
+    Case("corpus-build-unwritable-out", lambda c: ["corpus", "build", "--out", _under_file(c)],
+         "cannot create output folder"),
+    # ------------------------------------------------------------------ tuned lens
+    Case("tuned-lens-train-negative-lr", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"), "--lr",
+        "-1", "--out", c.out], "learning rate", out_is_artifact=True),
+    Case("tuned-lens-train-nan-weight-decay", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"),
+        "--weight-decay", "nan", "--out", c.out], "weight decay", out_is_artifact=True),
+    Case("tuned-lens-train-missing-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", str(c.tmp / "none.txt"), "--out", c.out],
+        "cannot read text file", out_is_artifact=True),
+    Case("tuned-lens-train-empty-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("e.txt", "   \n"), "--out", c.out],
+        "no text", out_is_artifact=True),
+    Case("tuned-lens-train-unwritable-out", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n" * 30),
+        "--out", _under_file(c)], "cannot create output folder", out_is_artifact=True),
+    Case("tuned-lens-eval-missing-lens", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", str(c.tmp / "none"), "--out", c.out],
+        "no tuned lens"),
+    Case("tuned-lens-eval-truncated-lens", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _truncated_artifact(c, "tuned_lens"),
+        "--text", _text(c), "--out", c.out], "checksum mismatch"),
+    Case("tuned-lens-eval-other-model", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _foreign_lens(c), "--text", _text(c),
+        "--out", c.out], "was trained on"),
+    # ------------------------------------------------------------------ SAEs
+    Case("sae-train-zero-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "0", "--out", c.out],
+        "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-negative-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "-0.5",
+        "--out", c.out], "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-nan-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "nan",
+        "--out", c.out], "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-infinite-lr", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--lr", "inf",
+        "--out", c.out], "--lr must be a positive", out_is_artifact=True),
+    Case("sae-train-layer-out-of-range", lambda c: [
+        "sae", "train", *M(c), "--layer", "7", "--text", _text(c), "--out", c.out],
+        "out of range", out_is_artifact=True),
+    Case("sae-train-layers-out-of-range", lambda c: [
+        "sae", "train", *M(c), "--layers", "0,9", "--text", _text(c), "--out", c.out],
+        "layer 9 out of range"),
+    Case("sae-train-layer-and-layers", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--layers", "0,2", "--text", _text(c),
+        "--out", c.out], "--layer or --layers, not both"),
+    Case("sae-train-unknown-model", lambda c: [
+        "sae", "train", "--model", "no-org/no-model", "--text", _text(c), "--out", c.out],
+        "unknown model", out_is_artifact=True),
+    Case("sae-train-missing-text", lambda c: [
+        "sae", "train", *M(c), "--text", str(c.tmp / "none.txt"), "--out", c.out],
+        "cannot read text file", out_is_artifact=True),
+    Case("sae-train-empty-text", lambda c: [
+        "sae", "train", *M(c), "--text", c.file("e.txt", "   \n"), "--out", c.out],
+        "no text", out_is_artifact=True),
+    Case("sae-train-bad-shards", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--data-shards", "3",
+        "--out", c.out], "multiple of the data shards", out_is_artifact=True),
+    Case("sae-train-unwritable-out", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--out", _under_file(c)],
+        "cannot create output folder", out_is_artifact=True),
+    Case("sae-train-unknown-arch", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "gated",
+        "--out", c.out], "unknown SAE architecture 'gated'", out_is_artifact=True),
+    Case("sae-train-k-zero", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "topk",
+        "--k", "0", "--d-sae", "64", "--out", c.out], "--k must be an integer from 1 to d_sae",
+        out_is_artifact=True),
+    Case("sae-train-k-above-d-sae", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "batchtopk",
+        "--k", "65", "--d-sae", "64", "--out", c.out], "from 1 to d_sae = 64, got 65",
+        out_is_artifact=True),
+    Case("sae-train-k-with-relu", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--k", "8",
+        "--out", c.out], "--k is for --arch topk or batchtopk, not relu", out_is_artifact=True),
+    Case("sae-train-nan-l0-coefficient", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "jumprelu",
+        "--l0-coefficient", "nan", "--out", c.out], "--l0-coefficient must be a positive",
+        out_is_artifact=True),
+    Case("sae-train-zero-threshold-init", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "jumprelu",
+        "--threshold-init", "0", "--out", c.out], "--threshold-init must be a positive",
+        out_is_artifact=True),
+    Case("sae-train-bandwidth-with-topk", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "topk",
+        "--bandwidth", "0.05", "--out", c.out], "--bandwidth is for --arch jumprelu, not topk",
+        out_is_artifact=True),
+    Case("sae-import-nan-jumprelu-threshold", lambda c: [
+        "sae", "import", _nan_threshold_saelens(c), "--out", c.out],
+        "threshold has 1 non-finite", out_is_artifact=True),
+    Case("sae-eval-missing-sae", lambda c: [
+        "sae", "eval", str(c.tmp / "none"), *M(c), "--out", c.out], "no SAE at"),
+    Case("sae-eval-truncated-sae", lambda c: [
+        "sae", "eval", _truncated_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "checksum mismatch"),
+    Case("sae-eval-other-d-model", lambda c: [
+        "sae", "eval", _foreign_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "d_in=32, but model"),
+    Case("sae-eval-unwritable-out", lambda c: [
+        "sae", "eval", _foreign_sae(c), *M(c), "--text", _text(c), "--out", _under_file(c)],
+        "cannot create output folder", out_is_artifact=True),
+    Case("steer-train-feature-out-of-range", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "16", "--text", _text(c), *M(c),
+        "--out", c.out], "--feature 16 out of range: the SAE has 16 features",
+        out_is_artifact=True),
+    Case("steer-train-sae-and-pairs", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "1", "--pairs",
+        c.file("p.jsonl", _pairs()), *M(c), "--out", c.out], "not both", out_is_artifact=True),
+    Case("steer-train-sae-without-feature", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), *M(c), "--out", c.out],
+        "--sae and --feature go together", out_is_artifact=True),
+    Case("sae-probe-k-above-d-sae", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--ks", "1,40", *M(c), "--out", c.out], "k 40 > d_sae 16"),
+    Case("sae-probe-bad-ks", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--ks", "0,2", *M(c), "--out", c.out], "bad --ks"),
+    Case("sae-probe-one-class", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([1] * 40)),
+        *M(c), "--out", c.out], "single class"),
+    Case("sae-browse-bad-features", lambda c: [
+        "sae", "browse", _foreign_sae(c), *M(c), "--features", "alive:x", "--out", c.out],
+        "features"),
+    Case("sae-browse-other-d-model", lambda c: [
+        "sae", "browse", _foreign_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "d_in=32, but model"),
+    Case("sae-export-truncated-sae", lambda c: [
+        "sae", "export", _truncated_sae(c), "--out", c.out], "checksum mismatch",
+        out_is_artifact=True),
+    Case("sae-export-missing-sae", lambda c: [
+        "sae", "export", str(c.tmp / "none"), "--out", c.out], "no SAE at",
+        out_is_artifact=True),
+    Case("sae-import-malformed-cfg", lambda c: [
+        "sae", "import", _saelens_dir(c, "{not json"), "--out", c.out], "cfg.json",
+        out_is_artifact=True),
+    Case("sae-import-missing-folder", lambda c: [
+        "sae", "import", str(c.tmp / "none"), "--out", c.out], "none",
+        out_is_artifact=True),
+    # ------------------------------------------------------------------ evals
+    Case("eval-sycophancy-malformed-line", lambda c: [
+        "eval", "sycophancy", *M(c), "--dataset", c.file("s.jsonl", _syc(2) + "\n{nope\n"),
+        "--out", c.out], "line 3"),
+    Case("eval-sycophancy-empty-dataset", lambda c: [
+        "eval", "sycophancy", *M(c), "--dataset", c.file("s.jsonl", ""), "--out", c.out],
+        "empty"),
+    Case("eval-sycophancy-no-chat-template", lambda c: [
+        "eval", "sycophancy", "--model", c.no_template, "--dataset", c.file("s.jsonl", _syc(3)),
+        "--mode", "generate", "--out", c.out], "chat template"),
+    Case("eval-sycophancy-zero-limit", lambda c: [
+        "eval", "sycophancy", *M(c), "--limit", "0", "--out", c.out], "limit"),
+    Case("eval-constitutional-malformed-constitution", lambda c: [
+        "eval", "constitutional", *M(c), "--constitution", c.file("c.json", "{not json"),
+        "--out", c.out], "c.json"),
+    Case("eval-constitutional-empty-prompts", lambda c: [
+        "eval", "constitutional", *M(c), "--prompts", c.file("p.jsonl", ""), "--out", c.out],
+        "empty"),
+    Case("patch-unequal-lengths", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair("The capital of the Italy is")),
+        "--out", c.out], "tokenize to 5 and 6 tokens"),
+    Case("patch-multi-token-answer", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair(answer=" Parisian")),
+        "--out", c.out], "must be single tokens"),
+    Case("patch-unknown-family", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--family", "neurons",
+        "--out", c.out], "unknown family"),
+    Case("patch-empty-task", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", ""), "--out", c.out], "holds no pairs"),
+    Case("patch-unknown-task", lambda c: [
+        "patch", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
+    Case("patch-atp-star-not-heads", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--method", "atp-star",
+        "--out", c.out], "heads only"),
+    Case("eval-constitutional-zero-rounds", lambda c: [
+        "eval", "constitutional", *M(c), "--rounds", "0", "--out", c.out], "rounds"),
+    Case("attention-head-out-of-range", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "1", "--head", "4", "--out", c.out],
+        "head 4 out of range"),
+    Case("attention-bad-head-list", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "1", "--head", "1,x", "--out", c.out],
+        "bad --head '1,x'"),
+    Case("attention-layer-out-of-range", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "3", "--out", c.out], "out of range"),
+    Case("attention-empty-prompt", lambda c: [
+        "attention", "  ", *M(c), "--layer", "0", "--out", c.out], "empty prompt"),
+    Case("attention-no-chat-template", lambda c: [
+        "attention", "hello", "--model", c.no_template, "--layer", "0", "--chat",
+        "--out", c.out], "chat template"),
+]
+
+
+def _pair(corrupted: str = "The capital of Italy is", answer: str = " Paris") -> str:
+    return json.dumps({"clean": "The capital of France is", "corrupted": corrupted,
+                       "answer": answer, "wrong": " Rome"}) + "\n"
+
+
+def _sae_artifact(ctx: Ctx, name: str, d_in: int, model_id: str) -> Path:
+    import torch
+
+    from saes.sae import SAEConfig, SparseAutoencoder
+
+    sae = SparseAutoencoder(SAEConfig(d_in=d_in, d_sae=16, hook_point="blocks.1.hook_resid_post",
+                                      layer=1, model_id=model_id))
+    sae.init_weights(torch.Generator().manual_seed(0))
+    return sae.save(ctx.tmp / name, manifest={})
+
+
+def _truncated_sae(ctx: Ctx) -> str:
+    path = _sae_artifact(ctx, "trunc_sae", 64, ctx.tiny)
+    w = path / "weights.safetensors"
+    w.write_bytes(w.read_bytes()[: len(w.read_bytes()) // 2])
+    return str(path)
+
+
+def _tiny_sae(ctx: Ctx) -> str:
+    return str(_sae_artifact(ctx, "tiny_sae", 64, ctx.tiny))
+
+
+def _foreign_sae(ctx: Ctx) -> str:
+    return str(_sae_artifact(ctx, "foreign_sae", 32, ctx.other_d_model))
+
+
+def _saelens_dir(ctx: Ctx, cfg_text: str) -> str:
+    path = ctx.tmp / "saelens"
+    path.mkdir(exist_ok=True)
+    (path / "cfg.json").write_text(cfg_text)
+    (path / "sae_weights.safetensors").write_bytes(b"")
+    return str(path)
+
+
+def _nan_threshold_saelens(ctx: Ctx) -> str:
+    """A SAELens JumpReLU folder (our own export) whose threshold holds one NaN."""
+    import safetensors.torch
+
+    from saes.architectures import JumpReLUSAE
+    from saes.sae import SAEConfig
+    from saes.saelens import export_saelens
+
+    sae = JumpReLUSAE(SAEConfig(d_in=8, d_sae=16, hook_point="blocks.1.hook_resid_post",
+                                layer=1, model_id="tiny", architecture="jumprelu"))
+    out = export_saelens(sae, ctx.tmp / "jumprelu-saelens")
+    weights = out / "sae_weights.safetensors"
+    t = safetensors.torch.load_file(str(weights))
+    t["threshold"][3] = float("nan")
+    safetensors.torch.save_file(t, str(weights))
+    return str(out)
+
+
+def _text(ctx: Ctx) -> str:
+    """A text file with held-out paragraphs (the sha256 rule keeps ~5% of 200)."""
+    return ctx.file("t.txt", "\n\n".join(f"Paragraph {i} says something." for i in range(200)))
+
+
+def _syc(n: int) -> str:
+    return "\n".join(json.dumps({"question": f"What is {i} + 1?", "correct": str(i + 1),
+                                 "incorrect": str(i + 2), "domain": "arithmetic"})
+                     for i in range(n))
+
+
+@pytest.fixture(scope="module")
+def ctx_models(tiny_model_dir, tmp_path_factory) -> tuple[str, str]:
+    base = tmp_path_factory.mktemp("no-template")
+    nt = base / "tiny"
+    shutil.copytree(tiny_model_dir, nt)
+    cfg_path = nt / "tokenizer_config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg.pop("chat_template", None)
+    cfg_path.write_text(json.dumps(cfg))
+    (nt / "chat_template.jinja").unlink(missing_ok=True)
+    return str(nt), "other-model-d32"
+
+
+@pytest.fixture(scope="module")
+def ctx_files(tiny_model_dir, tmp_path_factory) -> tuple[dict[str, str], str]:
+    """Broken model sources: GGUFs transformers cannot load, a folder without a tokenizer."""
+    from tests.unit.interp.test_gguf_convert import make_model, train_tokenizer, write_gguf
+
+    base = tmp_path_factory.mktemp("bad-models")
+    tok = train_tokenizer()
+    model = make_model(len(tok))
+    odd = write_gguf(base / "odd.gguf", model, tok, arch="nosucharch")
+    good = write_gguf(base / "good.gguf", model, tok)
+    cut = base / "cut.gguf"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    no_tok = base / "no-tokenizer"
+    no_tok.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(Path(tiny_model_dir) / name, no_tok / name)
+    return {"odd-arch": str(odd), "truncated": str(cut)}, str(no_tok)
+
+
+def _cache_listing() -> list[str]:
+    from interp.runs.paths import cache_dir
+
+    models = cache_dir() / "models"
+    return sorted(str(p.relative_to(models)) for p in models.rglob("*")) if models.exists() else []
+
+
+def _snapshot(path: Path) -> dict[str, bytes] | None:
+    if not path.exists():
+        return None
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case: Case, tiny_model_dir, ctx_models, ctx_files, tmp_path, capsys):
+    no_template, other = ctx_models
+    ggufs, no_tokenizer = ctx_files
+    ctx = Ctx(tmp_path, str(tiny_model_dir), other, no_template, ggufs, no_tokenizer)
+    out = Path(ctx.out)
+    if not case.out_is_artifact:
+        out.mkdir()
+        (out / "keep.txt").write_text("keep me")
+        (out / "report.html").write_text("previous report")
+    args = case.args(ctx)
+    before = _snapshot(out)
+    cached = _cache_listing()
+    code, _, err = run(args, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: ") and case.message in lines[0], lines[0]
+    assert _snapshot(out) == before, "a failed command must leave --out as it was"
+    assert _cache_listing() == cached, "a failed command must leave nothing in the cache"
+
+
+def test_matrix_covers_every_verb():
+    """Every CLI verb (leaf command) has at least one bad-input case."""
+    import click
+
+    from interp.cli import cli
+
+    def leaves(group: click.Group, prefix: str) -> list[str]:
+        out = []
+        for name, cmd in group.commands.items():
+            full = f"{prefix}{name}"
+            out += leaves(cmd, f"{full}-") if isinstance(cmd, click.Group) else [full]
+        return out
+
+    verbs = leaves(cli, "")
+    ids = [c.id for c in CASES]
+    missing = [v for v in verbs if not any(i.startswith(v + "-") for i in ids)]
+    assert not missing, f"verbs without bad-input cases: {missing}"
+    assert len(CASES) >= 40
