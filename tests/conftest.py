@@ -1,9 +1,15 @@
-"""Shared fixtures: no network, a temporary INTERP_CACHE, tiny and real models.
+"""Shared fixtures and the tiers: no network, a temporary INTERP_CACHE, tiny models.
 
 * Every test runs with non-loopback network connections blocked (loopback and
   AF_UNIX stay open for torch.distributed and Chromium's DevTools).
 * ``INTERP_CACHE`` points at a per-session temporary folder, so tests never write
   the user's cache. The embedded model's conversion is shared by the session.
+* The tiers: ``tests/unit/`` (tiny random models or none), ``tests/browser/`` (reports in
+  headless Chromium) and ``tests/integration/`` (the real embedded models, whose fixtures
+  live in ``tests/integration/conftest.py``). Every test under ``tests/integration/`` and
+  every test requesting a real-model fixture is marked ``slow`` here, at collection; a
+  test not marked ``slow`` that loads an embedded model anyway fails. A bare ``pytest``
+  runs the fast tier (``-m "not slow"`` in pyproject.toml); ``pytest -m slow`` the rest.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ os.environ["TRANSFORMERS_VERBOSITY"] = "error"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["INTERP_NO_PROGRESS"] = "1"
 #: The user's (or CI's) real cache, where `make setup` built the default corpus.
-_USER_CACHE = Path(os.environ.get("INTERP_CACHE") or Path.home() / ".cache" / "interp")
+USER_CACHE = Path(os.environ.get("INTERP_CACHE") or Path.home() / ".cache" / "interp")
 _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="interp-test-cache-"))
 os.environ["INTERP_CACHE"] = str(_SESSION_CACHE)
 
@@ -80,60 +86,48 @@ def session_cache() -> Path:
     return _SESSION_CACHE
 
 
-@pytest.fixture(scope="session")
-def real_corpus() -> Path:
-    """The default corpus built by `make setup`, linked read-only into the session cache.
-
-    Fails in CI (setup must have built it); skips elsewhere when it is missing.
-    """
-    from interp.data import corpus
-    src = _USER_CACHE / "corpus" / corpus.CORPUS_NAME
-    if not corpus.is_built(src):
-        if os.environ.get("CI"):
-            pytest.fail(f"the default corpus is not built at {src}: run `make setup`")
-        pytest.skip(f"the default corpus is not built at {src}")
-    dst = corpus.default_dir()
-    if not dst.exists():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.symlink_to(src, target_is_directory=True)
-    return dst
+# ------------------------------------------------------------------ the tiers
+#: The fixtures that load (or feed) the real embedded models: tests/integration/conftest.py.
+REAL_MODEL_FIXTURES = frozenset({"model", "gemma", "real_corpus", "activation_cache"})
+INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
 
 
-@pytest.fixture(scope="session")
-def model():
-    """The real embedded SmolLM2-135M-Instruct, converted once per session."""
-    import interp
-
-    return interp.load()
+def uses_real_model(item: pytest.Item) -> bool:
+    """A test of the slow tier: under tests/integration/, or requesting a real-model fixture."""
+    return (INTEGRATION_DIR in item.path.parents
+            or not REAL_MODEL_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())))
 
 
-@pytest.fixture(scope="session")
-def activation_cache(tmp_path_factory):
-    """One activation cache (layer 6 of the embedded model, the default corpus) for every
-    real-model SAE run of the session: the model runs once for all of them."""
-    return tmp_path_factory.mktemp("sae-activation-cache")
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if uses_real_model(item):
+            item.add_marker(pytest.mark.slow)
 
 
-@pytest.fixture(scope="session")
-def gemma():
-    """The second embedded model, Gemma-3-270M.
+@pytest.fixture(autouse=True)
+def _fast_tests_load_no_real_model(request: pytest.FixtureRequest, monkeypatch):
+    """A test outside the slow tier that loads an embedded model (``interp.load()``, a CLI
+    verb without ``--model``) fails at once, before the load: it belongs in
+    tests/integration/, where it shares the session's model."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    try:
+        from interp.models import loading
+    except Exception:  # noqa: BLE001 - a broken package: the test itself will say so
+        return
 
-    Its conversion (80–95 s here) is made once by `make setup` and linked read-only into
-    the session cache when there; otherwise this session converts it (and fails in CI,
-    where setup must have done it).
-    """
-    import interp
-    from interp.models.embedded import GEMMA3_270M
-    from interp.models.loading import converted_dir
+    real = loading.resolve_source
 
-    dst = converted_dir(GEMMA3_270M.name)
-    src = _USER_CACHE / "models" / dst.name
-    if (src / "interp_conversion.json").exists() and not dst.exists():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.symlink_to(src, target_is_directory=True)
-    elif os.environ.get("CI") and not dst.exists():
-        pytest.fail(f"Gemma-3-270M is not converted at {src}: run `make setup`")
-    return interp.load(GEMMA3_270M.name)
+    def guarded(source):  # type: ignore[no-untyped-def]
+        em = loading.find_embedded(None if source is None else str(source))
+        if em is not None:
+            pytest.fail(f"{request.node.nodeid} loads the embedded model {em.name} but is not "
+                        "marked slow: move it to tests/integration/ and use the session's "
+                        "`model` or `gemma` fixture", pytrace=False)
+        return real(source)
+
+    monkeypatch.setattr(loading, "resolve_source", guarded)
 
 
 TINY_TEXT = (

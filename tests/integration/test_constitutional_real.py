@@ -13,7 +13,6 @@ from tests.support.cli_runner import run
 LIMIT = 2
 
 
-@pytest.mark.slow
 @pytest.mark.browser
 def test_real_model_end_to_end(model, tmp_path, capsys):
     from datasets import load_dataset

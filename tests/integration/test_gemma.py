@@ -12,8 +12,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytestmark = pytest.mark.slow
-
 PARIS = "The Eiffel Tower is in the city of"
 
 

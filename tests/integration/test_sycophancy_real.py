@@ -10,13 +10,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from evals.sycophancy import load_questions, run_sycophancy
 from tests.support.browser import assert_clean, visit
 from tests.support.cli_runner import run
-
-pytestmark = pytest.mark.slow
 
 
 def test_cloze_real_model_knows_and_flips(model):

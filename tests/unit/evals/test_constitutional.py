@@ -36,8 +36,7 @@ from evals.rates import Correlation, Rate
 from interp.cli import main
 from interp.errors import InterpError
 from interp.stats import pearson_ci, wilson_ci
-from reports.constitutional import render_constitutional_report, write_constitutional_report
-from tests.support.browser import ARTIFACTS, assert_clean, visit
+from reports.constitutional import render_constitutional_report
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, section
 
@@ -515,25 +514,6 @@ def test_report_labels_measures_within_noise_of_their_reference():
     per = section(page, "Win rate by principle")
     assert per.count(">within noise</span>") == 2 and per.count(">no noise estimate</span>") == 1
     assert "within noise: not a result; the interval contains 0.5" in page
-
-
-@pytest.mark.browser
-def test_report_in_headless_chromium(tmp_path):
-    path = write_constitutional_report(tmp_path / "constitutional_report.html",
-                                       make_result(False), make_manifest())
-
-    def check(page) -> None:
-        assert page.locator("script").count() == 0
-        assert page.title().startswith("Constitutional AI")
-        charts = page.locator("svg.mpl-fig")
-        assert charts.count() == 3 and all(charts.nth(i).is_visible() for i in range(3))
-        assert page.locator("details.chain").count() == 2
-        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-
-    v = visit(path, "constitutional_report.png", check)
-    assert_clean(v)
-    assert (ARTIFACTS / "constitutional_report.png").stat().st_size > 10_000
-
 
 
 def test_api_config_and_unknown_option(tiny_model):

@@ -5,7 +5,6 @@ the real model (slow) for a real effect, induction heads."""
 from __future__ import annotations
 
 import json
-import random
 import re
 
 import pytest
@@ -17,7 +16,6 @@ from interp.circuits.figures import attention_heatmap, attention_heatmaps
 from interp.circuits.results import AttentionConfig, AttentionResult
 from interp.errors import InterpError
 from reports.attention import attention_report, render_attention_report, top_keys
-from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, svgs
 
@@ -155,69 +153,3 @@ def test_cli_writes_results_report_and_table(tiny_model_dir, tmp_path, capsys):
     assert json.loads(stdout)["heads"] == list(range(N_HEADS))
 
 
-# ------------------------------------------------------------------------- browser
-@pytest.mark.browser
-def test_report_in_browser(tiny_model, tmp_path):
-    r = run_attention(tiny_model, AttentionConfig(HOSTILE, layer=1))
-    path = attention_report(r).save(tmp_path)
-
-    def check(page):
-        return {
-            "figures": page.locator("svg.mpl-fig").count(),
-            "open_tables": page.locator("details.attn-table[open] table").count(),
-            "overflow": page.evaluate(
-                "document.documentElement.scrollWidth > document.documentElement.clientWidth"),
-        }
-
-    v = visit(path, "attention_report.png", check)
-    assert_clean(v)
-    assert v.checks == {"figures": N_HEADS, "open_tables": 1, "overflow": False}
-    assert (ARTIFACTS / "attention_report.png").stat().st_size > 10_000
-
-
-# --------------------------------------------------------------------- real model
-def _repeated_random_words(model, n: int = 30, seed: int = 0) -> str:
-    """``n`` random single-token words (leading space, letters only), all different,
-    then the same ``n`` again."""
-    rng = random.Random(seed)
-    words: list[str] = []
-    while len(words) < n:
-        i = rng.randrange(1000, 20000)
-        w = model.decode_token(i)
-        if (w.startswith(" ") and w[1:].isalpha() and w not in words
-                and model.tokenizer(w, add_special_tokens=False).input_ids == [i]):
-            words.append(w)
-    return "".join(words) * 2
-
-
-def induction_scores(r: AttentionResult) -> torch.Tensor:
-    """Per head: the mean attention from each token that occurred once before to the token
-    that followed that earlier occurrence."""
-    q, k = [], []
-    for i, tok in enumerate(r.tokens):
-        earlier = [j for j in range(i) if r.tokens[j] == tok]
-        if len(earlier) == 1 and earlier[0] + 1 < i:
-            q.append(i)
-            k.append(earlier[0] + 1)
-    assert len(q) >= 20, r.tokens
-    return r.patterns[:, torch.tensor(q), torch.tensor(k)].mean(-1)
-
-
-@pytest.mark.slow
-def test_real_model_has_induction_heads(model):
-    prompt = _repeated_random_words(model)
-    scores = {}
-    for layer in range(1, model.n_layers):
-        r = run_attention(model, AttentionConfig(prompt, layer))
-        for h, s in zip(r.heads, induction_scores(r).tolist(), strict=True):
-            scores[(layer, h)] = s
-    best = max(scores, key=lambda lh: scores[lh])
-    values = torch.tensor(list(scores.values()))
-    print(f"best induction head L{best[0]}H{best[1]}: {scores[best]:.3f}; median over "
-          f"{len(values)} heads {values.median():.3f}, mean {values.mean():.3f}")
-    assert scores[best] > 0.4
-    assert float(values.median()) < 0.05  # a typical head does not do it
-    # the two copies tokenize alike (the scores compare like with like)
-    once = run_attention(model, AttentionConfig(prompt[: len(prompt) // 2], best[0],
-                                                heads=[best[1]]))
-    assert len(once.tokens) * 2 == len(r.tokens)

@@ -6,7 +6,6 @@ import importlib.util
 import json
 
 import pytest
-import torch
 
 from interp.runs.paths import datasets_dir
 from tests.support import ROOT
@@ -130,44 +129,3 @@ def test_rows_are_the_kept_candidates_in_order():
 def test_summary_file_format():
     text = (datasets_dir() / "circuits" / "summary.json").read_text(encoding="utf-8")
     assert text == json.dumps(json.loads(text), sort_keys=True, indent=1) + "\n"
-
-
-@pytest.mark.slow
-def test_tokenization(model):
-    tok = model.tokenizer
-
-    def enc(text):
-        e = tok(text, add_special_tokens=False, return_offsets_mapping=True)
-        return e["input_ids"], e["offset_mapping"]
-
-    for name in TASKS:
-        for r in _load(name):
-            for t in (r["answer"], r["wrong"]):
-                assert len(enc(t)[0]) == 1, t
-            ids, offsets = enc(r["clean"])
-            ids_c, _ = enc(r["corrupted"])
-            assert len(ids) == len(ids_c), r
-            per_span = {lab: [i for i, (a, b) in enumerate(offsets) if s <= a and b <= e]
-                        for lab, s, e in r["labels"]}
-            assert sum(map(len, per_span.values())) == len(ids), "a token crosses a span"
-            assert all(per_span.values()), per_span
-            for role in ROLES[name] + ["END"]:
-                assert len(per_span[role]) == 1, (role, r["clean"])
-            assert per_span["END"] == [len(ids) - 1]
-            differ = [i for i, (x, y) in enumerate(zip(ids, ids_c, strict=True)) if x != y]
-            assert differ == per_span[SWAPPED[name]], r
-
-
-@pytest.mark.slow
-def test_generator_reproduces_shipped_files(model, tmp_path):
-    # One thread: ~50 s on two cores, busy or not; two threads on busy cores take minutes.
-    # The files do not depend on the thread count.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        _gen().generate(tmp_path, model)
-    finally:
-        torch.set_num_threads(threads)
-    for f in [f"{name}.jsonl" for name in TASKS] + ["summary.json"]:
-        shipped = (datasets_dir() / "circuits" / f).read_bytes()
-        assert (tmp_path / f).read_bytes() == shipped, f"{f} differs from the generator"

@@ -176,33 +176,6 @@ def test_empty_prompt(tiny_model):
         generate(tiny_model, ["ok", ""])
 
 
-@pytest.mark.slow
-def test_real_model_answers_paris(model):
-    res = generate(model, ["The capital of France is", "What is the capital of France?"],
-                   max_new_tokens=8, batch_size=2)
-    assert res.generations[0].text.startswith(" Paris")
-    chat = generate(model, ["What is the capital of France?"], chat=True, max_new_tokens=16)
-    assert chat.texts[0] == "The capital of France is Paris."
-    assert chat.generations[0].stop_reason == "eos"
-
-
-@pytest.mark.slow
-def test_real_model_cache_batching_and_determinism(model):
-    prompts = prompts64()[:24]
-    kw = {"max_new_tokens": 6}
-    one = generate(model, prompts, batch_size=1, **kw)
-    batched = generate(model, prompts, batch_size=8, **kw)
-    nocache = generate(model, prompts[:6], batch_size=6, use_cache=False, **kw)
-    assert nocache.texts == batched.texts[:6]
-    diverged = sum(a != b for a, b in zip(one.texts, batched.texts, strict=True))
-    print(f"plain batching diverged on {diverged}/{len(prompts)} prompts on this CPU")
-    det7 = generate(model, prompts, batch_size=7, deterministic=True, verify_every=3,
-                    inject_batch_noise=0.05, **kw)
-    det1 = generate(model, prompts, batch_size=1, deterministic=True, verify_every=3,
-                    inject_batch_noise=0.05, **kw)
-    assert det7.texts == det1.texts
-
-
 def test_result_notebook_view_and_report():
     from interp.generation.engine import (
         Generation,
@@ -210,7 +183,7 @@ def test_result_notebook_view_and_report():
         GenerationResult,
         GenerationStats,
     )
-    from reports.generate import generate_report, render_generate_report
+    from reports.generate import generate_report
 
     res = GenerationResult(
         generations=[Generation(0, "<script>alert(1)</script>", " <b>hi</b>", [1, 2], "stop")],
@@ -221,7 +194,8 @@ def test_result_notebook_view_and_report():
     assert "&lt;script&gt;" in html and "<script>" not in html and "<b>" not in html
     assert len(res.to_frame()) == 1
     page = generate_report(res, {"model_id": "tiny"}).html
-    assert page == render_generate_report(res, {"model_id": "tiny"})
+    res.manifest = {"model_id": "tiny"}
+    assert page == generate_report(res).html  # the manifest the result carries
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<b>" not in page
     assert "&#39;\\n&#39;" in page  # the stop string, as Python writes it
     assert [h for h in ("Continuations", "Settings", "Engine") if f"<h2>{h}</h2>" in page] == [
@@ -289,17 +263,3 @@ def test_verifier_passes_have_fixed_shapes_and_publish_rows(tiny_model):
     assert all(s[2] == s[0] and set(s[1]) <= set(range(len(prompts))) for s in verifier)
     plain = generate(tiny_model, prompts, max_new_tokens=10, batch_size=1)
     assert res.texts == plain.texts
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("verify_every, n_prompts", [(1, 6), (16, 16)])
-def test_real_model_verifier_batch1_equals_batch7(model, verify_every, n_prompts):
-    """The real model under the injected fault: batch 1 and batch 7 give byte-identical
-    outputs (× 32 new tokens; verify_batch 8 keeps batch 1 short: 7 of 8 rows are
-    dummies there)."""
-    prompts = prompts64()[:n_prompts]
-    kw = {"max_new_tokens": 32, "inject_batch_noise": 0.05, "deterministic": True,
-          "verify_every": verify_every, "verify_batch": 8}
-    det1 = generate(model, prompts, batch_size=1, **kw)
-    det7 = generate(model, prompts, batch_size=7, **kw)
-    assert [g.token_ids for g in det1.generations] == [g.token_ids for g in det7.generations]

@@ -209,16 +209,3 @@ def test_gemma3_direct_path(tiny_gemma3, monkeypatch, count_direct):
     monkeypatch.setenv(PATH_ENV, "bridge")
     bridge = generate(tiny_gemma3, PROMPTS, **kw)
     assert [g.token_ids for g in direct.generations] == [g.token_ids for g in bridge.generations]
-
-
-@pytest.mark.slow
-def test_real_model_direct_path_same_texts(model, monkeypatch, count_direct):
-    _compare_passes(model, atol=1e-4)
-    prompts = PROMPTS[:5]
-    kw: dict[str, Any] = {"max_new_tokens": 12}
-    one = generate(model, prompts, batch_size=1, **kw)
-    bat = generate(model, prompts, batch_size=5, **kw)
-    assert count_direct["n"] >= one.stats.forward_passes + bat.stats.forward_passes
-    monkeypatch.setenv(PATH_ENV, "bridge")
-    assert one.texts == generate(model, prompts, batch_size=1, **kw).texts
-    assert bat.texts == generate(model, prompts, batch_size=5, **kw).texts

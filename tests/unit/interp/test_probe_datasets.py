@@ -21,7 +21,6 @@ KEY_ORDER = {
     "sentiment.jsonl": ["text", "label", "group", "target_tokens"],
     "tense.jsonl": ["text", "label", "group"],
 }
-TARGET_TOKENS = [" good", " bad", " today", " yesterday"]
 
 
 def _gen():
@@ -112,6 +111,7 @@ def test_sentiment_adjective_decides():
     # with the adjective masked, both labels are the same multiset of texts: nouns,
     # templates and cues carry no label information
     neg, pos = _by_label(records)
+
     def masked(rs):
         return sorted(r["text"].replace(r["group"], "<ADJ>", 1) for r in rs)
     assert masked(neg) == masked(pos)
@@ -146,11 +146,3 @@ def test_generator_reproduces_shipped_files(tmp_path):
     for name in FILES:
         shipped = (datasets_dir() / "probes" / name).read_bytes()
         assert (tmp_path / name).read_bytes() == shipped, f"{name} differs from generator"
-
-
-@pytest.mark.slow
-def test_target_tokens_are_single_tokens(model):
-    used = {t for name in FILES for r in _load(name) for t in r.get("target_tokens", {}).values()}
-    for s in sorted(used | set(TARGET_TOKENS)):
-        ids = model.tokenizer(s, add_special_tokens=False)["input_ids"]
-        assert len(ids) == 1, f"{s!r} encodes to {ids}"

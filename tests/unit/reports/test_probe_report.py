@@ -29,7 +29,6 @@ from interp.probing.results import (
     ProbeResult,
 )
 from reports.probe import probe_report, render_probe_report, write_probe_report
-from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.support.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
@@ -460,30 +459,6 @@ def test_to_dict_is_the_results_schema():
     assert d["dataset"] == {"path": "probes/capitals_truefalse.jsonl", "n": 400,
                             "label_names": ["false", "true"], "split": "group", "n_groups": 80}
     assert d["ablation"]["probe"]["percentile"] == d["ablation"]["probe"]["kl_percentile"]
-
-
-# ----------------------------------------------------------------------- browser
-
-
-@pytest.mark.browser
-def test_probe_report_in_headless_chromium(tmp_path):
-    report = write_probe_report(tmp_path / "probe_report.html", make_result(30), make_manifest())
-
-    def check(page) -> None:
-        assert page.locator("script").count() == 0
-        assert page.title().startswith("Linear probe")
-        chart = page.locator('svg.mpl-fig[data-figure="accuracy"]')
-        assert chart.count() == 1 and chart.is_visible()
-        hists = page.locator('svg.mpl-fig g[id$="-hist"]')
-        assert hists.count() == 4
-        assert all(hists.nth(i).is_visible() for i in range(4))
-        assert page.locator("tr.best-layer").count() == 1
-        # No horizontal page overflow at a laptop width.
-        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-
-    v = visit(report, "probe_report.png", check)
-    assert_clean(v)
-    assert (ARTIFACTS / "probe_report.png").stat().st_size > 10_000
 
 
 def test_selectivity_inside_the_seed_noise_is_labelled(tmp_path):

@@ -26,7 +26,6 @@ from interp.steering.figures import (
 )
 from interp.steering.sweep import SweepResult
 from reports.steering import render_steering_report, steering_report, write_steering_report
-from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.support.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
@@ -583,34 +582,3 @@ def test_repr_html_headline_and_figure():
     assert "<svg" not in typed({"model": "m"})._repr_html_()
 
 
-# ------------------------------------------------------------------------- browser
-
-
-@pytest.mark.browser
-def test_report_in_browser(tmp_path):
-    path = write_steering_report(tmp_path / "steering.html", typed(make_result()),
-                                 make_manifest())
-    cell_selector = ", ".join(f'svg.mpl-fig[data-figure="{n}"] g[id^="{n}-cell-"]'
-                              f':not([id$="-t"])' for n in FIGURES)
-
-    def check(page):
-        return {
-            "heatmap_cells": page.locator(cell_selector).count(),
-            "lines": page.locator(
-                'svg.mpl-fig[data-figure="target_by_alpha"] g[id^="target_by_alpha-line-"]'
-            ).count(),
-            "open_samples": page.locator("details.layer-samples[open] .sample").count(),
-            "overflow": page.evaluate(
-                "document.documentElement.scrollWidth > document.documentElement.clientWidth"
-            ),
-            "title": page.title(),
-        }
-
-    v = visit(path, "steering_report.png", check)
-    assert_clean(v)
-    assert v.checks["heatmap_cells"] == 5 * 5 * len(ALPHAS)
-    assert v.checks["lines"] == 5
-    assert v.checks["open_samples"] == len(ALPHAS) * 2
-    assert not v.checks["overflow"]
-    assert v.checks["title"] == "Steering sweep — tiny/<b>model</b>"
-    assert (ARTIFACTS / "steering_report.png").stat().st_size > 10_000
