@@ -10,28 +10,20 @@ from __future__ import annotations
 
 from reports.html import (
     Report,
-    Section,
     figure,
     kv_table,
     paragraph,
     render_page,
-    render_report,
     table,
-    write_report,
 )
-from reports.lens import lens_report, render_lens_report, write_lens_report
+from reports.lens import lens_report
 
 __all__ = [
     "Report",
-    "Section",
     "figure",
     "kv_table",
     "lens_report",
     "paragraph",
-    "render_lens_report",
     "render_page",
-    "render_report",
     "table",
-    "write_lens_report",
-    "write_report",
 ]

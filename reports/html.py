@@ -1,18 +1,18 @@
 """The one base for every HTML report of the project.
 
-A report is a title, a list of :class:`Section` and the run manifest. It renders
-to ONE self-contained HTML file: inline CSS, inline SVG figures, no script, no
-external URL of any kind, and a Content-Security-Policy that forbids fetching
-anything, so the file can be mailed, archived or opened offline and looks the
-same everywhere. (A report may opt in to one constant inline script, e.g. the SAE
-browser's search box: ``render_report(..., script=...)``; the CSP allows exactly
-that script by its sha256 and nothing else.)
+A report is a body template under ``reports/templates/`` rendered by :func:`render_page`
+into the page shell, with its figures and the run manifest. It renders to ONE
+self-contained HTML file: inline CSS, inline SVG figures, no script, no external URL of
+any kind, and a Content-Security-Policy that forbids fetching anything, so the file can be
+mailed, archived or opened offline and looks the same everywhere. (A report may opt in to
+one constant inline script, e.g. the SAE browser's search box: ``render_page(...,
+script=...)``; the CSP allows exactly that script by its sha256 and nothing else.)
 
 Safety rule: every string that reaches the page is escaped. Jinja2 runs with
-autoescape on, and the helpers here build section bodies with
-:class:`markupsafe.Markup` and ``Markup.format`` (which escapes its arguments).
-Only :class:`Markup` objects built by these helpers (or by
-:mod:`reports.heatmap`) are inserted verbatim.
+autoescape on, and the helpers here build HTML with :class:`markupsafe.Markup` and
+``Markup.format`` (which escapes its arguments). Only :class:`Markup` objects built by
+these helpers (or by the figure embedding of :mod:`reports.figures`) are inserted
+verbatim.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 __all__ = [
     "MISSING",
-    "Section",
     "atomic_write_text",
     "code_block",
     "details",
@@ -59,11 +58,9 @@ __all__ = [
     "ReportFigure",
     "render_page",
     "template_env",
-    "render_report",
     "table",
     "token_html",
     "visible_token",
-    "write_report",
 ]
 
 
@@ -218,40 +215,17 @@ def token_html(text: str, *, muted: bool = False) -> Markup:
 
 
 def figure(svg_markup: Markup, caption: str | Markup | None = None) -> Markup:
-    """A figure: an inline SVG (``Markup`` from :mod:`reports.heatmap`) and its caption."""
+    """A figure: an inline SVG (``Markup`` from :func:`reports.figures.inline_svg`) and its
+    caption."""
     if not isinstance(svg_markup, Markup):
         raise TypeError(
-            "figure() takes Markup built by reports.heatmap; a plain str would be escaped"
+            "figure() takes Markup built by reports.figures.inline_svg; a plain str would be "
+            "escaped"
         )
     cap = Markup("<figcaption>{}</figcaption>").format(caption) if caption else Markup("")
     return Markup('<figure class="fig"><div class="fig-body">{}</div>{}</figure>').format(
         svg_markup, cap
     )
-
-
-# ------------------------------------------------------------------------ section
-
-
-@dataclass
-class Section:
-    """One titled block of a report.
-
-    ``body`` is trusted HTML (:class:`Markup`) built by the helpers of this
-    module; a plain ``str`` is escaped and shown as text. ``note`` is plain text
-    shown under the body as a remark.
-    """
-
-    title: str
-    body: Markup
-    note: str | None = None
-    cls: str | None = None
-
-    def __post_init__(self) -> None:
-        self.title = str(self.title)
-        if not isinstance(self.body, Markup):
-            self.body = paragraph(str(self.body))
-        if self.note is not None:
-            self.note = str(self.note)
 
 
 # ----------------------------------------------------------------------- manifest
@@ -279,8 +253,8 @@ def _command_text(command: Any) -> str | None:
     return str(command)
 
 
-def manifest_section(manifest: Mapping[str, Any]) -> Section:
-    """The run-manifest section every report ends with."""
+def manifest_section(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The run-manifest section every report ends with (title, body, note, cls)."""
     commit = manifest.get("git_commit")
     commit_html: Any = commit if commit else "unknown"
     if commit and commit != "unknown":
@@ -321,13 +295,13 @@ def manifest_section(manifest: Mapping[str, Any]) -> Section:
         "platform": plat,
     }
     body = kv_table(items) + details("Full manifest (JSON)", code_block(_json(dict(manifest))))
-    return Section(
-        "Run manifest",
-        body,
-        note="Everything needed to reproduce this report: code version, libraries, model, "
-        "data and command line.",
-        cls="manifest",
-    )
+    return {
+        "title": "Run manifest",
+        "body": body,
+        "note": "Everything needed to reproduce this report: code version, libraries, model, "
+                "data and command line.",
+        "cls": "manifest",
+    }
 
 
 # ------------------------------------------------------------------------- render
@@ -485,51 +459,3 @@ def render_page(
     html = _shell(title=title, body=Markup(body), toc=toc, manifest=manifest, subtitle=subtitle,
                   lead=lead, script=script, stylesheets=stylesheets)
     return Report(html, {name: spec.figure for name, spec in specs.items()}, documents)
-
-
-def render_report(
-    title: str,
-    sections: list[Section],
-    manifest: dict,
-    *,
-    subtitle: str | None = None,
-    lead: Markup | None = None,
-    script: str | None = None,
-) -> str:
-    """The complete, self-contained HTML document from a list of :class:`Section`.
-
-    ``sections`` come in order; the manifest section is appended at the bottom.
-    ``lead`` is optional trusted HTML (helpers' :class:`Markup`) shown in the
-    header under the subtitle, e.g. the prompt of a lens report.
-
-    ``script`` is optional JavaScript inlined at the end of the body as
-    ``<script id="interp-report-js">``; the CSP then allows exactly that text
-    (``script-src 'sha256-…'``) and nothing else. It must be a constant of the
-    calling module, never built from data: data reaches the script only through
-    escaped HTML attributes. Without it the page has no script at all.
-    """
-    if not isinstance(manifest, Mapping):
-        raise InterpError(f"report manifest must be a dict, not {type(manifest).__name__}")
-    sections = list(sections)
-    for s in sections:
-        if not isinstance(s, Section):
-            raise TypeError(f"render_report sections must be Section, got {type(s).__name__}")
-    toc: list[tuple[str, str]] = []
-    body = _env().get_template("sections.html.j2").render(sections=sections, toc=toc)
-    return _shell(title=title, body=Markup(body), toc=toc, manifest=manifest, subtitle=subtitle,
-                  lead=lead, script=script)
-
-
-def write_report(
-    path: str | os.PathLike[str],
-    title: str,
-    sections: list[Section],
-    manifest: dict,
-    *,
-    subtitle: str | None = None,
-    lead: Markup | None = None,
-    script: str | None = None,
-) -> Path:
-    """Render the report and write it atomically to ``path``; returns the path."""
-    html = render_report(title, sections, manifest, subtitle=subtitle, lead=lead, script=script)
-    return atomic_write_text(path, html)

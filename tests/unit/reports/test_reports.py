@@ -21,14 +21,12 @@ from interp.lenses.logit import LensResult
 from interp.lenses.readout import LensReadout
 from interp.plotting import svg_text
 from reports.html import (
-    Section,
     figure,
     kv_table,
     paragraph,
-    render_report,
+    render_page,
     table,
     visible_token,
-    write_report,
 )
 from reports.lens import lens_report, render_lens_report, write_lens_report
 from tests.support.html_checks import parse
@@ -189,10 +187,10 @@ def test_helpers_escape_and_section_str_body():
     kv = kv_table({"<k>": "<v>", "n": 3})
     assert "&lt;k&gt;" in kv and "&lt;v&gt;" in kv
     assert paragraph(SCRIPT) == Markup("<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>")
-    s = Section(SCRIPT, SCRIPT, note=SCRIPT)  # a plain str body is text, not HTML
-    assert isinstance(s.body, Markup) and "<script" not in s.body
-    doc = render_report(SCRIPT, [s], make_manifest(), subtitle=SCRIPT)
-    assert "<script" not in doc.lower()
+    s = {"title": SCRIPT, "body": SCRIPT, "note": SCRIPT}  # a plain str body is text, not HTML
+    doc = render_page("sections.html.j2", title=SCRIPT, manifest=make_manifest(),
+                      subtitle=SCRIPT, sections=[s]).html
+    assert "<script" not in doc.lower() and "&lt;script&gt;alert(1)&lt;/script&gt;" in doc
     with pytest.raises(TypeError):
         figure("<svg></svg>", "caption")  # type: ignore[arg-type]
     with pytest.raises(InterpError):
@@ -402,7 +400,8 @@ def test_write_is_atomic_and_complete(tmp_path, readout, manifest):
     assert target.read_text(encoding="utf-8") == render_lens_report(readout, manifest)
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
     # Overwrite in place.
-    write_report(target, "Other", [Section("s", paragraph("x"))], manifest)
+    render_page("sections.html.j2", title="Other", manifest=manifest,
+                sections=[{"title": "s", "body": paragraph("x")}]).save(target.parent)
     assert "<title>Other</title>" in target.read_text(encoding="utf-8")
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
 

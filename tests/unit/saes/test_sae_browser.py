@@ -19,7 +19,7 @@ import torch
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.errors import InterpError
-from reports.html import Section, paragraph, render_report
+from reports.html import paragraph, render_page
 from reports.sae_browser import SEARCH_JS, render_feature_browser, sae_browser_report
 from saes.browser import (
     BrowserConfig,
@@ -225,10 +225,15 @@ def _hostile(data) -> dict:
 
 
 def test_script_is_allowed_by_its_hash_and_nothing_else():
-    plain = render_report("T", [Section("a", paragraph("x"))], MANIFEST)
+    def render_report(title, sections, manifest, script=None):
+        return render_page("sections.html.j2", title=title, manifest=manifest, script=script,
+                           sections=sections).html
+
+    sections = [{"title": "a", "body": paragraph("x")}]
+    plain = render_report("T", sections, MANIFEST)
     assert "<script" not in plain and "script-src" not in plain
     assert "no scripts, no network access" in plain
-    html = render_report("T", [Section("a", paragraph("x"))], MANIFEST, script=SEARCH_JS)
+    html = render_report("T", sections, MANIFEST, script=SEARCH_JS)
     body = re.search(r'<script id="interp-report-js">(.*?)</script>', html, re.S).group(1)
     assert body == SEARCH_JS
     want = base64.b64encode(hashlib.sha256(SEARCH_JS.encode()).digest()).decode()
