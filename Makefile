@@ -26,13 +26,21 @@ $(DEMO_STAMP): pyproject.toml scripts/setup.sh
 demo: setup-demo
 	$(BIN)/interp lens "The capital of France is" --out demo-out
 
-# The whole suite, set up from nothing. CI runs exactly this.
+# The whole suite, set up from nothing. CI runs exactly this: lint, the fast tier
+# (tests/unit/, tests/browser/), then the slow tier (tests/integration/, the real models),
+# each with its slowest tests listed.
+PYTEST_FAST := $(BIN)/python -m pytest -q --durations=25
+PYTEST_SLOW := $(BIN)/python -m pytest -m slow -q --durations=25
 test: setup lint
-	$(BIN)/python -m pytest -m "not slow" -q
-	$(BIN)/python -m pytest -m slow -q
+	$(PYTEST_FAST)
+	$(PYTEST_SLOW)
 
+# One tier alone (a bare `pytest` is the fast tier: pyproject's addopts say -m "not slow").
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow" -q
+	$(PYTEST_FAST)
+
+test-slow: setup
+	$(PYTEST_SLOW)
 
 # ruff, pyright (basic) on the four packages, and the import contracts (.importlinter).
 lint: setup

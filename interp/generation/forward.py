@@ -11,7 +11,8 @@ parameter and buffer **is** (the same tensor object as) the one inside the bridg
 original components. Same weights, same HF code, the same config (so the same attention
 implementation: the bridge loads with ``eager``), the same position ids the bridge
 derives from the mask: logits equal to the bit on SmolLM2, a tiny Llama and a tiny
-Gemma-3 (tests/test_generation_forward.py). KV cache: an HF ``DynamicCache``.
+Gemma-3 (tests/{unit/interp,integration}/test_generation_forward.py). KV cache: an HF
+``DynamicCache``.
 
 **When the direct path is taken** (:meth:`ForwardRunner.direct_ok`), all of:
 
@@ -52,8 +53,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 #: HF ``model_type``s whose direct path is tested equal to the bridge path
-#: (tests/test_generation_forward.py: SmolLM2 and a tiny Llama; a tiny Gemma-3 text model
-#: with sliding-window layers).
+#: (tests/{unit/interp,integration}/test_generation_forward.py: SmolLM2 and a tiny Llama;
+#: a tiny Gemma-3 text model with sliding-window layers).
 DIRECT_MODEL_TYPES = frozenset({"llama", "gemma3_text"})
 
 #: Set to ``bridge`` to force every pass through the bridge (for before/after benches).

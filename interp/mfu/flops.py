@@ -3,7 +3,7 @@
 Counting convention: a matmul ``[m, k] @ [k, n]`` is ``2·m·k·n`` FLOPs; element-wise work,
 norms and softmaxes are left out (they are memory-bound and a few percent of the total).
 These are the matmuls *performed*, as ``torch.utils.flop_counter.FlopCounterMode`` counts
-them (``tests/test_mfu.py`` checks the forward count against it exactly), so:
+them (``tests/unit/interp/test_mfu.py`` checks the forward count against it exactly), so:
 
 * a forward pass over ``tokens`` tokens in windows of ``context`` is
   ``2·N·tokens + 4·L·H·d_head·context·tokens + 2·d_model·d_vocab·logit_tokens``, with
