@@ -190,22 +190,29 @@ def test_uninstalled_embedded_model_is_one_line_before_any_bar(recorded_conversi
 
 
 def test_transformers_bars_are_replaced_and_restored():
-    """The GGUF reader's tqdm reports on the conversion bar, and comes back afterwards."""
+    """The GGUF reader's tqdm reports on the conversion bar, a GGUF is parsed once, and
+    both come back afterwards."""
+    import gguf
     from transformers import modeling_gguf_pytorch_utils as hf_gguf
     from transformers.utils import logging as hf_logging
 
+    from interp.models.embedded import SMOLLM2, _package_dir
     from interp.models.gguf_convert import _quiet_transformers
     from interp.runs.progress import Steps
 
-    before, bars_on = hf_gguf.tqdm, hf_logging.is_progress_bar_enabled()
+    path = _package_dir(SMOLLM2, SMOLLM2.package) / SMOLLM2.file
+    before, reader, bars_on = hf_gguf.tqdm, gguf.GGUFReader, hf_logging.is_progress_bar_enabled()
     with Steps("job", 1, enabled=True) as steps:
         steps.step("reading the weights")
         with _quiet_transformers(steps):
             assert list(hf_gguf.tqdm(range(20), desc="ignored")) == list(range(20))
             assert not hf_logging.is_progress_bar_enabled()
             info = steps.progress.tasks[0].fields["info"]
+            first = gguf.GGUFReader(path)
+            assert gguf.GGUFReader(str(path)) is first and isinstance(first, reader)
     assert info == "reading the weights · tensor 20/20"
     assert hf_gguf.tqdm is before and hf_logging.is_progress_bar_enabled() == bars_on
+    assert gguf.GGUFReader is reader
 
 
 def test_gguf_string_field_matches_the_gguf_reader():
