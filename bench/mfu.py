@@ -36,8 +36,7 @@ import torch  # noqa: E402
 import interp  # noqa: E402
 from interp.data.corpus import load_texts  # noqa: E402
 from interp.data.windows import pack_windows  # noqa: E402
-from interp.lenses.training import TrainConfig as LensConfig  # noqa: E402
-from interp.lenses.training import train_tuned_lens  # noqa: E402
+from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens  # noqa: E402
 from interp.mfu import ModelShape, Work, device_peak, forward_flops  # noqa: E402
 from interp.profiling.results import ProfileConfig  # noqa: E402
 from saes.train import TrainConfig as SAEConfig  # noqa: E402
@@ -94,8 +93,8 @@ def main() -> None:
                      "verdict": p.result.verdict, "evidence": p.result.evidence})
 
     # tuned-lens training
-    lcfg = LensConfig(tokens=4 * 128 * 4, batch_size=4, seq_len=128, positions_per_window=64,
-                      init="zero", checkpoint_every=1000)
+    lcfg = TunedLensTrainConfig(tokens=4 * 128 * 4, batch_size=4, seq_len=128,
+                                positions_per_window=64, init="zero", checkpoint_every=1000)
     with interp.profile(tmp / "p-lens", ProfileConfig(skip_steps=1, active_steps=3)) as p:
         res = train_tuned_lens(model, docs, tmp / "lens", lcfg, progress=False)
     rows.append({"workload": "tuned-lens training", "tokens_per_s": res.tokens_per_s,

@@ -33,7 +33,11 @@ import interp  # noqa: E402
 from interp.activations.capture import forward_with_hooks  # noqa: E402
 from interp.data.corpus import load_texts  # noqa: E402
 from interp.data.windows import pack_windows  # noqa: E402
-from interp.lenses.training import TrainConfig, lens_loss_step, sample_positions  # noqa: E402
+from interp.lenses.training import (  # noqa: E402
+    TunedLensTrainConfig,
+    lens_loss_step,
+    sample_positions,
+)
 from interp.lenses.tuned import Translators  # noqa: E402
 from interp.models.unembedding import Unembed  # noqa: E402
 
@@ -59,7 +63,7 @@ def main() -> None:
     args = ap.parse_args()
 
     model = interp.load(args.model)
-    cfg = TrainConfig(batch_size=args.batch_size, positions_per_window=args.positions)
+    cfg = TunedLensTrainConfig(batch_size=args.batch_size, positions_per_window=args.positions)
     windows = pack_windows(model, load_texts("train"), seq_len=cfg.seq_len,
                            n_windows=args.batch_size * (args.repeats + 1), seed=0)
     unembed = Unembed(model)

@@ -5,7 +5,7 @@ Quick start::
     import interp
     model = interp.load()                       # embedded SmolLM2-135M-Instruct
     acts = interp.capture(model, ["The capital of France is"], layers=[6])
-    result = interp.logit_lens(model, "The capital of France is")
+    readout = interp.run_lens(model, "The capital of France is")   # logit lens, every layer
 
 Every tool is one call that takes a config dataclass and returns a result
 dataclass (``to_dict()`` is what the CLI writes to ``results.json``). The tools
@@ -30,8 +30,8 @@ from interp.activations.capture import (
 )
 from interp.errors import InterpError
 from interp.generation.engine import GenerationConfig, GenerationResult, generate
-from interp.lenses.logit import LensResult, LogitLens, logit_lens, run_lens
-from interp.lenses.readout import LensConfig, LensReadout, run_lenses
+from interp.lenses.logit import LensResult, LogitLens
+from interp.lenses.readout import LensConfig, LensReadout, run_lens
 from interp.models.loading import Model, list_models, load
 
 #: Entry points imported on first use (PEP 562), so that ``import interp`` (and every
@@ -49,12 +49,12 @@ _LAZY = {
     "VerifyConfig": ("interp.verify.results", "VerifyConfig"),
     "VerifyResult": ("interp.verify.results", "VerifyResult"),
     "verify_model": ("interp.verify.checks", "verify_model"),
-    "LensEvalConfig": ("interp.lenses.evaluation", "EvalConfig"),
+    "LensEvalConfig": ("interp.lenses.evaluation", "LensEvalConfig"),
     "LensEval": ("interp.lenses.evaluation", "LensEval"),
     "evaluate_lenses": ("interp.lenses.evaluation", "evaluate_lenses"),
     "evaluate_tuned_lens": ("interp.lenses.evaluation", "evaluate_tuned_lens"),
-    "TunedLensTrainConfig": ("interp.lenses.training", "TrainConfig"),
-    "TunedLensTrainResult": ("interp.lenses.training", "TrainResult"),
+    "TunedLensTrainConfig": ("interp.lenses.training", "TunedLensTrainConfig"),
+    "TunedLensTrainResult": ("interp.lenses.training", "TunedLensTrainResult"),
     "train_tuned_lens": ("interp.lenses.training", "train_tuned_lens"),
     "TunedLens": ("interp.lenses.tuned", "TunedLens"),
     "load_tuned_lens": ("interp.lenses.tuned", "load_tuned_lens"),
@@ -86,11 +86,17 @@ if TYPE_CHECKING:
         PatchConfig,
         PatchResult,
     )
-    from interp.lenses.evaluation import EvalConfig as LensEvalConfig
-    from interp.lenses.evaluation import LensEval, evaluate_lenses, evaluate_tuned_lens
-    from interp.lenses.training import TrainConfig as TunedLensTrainConfig
-    from interp.lenses.training import TrainResult as TunedLensTrainResult
-    from interp.lenses.training import train_tuned_lens
+    from interp.lenses.evaluation import (
+        LensEval,
+        LensEvalConfig,
+        evaluate_lenses,
+        evaluate_tuned_lens,
+    )
+    from interp.lenses.training import (
+        TunedLensTrainConfig,
+        TunedLensTrainResult,
+        train_tuned_lens,
+    )
     from interp.lenses.tuned import TunedLens, load_tuned_lens
     from interp.probing.ablation import AblationConfig, ablate_probe, run_ablation
     from interp.probing.probes import load_probe_dataset, run_probe
@@ -169,11 +175,9 @@ __all__ = [
     "load_probe_dataset",
     "load_tuned_lens",
     "load_vector",
-    "logit_lens",
     "run_ablation",
     "run_capture",
     "run_lens",
-    "run_lenses",
     "run_patch",
     "run_attention",
     "run_probe",

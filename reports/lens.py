@@ -8,9 +8,7 @@ the per-layer curves from :mod:`interp.lenses.figures`, and the last position's 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
@@ -22,22 +20,17 @@ from interp.lenses.figures import (
     lens_curves_titles,
     token_grid,
 )
-from interp.lenses.logit import LensResult
+from interp.lenses.logit import NEXT_TOKEN, LensResult
 from interp.lenses.readout import LensReadout
-from reports.html import Report, ReportFigure, atomic_write_text, render_page, token_html
+from reports.html import Report, ReportFigure, render_page, token_html
 
-__all__ = ["lens_report", "render_lens_report", "write_lens_report"]
+__all__ = ["lens_report"]
 
 
 def _lead(r: LensResult) -> Markup:
-    agrees = r.agreement_layer()
-    facts = [
-        ("lens", r.lens),
-        ("chat template", "yes" if r.chat else "no"),
-        ("layers × positions", f"{len(r.layers)} × {len(r.tokens)}"),
-        ("model's next token", token_html(r.final_top1()[-1])),
-        ("lens agrees from layer", agrees if agrees is not None else "never"),
-    ]
+    """The prompt, then the headline's facts (the model is in the page title)."""
+    facts = [(k, token_html(r.final_top1()[-1]) if k == NEXT_TOKEN else v)
+             for k, v in r.headline().rows if k not in ("model", "prompt")]
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
                          for k, v in facts)
     return Markup('<p class="prompt-label">Prompt</p><pre class="prompt">{}</pre>'
@@ -67,9 +60,13 @@ def _panel(r: LensResult, title: str) -> dict[str, Any]:
             "last_token": r.tokens[-1]}
 
 
-def lens_report(result: LensReadout | LensResult, manifest: Mapping[str, Any]) -> Report:
-    """The lens report: one page (and its figures) for one prompt."""
+def lens_report(result: LensReadout | LensResult,
+               manifest: Mapping[str, Any] | None = None) -> Report:
+    """The lens report: one page (and its figures) for one prompt, with its manifest
+    (``result.manifest`` unless given)."""
     readout = result if isinstance(result, LensReadout) else LensReadout(result)
+    if manifest is None:
+        manifest = result.manifest or {}
     r, t = readout.logit, readout.tuned
     if t is None:
         title, fig = f"Logit lens — {r.model_id}", ReportFigure(
@@ -89,14 +86,3 @@ def lens_report(result: LensReadout | LensResult, manifest: Mapping[str, Any]) -
         figures={"curves": fig}, stylesheets=["lens.css"], panels=panels,
         tuned=t is not None, n_pos=len(r.tokens),
     )
-
-
-def render_lens_report(result: LensReadout | LensResult, manifest: Mapping[str, Any]) -> str:
-    """The lens report as one self-contained HTML document."""
-    return lens_report(result, manifest).html
-
-
-def write_lens_report(path: str | os.PathLike[str], result: LensReadout | LensResult,
-                      manifest: Mapping[str, Any]) -> Path:
-    """Render the lens report and write it atomically to ``path`` (the page only)."""
-    return atomic_write_text(path, render_lens_report(result, manifest))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from interp.display import with_ci
 from interp.lenses.evaluation import METRICS, LensEval
 from interp.lenses.figures import (
     eval_kl_figure,
@@ -19,21 +20,16 @@ from interp.lenses.figures import (
     training_loss_figure,
     training_loss_titles,
 )
-from reports.html import Report, ReportFigure, format_number, kv_table, noise_label, render_page
+from reports.html import Report, ReportFigure, kv_table, noise_label, render_page
 
-__all__ = ["render_tuned_lens_report", "tuned_lens_report"]
-
-
-def _ci_text(value: float, lo: float, hi: float, digits: int = 3) -> str:
-    return (f"{format_number(value, digits)} [{format_number(lo, digits)}, "
-            f"{format_number(hi, digits)}]")
+__all__ = ["tuned_lens_report"]
 
 
 def _rows(ev: LensEval) -> list[list[Any]]:
     """One row per layer: KL with its CI, then CE, entropy and top-1 of each lens; with
     both lenses, the paired KL difference, its CI and a noise badge after the KLs."""
     stats = {(lens, metric): ev.mean_ci(lens, metric) for lens in ev.lenses for metric in METRICS}
-    paired = {"logit", "tuned"} <= set(ev.lenses)
+    paired = ev.paired
     diff, diff_ci = ev.kl_difference_ci() if paired else ([], [])
     rows = []
     for i, layer in enumerate(ev.layers):
@@ -41,35 +37,22 @@ def _rows(ev: LensEval) -> list[list[Any]]:
         for metric in METRICS:
             for lens in ev.lenses:
                 mean, ci = stats[lens, metric]
-                row.append(_ci_text(mean[i], ci[i][0], ci[i][1]) if metric == "kl" else mean[i])
+                row.append(with_ci(mean[i], ci[i][0], ci[i][1]) if metric == "kl" else mean[i])
             if metric == "kl" and paired:
                 lo, hi = diff_ci[i]
-                row.append(_ci_text(diff[i], lo, hi))
+                row.append(with_ci(diff[i], lo, hi))
                 row.append(noise_label(lo, hi))
         rows.append(row)
     return rows
 
 
-def tuned_lens_report(result: LensEval, manifest: Mapping[str, Any]) -> Report:
-    """The evaluation report: one page and its figures."""
+def tuned_lens_report(result: LensEval, manifest: Mapping[str, Any] | None = None) -> Report:
+    """The evaluation report: one page and its figures, led by the result's headline facts,
+    with its manifest (``result.manifest`` unless given)."""
     ev = result
-    summary = [ev.layers[i] for i in ev.summary_layers()] or ev.layers
-    ratio, (lo, hi) = ev.kl_ratio()
-    ce, ce_lo, ce_hi = ev.model_ce_ci()
-    lead = kv_table({
-        f"mean KL, layers {summary[0]}–{summary[-1]}":
-            f"logit {format_number(ev.mean_kl('logit'))} · tuned "
-            f"{format_number(ev.mean_kl('tuned'))} nats",
-        "ratio logit / tuned": f"{format_number(ratio, 2)}× (95% CI {format_number(lo, 2)}–"
-                               f"{format_number(hi, 2)})",
-        "layers where the tuned lens has lower KL":
-            f"{len(ev.lower_kl_layers())} of {len(ev.layers)}; beyond noise (paired 95% CI "
-            f"of the difference excludes 0) at {len(ev.lower_kl_beyond_noise())}",
-        "held-out text": f"{ev.n_positions} positions in {int(ev.model_ce.shape[0])} windows of "
-                         f"{ev.config.seq_len} tokens ({ev.data_source})",
-        "model's own cross-entropy": _ci_text(ce, ce_lo, ce_hi),
-        "lens": str(ev.lens_path),
-    })
+    if manifest is None:
+        manifest = ev.manifest or {}
+    lead = kv_table(dict(ev.headline().rows))
     figures = {
         "kl": ReportFigure(eval_kl_figure(ev), eval_kl_titles(ev), "KL by layer, both lenses"),
         "metrics": ReportFigure(eval_metrics_figure(ev), eval_metrics_titles(ev),
@@ -82,12 +65,6 @@ def tuned_lens_report(result: LensEval, manifest: Mapping[str, Any]) -> Report:
     return render_page(
         "tuned_lens.html.j2", title=f"Tuned lens vs logit lens — {ev.model_id}",
         subtitle="Held-out evaluation, layer by layer.", lead=lead, manifest=manifest,
-        figures=figures, rows=_rows(ev), training=training,
-        paired={"logit", "tuned"} <= set(ev.lenses),
+        figures=figures, rows=_rows(ev), training=training, paired=ev.paired,
         train=training.config if training is not None else None,
     )
-
-
-def render_tuned_lens_report(result: LensEval, manifest: Mapping[str, Any]) -> str:
-    """The evaluation report as one self-contained HTML document."""
-    return tuned_lens_report(result, manifest).html

@@ -7,95 +7,80 @@ import os
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from interp.cli.common import (
-    json_safe,
-    load_model,
-    log,
-    manifest_for,
-    model_options,
-    open_out,
-)
-from interp.cli.tuned_lens import tuned_lens_option
+from interp.cli.common import json_safe, load_model, log, model_options, open_out
+from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
+from interp.lenses.readout import LensConfig
 from interp.runs.outdir import OutDir
+
+#: Said once on stderr when ``--layer`` is given a list (its old meaning).
+LAYER_NOTE = "note: --layer takes one layer; a list means --layers"
 
 
 @click.command()
 @click.argument("prompt")
 @model_options
-@click.option("--top-k", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Tokens kept per cell.")
-@click.option("--layer", "layers", default="all", show_default=True,
-              help="Layers to read: comma-separated (0-based, resid_post) or 'all'.")
-@click.option("--chat", is_flag=True, help="Wrap the prompt in the model's chat template.")
+@config_options(LensConfig, only=["top_k"])
+@click.option("--layer", "layer", default=None, metavar="L",
+              help="One layer to read (0-based, resid_post). A list here still works, "
+                   "as --layers.")
+@config_options(LensConfig, only=["layers", "chat"])
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write report.html and results.json into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
 @click.option("--columns", "max_cols", default=6, show_default=True,
               type=click.IntRange(min=1), help="The table shows this many last positions.")
-@tuned_lens_option
+@config_options(LensConfig, only=["tuned"])
 def lens(
     prompt: str, model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
-    top_k: int, layers: str, chat: bool, out_dir: str | None, as_json: bool, max_cols: int,
-    tuned_path: str | None,
+    layer: str | None, out_dir: str | None, as_json: bool, max_cols: int, **settings: Any,
 ) -> None:
     """Logit lens (and --tuned lens): what each layer would predict next, at every position."""
-    from interp.lenses.readout import LensConfig, run_lenses
+    from interp.lenses.readout import run_lens
 
     del batch_size  # one prompt: a single forward pass
+    note = None
+    if layer is not None:
+        source = click.get_current_context().get_parameter_source("layers")
+        if source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+            raise InterpError("give --layer or --layers, not both")
+        if not _one_layer(layer):
+            note = LAYER_NOTE  # the old meaning: said after the run, so errors stay one line
+        settings["layers"] = layer
+    config = build_config(LensConfig, settings, seed=seed)
     if not prompt.strip():
         raise InterpError("empty prompt: give at least one non-blank character")
-    cfg = LensConfig(top_k=top_k, layers=layers, chat=chat, tuned=tuned_path)
     out = open_out(out_dir)
     with out:
         model = load_model(model_name, device, dtype, seed)
-        result = run_lenses(model, prompt, cfg)
-        config: dict[str, Any] = {"top_k": top_k, "layers": layers, "chat": chat}
-        if result.tuned is not None:
-            config["tuned_lens"] = str(result.tuned_path)
-        man = manifest_for(model, seed, [prompt], config)
-        data = {**result.to_dict(), "manifest": man}
+        result = run_lens(model, prompt, config)
+        data = result.to_dict()
         if isinstance(out, OutDir):
             from reports.lens import lens_report
 
             out.write_json("results.json", json_safe(data))
-            lens_report(result, man).write(out)
+            lens_report(result).write(out)
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        _print_lens_table(data, max_cols)
-        if "tuned" in data:
-            _print_lens_table(data["tuned"], max_cols)
+        from rich.console import Console
+
+        n_cols = min(max_cols, len(result.logit.tokens))
+        console = Console(soft_wrap=False, width=max(120, 14 * n_cols + 40))
+        for read in result.results():
+            read.headline(columns=max_cols).print(console)
     if out_dir is not None:
         log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
+    if note is not None:
+        log(note)
 
 
-def _print_lens_table(data: dict[str, Any], max_cols: int) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from reports.html import visible_token
-
-    tokens = data["tokens"]
-    first = max(0, len(tokens) - max_cols)
-    title = f"{data['lens']} lens · {data['model']} · top-1 next token per layer"
-    table = Table(title=title, title_justify="left")
-    table.add_column("layer", justify="right")
-    for p in range(first, len(tokens)):
-        table.add_column(f"{p}:{visible_token(tokens[p])}", overflow="fold")
-    table.add_column("p (last)", justify="right")
-    table.add_column("KL (last)", justify="right")
-    table.add_column("H (last)", justify="right")
-    for li, layer in enumerate(data["layers"]):
-        cells = [visible_token(data["top1"][li][p]) for p in range(first, len(tokens))]
-        table.add_row(
-            str(layer), *cells, f"{data['top1_prob'][li][-1]:.3f}",
-            f"{data['kl'][li][-1]:.3f}", f"{data['entropy'][li][-1]:.3f}",
-        )
-    table.add_row(
-        "model", *[visible_token(t) for t in data["final_top1"][first:]],
-        f"{data['final_top1_prob'][-1]:.3f}", "0", f"{data['final_entropy'][-1]:.3f}",
-        style="bold",
-    )
-    Console(soft_wrap=False, width=max(120, 14 * (len(tokens) - first) + 40)).print(table)
+def _one_layer(spec: str) -> bool:
+    """Whether ``spec`` names one layer (an integer), not a list or 'all'."""
+    try:
+        int(spec.strip())
+    except ValueError:
+        return False
+    return True

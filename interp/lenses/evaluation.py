@@ -21,42 +21,48 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 import torch
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
+from interp.display import format_number, with_ci
 from interp.errors import InterpError
 from interp.lenses.logit import Lens, LogitLens
-from interp.lenses.training import TrainConfig
+from interp.lenses.training import SEQ_LEN, TunedLensTrainConfig
 from interp.lenses.tuned import TunedLens
 from interp.models.loading import Model
+from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
+from interp.schema import Config, Headline, Result, at_least, json_field, json_meta, setting
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 METRICS = ("kl", "ce", "entropy", "top1_agreement")
 
 
-@dataclass
-class EvalConfig:
+@dataclass(frozen=True)
+class LensEvalConfig(Config):
     """Settings of one lens evaluation (recorded in ``results.json``)."""
 
-    tokens: int = 4096
-    seq_len: int = 128
-    batch_size: int = 4
-    seed: int = 0
-    summary_last: int = 20
-    bootstrap: int = 1000
+    tokens: int = setting(4096, help="Held-out tokens to evaluate.")
+    seq_len: int = setting(128, check=SEQ_LEN, help="Tokens per packed held-out window.")
+    batch_size: int = setting(4, cli=False, check=at_least(1),
+                              help="Text windows per forward pass.")
+    seed: int = setting(0, cli=False, help="Picks the held-out windows (and the bootstrap).")
+    summary_last: int = setting(20, check=at_least(0),
+                                help="The headline ratio averages KL over layers 0…this.")
+    bootstrap: int = setting(1000, cli=False, check=at_least(1),
+                             help="Bootstrap resamples of the KL ratio's interval.")
 
-    def __post_init__(self) -> None:
-        if self.seq_len < 3:
-            raise InterpError(f"sequence length must be ≥ 3, got {self.seq_len}")
+    def check(self) -> None:
         if self.tokens < self.seq_len:
-            raise InterpError(f"--tokens must be ≥ the sequence length ({self.seq_len})")
-        if self.batch_size < 1:
-            raise InterpError(f"batch size must be ≥ 1, got {self.batch_size}")
+            raise self.error("tokens", f"must be ≥ the sequence length ({self.seq_len})",
+                             self.tokens)
 
     @property
     def n_windows(self) -> int:
@@ -73,25 +79,21 @@ class TrainingSummary:
     losses: list[float]
     elapsed_s: float | None
     tokens_per_s: float | None
-    #: The saved values as they were (``to_dict`` gives them back unchanged).
-    saved: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    KEYS = ("train", "data", "steps", "losses", "elapsed_s", "tokens_per_s")
 
     @classmethod
     def from_lens_config(cls, cfg: Mapping[str, Any]) -> TrainingSummary:
         """From a :class:`~interp.lenses.tuned.TunedLens`'s saved ``config``."""
         return cls(train=dict(cfg.get("train") or {}), data=cfg.get("data"),
                    steps=cfg.get("steps"), losses=[float(x) for x in cfg.get("losses") or []],
-                   elapsed_s=cfg.get("elapsed_s"), tokens_per_s=cfg.get("tokens_per_s"),
-                   saved={k: cfg.get(k) for k in cls.KEYS})
+                   elapsed_s=cfg.get("elapsed_s"), tokens_per_s=cfg.get("tokens_per_s"))
 
     @property
-    def config(self) -> TrainConfig | None:
-        """The training settings as a :class:`TrainConfig` (``None`` if they do not parse)."""
-        known = {f.name for f in fields(TrainConfig)}
+    def config(self) -> TunedLensTrainConfig | None:
+        """The training settings as a :class:`TunedLensTrainConfig` (``None`` if they do not
+        parse)."""
+        known = {f.name for f in fields(TunedLensTrainConfig)}
         try:
-            return TrainConfig(**{k: v for k, v in self.train.items() if k in known})
+            return TunedLensTrainConfig(**{k: v for k, v in self.train.items() if k in known})
         except (InterpError, TypeError):
             return None
 
@@ -100,32 +102,32 @@ class TrainingSummary:
         """Where the training text came from."""
         return None if self.data is None else self.data.get("source")
 
-    def to_dict(self) -> dict[str, Any]:
-        if self.saved:
-            return dict(self.saved)
-        return {"train": self.train, "data": self.data, "steps": self.steps,
-                "losses": self.losses, "elapsed_s": self.elapsed_s,
-                "tokens_per_s": self.tokens_per_s}
-
 
 @dataclass
-class LensEval:
+class LensEval(Result):
     """Per-window, per-layer metrics of each lens: ``values[lens][metric]`` is ``[windows, L]``.
 
     ``lens_path``, ``data`` and ``training`` describe the evaluated tuned lens and the
-    held-out text when :func:`evaluate_tuned_lens` made the result.
+    held-out text when :func:`evaluate_tuned_lens` made the result. ``results.json`` has
+    ``{metric}_{lens}_lens`` lists per layer (+ ``_ci95``) from :meth:`extra_data`.
     """
 
-    model_id: str
+    model_id: str = field(metadata=json_meta(key="model"))
     layers: list[int]
     lenses: list[str]
-    values: dict[str, dict[str, torch.Tensor]] = field(repr=False)
-    model_ce: torch.Tensor = field(repr=False)  # [windows]
-    config: EvalConfig
+    values: dict[str, dict[str, torch.Tensor]] = field(repr=False,
+                                                       metadata=json_meta(skip=True))
+    model_ce: torch.Tensor = field(repr=False, metadata=json_meta(skip=True))  # [windows]
+    config: LensEvalConfig
     n_positions: int
-    lens_path: str | None = None
-    data: dict[str, Any] | None = None
-    training: TrainingSummary | None = None
+    lens_path: str | None = json_field(None, omit_none=True)
+    data: dict[str, Any] | None = json_field(None, omit_none=True)
+    training: TrainingSummary | None = json_field(None, omit_none=True)
+
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = (
+        "model", "layers", "lenses", "n_windows", "n_positions", "config", ...,
+        "lens_path", "data", "training")
 
     def mean_ci(self, lens: str, metric: str) -> tuple[list[float], list[list[float]]]:
         """Mean over windows per layer, and its 95% normal CI."""
@@ -189,16 +191,15 @@ class LensEval:
         """Where the held-out text came from."""
         return None if self.data is None else self.data.get("source")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``results.json`` schema: ``{metric}_{lens}_lens`` lists per layer (+ ``_ci95``)."""
-        out: dict[str, Any] = {
-            "model": self.model_id,
-            "layers": self.layers,
-            "lenses": self.lenses,
-            "n_windows": int(self.model_ce.shape[0]),
-            "n_positions": self.n_positions,
-            "config": asdict(self.config),
-        }
+    @property
+    def paired(self) -> bool:
+        """Whether both the logit and the tuned lens were evaluated (the comparison)."""
+        return {"logit", "tuned"} <= set(self.lenses)
+
+    def extra_data(self) -> dict[str, Any]:
+        """``{metric}_{lens}_lens`` lists per layer with their ``_ci95`` (and ``_n`` for the
+        top-1 share), the model's own cross-entropy and, with both lenses, the comparison."""
+        out: dict[str, Any] = {"n_windows": int(self.model_ce.shape[0])}
         for lens in self.lenses:
             for metric in METRICS:
                 mean, ci = self.mean_ci(lens, metric)
@@ -210,7 +211,7 @@ class LensEval:
         ce, lo, hi = self.model_ce_ci()
         out["model_ce"] = ce
         out["model_ce_ci95"] = [lo, hi]
-        if {"logit", "tuned"} <= set(self.lenses):
+        if self.paired:
             idx = self.summary_layers()
             ratio, ci = self.kl_ratio()
             out["summary_layers"] = [self.layers[i] for i in idx]
@@ -223,12 +224,6 @@ class LensEval:
             out["kl_logit_minus_tuned"] = diff
             out["kl_logit_minus_tuned_ci95"] = diff_ci
             out["tuned_lower_kl_layers_beyond_noise"] = self.lower_kl_beyond_noise()
-        if self.lens_path is not None:
-            out["lens_path"] = self.lens_path
-        if self.data is not None:
-            out["data"] = self.data
-        if self.training is not None:
-            out["training"] = self.training.to_dict()
         return out
 
     def to_frame(self) -> pd.DataFrame:
@@ -243,37 +238,77 @@ class LensEval:
                     row[f"{metric}_lo"], row[f"{metric}_hi"] = ci[i]
         return pd.DataFrame(list(rows.values()))
 
-    def headline(self) -> list[tuple[str, object]]:
-        """The facts a reader looks at first (the notebook view)."""
-        ce, lo, hi = self.model_ce_ci()
-        rows: list[tuple[str, object]] = [
-            ("model", self.model_id),
-            ("held-out positions", self.n_positions),
-            ("model's own cross-entropy", f"{ce:.3f} [{lo:.3f}, {hi:.3f}]"),
+    def headline(self) -> Headline:
+        """The comparison in a few facts (the notebook view and the report's lead), the
+        per-layer table and the one-line verdict (the CLI's)."""
+        ce, ce_lo, ce_hi = self.model_ce_ci()
+        rows: list[tuple[str, Any]] = []
+        verdict = None
+        if self.paired:
+            summary = [self.layers[i] for i in self.summary_layers()] or self.layers
+            ratio, (lo, hi) = self.kl_ratio()
+            logit_kl, tuned_kl = self.mean_kl("logit"), self.mean_kl("tuned")
+            rows += [
+                (f"mean KL, layers {summary[0]}–{summary[-1]}",
+                 f"logit {format_number(logit_kl)} · tuned {format_number(tuned_kl)} nats"),
+                ("KL ratio logit / tuned",
+                 f"{format_number(ratio, 2)}× (95% CI {format_number(lo, 2)}–"
+                 f"{format_number(hi, 2)})"),
+                ("layers where the tuned lens has lower KL",
+                 f"{len(self.lower_kl_layers())} of {len(self.layers)}; beyond noise (paired "
+                 f"95% CI of the difference excludes 0) at {len(self.lower_kl_beyond_noise())}"),
+            ]
+            verdict = (f"mean KL layers {summary[0]}–{summary[-1]}: logit {logit_kl:.3f}, "
+                       f"tuned {tuned_kl:.3f} nats; ratio {ratio:.2f}× (95% CI {lo:.2f}–"
+                       f"{hi:.2f}); model CE {ce:.3f}")
+        source = f" ({self.data_source})" if self.data_source is not None else ""
+        rows += [
+            ("held-out text", f"{self.n_positions} positions in {int(self.model_ce.shape[0])} "
+                              f"windows of {self.config.seq_len} tokens{source}"),
+            ("model's own cross-entropy", with_ci(ce, ce_lo, ce_hi)),
         ]
-        if {"logit", "tuned"} <= set(self.lenses):
-            ratio, (rlo, rhi) = self.kl_ratio()
-            rows.append(("KL ratio logit / tuned", f"{ratio:.2f}× (95% CI {rlo:.2f}–{rhi:.2f})"))
-        return rows
+        if self.lens_path is not None:
+            rows.append(("lens", self.lens_path))
+        names = {"kl": "KL", "ce": "CE", "top1_agreement": "top-1"}
+        means = {(lens, m): self.mean_ci(lens, m)[0] for lens in self.lenses for m in names}
+        table = [[layer, *[means[lens, m][i] for m in names for lens in self.lenses]]
+                 for i, layer in enumerate(self.layers)]
+        title = " vs ".join(f"{lens} lens" for lens in reversed(self.lenses))
+        return Headline(
+            title=f"Lens evaluation · {self.model_id}", rows=rows, verdict=verdict,
+            columns=["layer", *[f"{names[m]} {lens}" for m in names for lens in self.lenses]],
+            table=table, table_title=f"{title} · {self.model_id} · held-out, "
+                                     f"{self.n_positions} positions")
 
-    def _repr_html_(self) -> str:
-        from interp.display import result_html
+    def figure(self) -> Figure | None:
         from interp.lenses.figures import eval_kl_figure
 
-        return result_html("lens evaluation", self.headline(), eval_kl_figure(self))
+        return eval_kl_figure(self)
 
 
-@torch.no_grad()
 def evaluate_lenses(
     model: Model,
     lenses: Mapping[str, Lens],
     docs: Sequence[str],
-    cfg: EvalConfig | None = None,
+    config: LensEvalConfig | None = None,
     *,
     progress: bool | None = None,
+    **settings: Any,
 ) -> LensEval:
-    """Evaluate each lens on every layer over held-out ``docs`` (see the module doc)."""
-    cfg = cfg or EvalConfig()
+    """Evaluate each lens on every layer over held-out ``docs`` (see the module doc).
+
+    Settings come from ``config`` or, equally, from keyword arguments named as the fields
+    of :class:`LensEvalConfig`, not both. The result carries its manifest.
+    """
+    cfg = LensEvalConfig.resolve(config, settings)
+    ev = _evaluate(model, lenses, docs, cfg, progress)
+    ev.manifest = model_manifest(model, seed=cfg.seed, config=cfg.to_dict(), texts=docs)
+    return ev
+
+
+@torch.no_grad()
+def _evaluate(model: Model, lenses: Mapping[str, Lens], docs: Sequence[str],
+              cfg: LensEvalConfig, progress: bool | None) -> LensEval:
     if not lenses:
         raise InterpError("no lens to evaluate")
     layers = list(range(model.n_layers))
@@ -320,19 +355,27 @@ def evaluate_tuned_lens(
     model: Model,
     tuned: TunedLens,
     docs: Sequence[str],
-    cfg: EvalConfig | None = None,
+    config: LensEvalConfig | None = None,
     *,
     data: dict[str, Any] | None = None,
     progress: bool | None = None,
+    **settings: Any,
 ) -> LensEval:
     """``interp tuned-lens eval``: the logit lens and ``tuned`` side by side on held-out ``docs``.
 
     The result also records where the lens came from, its training history and ``data``
-    (where the held-out text came from, e.g. :func:`interp.data.corpus.text_source`'s).
+    (where the held-out text came from, e.g. :func:`interp.data.corpus.text_source`'s), and
+    carries its manifest (with the lens's own provenance under ``lens_manifest``).
     """
-    ev = evaluate_lenses(model, {"logit": LogitLens(model), "tuned": tuned}, docs, cfg,
-                         progress=progress)
+    cfg = LensEvalConfig.resolve(config, settings)
+    ev = _evaluate(model, {"logit": LogitLens(model), "tuned": tuned}, docs, cfg, progress)
     ev.lens_path = str(tuned.path)
     ev.data = data
     ev.training = TrainingSummary.from_lens_config(tuned.config)
+    sha = (data or {}).get("sha256")
+    ev.manifest = model_manifest(
+        model, seed=cfg.seed, config={**cfg.to_dict(), "lens": str(tuned.path)},
+        dataset_hash=sha, texts=None if sha else docs,
+        extra={"lens_manifest": {k: tuned.manifest.get(k) for k in
+                                 ("git_commit", "timestamp", "dataset_hash", "seed", "config")}})
     return ev

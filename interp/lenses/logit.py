@@ -11,24 +11,30 @@ top-k tokens, the entropy of the lens distribution and KL(final ‖ layer), the
 information lost by stopping at layer L (tuned-lens convention).
 
 :class:`Lens` is the shared interface: :class:`LogitLens` here, and a tuned lens
-(per-layer learned translators) plugs in by overriding :meth:`Lens.transform`.
+(per-layer learned translators) plugs in by overriding :meth:`Lens.transform`. One lens's
+reading of one prompt is a :class:`LensResult`; :func:`interp.lenses.readout.run_lens` makes
+them (the logit lens, and a tuned lens beside it when asked for).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import pandas as pd
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from interp.activations.capture import capture
+from interp.display import visible_token
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.schema import Headline, Result, json_field, json_meta
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 class Lens:
@@ -82,32 +88,37 @@ def entropy(logp: Float[Tensor, "... vocab"]) -> Float[Tensor, ...]:
 
 
 @dataclass
-class LensResult:
-    """Per-layer, per-position readout of one prompt.
+class LensResult(Result):
+    """Per-layer, per-position readout of one prompt by one lens.
 
     Shapes: L = len(layers), P = len(tokens), K = top_k. ``topk_tokens`` and
     ``final_topk_tokens`` hold the decoded top-k tokens (filled from ``decode`` when
-    not given).
+    not given). ``results.json`` holds the fields that are plain data and, from
+    :meth:`extra_data`, the grids rounded to 6 decimals and the top-k as token/id/prob.
     """
 
-    model_id: str
+    model_id: str = field(metadata=json_meta(key="model"))
     prompt: str
     chat: bool
     lens: str
     tokens: list[str]
     token_ids: list[int]
     layers: list[int]
-    topk_ids: Int[Tensor, "L P K"]
-    topk_probs: Float[Tensor, "L P K"]
-    kl: Float[Tensor, "L P"]
-    entropy: Float[Tensor, "L P"]
-    final_topk_ids: Int[Tensor, "P K"]
-    final_topk_probs: Float[Tensor, "P K"]
-    final_entropy: Float[Tensor, " P"]
-    decode: Any = field(repr=False, default=None)
-    logprobs: Float[Tensor, "L P vocab"] | None = field(repr=False, default=None)
-    topk_tokens: list[list[list[str]]] = field(repr=False, default_factory=list)
-    final_topk_tokens: list[list[str]] = field(repr=False, default_factory=list)
+    topk_ids: Int[Tensor, "L P K"] = field(metadata=json_meta(skip=True))
+    topk_probs: Float[Tensor, "L P K"] = field(metadata=json_meta(skip=True))
+    kl: Float[Tensor, "L P"] = field(metadata=json_meta(skip=True))
+    entropy: Float[Tensor, "L P"] = field(metadata=json_meta(skip=True))
+    final_topk_ids: Int[Tensor, "P K"] = field(metadata=json_meta(skip=True))
+    final_topk_probs: Float[Tensor, "P K"] = field(metadata=json_meta(skip=True))
+    final_entropy: Float[Tensor, " P"] = field(metadata=json_meta(skip=True))
+    decode: Any = json_field(None, skip=True, repr=False)
+    logprobs: Float[Tensor, "L P vocab"] | None = json_field(None, skip=True, repr=False)
+    topk_tokens: list[list[list[str]]] = json_field(skip=True, repr=False,
+                                                    default_factory=list)
+    final_topk_tokens: list[list[str]] = json_field(skip=True, repr=False, default_factory=list)
+
+    #: The file never had a ``warnings`` key (nor has the tuned lens's, nested in it).
+    warnings_always: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if not self.topk_tokens and self.decode is not None:
@@ -136,8 +147,8 @@ class LensResult:
             first = self.layers[li]
         return first
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``results.json`` schema (see the README)."""
+    def extra_data(self) -> dict[str, Any]:
+        """The grids of ``results.json`` (see the README), after the plain fields."""
         def topk(tokens: list[str], ids: Tensor, probs: Tensor) -> list[dict[str, Any]]:
             return [
                 {"token": t, "id": int(i), "prob": round(float(p), 6)}
@@ -145,13 +156,6 @@ class LensResult:
             ]
 
         return {
-            "model": self.model_id,
-            "prompt": self.prompt,
-            "chat": self.chat,
-            "lens": self.lens,
-            "tokens": self.tokens,
-            "token_ids": self.token_ids,
-            "layers": self.layers,
             "top1": self.top1(),
             "top1_prob": [[round(float(p), 6) for p in row[:, 0]] for row in self.topk_probs],
             "topk": [
@@ -167,16 +171,20 @@ class LensResult:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LensResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """A result back from its ``results.json`` dict, checking its schema and shapes.
 
         Raises :class:`InterpError` naming the first problem (missing key, wrong shape,
         non-numeric value). ``final_top1_prob`` and ``final_entropy`` may be missing (NaN).
+        Written out rather than generic: the file holds the grids as top-k records and
+        rounded lists (:meth:`extra_data`), which this checks and turns back into tensors.
         """
-        return _from_dict(data)
+        return cls(**_from_dict(data))
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per (layer, position): top-1 token, its probability, KL, entropy."""
+        """One row per (layer, position): top-1 token, its probability, KL, entropy.
+
+        Not the headline's table, which shows the last positions only: every cell."""
         rows = []
         top1 = self.top1()
         for li, layer in enumerate(self.layers):
@@ -194,23 +202,45 @@ class LensResult:
                 )
         return pd.DataFrame(rows)
 
-    def headline(self) -> list[tuple[str, object]]:
-        """The facts a reader looks at first (the notebook view and the report's lead)."""
+    def headline(self, columns: int = 6) -> Headline:
+        """The facts a reader looks at first, and the top-1 table of the last ``columns``
+        positions (every layer, then the model's own prediction): the CLI's table, the
+        notebook view and the report's lead."""
         agrees = self.agreement_layer()
-        return [
+        rows: list[tuple[str, Any]] = [
             ("model", self.model_id),
             ("prompt", self.prompt),
             ("lens", self.lens),
+            ("chat template", "yes" if self.chat else "no"),
             ("layers × positions", f"{len(self.layers)} × {len(self.tokens)}"),
-            ("model's next token", repr(self.final_top1()[-1])),
+            (NEXT_TOKEN, self.final_top1()[-1]),
             ("lens agrees from layer", agrees if agrees is not None else "never"),
         ]
+        first = max(0, len(self.tokens) - columns)
+        shown = range(first, len(self.tokens))
+        top1 = self.top1()
+        table: list[list[Any]] = [
+            [str(layer), *[visible_token(top1[li][p]) for p in shown],
+             float(self.topk_probs[li, -1, 0]), float(self.kl[li, -1]),
+             float(self.entropy[li, -1])]
+            for li, layer in enumerate(self.layers)]
+        table.append(["model", *[visible_token(t) for t in self.final_top1()[first:]],
+                      float(self.final_topk_probs[-1, 0]), 0, float(self.final_entropy[-1])])
+        return Headline(
+            title=f"{self.lens} lens", rows=rows,
+            columns=["layer", *[f"{p}:{visible_token(self.tokens[p])}" for p in shown],
+                     "p (last)", "KL (last)", "H (last)"],
+            table=table, emphasis=len(table) - 1,
+            table_title=f"{self.lens} lens · {self.model_id} · top-1 next token per layer")
 
-    def _repr_html_(self) -> str:
-        from interp.display import result_html
+    def figure(self) -> Figure | None:
         from interp.lenses.figures import lens_curves_figure
 
-        return result_html(f"{self.lens} lens", self.headline(), lens_curves_figure(self))
+        return lens_curves_figure(self)
+
+
+#: The headline row with the model's own next token (reports show it as a token).
+NEXT_TOKEN = "model's next token"
 
 
 def _num(value: Any, where: str) -> float:
@@ -236,7 +266,7 @@ def _grid(data: Mapping[str, Any], key: str, n_layers: int, n_pos: int) -> list[
     return grid
 
 
-def _from_dict(data: Mapping[str, Any]) -> LensResult:
+def _from_dict(data: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise InterpError(f"lens result must be a dict, not {type(data).__name__}")
     required = ("model", "prompt", "tokens", "layers", "top1", "top1_prob", "topk", "kl",
@@ -297,7 +327,7 @@ def _from_dict(data: Mapping[str, Any]) -> LensResult:
             return torch.tensor([_num(v, key) for v in values], dtype=torch.float64)
         return torch.full((n_pos,), math.nan, dtype=torch.float64)
 
-    return LensResult(
+    return dict(
         model_id=str(data["model"]), prompt=str(data["prompt"]),
         chat=bool(data.get("chat", False)), lens=str(data.get("lens", "logit")),
         tokens=[str(t) for t in tokens], token_ids=[int(i) for i in data.get("token_ids", [])],
@@ -306,89 +336,4 @@ def _from_dict(data: Mapping[str, Any]) -> LensResult:
         final_topk_probs=per_position("final_top1_prob").unsqueeze(1),
         final_entropy=per_position("final_entropy"),
         topk_tokens=tok_grid, final_topk_tokens=[[str(t)] for t in final_top1],
-    )
-
-
-def run_lens(
-    model: Model,
-    prompt: str,
-    *,
-    lens: Lens | None = None,
-    layers: Sequence[int] | str | None = None,
-    top_k: int = 5,
-    chat: bool = False,
-    keep_logprobs: bool = False,
-) -> LensResult:
-    """Apply ``lens`` (default: the logit lens) to every position of ``prompt``.
-
-    One forward pass captures the requested layers' ``hook_resid_post`` and the
-    model's own logits; the final distribution used for KL is the model's real
-    output, not the lens at the last layer, so KL there measures the lens's error
-    (0 up to float noise for the logit lens).
-
-    Args:
-        layers: ``None``/"all" for every layer, or a list / comma string.
-        top_k: how many tokens to keep per cell (1 … vocabulary size).
-        chat: wrap the prompt in the chat template first.
-        keep_logprobs: also keep the full ``[L, P, vocab]`` log-probs (memory heavy).
-    """
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise InterpError("empty prompt: give at least one non-blank character")
-    if not 1 <= int(top_k) <= model.d_vocab:
-        raise InterpError(f"top-k must be between 1 and {model.d_vocab}, got {top_k}")
-    lens = lens or LogitLens(model)
-    layer_list = model.parse_layers(layers)
-    acts = capture(
-        model, [prompt], layers=layer_list, positions="all", chat=chat, with_logits=True,
-        progress=False,
-    )
-    n = int(acts.lengths[0])
-    ids = acts.input_ids[0, :n].tolist()
-    assert acts.logits is not None
-    final_lp = torch.log_softmax(acts.logits[0, :n].float(), dim=-1)
-    tk_ids, tk_probs, kls, ents, lps = [], [], [], [], []
-    with torch.inference_mode():
-        for layer in layer_list:
-            lp = lens.logprobs(acts[layer][0, :n], layer)
-            probs, idx = lp.topk(top_k, dim=-1)
-            tk_ids.append(idx)
-            tk_probs.append(probs.exp())
-            kls.append(kl_divergence(final_lp, lp))
-            ents.append(entropy(lp))
-            if keep_logprobs:
-                lps.append(lp)
-        f_probs, f_idx = final_lp.topk(top_k, dim=-1)
-    return LensResult(
-        model_id=model.model_id,
-        prompt=prompt,
-        chat=chat,
-        lens=lens.name,
-        tokens=model.token_strs(ids),
-        token_ids=ids,
-        layers=layer_list,
-        topk_ids=torch.stack(tk_ids),
-        topk_probs=torch.stack(tk_probs),
-        kl=torch.stack(kls),
-        entropy=torch.stack(ents),
-        final_topk_ids=f_idx,
-        final_topk_probs=f_probs.exp(),
-        final_entropy=entropy(final_lp),
-        decode=model.decode_token,
-        logprobs=torch.stack(lps) if keep_logprobs else None,
-    )
-
-
-def logit_lens(
-    model: Model,
-    prompt: str,
-    *,
-    layers: Sequence[int] | str | None = None,
-    top_k: int = 5,
-    chat: bool = False,
-    keep_logprobs: bool = False,
-) -> LensResult:
-    """The logit lens on one prompt: see :func:`run_lens`."""
-    return run_lens(
-        model, prompt, lens=LogitLens(model), layers=layers, top_k=top_k, chat=chat,
-        keep_logprobs=keep_logprobs,
     )

@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, get_args
 
 import pandas as pd
 import torch
@@ -41,6 +41,7 @@ from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
+from interp.display import percent
 from interp.errors import InterpError
 from interp.lenses.tuned import LENS_SUBDIR, Translators, TunedLens, unembedding_hash
 from interp.mfu import ModelShape, Work, forward_flops, tuned_lens_step_flops
@@ -50,6 +51,7 @@ from interp.models.loading import Model
 from interp.models.unembedding import Unembed
 from interp.profiling.session import phase, phased
 from interp.profiling.session import step as profiling_step
+from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
 from interp.runs.resume import (
     check_resumable,
@@ -58,72 +60,82 @@ from interp.runs.resume import (
     prepare_run_dir,
     write_progress,
 )
+from interp.schema import (
+    Check,
+    Config,
+    Headline,
+    Result,
+    at_least,
+    in_range,
+    json_meta,
+    non_negative,
+    setting,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CHECKPOINT_SUBDIR = "checkpoint"
 CHECKPOINT_KIND = "tuned_lens_checkpoint"
-OPTIMIZERS = ("adam", "sgd")
-INITS = ("lstsq", "zero")
+Optimizer = Literal["adam", "sgd"]
+Init = Literal["lstsq", "zero"]
+OPTIMIZERS: tuple[str, ...] = get_args(Optimizer)
+INITS: tuple[str, ...] = get_args(Init)
+
+#: A window needs a position to read besides position 0, and one after it to predict.
+SEQ_LEN = Check(lambda n: n >= 3, "must be a sequence length of at least 3 tokens", low=3)
+_LR = Check(lambda x: math.isfinite(x) and x > 0,
+            "must be > 0 (the learning rate must be > 0 and finite)", low=0)
 
 
-@dataclass
-class TrainConfig:
+@dataclass(frozen=True)
+class TunedLensTrainConfig(Config):
     """Settings of one tuned-lens training run (saved with the lens and its checkpoints).
 
     ``tokens`` counts tokens streamed through the model; the number of steps is
     ``ceil(tokens / (batch_size * seq_len))``. ``lr=None`` picks the optimiser's default
-    (Adam 1e-4, SGD 1.0). ``init="lstsq"`` fits the starting translators on the first
+    (Adam 1e-4, SGD 1.0) when the config is made, and ``positions_per_window`` is capped
+    at ``seq_len − 1``. ``init="lstsq"`` fits the starting translators on the first
     ``min(init_tokens, tokens)`` training tokens (the same windows the steps then use).
     """
 
-    tokens: int = 250_000
-    seq_len: int = 128
-    batch_size: int = 4
-    positions_per_window: int = 64
-    optimizer: str = "adam"
-    lr: float | None = None
-    momentum: float = 0.9
-    weight_decay: float = 1e-3
-    warmup_fraction: float = 0.1
-    checkpoint_every: int = 10
-    seed: int = 0
-    unembed_dtype: str = "bfloat16"
-    init: str = "lstsq"
-    init_tokens: int = 32_768
-    init_ridge: float = 1e-3
+    tokens: int = setting(250_000, check=at_least(1),
+                          help="Training tokens streamed through the model.")
+    seq_len: int = setting(128, check=SEQ_LEN, help="Tokens per packed training window.")
+    batch_size: int = setting(4, cli=False, check=at_least(1),
+                              help="Text windows per forward pass.")
+    positions_per_window: int = setting(64, check=at_least(1),
+                                        help="Positions per window in the loss (never 0).")
+    optimizer: Optimizer = setting("adam", help="Adam, or the paper's Nesterov SGD.")
+    lr: float | None = setting(None, check=_LR,
+                               help="Learning rate [default: 1e-4 for adam, 1.0 for sgd].")
+    momentum: float = setting(0.9, cli=False, check=in_range(0, 1, open_high=True),
+                              help="Adam's β1, or SGD's Nesterov momentum.")
+    weight_decay: float = setting(
+        1e-3, check=Check(lambda x: math.isfinite(x) and x >= 0,
+                          "must be a finite weight decay ≥ 0", low=0),
+        help="Decay of A toward 0, i.e. of each translator toward the identity.")
+    warmup_fraction: float = setting(
+        0.1, cli=False, check=in_range(0, 1, open_high=True),
+        help="Share of the steps with a linear warm-up (then a linear decay to 0).")
+    checkpoint_every: int = setting(10, check=at_least(1), help="Steps between checkpoints.")
+    seed: int = setting(0, cli=False,
+                        help="Keys the windows and the sampled positions (and the manifest).")
+    unembed_dtype: Literal["bfloat16", "float32"] = setting(
+        "bfloat16", help="dtype of the unembedding matmul in the loss.")
+    init: Init = setting(
+        "lstsq", help="Start from the least-squares map (default) or the identity (the paper).")
+    init_tokens: int = setting(32_768, check=at_least(1),
+                               help="Training tokens the least-squares start is fitted on.")
+    init_ridge: float = setting(1e-3, cli=False, check=non_negative,
+                                help="Ridge of the least-squares start (× mean diagonal of XᵀX).")
 
     def __post_init__(self) -> None:
-        if self.optimizer not in OPTIMIZERS:
-            raise InterpError(
-                f"unknown optimizer {self.optimizer!r}: choose {' or '.join(OPTIMIZERS)}"
-            )
+        super().__post_init__()  # validate, then fill in what the settings imply
         if self.lr is None:
-            self.lr = 1e-4 if self.optimizer == "adam" else 1.0
-        checks = [
-            (self.tokens >= 1, f"--tokens must be ≥ 1, got {self.tokens}"),
-            (self.seq_len >= 2, f"sequence length must be ≥ 2, got {self.seq_len}"),
-            (self.batch_size >= 1, f"batch size must be ≥ 1, got {self.batch_size}"),
-            (1 <= self.positions_per_window,
-             f"positions per window must be ≥ 1, got {self.positions_per_window}"),
-            (math.isfinite(self.lr) and self.lr > 0, f"learning rate must be > 0, got {self.lr}"),
-            (math.isfinite(self.momentum) and 0 <= self.momentum < 1,
-             f"momentum must be in [0, 1), got {self.momentum}"),
-            (math.isfinite(self.weight_decay) and self.weight_decay >= 0,
-             f"weight decay must be ≥ 0, got {self.weight_decay}"),
-            (math.isfinite(self.warmup_fraction) and 0 <= self.warmup_fraction < 1,
-             f"warm-up fraction must be in [0, 1), got {self.warmup_fraction}"),
-            (self.checkpoint_every >= 1,
-             f"checkpoint interval must be ≥ 1 step, got {self.checkpoint_every}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise InterpError(message)
-        if self.init not in INITS:
-            raise InterpError(f"unknown init {self.init!r}: choose {' or '.join(INITS)}")
-        if self.unembed_dtype not in ("float32", "bfloat16"):
-            raise InterpError(
-                f"unembedding dtype must be float32 or bfloat16, got {self.unembed_dtype!r}"
-            )
-        self.positions_per_window = min(self.positions_per_window, self.seq_len - 1)
+            object.__setattr__(self, "lr", 1e-4 if self.optimizer == "adam" else 1.0)
+        object.__setattr__(self, "positions_per_window",
+                           min(self.positions_per_window, self.seq_len - 1))
 
     @property
     def steps(self) -> int:
@@ -139,8 +151,11 @@ class TrainConfig:
 
 
 @dataclass
-class TrainResult:
-    """What a call to :func:`train_tuned_lens` did; ``losses`` covers every step so far."""
+class TunedLensTrainResult(Result):
+    """What a call to :func:`train_tuned_lens` did; ``losses`` covers every step so far.
+
+    ``results.json`` leaves out the per-layer losses (they are in the lens's config).
+    """
 
     out_dir: Path
     steps_done: int
@@ -148,7 +163,7 @@ class TrainResult:
     complete: bool
     resumed_from: int
     losses: list[float]
-    layer_losses: list[list[float]] = field(repr=False)
+    layer_losses: list[list[float]] = field(repr=False, metadata=json_meta(skip=True))
     tokens_per_s: float
     elapsed_s: float
     lens_path: Path | None
@@ -158,49 +173,43 @@ class TrainResult:
     peak_flops: float | None = None
     flops: float | None = None
 
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = (..., "lens_path")
+
     @property
     def final_loss(self) -> float:
         """The mean loss (summed over layers) of the last 10 steps; NaN before any step."""
         recent = self.losses[-10:]
         return sum(recent) / len(recent) if recent else float("nan")
 
-    def to_dict(self) -> dict[str, Any]:
-        """What the run did, as JSON (the per-layer losses are left out)."""
-        return {
-            "out_dir": str(self.out_dir), "steps_done": self.steps_done,
-            "steps_total": self.steps_total, "complete": self.complete,
-            "resumed_from": self.resumed_from, "losses": self.losses,
-            "tokens_per_s": self.tokens_per_s, "elapsed_s": self.elapsed_s,
-            "mfu": self.mfu, "peak_flops": self.peak_flops, "flops": self.flops,
-            "lens_path": None if self.lens_path is None else str(self.lens_path),
-        }
-
     def to_frame(self) -> pd.DataFrame:
-        """One row per step: the loss summed over layers, and each layer's loss."""
+        """One row per step: the loss summed over layers, and each layer's loss.
+
+        Not the headline (a few facts, no table): the whole loss history."""
         frame = pd.DataFrame({"step": range(1, len(self.losses) + 1), "loss": self.losses})
         if self.layer_losses:
             per_layer = pd.DataFrame(self.layer_losses).add_prefix("loss_layer_")
             frame = pd.concat([frame, per_layer], axis=1)
         return frame
 
-    def _repr_html_(self) -> str:
-        from interp.display import result_html
-        from interp.lenses.figures import training_loss_figure
-
-        rows: list[tuple[str, object]] = [
+    def headline(self) -> Headline:
+        return Headline("tuned-lens training", rows=[
             ("steps", f"{self.steps_done} / {self.steps_total}"),
             ("loss (last 10 steps)", self.final_loss),
             ("tokens / s", self.tokens_per_s),
-            ("MFU", "—" if self.mfu is None else f"{100 * self.mfu:.2f}%"),
+            ("MFU", percent(self.mfu)),
             ("lens", str(self.lens_path) if self.complete else "unfinished: rerun to resume"),
-        ]
-        return result_html("tuned-lens training", rows,
-                           training_loss_figure(self) if self.losses else None)
+        ])
+
+    def figure(self) -> Figure | None:
+        from interp.lenses.figures import training_loss_figure
+
+        return training_loss_figure(self) if self.losses else None
 
 
-def _optimizer(params: Sequence[Tensor], cfg: TrainConfig) -> torch.optim.Optimizer:
+def _optimizer(params: Sequence[Tensor], cfg: TunedLensTrainConfig) -> torch.optim.Optimizer:
     A, b = params
-    assert cfg.lr is not None  # set by TrainConfig.__post_init__
+    assert cfg.lr is not None  # set by TunedLensTrainConfig.__post_init__
     groups = [
         {"params": [A], "weight_decay": cfg.weight_decay},
         {"params": [b], "weight_decay": 0.0},
@@ -210,7 +219,7 @@ def _optimizer(params: Sequence[Tensor], cfg: TrainConfig) -> torch.optim.Optimi
     return torch.optim.SGD(groups, lr=float(cfg.lr), momentum=cfg.momentum, nesterov=True)
 
 
-def sample_positions(cfg: TrainConfig, step: int, n_windows: int) -> Tensor:
+def sample_positions(cfg: TunedLensTrainConfig, step: int, n_windows: int) -> Tensor:
     """Positions (1 … seq_len−1) sampled at ``step``: ``[n_windows, positions_per_window]``."""
     g = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 7919 * step + 1)
     k = cfg.positions_per_window
@@ -303,23 +312,28 @@ def lstsq_init(
         translators.b[layer].copy_(w[d].float())
 
 
-def _checkpoint_config(cfg: TrainConfig, data: dict[str, Any], unembed: str) -> dict[str, Any]:
-    return {"train": asdict(cfg), "data": data, "unembedding_sha256": unembed}
+def _checkpoint_config(cfg: TunedLensTrainConfig, data: dict[str, Any],
+                       unembed: str) -> dict[str, Any]:
+    return {"train": cfg.to_dict(), "data": data, "unembedding_sha256": unembed}
 
 
 def train_tuned_lens(
     model: Model,
     docs: Sequence[str],
     out_dir: str | Path,
-    cfg: TrainConfig | None = None,
+    config: TunedLensTrainConfig | None = None,
     *,
     data: dict[str, Any] | None = None,
     stop_at: int | None = None,
     manifest: dict[str, Any] | None = None,
     progress: bool | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
-) -> TrainResult:
+    **settings: Any,
+) -> TunedLensTrainResult:
     """Train (or resume) a tuned lens on ``docs``; write ``out_dir/lens`` when done.
+
+    Settings come from ``config`` or, equally, from keyword arguments named as the fields
+    of :class:`TunedLensTrainConfig` (``train_tuned_lens(model, docs, out, tokens=8192)``).
 
     Args:
         docs: training documents (e.g. :func:`interp.data.corpus.load_texts` ``"train"``).
@@ -329,14 +343,19 @@ def train_tuned_lens(
         data: where the text came from (``{"source": …, "sha256": …}``), recorded and
             compared on resume.
         stop_at: stop (with a checkpoint) after this many steps in total, unfinished.
-        manifest: run manifest to save with the lens (default: built here).
+        manifest: run manifest to save with the lens and on the result (default: built
+            here from the model, the settings and ``data``).
         on_checkpoint: called with the step after each checkpoint is on disk (tests).
     """
     from interp.runs.artifacts import load_artifact, save_artifact
 
-    cfg = cfg or TrainConfig()
+    cfg = TunedLensTrainConfig.resolve(config, settings)
     out = Path(out_dir).expanduser()
     data = dict(data or {})
+    man = manifest or model_manifest(
+        model, seed=cfg.seed, config=cfg.to_dict(), dataset_hash=data.get("sha256"),
+        texts=None if data.get("sha256") else docs,
+        extra={"data_source": data["source"]} if "source" in data else None)
     unembed = unembedding_hash(model)
     want = _checkpoint_config(cfg, data, unembed)
     ckpt_dir, lens_dir = out / CHECKPOINT_SUBDIR, out / LENS_SUBDIR
@@ -371,9 +390,9 @@ def train_tuned_lens(
 
     end = steps if stop_at is None else max(start, min(steps, int(stop_at)))
     if start >= steps and (lens_dir / "config.json").is_file():
-        return TrainResult(out, start, steps, True, start, losses, layer_losses,
-                           _rate(cfg, start, elapsed), elapsed, lens_dir,
-                           **_mfu_fields(throughput(start)))
+        return TunedLensTrainResult(out, start, steps, True, start, losses, layer_losses,
+                                    _rate(cfg, start, elapsed), elapsed, lens_dir,
+                                    **_mfu_fields(throughput(start)), manifest=man)
 
     need_init = cfg.init == "lstsq" and not (ckpt_dir / "config.json").is_file()
     windows = pack_windows(
@@ -452,12 +471,6 @@ def train_tuned_lens(
     done = max(start, end)
     lens_path = None
     if done >= steps:
-        from interp.runs.manifest import run_manifest
-
-        man = manifest or run_manifest(
-            model_id=model.model_id, seed=cfg.seed, dataset_hash=data.get("sha256"),
-            config=asdict(cfg), extra={"model": model.manifest_info()},
-        )
         lens = TunedLens(model, translators)
         lens_path = lens.save(
             lens_dir,
@@ -466,16 +479,16 @@ def train_tuned_lens(
                     **_mfu_fields(throughput(done))},
             manifest=man,
         )
-    return TrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
-                       _rate(cfg, done, elapsed), elapsed, lens_path,
-                       **_mfu_fields(throughput(done)))
+    return TunedLensTrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
+                                _rate(cfg, done, elapsed), elapsed, lens_path,
+                                **_mfu_fields(throughput(done)), manifest=man)
 
 
 def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: summary[k] for k in ("mfu", "peak_flops", "flops")}
 
 
-def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:
+def _rate(cfg: TunedLensTrainConfig, steps: int, elapsed: float) -> float:
     return steps * cfg.batch_size * cfg.seq_len / elapsed if elapsed > 0 else 0.0
 
 

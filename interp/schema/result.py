@@ -68,23 +68,26 @@ class Headline:
 
         from interp.display import format_number
 
+        def show(value: Any) -> str:  # text as it is: a token "1" is not the number 1.000
+            return value if isinstance(value, str) else format_number(value)
+
         console = console or Console(soft_wrap=False, width=130)
         if self.table:
             table = Table(title=self.table_title or self.title, title_justify="left")
             for col in self.columns:
                 table.add_column(str(col), justify="right")
             for i, row in enumerate(self.table):
-                table.add_row(*(format_number(v) for v in row),
+                table.add_row(*(show(v) for v in row),
                               style="bold" if i == self.emphasis else None)
             if self.rows and self.table_title is None:
                 for key, value in self.rows:
-                    console.print(f"{key}: {format_number(value)}", highlight=False,
+                    console.print(f"{key}: {show(value)}", highlight=False,
                                   markup=False)
             console.print(table)
         else:
             console.print(self.title, highlight=False, markup=False)
             for key, value in self.rows:
-                console.print(f"  {key}: {format_number(value)}", highlight=False,
+                console.print(f"  {key}: {show(value)}", highlight=False,
                               markup=False)
         if self.verdict:
             console.print(self.verdict, highlight=False, markup=False)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from interp.lenses.readout import LensReadout
-from reports.lens import write_lens_report
+from interp.runs.atomic import atomic_write_text
+from reports.lens import lens_report
 from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.unit.reports.test_reports import (
     make_result,
@@ -15,7 +16,7 @@ from tests.unit.reports.test_reports import (
 @pytest.mark.browser
 def test_report_in_headless_chromium(tmp_path, manifest):
     result = LensReadout.from_dict(make_result(12, 8))
-    report = write_lens_report(tmp_path / "lens_report.html", result, manifest)
+    report = atomic_write_text(tmp_path / "lens_report.html", lens_report(result, manifest).html)
 
     def check(page) -> None:
         grid = page.locator("table.lens-grid")

@@ -61,7 +61,7 @@ def test_gemma_lens_and_generation_say_paris(gemma):
     image tokens; with it, late layers and the model say " Paris"."""
     import interp
 
-    r = interp.logit_lens(gemma, PARIS)
+    r = interp.run_lens(gemma, PARIS).logit
     assert r.token_ids[0] == 2
     top = r.top1()
     assert top[gemma.n_layers - 1][-1] == " Paris"
@@ -110,22 +110,22 @@ def test_gemma_tuned_lens_and_sae_train(gemma, real_corpus, tmp_path):
     least-squares start beats the logit lens at the early layers, the SAE's reconstruction
     error falls."""
     from interp.data.corpus import load_texts
-    from interp.lenses.evaluation import EvalConfig, evaluate_lenses
+    from interp.lenses.evaluation import LensEvalConfig, evaluate_lenses
     from interp.lenses.logit import LogitLens
-    from interp.lenses.training import TrainConfig, train_tuned_lens
+    from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens
     from interp.lenses.tuned import load_tuned_lens
     from saes.train import TrainConfig as SAEConfig
     from saes.train import train_sae
 
     torch.manual_seed(0)  # the same run whatever the earlier tests drew
     texts = load_texts("train")
-    cfg = TrainConfig(tokens=2 * 64 * 2, seq_len=64, batch_size=2, init_tokens=2048,
+    cfg = TunedLensTrainConfig(tokens=2 * 64 * 2, seq_len=64, batch_size=2, init_tokens=2048,
                       checkpoint_every=100)
     res = train_tuned_lens(gemma, texts, tmp_path / "lens", cfg, progress=False)
     assert res.complete
     lens = load_tuned_lens(tmp_path / "lens", gemma)
     ev = evaluate_lenses(gemma, {"logit": LogitLens(gemma), "tuned": lens},
-                         load_texts("heldout"), EvalConfig(tokens=256)).to_dict()
+                         load_texts("heldout"), LensEvalConfig(tokens=256)).to_dict()
     print(ev["kl_logit_lens"][:4], ev["kl_tuned_lens"][:4])
     assert all(t < lo for t, lo in zip(ev["kl_tuned_lens"][:9], ev["kl_logit_lens"][:9],
                                        strict=True))

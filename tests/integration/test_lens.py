@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import torch
 
-from interp.lenses.logit import logit_lens
+from interp.lenses.readout import run_lens
 from tests.unit.interp.test_lens import _model_logprobs
 
 
 def test_real_model_paris(model):
     prompt = "The capital of France is"
-    res = logit_lens(model, prompt, keep_logprobs=True)
+    res = run_lens(model, prompt, keep_logprobs=True).logit
     top1 = res.top1()
     assert res.layers == list(range(30))
     assert top1[29][-1] == " Paris"

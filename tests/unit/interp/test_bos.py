@@ -70,7 +70,7 @@ def test_capture_lens_and_generate_see_the_tokenizers_ids(bos_model):
     assert _row(acts.input_ids[0], acts.mask[0]) == want
     ids, mask = bos_model.tokenize([TEXT, "a"])
     assert _row(ids[0], mask[0]) == want
-    lens = interp.logit_lens(bos_model, TEXT)
+    lens = interp.run_lens(bos_model, TEXT).logit
     assert lens.token_ids == want
     seen: list[list[int]] = []
 

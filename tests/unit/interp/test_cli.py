@@ -356,3 +356,27 @@ def test_steer_sweep_errors(tiny_model_dir, tmp_path, capsys, args, message):
                            str(tiny_model_dir), "--out", str(out)], capsys)
     assert code == 2 and message in stderr and len(stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "args, layers, note",
+    [
+        (["--layers", "0,2"], [0, 2], False),
+        (["--layer", "1"], [1], False),
+        (["--layer", "0,2"], [0, 2], True),  # the old meaning of --layer, still accepted
+    ],
+)
+def test_lens_layer_reads_one_layer_and_layers_a_list(tiny_model_dir, capsys, args, layers,
+                                                      note):
+    code, stdout, stderr = run(["lens", "hi", "--model", str(tiny_model_dir), "--json", *args],
+                               capsys)
+    assert code == 0, stderr
+    assert json.loads(stdout)["layers"] == layers
+    assert ("note: --layer takes one layer; a list means --layers" in stderr) == note
+    assert len(stderr.strip().splitlines()) == int(note)
+
+
+def test_lens_layer_and_layers_together_is_an_error(tiny_model_dir, capsys):
+    code, _, stderr = run(["lens", "hi", "--model", str(tiny_model_dir), "--layer", "1",
+                           "--layers", "0,2"], capsys)
+    assert code == 2 and "give --layer or --layers, not both" in stderr

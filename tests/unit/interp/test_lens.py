@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from interp.errors import InterpError
-from interp.lenses.logit import LogitLens, entropy, kl_divergence, logit_lens
+from interp.lenses.logit import LogitLens, entropy, kl_divergence
+from interp.lenses.readout import run_lens
 
 
 def _model_logprobs(model, prompt: str) -> torch.Tensor:
@@ -18,7 +19,7 @@ def _model_logprobs(model, prompt: str) -> torch.Tensor:
 
 def test_last_layer_reproduces_model_logits_tiny(tiny_model):
     prompt = "The capital of France is"
-    res = logit_lens(tiny_model, prompt, keep_logprobs=True)
+    res = run_lens(tiny_model, prompt, keep_logprobs=True).logit
     ref = _model_logprobs(tiny_model, prompt)
     torch.testing.assert_close(res.logprobs[-1], ref, atol=1e-4, rtol=0)
     assert float(res.kl[-1].abs().max()) < 1e-5
@@ -49,7 +50,7 @@ def test_metrics():
 
 
 def test_result_schema(tiny_model):
-    res = logit_lens(tiny_model, "Once upon a time", top_k=3, layers="0,2")
+    res = run_lens(tiny_model, "Once upon a time", top_k=3, layers="0,2").logit
     d = res.to_dict()
     n_pos = len(d["tokens"])
     assert d["layers"] == [0, 2]
@@ -65,11 +66,11 @@ def test_result_schema(tiny_model):
 
 def test_lens_errors(tiny_model):
     with pytest.raises(InterpError, match="empty prompt"):
-        logit_lens(tiny_model, "  ")
+        run_lens(tiny_model, "  ")
     with pytest.raises(InterpError, match="out of range"):
-        logit_lens(tiny_model, "hi", layers="9")
+        run_lens(tiny_model, "hi", layers="9")
     with pytest.raises(InterpError, match="top-k"):
-        logit_lens(tiny_model, "hi", top_k=0)
+        run_lens(tiny_model, "hi", top_k=0)
 
 
 def test_lens_interface(tiny_model):
@@ -78,3 +79,34 @@ def test_lens_interface(tiny_model):
     lp = lens.logprobs(h, 1)
     assert lp.shape == (2, 5, tiny_model.d_vocab)
     torch.testing.assert_close(lp.exp().sum(-1), torch.ones(2, 5), atol=1e-5, rtol=0)
+
+
+def test_one_entry_point_reads_logit_and_tuned_lens_from_one_pass(tiny_model):
+    """run_lens: the logit lens alone, or with a tuned lens beside it (config or keywords,
+    not both); the readout carries its manifest."""
+    from interp.lenses.readout import LensConfig
+    from interp.lenses.tuned import TunedLens
+
+    alone = run_lens(tiny_model, "Once upon a time", top_k=2)
+    assert alone.tuned is None and alone.logit.lens == "logit"
+    assert alone.manifest is not None and alone.manifest["config"]["top_k"] == 2
+    both = run_lens(tiny_model, "Once upon a time",
+                    LensConfig(top_k=2, tuned=TunedLens(tiny_model)))
+    assert both.tuned is not None and both.tuned.lens == "tuned"
+    assert both.tuned.tokens == both.logit.tokens
+    # zero translators: the tuned lens is the logit lens
+    torch.testing.assert_close(both.tuned.kl, both.logit.kl)
+    data = both.to_dict()
+    assert data["lens"] == "logit" and data["tuned"]["lens"] == "tuned"
+    assert list(data)[-2:] == ["tuned", "manifest"] and "warnings" not in data
+    with pytest.raises(InterpError, match="not both"):
+        run_lens(tiny_model, "hi", LensConfig(), top_k=2)
+
+
+def test_lens_config_checks_name_the_field():
+    from interp.lenses.readout import LensConfig
+
+    with pytest.raises(InterpError, match="LensConfig: top_k must be ≥ 1"):
+        LensConfig(top_k=0)
+    with pytest.raises(InterpError, match="LensConfig: tuned must not be empty"):
+        LensConfig(tuned="  ")

@@ -93,12 +93,12 @@ def test_known_gpus_match_whole_names():
 
 
 def test_tuned_lens_step_flops_equal_torchs_counter(tiny_model):
-    from interp.lenses.training import TrainConfig, lens_loss_step, sample_positions
+    from interp.lenses.training import TunedLensTrainConfig, lens_loss_step, sample_positions
     from interp.lenses.tuned import Translators
     from interp.mfu import tuned_lens_step_flops
     from interp.models.unembedding import Unembed
 
-    cfg = TrainConfig(seq_len=12, positions_per_window=4)
+    cfg = TunedLensTrainConfig(seq_len=12, positions_per_window=4)
     translators = Translators(tiny_model.n_layers - 1, tiny_model.d_model)
     ids = torch.randint(0, tiny_model.d_vocab, (2, 12))
     pos = sample_positions(cfg, 0, 2)

@@ -103,8 +103,7 @@ def test_cli_profile_of_a_failed_command_writes_nothing(tiny_model_dir, tmp_path
 def test_trainers_mark_their_phases_and_steps(tiny_model, tmp_path):
     """SAE and tuned-lens training: data/tokenise, forward, loss, backward and optimiser
     phases, one profiler step per training step, the phases covering the run."""
-    from interp.lenses.training import TrainConfig as LensConfig
-    from interp.lenses.training import train_tuned_lens
+    from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens
     from saes.train import TrainConfig, train_sae
     from tests.support.text_fixtures import paragraphs
 
@@ -119,9 +118,9 @@ def test_trainers_mark_their_phases_and_steps(tiny_model, tmp_path):
     assert r.phase_coverage > 0.6, (str(r.phases), r.wall_s)
     with interp.profile(tmp_path / "lens", ProfileConfig(skip_steps=1, active_steps=2)) as p:
         train_tuned_lens(tiny_model, docs, tmp_path / "lens-run",
-                         LensConfig(tokens=4 * 2 * 16, seq_len=16, batch_size=2,
-                                    positions_per_window=4, init="zero",
-                                    unembed_dtype="float32"), progress=False)
+                         TunedLensTrainConfig(tokens=4 * 2 * 16, seq_len=16, batch_size=2,
+                                              positions_per_window=4, init="zero",
+                                              unembed_dtype="float32"), progress=False)
     r = p.result
     assert r.steps == 4
     assert {"tokenise", "forward", "loss", "backward", "optimiser"} <= set(r.phases)

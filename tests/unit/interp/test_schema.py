@@ -161,6 +161,15 @@ def test_headline_feeds_table_notebook_and_frame() -> None:
     assert "0.750" in text and "Inside the noise" in text
 
 
+def test_headline_prints_text_cells_as_they_are() -> None:
+    """A cell that is text (a token "1", "nan") is shown as is, never read as a number."""
+    head = Headline("t", rows=[("token", "7")], columns=["layer", "top-1", "p"],
+                    table=[[0, "1", 0.5], [1, "nan", 0.25]], table_title="tokens")
+    text = head.text()
+    assert "│     1 │" in text and "│   nan │" in text and "1.000" not in text
+    assert "0.500" in text and "0.250" in text
+
+
 # ------------------------------------------------------------------------ the CLI
 @click.command()
 @config_options(ToyConfig)

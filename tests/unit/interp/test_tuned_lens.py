@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from interp.errors import InterpError
-from interp.lenses.evaluation import EvalConfig, evaluate_lenses
+from interp.lenses.evaluation import LensEvalConfig, evaluate_lenses
 from interp.lenses.logit import LogitLens
-from interp.lenses.training import TrainConfig, train_tuned_lens
+from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens
 from interp.lenses.tuned import (
     Translators,
     TunedLens,
@@ -37,11 +37,11 @@ def text_file(tmp_path_factory) -> Path:
     return p
 
 
-def _tiny_cfg(**kw) -> TrainConfig:
+def _tiny_cfg(**kw) -> TunedLensTrainConfig:
     base = dict(tokens=8 * 2 * 16, seq_len=16, batch_size=2, positions_per_window=8,
                 checkpoint_every=2, init_tokens=256, unembed_dtype="float32")
     base.update(kw)
-    return TrainConfig(**base)
+    return TunedLensTrainConfig(**base)
 
 
 # ------------------------------------------------------------------ lens maths
@@ -169,7 +169,7 @@ def test_training_lowers_kl_below_the_logit_lens(tiny_model, text_file):
 
     train = load_texts("train", text_file=text_file)
     held = load_texts("heldout", text_file=text_file)
-    ev_cfg = EvalConfig(tokens=16 * 12, seq_len=16, batch_size=4, summary_last=1)
+    ev_cfg = LensEvalConfig(tokens=16 * 12, seq_len=16, batch_size=4, summary_last=1)
     for init in ("zero", "lstsq"):
         res = train_tuned_lens(tiny_model, train, Path(os.environ["INTERP_CACHE"]) / init,
                                _tiny_cfg(init=init, tokens=16 * 2 * 30, lr=3e-3),
@@ -270,7 +270,26 @@ def test_nan_loss_stops_and_keeps_the_checkpoint(tiny_model, text_file, tmp_path
 )
 def test_bad_training_settings(kw, message):
     with pytest.raises(InterpError, match=message):
-        TrainConfig(**kw)
+        TunedLensTrainConfig(**kw)
+
+
+def test_settings_are_frozen_and_fill_in_what_they_imply():
+    """lr follows the optimiser and positions per window the window; an evaluation needs
+    at least one window's tokens; a Python caller gets the CLI's checks."""
+    import dataclasses
+
+    assert TunedLensTrainConfig().lr == 1e-4 and TunedLensTrainConfig(optimizer="sgd").lr == 1.0
+    cfg = TunedLensTrainConfig(seq_len=16)
+    assert cfg.positions_per_window == 15
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.tokens = 1  # type: ignore[misc]
+    assert cfg.replace(tokens=64).tokens == 64
+    with pytest.raises(InterpError, match="tokens must be ≥ 1"):
+        TunedLensTrainConfig(tokens=0)
+    with pytest.raises(InterpError, match=r"LensEvalConfig: tokens must be ≥ the sequence length"):
+        LensEvalConfig(tokens=8, seq_len=16)
+    with pytest.raises(InterpError, match="summary_last must be ≥ 0"):
+        LensEvalConfig(summary_last=-1)
 
 
 # ------------------------------------------------------------------ CLI
@@ -423,7 +442,7 @@ def _fake_eval(n_windows: int = 5, n_layers: int = 4, *, training: bool = True):
     return LensEval(model_id="tiny/<model>", layers=list(range(n_layers)),
                     lenses=["logit", "tuned"], values=values,
                     model_ce=torch.linspace(2.0, 3.0, n_windows),
-                    config=EvalConfig(tokens=16 * n_windows, seq_len=16, summary_last=2),
+                    config=LensEvalConfig(tokens=16 * n_windows, seq_len=16, summary_last=2),
                     n_positions=n_windows * 14, lens_path="/lens/<path>",
                     data={"source": "held-out & co", "sha256": "x"}, training=summary)
 
@@ -489,12 +508,12 @@ def test_eval_figures_have_one_hover_point_per_layer_and_lens():
 
 def test_tuned_lens_report_from_the_typed_result(tmp_path):
     from interp.runs.outdir import OutDir
-    from reports.tuned_lens import render_tuned_lens_report, tuned_lens_report
+    from reports.tuned_lens import tuned_lens_report
 
     ev = _fake_eval()
     report = tuned_lens_report(ev, {"model_id": ev.model_id})
     html = report.html
-    assert html == render_tuned_lens_report(ev, {"model_id": ev.model_id})
+    assert html == tuned_lens_report(ev, {"model_id": ev.model_id}).html
     assert "<b>" not in html and "&lt;b&gt;text&lt;/b&gt;" in html
     assert "held-out &amp; co" in html and "/lens/&lt;path&gt;" in html
     assert html.count("<svg") == 3 and "How the lens was trained" in html
@@ -508,9 +527,9 @@ def test_tuned_lens_report_from_the_typed_result(tmp_path):
 
 
 def test_train_result_frame_and_notebook_view(tmp_path):
-    from interp.lenses.training import TrainResult
+    from interp.lenses.training import TunedLensTrainResult
 
-    res = TrainResult(out_dir=tmp_path, steps_done=3, steps_total=4, complete=False,
+    res = TunedLensTrainResult(out_dir=tmp_path, steps_done=3, steps_total=4, complete=False,
                       resumed_from=0, losses=[3.0, 2.0, 1.0],
                       layer_losses=[[2.0, 1.0], [1.5, 0.5], [0.6, 0.4]], tokens_per_s=10.0,
                       elapsed_s=1.0, lens_path=None)

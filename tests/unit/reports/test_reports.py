@@ -20,6 +20,7 @@ from interp.lenses.figures import (
 from interp.lenses.logit import LensResult
 from interp.lenses.readout import LensReadout
 from interp.plotting import svg_text
+from interp.runs.atomic import atomic_write_text
 from reports.html import (
     figure,
     kv_table,
@@ -28,7 +29,7 @@ from reports.html import (
     table,
     visible_token,
 )
-from reports.lens import lens_report, render_lens_report, write_lens_report
+from reports.lens import lens_report
 from tests.support.html_checks import parse
 
 SVG_NS_URL = "http://www.w3.org/2000/svg"
@@ -126,7 +127,7 @@ def readout(result) -> LensReadout:
 
 @pytest.fixture
 def page(readout, manifest) -> str:
-    return render_lens_report(readout, manifest)
+    return lens_report(readout, manifest).html
 
 
 def grid_rows(doc: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
@@ -283,7 +284,7 @@ def test_token_grid_unit():
     assert top[1].background == "#fde725" and top[1].color != "#ffffff"
     assert grid.rows[1].cells[0].background == "#d0d4dc"
     assert '"<x>"' in top[0].title and "layer 1 · position 0" in top[0].title
-    doc = render_lens_report(LensResult.from_dict(data), make_manifest())
+    doc = lens_report(LensResult.from_dict(data), make_manifest()).html
     assert ">&lt;x&gt;</td>" in doc and ">␣y</td>" in doc and "<x>" not in doc
 
 
@@ -380,12 +381,12 @@ def test_validation_errors_are_user_errors(result):
     with pytest.raises(InterpError):
         LensReadout.from_dict(dict(result, tuned=bad))
     with pytest.raises(InterpError):
-        render_lens_report(LensReadout.from_dict(result), "not a dict")  # type: ignore[arg-type]
+        lens_report(LensReadout.from_dict(result), "not a dict")  # type: ignore[arg-type]
 
 
 def test_single_position_result_renders(manifest):
     r = LensReadout.from_dict(make_result(3, 1))
-    doc = render_lens_report(r, manifest)
+    doc = lens_report(r, manifest).html
     assert doc.count('class="lens-cell') == 3
     assert "Position 0 is left out" not in doc
 
@@ -395,9 +396,9 @@ def test_single_position_result_renders(manifest):
 
 def test_write_is_atomic_and_complete(tmp_path, readout, manifest):
     target = tmp_path / "sub" / "report.html"
-    out = write_lens_report(target, readout, manifest)
+    out = atomic_write_text(target, lens_report(readout, manifest).html)
     assert out == target and target.is_file()
-    assert target.read_text(encoding="utf-8") == render_lens_report(readout, manifest)
+    assert target.read_text(encoding="utf-8") == lens_report(readout, manifest).html
     assert sorted(p.name for p in target.parent.iterdir()) == ["report.html"]
     # Overwrite in place.
     render_page("sections.html.j2", title="Other", manifest=manifest,
@@ -416,13 +417,13 @@ def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path, monkeypatch, r
 
     monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
-        write_lens_report(target, readout, manifest)
+        atomic_write_text(target, lens_report(readout, manifest).html)
     assert target.read_text(encoding="utf-8") == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
 
 
 def test_write_to_a_directory_is_a_user_error(tmp_path, readout, manifest):
     with pytest.raises(InterpError, match="directory"):
-        write_lens_report(tmp_path, readout, manifest)
+        atomic_write_text(tmp_path, lens_report(readout, manifest).html)
 
 
