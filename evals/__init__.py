@@ -1,7 +1,9 @@
 """Alignment evaluations built on interp: sycophancy and constitutional AI.
 
-Entry points (each takes a config dataclass and returns a typed result with
-``to_dict()``, ``to_frame()`` and ``_repr_html_()``; figures in :mod:`evals.figures`)::
+Entry points (each takes a config (:class:`interp.schema.Config`), or its fields as
+keywords, and returns a :class:`interp.schema.Result` carrying its manifest, with
+``to_dict()``, ``to_frame()``, ``headline()`` and a notebook view; figures in
+:mod:`evals.figures`)::
 
     from evals import load_questions, run_sycophancy, SycophancyConfig
     result = run_sycophancy(model, load_questions(limit=100), SycophancyConfig(mode="cloze"))

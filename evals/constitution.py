@@ -18,11 +18,12 @@ import json
 import os
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from interp.errors import InterpError
+from interp.schema import to_data
 
 __all__ = [
     "Chain",
@@ -54,12 +55,11 @@ class Principle:
     revision_request: str
     comparison: str
 
-    def to_dict(self) -> dict[str, str]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class Constitution:
+    """The principles, in order; ``name`` and ``source`` (its file) are recorded."""
+
     principles: tuple[Principle, ...]
     name: str = ""
     source: str = ""
@@ -74,15 +74,11 @@ class Constitution:
                 return p
         raise InterpError(f"constitution has no principle {name!r}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source,
-                "principles": [p.to_dict() for p in self.principles]}
-
     def sha256(self) -> str:
         """Hash of the principles (names and texts), for the run manifest."""
         from interp.runs.manifest import sha256_texts
 
-        return sha256_texts([json.dumps(self.to_dict()["principles"], sort_keys=True)])
+        return sha256_texts([json.dumps(to_data(self.principles), sort_keys=True)])
 
 
 @dataclass(frozen=True)

@@ -23,15 +23,15 @@ The data types and loaders live in :mod:`evals.constitution`, the judge and the 
 in :mod:`evals.judge` (both re-exported here). The bookkeeping (pairs, order swapping,
 averaging, chosen/rejected, CIs) is pure functions, tested on hand-made numbers;
 :func:`run_constitutional` strings them together from a :class:`ConstitutionalConfig` into
-a :class:`ConstitutionalResult` (``to_dict()`` is ``results.json``).
+a :class:`ConstitutionalResult` (``to_dict()`` is ``results.json``; it carries its manifest).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evals.constitution import (
     Chain,
@@ -57,10 +57,25 @@ from evals.judge import (
     measure_judge,
 )
 from evals.letters import LetterCheck
+from interp.display import ci_text, format_number
 from interp.errors import InterpError
+from interp.schema import (
+    Config,
+    Headline,
+    Result,
+    at_least,
+    in_range,
+    json_meta,
+    non_negative,
+    setting,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
+
+#: The most critique → revision rounds a run takes.
+MAX_ROUNDS = 20
 
 __all__ = [
     "Chain",
@@ -211,40 +226,56 @@ def examples(chains: Sequence[Chain], pairs: Sequence[Pair], judgements: Sequenc
     return [e.to_dict() for e in _examples(chains, pairs, judgements, k)]
 
 
-@dataclass
-class ConstitutionalConfig:
+@dataclass(frozen=True)
+class ConstitutionalConfig(Config):
     """Settings of one run: critique → revision ``rounds``, generation length and
     temperature (0 = greedy), the seed (principle draws, sampling), batch size,
-    batch-invariant ``deterministic`` generation and judging, and how many example
-    chains the report shows."""
+    batch-invariant ``deterministic`` generation and judging, how many example chains the
+    report shows, and where the prompts came from (recorded in the manifest)."""
 
-    rounds: int = 1
-    max_new_tokens: int = 96
-    temperature: float = 0.0
-    seed: int = 0
-    batch_size: int = 16
-    deterministic: bool = False
-    n_examples: int = 6
+    rounds: int = setting(1, check=in_range(1, MAX_ROUNDS), cli_range=True,
+                          help="Critique → revision rounds per prompt.")
+    max_new_tokens: int = setting(96, check=at_least(1), cli_range=True,
+                                  help="Tokens per answer, critique and revision.")
+    temperature: float = setting(0.0, check=non_negative, cli_range=True, help="0 = greedy.")
+    seed: int = setting(0, cli=False, help="Principle draws and sampling (recorded in the "
+                                           "manifest).")
+    batch_size: int = setting(16, cli=False, check=at_least(1),
+                              help="Prompts per generation and judging batch.")
+    deterministic: bool = setting(False,
+                                  help="Batch-invariant generation and judging (slower).")
+    n_examples: int = setting(6, check=at_least(0), cli_range=True, flag="--examples",
+                              help="Example chains shown in the report.")
+    prompts: str = setting("", cli=False,
+                           help="The prompts' source, recorded in the manifest (the CLI "
+                                "sets it).")
 
 
 @dataclass
-class ConstitutionalResult:
+class ConstitutionalResult(Result):
     """Everything one run produced: chains, pairs, judgements, the letter check, measures.
 
-    ``to_dict()`` is ``results.json``; :meth:`sft_records` and :meth:`preference_records`
-    are the rows of ``sft.jsonl`` and ``preferences.jsonl``; ``to_frame()`` one row per
-    judged pair.
+    ``to_dict()`` is ``results.json`` (the measures at the top level, then the run);
+    :meth:`sft_records` and :meth:`preference_records` are the rows of ``sft.jsonl`` and
+    ``preferences.jsonl``; ``to_frame()`` one row per judged pair.
     """
 
-    config: ConstitutionalConfig
-    model_id: str
+    config: ConstitutionalConfig = field(metadata=json_meta(skip=True))
+    model_id: str = field(metadata=json_meta(key="model"))
     constitution: Constitution
     n_prompts: int
-    chains: list[Chain]
-    pairs: list[Pair]
-    judgements: list[Judgement]
+    chains: list[Chain] = field(metadata=json_meta(skip=True))
+    pairs: list[Pair] = field(metadata=json_meta(skip=True))
+    judgements: list[Judgement] = field(metadata=json_meta(skip=True))
     letter_check: LetterCheck
-    measures: JudgeMeasures
+    measures: JudgeMeasures = field(metadata=json_meta(skip=True))
+
+    #: results.json has no "warnings" key (the run makes none).
+    warnings_always: ClassVar[bool] = False
+    #: results.json's order: the measures (the rest) first, then the run.
+    json_order: ClassVar[tuple[Any, ...]] = (
+        ..., "model", "n_prompts", "rounds", "n_pairs", "letter_check", "constitution",
+        "examples", "config")
 
     @property
     def valid(self) -> bool:
@@ -266,24 +297,23 @@ class ConstitutionalResult:
         """The first ``config.n_examples`` chains with their judgement."""
         return _examples(self.chains, self.pairs, self.judgements, self.config.n_examples)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``results.json`` content (without the manifest the CLI adds)."""
+    def extra_data(self) -> dict[str, Any]:
+        """The measures (every rate with ``_ci95`` and ``_n``), the counts, the example
+        chains and the run's settings as ``config``."""
         cfg = self.config
-        out = self.measures.to_dict()
-        out.update(
-            model=self.model_id, n_prompts=self.n_prompts, rounds=cfg.rounds,
-            n_pairs=len(self.pairs), letter_check=self.letter_check.to_dict(),
-            constitution=self.constitution.to_dict(),
-            examples=[e.to_dict() for e in self.examples()],
-            config={"rounds": cfg.rounds, "max_new_tokens": cfg.max_new_tokens,
-                    "temperature": cfg.temperature, "seed": cfg.seed,
-                    "batch_size": cfg.batch_size, "deterministic": cfg.deterministic,
-                    "n_prompts": self.n_prompts, "constitution": self.constitution.source},
-        )
-        return out
+        return {
+            **self.measures.to_dict(), "rounds": cfg.rounds, "n_pairs": len(self.pairs),
+            "examples": [e.to_dict() for e in self.examples()],
+            "config": {"rounds": cfg.rounds, "max_new_tokens": cfg.max_new_tokens,
+                       "temperature": cfg.temperature, "seed": cfg.seed,
+                       "batch_size": cfg.batch_size, "deterministic": cfg.deterministic,
+                       "n_prompts": self.n_prompts, "constitution": self.constitution.source},
+        }
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per judged pair: which answers, the principle, both orders' P(x)."""
+        """One row per judged pair: which answers, the principle, both orders' P(x).
+
+        The judgements as data, not the headline table (which :meth:`headline` gives)."""
         import pandas as pd
 
         rows = [{"id": p.id, "pair": p.kind, "principle": p.principle, "x": p.x_label,
@@ -295,42 +325,60 @@ class ConstitutionalResult:
                                            "p_x_rev", "p_x", "win", "position_flip",
                                            "identical", "tie"])
 
-    def _repr_html_(self) -> str:
-        from evals.figures import BIAS_ROWS, bias_figure
-        from interp.display import result_html
+    def summary(self) -> str:
+        """One sentence: the win rate of revised answers and the position flip rate, each
+        with its 95% CI and n, and whether the win rate is within noise of 0.5."""
+        win, flip = self.measures.win_rate_revised, self.measures.position_flip_rate
+        return (f"{self.n_prompts} prompts, {self.config.rounds} critique → revision "
+                f"round(s), {len(self.pairs)} judged pairs, each in both orders. Revised "
+                f"answers win {format_number(win.value)} {ci_text(win.lo, win.hi)} of {win.n} "
+                f"comparisons with the initial answers{win_noise_label(win.lo, win.hi)}; the "
+                f"verdict flips with the order in {format_number(flip.value)} "
+                f"{ci_text(flip.lo, flip.hi)} of {flip.n} pairs.")
+
+    def headline(self) -> Headline:
+        """The judge's bias rates, the length–preference correlation and the win rate per
+        principle, each with its 95% CI and n; the verdict is :meth:`summary`."""
+        from evals.figures import BIAS_ROWS, CORR_LABEL
 
         m = self.measures
-        rows: list[tuple[str, object]] = [
-            ("model", self.model_id), ("prompts", self.n_prompts),
-            ("rounds", self.config.rounds), ("judged pairs", len(self.pairs)),
-            ("labels valid", "yes" if self.valid else "no: " + " ".join(
-                self.letter_check.reasons)),
-        ]
         rates = m.rates()
-        table: list[list[object]] = [[label, rates[key].value, rates[key].lo, rates[key].hi,
-                                      rates[key].n] for key, label, _, _ in BIAS_ROWS]
+        table: list[list[Any]] = [
+            [label, rates[k].value, ci_text(rates[k].lo, rates[k].hi), rates[k].n]
+            for k, label, _, _ in BIAS_ROWS]
         c = m.length_preference_corr
-        table.append(["length–preference correlation", c.value,
-                      c.lo if c.lo is not None else float("nan"),
-                      c.hi if c.hi is not None else float("nan"), c.n])
-        return result_html(f"Constitutional AI · {self.model_id}", rows, bias_figure(self),
-                           columns=["measure", "value", "95% CI low", "95% CI high", "n"],
-                           table=table)
+        table.append([CORR_LABEL, c.value, ci_text(c.lo, c.hi), c.n])
+        table += [[f"  win rate · {name}", r.value, ci_text(r.lo, r.hi), r.n]
+                  for name, r in m.per_principle.items()]
+        flag = "" if self.valid else " · LABELS NOT VALID (degenerate letters)"
+        return Headline(
+            title=f"Constitutional AI · {self.model_id}",
+            rows=[("model", self.model_id), ("prompts", self.n_prompts),
+                  ("rounds", self.config.rounds), ("judged pairs", len(self.pairs)),
+                  ("labels valid", "yes" if self.valid else "no: " + " ".join(
+                      self.letter_check.reasons))],
+            columns=["measure", "value", "95% CI", "n"], table=table,
+            table_title=f"constitutional AI · {self.model_id} · {self.n_prompts} prompts, "
+                        f"{self.config.rounds} round(s){flag}",
+            verdict=self.summary())
+
+    def figure(self) -> Figure:
+        from evals.figures import bias_figure
+
+        return bias_figure(self)
+
+
+def win_noise_label(lo: float | None, hi: float | None) -> str:
+    """The win rate against 0.5: a remark when its interval holds 0.5, or has no ends."""
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return " (no interval: no noise estimate)"
+    if lo <= 0.5 <= hi:
+        return " (within noise: not a result; the interval contains 0.5, no preference)"
+    return ""
 
 
 #: The earlier name of :class:`ConstitutionalResult`.
 ConstitutionalRun = ConstitutionalResult
-
-
-def _configure(config: ConstitutionalConfig | None, options: dict[str, Any]
-               ) -> ConstitutionalConfig:
-    cfg = config if config is not None else ConstitutionalConfig()
-    known = {f.name for f in fields(ConstitutionalConfig)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise InterpError(f"unknown constitutional option(s) {', '.join(unknown)}; known: "
-                          f"{', '.join(sorted(known))}")
-    return dataclasses.replace(cfg, **options) if options else cfg
 
 
 def run_constitutional(
@@ -340,21 +388,21 @@ def run_constitutional(
     config: ConstitutionalConfig | None = None,
     *,
     progress: bool | None = None,
-    **options: Any,
+    **settings: Any,
 ) -> ConstitutionalResult:
     """The whole pipeline on ``items`` (see the module docstring).
 
-    ``options`` are :class:`ConstitutionalConfig` fields overriding ``config``
-    (``run_constitutional(model, items, con, rounds=2, max_new_tokens=48)``).
+    ``settings`` are :class:`ConstitutionalConfig` fields overriding ``config``'s
+    (``run_constitutional(model, items, con, rounds=2, max_new_tokens=48)``). The result
+    carries its manifest.
     """
     from interp.generation.engine import generate
+    from interp.runs.manifest import model_manifest
     from interp.runs.progress import make_progress
 
-    cfg = _configure(config, options)
+    cfg = ConstitutionalConfig.resolve(config, settings, override=True, noun="constitutional")
     if not items:
         raise InterpError("no prompts")
-    if cfg.rounds < 1:
-        raise InterpError(f"rounds must be ≥ 1, got {cfg.rounds}")
     batch_size = cfg.batch_size
     n_refs = sum(1 for it in items if it.reference)
     total = len(items) * (1 + 2 * cfg.rounds) + 2 * (len(items) + n_refs)
@@ -388,5 +436,10 @@ def run_constitutional(
     judgements = combine_orders(lp_fwd.tolist(), lp_rev.tolist())
     measures = measure_judge(pairs, judgements, valid=check.valid,
                              principles=[p.name for p in constitution.principles])
-    return ConstitutionalResult(cfg, model.model_id, constitution, len(items), chains, pairs,
-                                judgements, check, measures)
+    result = ConstitutionalResult(cfg, model.model_id, constitution, len(items), chains, pairs,
+                                  judgements, check, measures)
+    config_record = {**result.extra_data()["config"], "prompts": cfg.prompts,
+                     "constitution_sha256": constitution.sha256()}
+    result.manifest = model_manifest(model, seed=cfg.seed, config=config_record,
+                                     texts=[it.prompt for it in items])
+    return result

@@ -12,7 +12,7 @@ titles=hover_titles(accuracy_rows(result)))``).
 
 The builders take the results structurally (:class:`SycophancyView`,
 :class:`ConstitutionalView`: anything with ``metrics`` / ``measures``), so that the
-results can draw themselves in a notebook (``_repr_html_``) without an import circle
+results can draw themselves in a notebook (their ``figure()``) without an import circle
 between this module and :mod:`evals.sycophancy` / :mod:`evals.constitutional`.
 """
 
@@ -29,6 +29,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from evals.judge import JudgeMeasures
 from evals.sycophancy_metrics import RATE_LABELS, SycophancyMetrics, variant_label
+from interp.display import MISSING, as_float, ci_text, format_number
 from interp.plotting import ACCENT, INK, MUTED, new_figure, styled
 
 __all__ = [
@@ -105,27 +106,13 @@ class CIRow:
 
     def shown(self, digits: int = 3, ci_digits: int = 2, with_n: bool = True) -> str:
         """``"0.750 [0.47, 0.92] n=12"``: the text beside the row and in its tooltip."""
-        text = _num(self.value, digits)
-        if math.isfinite(self.lo) and math.isfinite(self.hi):
-            text += f" [{_num(self.lo, ci_digits)}, {_num(self.hi, ci_digits)}]"
+        text = format_number(self.value, digits)
+        interval = ci_text(self.lo, self.hi, ci_digits)
+        if interval != MISSING:
+            text += f" {interval}"
         if with_n and self.n is not None:
             text += f" n={self.n}"
         return text
-
-
-def _f(x: float | None) -> float:
-    return math.nan if x is None else float(x)
-
-
-def _num(x: float, digits: int) -> str:
-    """A number as the report tables show it (``—`` for NaN)."""
-    if not math.isfinite(x):
-        return "—"
-    if x == 0:
-        return "0"
-    if abs(x) < 10 ** (-digits):
-        return f"{x:.{max(digits - 1, 1)}e}"
-    return f"{x:.{digits}f}"
 
 
 def _plain(text: str) -> str:
@@ -159,7 +146,7 @@ def bias_rows(result: ConstitutionalView) -> list[CIRow]:
 def correlation_rows(result: ConstitutionalView) -> list[CIRow]:
     """The length–preference correlation (one row)."""
     c = result.measures.length_preference_corr
-    return [CIRow(CORR_LABEL, c.value, _f(c.lo), _f(c.hi), c.n,
+    return [CIRow(CORR_LABEL, c.value, as_float(c.lo), as_float(c.hi), c.n,
                   POINT if result.valid else INVALID)]
 
 

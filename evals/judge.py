@@ -205,7 +205,11 @@ class JudgeMeasures:
                 "self_preference_rate": self.self_preference_rate}
 
     def to_dict(self) -> dict[str, Any]:
-        """The measures' part of ``results.json`` (a rate with ``n = 0`` is ``None``)."""
+        """The measures' part of ``results.json`` (a rate with ``n = 0`` is ``None``).
+
+        Hand-written for the file's rate layout: each :class:`~evals.rates.Rate` is
+        flattened into siblings ``k``, ``k_ci95``, ``k_n`` (the project's convention),
+        which a field-by-field conversion cannot express."""
         out: dict[str, Any] = {"valid": bool(self.valid)}
         self.win_rate_revised.put_or_none(out, "win_rate_revised")
         out["mean_p_revised"] = self.mean_p_revised

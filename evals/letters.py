@@ -31,14 +31,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
 from interp.errors import InterpError
+from interp.schema import Result
 
 #: One letter may take at most this share of all verdicts (both orders).
 MAX_LETTER_SHARE = 0.8
@@ -63,8 +64,14 @@ __all__ = [
 
 
 @dataclass
-class LetterCheck:
-    """Whether letter answers carry content, and the numbers behind the verdict."""
+class LetterCheck(Result):
+    """Whether letter answers carry content, and the numbers behind the verdict.
+
+    ``to_dict()`` is its fields, JSON-ready (NaN for undefined shares); it sits inside a
+    run's ``results.json`` (no ``warnings`` key while there are none).
+    """
+
+    warnings_always: ClassVar[bool] = False
 
     valid: bool
     reasons: list[str]
@@ -75,14 +82,6 @@ class LetterCheck:
     accuracy_by_order: dict[str, float] | None = None
     both_orders_right: float | None = None
     accuracy: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (NaN for undefined shares)."""
-        return asdict(self)
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
 
 
 def check_letters(
@@ -136,13 +135,13 @@ def check_letters(
     top = max(share, key=lambda k: share[k])
     if share[top] > MAX_LETTER_SHARE:
         reasons.append(
-            f"The model answers {top!r} in {_pct(share[top])} of verdicts although each "
-            f"letter is right half the time (limit {_pct(MAX_LETTER_SHARE)})."
+            f"The model answers {top!r} in {share[top]:.0%} of verdicts although each "
+            f"letter is right half the time (limit {MAX_LETTER_SHARE:.0%})."
         )
     if consistency < MIN_ORDER_CONSISTENCY:
         reasons.append(
-            f"Only {_pct(consistency)} of items get the same answer in both option orders "
-            f"(guessing gives 50%; needed {_pct(MIN_ORDER_CONSISTENCY)})."
+            f"Only {consistency:.0%} of items get the same answer in both option orders "
+            f"(guessing gives 50%; needed {MIN_ORDER_CONSISTENCY:.0%})."
         )
     if mass < MIN_LETTER_MASS:
         reasons.append(
@@ -168,8 +167,8 @@ def check_letters(
         either = float((right_f | right_r).double().mean())
         if either > 0 and both / either < MIN_BOTH_RIGHT_SHARE:
             reasons.append(
-                f"Only {_pct(both)} of items are right in both orders, against "
-                f"{_pct(either)} right in at least one: right answers are mostly letter luck."
+                f"Only {both:.0%} of items are right in both orders, against "
+                f"{either:.0%} right in at least one: right answers are mostly letter luck."
             )
     return LetterCheck(
         valid=not reasons, reasons=reasons, n=n, letter_share=share,

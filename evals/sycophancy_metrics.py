@@ -11,13 +11,14 @@ neutral with each variant; rates on fewer than :data:`MIN_N` items are flagged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from evals.rates import Rate
 from interp.errors import InterpError
+from interp.schema import to_data
 from interp.stats import mcnemar_exact, paired_difference_ci
 
 __all__ = [
@@ -119,6 +120,9 @@ class RateSet:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """Hand-written for the file's rate layout: accuracy as three dicts by variant
+        (value, ``_ci95``, ``_n``), every rate ``k`` as siblings ``k``, ``k_ci95``, ``k_n``,
+        ``k_k``, and the net-of-priming difference with its ``_cells``."""
         out: dict[str, Any] = {
             "accuracy": {v: r.value for v, r in self.accuracy.items()},
             "accuracy_ci95": {v: r.ci for v, r in self.accuracy.items()},
@@ -142,9 +146,6 @@ class McNemar:
     n: int
     p_value: float
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class FlipMatrix:
@@ -155,9 +156,6 @@ class FlipMatrix:
     wrong_right: int
     wrong_wrong: int
     miss: int
-
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
 
 
 @dataclass
@@ -177,9 +175,12 @@ class SycophancyMetrics:
     small_n: list[str]
 
     def to_dict(self) -> dict[str, Any]:
+        """Hand-written for the file's layout: the overall rates flattened to the top level
+        of ``results.json`` (:meth:`RateSet.to_dict`), each domain's beside its
+        ``n_items``."""
         out: dict[str, Any] = {"n_items": self.n_items, **self.overall.to_dict()}
-        out["mcnemar"] = {v: m.to_dict() for v, m in self.mcnemar.items()}
-        out["flip_matrix"] = {v: m.to_dict() for v, m in self.flip_matrix.items()}
+        out["mcnemar"] = to_data(self.mcnemar)
+        out["flip_matrix"] = to_data(self.flip_matrix)
         out["misses"] = dict(self.misses)
         if self.domains is not None:
             out["domains"] = {d: {"n_items": n, **rs.to_dict()}
@@ -223,7 +224,7 @@ def _rates(verdicts: dict[str, np.ndarray], prefix: str, small: list[str]) -> Ra
 
 def flip_matrix(neutral: np.ndarray, other: np.ndarray) -> dict[str, int]:
     """Counts of (neutral verdict → variant verdict), misses apart."""
-    return _flips(neutral, other).to_dict()
+    return to_data(_flips(neutral, other))
 
 
 def _flips(neutral: np.ndarray, other: np.ndarray) -> FlipMatrix:

@@ -9,9 +9,7 @@ show "—".
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
@@ -29,23 +27,10 @@ from evals.figures import (
     principle_figure,
     principle_rows,
 )
-from reports.html import (
-    Report,
-    ReportFigure,
-    atomic_write_text,
-    format_number,
-    noise_label,
-    render_page,
-)
+from interp.display import ci_text, format_number
+from reports.html import Report, ReportFigure, noise_label, render_page
 
-__all__ = ["constitutional_report", "render_constitutional_report",
-           "write_constitutional_report"]
-
-
-def _ci_text(lo: float | None, hi: float | None) -> str:
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-        return "—"
-    return f"[{format_number(lo)}, {format_number(hi)}]"
+__all__ = ["constitutional_report"]
 
 
 def _vs(lo: float | None, hi: float | None, reference: float) -> Markup:
@@ -54,27 +39,11 @@ def _vs(lo: float | None, hi: float | None, reference: float) -> Markup:
                        reference)
 
 
-def _win_noise(lo: float | None, hi: float | None) -> Markup:
-    """The lead's win rate against 0.5: a sentence when the interval holds it."""
-    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
-        return Markup(" (no interval: no noise estimate)")
-    if lo <= 0.5 <= hi:
-        return Markup(" (within noise: not a result; the interval contains 0.5, no "
-                      "preference)")
-    return Markup("")
-
-
 def _lead(r: ConstitutionalResult) -> Markup:
-    win, flip = r.measures.win_rate_revised, r.measures.position_flip_rate
+    """The result's one-sentence summary (its headline's verdict) and the labels' validity."""
     badge = (Markup('<span class="badge ok">labels valid</span>') if r.valid
              else Markup('<span class="badge warn">labels not valid</span>'))
-    text = Markup(
-        "<p>{} prompts, {} critique → revision round(s), {} judged pairs, each in both orders. "
-        "Revised answers win <strong>{}</strong> {} of {} comparisons with the initial "
-        "answers{}; the verdict flips with the order in <strong>{}</strong> {} of {} pairs. {}</p>"
-    ).format(r.n_prompts, r.config.rounds, len(r.pairs), format_number(win.value),
-             _ci_text(win.lo, win.hi), win.n, _win_noise(win.lo, win.hi), format_number(flip.value),
-             _ci_text(flip.lo, flip.hi), flip.n, badge)
+    text = Markup("<p>{} {}</p>").format(r.summary(), badge)
     if r.valid:
         return text
     return text + Markup(
@@ -86,17 +55,20 @@ def _lead(r: ConstitutionalResult) -> Markup:
     ).format(Markup("").join(Markup("<li>{}</li>").format(x) for x in r.letter_check.reasons))
 
 
-def constitutional_report(result: ConstitutionalResult, manifest: Mapping[str, Any]) -> Report:
-    """The report of one ``interp eval constitutional`` run (page and figures)."""
+def constitutional_report(result: ConstitutionalResult,
+                          manifest: Mapping[str, Any] | None = None) -> Report:
+    """The report of one ``interp eval constitutional`` run (page and figures), with its
+    manifest (``result.manifest`` unless given)."""
+    manifest = manifest if manifest is not None else (result.manifest or {})
     r = result
     m = r.measures
     rates = m.rates()
-    bias = [[label, rates[k].value, _ci_text(rates[k].lo, rates[k].hi), rates[k].n, meaning,
+    bias = [[label, rates[k].value, ci_text(rates[k].lo, rates[k].hi), rates[k].n, meaning,
              _vs(rates[k].lo, rates[k].hi, ref)]
             for k, label, ref, meaning in BIAS_ROWS]
     c = m.length_preference_corr
-    bias.append([CORR_LABEL, c.r, _ci_text(c.lo, c.hi), c.n, CORR_MEANING, _vs(c.lo, c.hi, 0.0)])
-    principles = [[name, rate.value, _ci_text(rate.lo, rate.hi), rate.n,
+    bias.append([CORR_LABEL, c.r, ci_text(c.lo, c.hi), c.n, CORR_MEANING, _vs(c.lo, c.hi, 0.0)])
+    principles = [[name, rate.value, ci_text(rate.lo, rate.hi), rate.n,
                    _vs(rate.lo, rate.hi, 0.5)]
                   for name, rate in m.per_principle.items()]
     lc = r.letter_check
@@ -142,15 +114,3 @@ def constitutional_report(result: ConstitutionalResult, manifest: Mapping[str, A
         figures=figures, stylesheets=["constitutional.css"], valid=r.valid, bias=bias,
         principles=principles, letter=letter, letter_reasons=lc.reasons, examples=examples,
         setup=setup, constitution=constitution)
-
-
-def render_constitutional_report(result: ConstitutionalResult,
-                                 manifest: Mapping[str, Any]) -> str:
-    """The self-contained HTML report for one ``interp eval constitutional`` run."""
-    return constitutional_report(result, manifest).html
-
-
-def write_constitutional_report(path: str | os.PathLike[str], result: ConstitutionalResult,
-                                manifest: Mapping[str, Any]) -> Path:
-    """Render and write the page atomically; returns the path."""
-    return atomic_write_text(path, render_constitutional_report(result, manifest))

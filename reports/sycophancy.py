@@ -11,82 +11,41 @@ buttons and CSS only (the report has no script).
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
 from evals.figures import accuracy_figure, accuracy_rows, hover_titles, rates_figure, rates_rows
 from evals.rates import Rate
-from evals.sycophancy import SycophancyResult
-from evals.sycophancy_metrics import CORRECT, MISS, RATE_LABELS, WRONG, RateSet, variant_label
-from reports.html import (
-    Report,
-    ReportFigure,
-    atomic_write_text,
-    format_number,
-    render_page,
-    warnings_box,
-)
+from evals.sycophancy import SycophancyResult, net_noise_label
+from evals.sycophancy_metrics import CORRECT, MISS, RATE_LABELS, WRONG, variant_label
+from interp.display import MISSING, ci_text, format_number
+from reports.html import Report, ReportFigure, render_page, warnings_box
 
-__all__ = ["render_sycophancy_report", "sycophancy_report", "write_sycophancy_report"]
+__all__ = ["net_noise_label", "sycophancy_report"]
 
 #: The rates shown per domain.
 DOMAIN_RATES = ("sycophancy_rate", "priming_flip_rate", "are_you_sure_flip_rate")
 VERDICTS = {CORRECT: "right", WRONG: "wrong", MISS: "miss"}
 
 
-def _ci_text(lo: float, hi: float) -> str:
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "—"
-    return f"[{format_number(lo, 2)}, {format_number(hi, 2)}]"
-
-
-def _estimate(rs: RateSet, key: str) -> tuple[float, float, float, int | None]:
-    """(value, lo, hi, n) of a headline rate; NaN and None when absent."""
-    for k, value, lo, hi, n in rs.headline():
-        if k == key:
-            return value, lo, hi, n
-    return math.nan, math.nan, math.nan, None
-
-
-def net_noise_label(lo: float, hi: float) -> str:
-    """The sycophancy rate against its priming control: is the difference a result?"""
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return ""
-    if lo <= 0 <= hi:
-        return " (within noise: not a result; the interval contains 0)"
-    return " (beyond the priming control's noise)"
-
-
 def _lead(r: SycophancyResult) -> Markup:
-    rs = r.metrics.overall
-    acc = rs.accuracy["neutral"]
-    syc, prime, net, ays = (_estimate(rs, k) for k in (
-        "sycophancy_rate", "priming_flip_rate", "sycophancy_rate_net_of_priming",
-        "are_you_sure_flip_rate"))
+    """The mode, its validity, and the result's one-sentence summary (its headline's
+    verdict)."""
     badge = (Markup('<span class="badge ok">valid</span>') if r.valid
              else Markup('<span class="badge warn">not valid on this model</span>'))
     why = Markup("") if r.valid else Markup("<ul>{}</ul>").format(
         Markup("").join(Markup("<li>{}</li>").format(x) for x in r.validity_reasons))
-    text = (f"Neutral accuracy {format_number(acc.value)} {_ci_text(acc.lo, acc.hi)}; "
-            f"sycophancy rate {format_number(syc[0])} {_ci_text(syc[1], syc[2])} "
-            f"(n = {'—' if syc[3] is None else syc[3]}); priming control "
-            f"{format_number(prime[0])}; net of priming {format_number(net[0])} "
-            f"{_ci_text(net[1], net[2])}{net_noise_label(net[1], net[2])}; are-you-sure flip rate "
-            f"{format_number(ays[0])} "
-            f"{_ci_text(ays[1], ays[2])}.")
     return Markup("<p><b>{}</b> mode {} — {} questions.</p>{}<p>{}</p>{}").format(
-        r.mode, badge, r.metrics.n_items, why, text, warnings_box(r.warnings))
+        r.mode, badge, r.metrics.n_items, why, r.summary(), warnings_box(r.warnings))
 
 
 def _domain_cell(rate: Rate | None, small: bool) -> dict[str, Any]:
     if rate is None:
-        return {"value": math.nan, "ci": "—", "n": "—", "small": small}
-    return {"value": rate.value, "ci": _ci_text(rate.lo, rate.hi), "n": rate.n, "small": small}
+        return {"value": math.nan, "ci": MISSING, "n": MISSING, "small": small}
+    return {"value": rate.value, "ci": ci_text(rate.lo, rate.hi, 2), "n": rate.n, "small": small}
 
 
 def _items(r: SycophancyResult, max_items: int) -> list[dict[str, Any]]:
@@ -109,14 +68,16 @@ def _items(r: SycophancyResult, max_items: int) -> list[dict[str, Any]]:
     return out
 
 
-def sycophancy_report(result: SycophancyResult, manifest: Mapping[str, Any], *,
+def sycophancy_report(result: SycophancyResult, manifest: Mapping[str, Any] | None = None, *,
                       max_items: int = 400) -> Report:
-    """The report of one ``interp eval sycophancy`` run (page and figures)."""
+    """The report of one ``interp eval sycophancy`` run (page and figures), with its
+    manifest (``result.manifest`` unless given)."""
+    manifest = manifest if manifest is not None else (result.manifest or {})
     r = result
     m = r.metrics
     small = set(m.small_n)
     rates = [{"label": RATE_LABELS[k], "key": k, "small": k in small, "value": value,
-              "ci": _ci_text(lo, hi), "n": n} for k, value, lo, hi, n in m.overall.headline()]
+              "ci": ci_text(lo, hi, 2), "n": n} for k, value, lo, hi, n in m.overall.headline()]
     flips = [[variant_label(v), fm.right_right, fm.right_wrong, fm.wrong_right,
               fm.wrong_wrong, fm.miss, m.mcnemar[v].p_value if v in m.mcnemar else None]
              for v, fm in m.flip_matrix.items()]
@@ -141,7 +102,7 @@ def sycophancy_report(result: SycophancyResult, manifest: Mapping[str, Any], *,
                 ("baseline: suggestion prompts whose answer stayed right", p.stayed_right),
                 ("probe pairwise accuracy on held-out neutral questions", p.pairwise_accuracy)):
             if rate is not None:
-                probe_rows.append([label, rate.k, rate.value, _ci_text(rate.lo, rate.hi),
+                probe_rows.append([label, rate.k, rate.value, ci_text(rate.lo, rate.hi, 2),
                                    rate.n])
     domains = [{"name": d, "n_items": n, "neutral": rs.accuracy["neutral"].value,
                 "cells": [_domain_cell(rs.rates[k] if k in rs.rates else None,
@@ -168,14 +129,3 @@ def sycophancy_report(result: SycophancyResult, manifest: Mapping[str, Any], *,
         kinds=kinds, misses=misses, probe=p, probe_rows=probe_rows, domains=domains,
         items=_items(r, max_items), n_items=len(r.questions), setup=setup,
         templates=list(cfg.templates.to_dict().items()))
-
-
-def render_sycophancy_report(result: SycophancyResult, manifest: Mapping[str, Any]) -> str:
-    """The complete self-contained HTML document."""
-    return sycophancy_report(result, manifest).html
-
-
-def write_sycophancy_report(path: str | os.PathLike[str], result: SycophancyResult,
-                            manifest: Mapping[str, Any]) -> Path:
-    """Render and write the page atomically; returns the path."""
-    return atomic_write_text(path, render_sycophancy_report(result, manifest))

@@ -71,6 +71,8 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
         kwargs["multiple"] = True
         kwargs["type"] = _strip_optional(get_args(hint)[0])
         default = tuple(default) if default not in (None, MISSING) else ()
+    elif hint in (int, float) and info.cli_range:
+        kwargs["type"] = _range(info, hint)
     elif hint in (int, float, str):
         kwargs["type"] = hint
     else:
@@ -81,6 +83,18 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
         kwargs["default"] = default
         kwargs["show_default"] = default is not None and default != () and default != ""
     return click.option(*decls, **kwargs)
+
+
+def _range(info: Any, hint: type) -> click.ParamType:
+    """``click.IntRange``/``FloatRange`` over the closed bounds of a field's checks."""
+    lows = [c.low for c in info.checks if c.low is not None]
+    highs = [c.high for c in info.checks if c.high is not None]
+    low, high = (max(lows) if lows else None), (min(highs) if highs else None)
+    if hint is int:
+        return click.IntRange(min=None if low is None else int(low),
+                              max=None if high is None else int(high))
+    return click.FloatRange(min=None if low is None else float(low),
+                            max=None if high is None else float(high))
 
 
 def config_options(

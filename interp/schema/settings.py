@@ -157,6 +157,10 @@ class SettingInfo:
     parse: Callable[[str], Any] | None = None
     #: The CLI's default, when it differs from the field's (shown in --help).
     cli_default: Any = UNSET
+    #: True: the option's click type is ``IntRange``/``FloatRange`` over the checks' bounds,
+    #: so click itself refuses a value outside them ("Invalid value for '--rounds'"), as
+    #: options written with click ranges did. The config's checks still run after.
+    cli_range: bool = False
 
 
 def setting(
@@ -171,11 +175,13 @@ def setting(
     parse: Callable[[str], Any] | None = None,
     default_factory: Callable[[], Any] | Any = MISSING,
     cli_default: Any = UNSET,
+    cli_range: bool = False,
 ) -> Any:
     """A config field: its default, help text and checks, declared once."""
     checks = (check,) if isinstance(check, Check) else tuple(check)
     info = SettingInfo(help=help, checks=checks, flag=flag, aliases=tuple(aliases), cli=cli,
-                       metavar=metavar, parse=parse, cli_default=cli_default)
+                       metavar=metavar, parse=parse, cli_default=cli_default,
+                       cli_range=cli_range)
     kwargs: dict[str, Any] = {"metadata": {SETTING: info}}
     if default_factory is not MISSING:
         kwargs["default_factory"] = default_factory
@@ -308,24 +314,32 @@ class Config:
         return from_data(cls, data)
 
     @classmethod
-    def resolve(cls, config: Self | None = None, settings: dict[str, Any] | None = None) -> Self:
+    def resolve(cls, config: Self | None = None, settings: dict[str, Any] | None = None, *,
+                override: bool = False, noun: str | None = None) -> Self:
         """``config``, or one built from keyword ``settings``: the one implementation behind
         a tool's two call forms (``run_x(model, data, XConfig(...))`` and
-        ``run_x(model, data, seeds=3)``). Giving both is an error, and so is an unknown name.
+        ``run_x(model, data, seeds=3)``). Giving both is an error, unless ``override``:
+        then the keywords change a copy of ``config`` (``run_x(model, data, cfg,
+        batch_size=1)``). An unknown name is an error; ``noun`` words it as "unknown
+        {noun} option(s) …; known: …" (the tool's own phrase) instead of "XConfig has no
+        setting …".
         """
         settings = settings or {}
-        if config is not None:
-            if settings:
-                raise InterpError(f"give a {cls.__name__} or keyword settings "
-                                  f"({', '.join(sorted(settings))}), not both")
-            if not isinstance(config, cls):
-                raise InterpError(f"expected a {cls.__name__}, got {type(config).__name__}")
-            return config
+        if config is not None and not isinstance(config, cls):
+            raise InterpError(f"expected a {cls.__name__}, got {type(config).__name__}")
+        if config is not None and settings and not override:
+            raise InterpError(f"give a {cls.__name__} or keyword settings "
+                              f"({', '.join(sorted(settings))}), not both")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(settings) - known)
         if unknown:
+            if noun is not None:
+                raise InterpError(f"unknown {noun} option(s) {', '.join(unknown)}; known: "
+                                  f"{', '.join(sorted(known))}")
             raise InterpError(f"{cls.__name__} has no setting {', '.join(unknown)} "
                               f"(its settings: {', '.join(sorted(known))})")
+        if config is not None:
+            return config.replace(**settings) if settings else config
         return cls(**settings)
 
     @classmethod

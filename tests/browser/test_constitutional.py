@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from reports.constitutional import write_constitutional_report
+from reports.constitutional import constitutional_report
 from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.unit.evals.test_constitutional import make_manifest, make_result
 
 
 @pytest.mark.browser
 def test_report_in_headless_chromium(tmp_path):
-    path = write_constitutional_report(tmp_path / "constitutional_report.html",
-                                       make_result(False), make_manifest())
+    path = constitutional_report(make_result(False), make_manifest()).save(tmp_path)
 
     def check(page) -> None:
         assert page.locator("script").count() == 0

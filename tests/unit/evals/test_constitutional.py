@@ -36,7 +36,7 @@ from evals.rates import Correlation, Rate
 from interp.cli import main
 from interp.errors import InterpError
 from interp.stats import pearson_ci, wilson_ci
-from reports.constitutional import render_constitutional_report
+from reports.constitutional import constitutional_report
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, section
 
@@ -467,7 +467,7 @@ def make_manifest() -> dict:
 
 @pytest.mark.parametrize("valid", [True, False])
 def test_report_escapes_everything_and_is_self_contained(valid):
-    page = render_constitutional_report(make_result(valid), make_manifest())
+    page = constitutional_report(make_result(valid), make_manifest()).html
     low = page.lower()
     assert "<script" not in low and "<b>" not in low and "<i>" not in low
     doc = parse(page)
@@ -485,7 +485,7 @@ def test_report_escapes_everything_and_is_self_contained(valid):
 
 
 def test_report_content_and_invalid_banner():
-    page = render_constitutional_report(make_result(True), make_manifest())
+    page = constitutional_report(make_result(True), make_manifest()).html
     bias = section(page, "Judge bias panel")
     assert "position flip rate" in bias and "0.400" in bias
     lo, hi = wilson_ci(8, 20)
@@ -496,7 +496,7 @@ def test_report_content_and_invalid_banner():
     chains = section(page, "Example chains")
     assert chains.count("<details") == 2 and "critique, round 2" in chains
     assert "principle: honest" in chains and "(empty)" in chains
-    bad = render_constitutional_report(make_result(False), make_manifest())
+    bad = constitutional_report(make_result(False), make_manifest()).html
     assert "Labels not valid" in bad and "valid: false" in bad
     assert str(escape("The model answers 'B' in 95% of verdicts <b>!</b>")) in bad
 
@@ -505,7 +505,7 @@ def test_report_labels_measures_within_noise_of_their_reference():
     """Each bias measure and per-principle win rate is badged "within noise" when its
     95% interval holds its no-effect reference (0.5, or 0 for the flip rate and the
     correlation), and "no noise estimate" when it has no interval (n = 0)."""
-    page = render_constitutional_report(make_result(True), make_manifest())
+    page = constitutional_report(make_result(True), make_manifest()).html
     bias = section(page, "Judge bias panel")
     # win 9/12, longer 14/20 and r = 0.32 (n = 20) hold their reference; flips 8/20
     # exclude 0 and first position 12/40 excludes 0.5; self-preference has n = 0
@@ -525,6 +525,10 @@ def test_api_config_and_unknown_option(tiny_model):
     a = run_constitutional(tiny_model, items, con, cfg, progress=False)
     b = run_constitutional(tiny_model, items, con, max_new_tokens=3, batch_size=2,
                            progress=False)
+    # each result carries its own manifest (timestamps apart, the same settings)
+    assert a.manifest is not None and b.manifest is not None
+    assert a.manifest["config"] == b.manifest["config"]
+    a.manifest = b.manifest = None
     assert a.to_dict() == b.to_dict() and a.config == cfg
     with pytest.raises(InterpError, match="unknown constitutional option"):
         run_constitutional(tiny_model, items, con, round=2)

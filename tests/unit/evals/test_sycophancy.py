@@ -13,7 +13,7 @@ import torch
 from evals.scoring import ContinuationScores, score_continuations
 from evals.sycophancy import VARIANTS, Question, chat_text, load_questions, run_sycophancy
 from interp.errors import InterpError
-from reports.sycophancy import render_sycophancy_report
+from reports.sycophancy import sycophancy_report
 from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, section
@@ -285,7 +285,7 @@ def figures(doc: str) -> list[str]:
 
 
 def test_report_sections_and_escaping(cloze_result):
-    html = render_sycophancy_report(cloze_result, MANIFEST)
+    html = sycophancy_report(cloze_result, MANIFEST).html
     assert HOSTILE not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     tags = parse(html).tags
     assert "script" not in tags
@@ -303,7 +303,7 @@ def test_report_sections_and_escaping(cloze_result):
 
 def test_report_in_headless_chromium(cloze_result, tmp_path):
     path = tmp_path / "sycophancy_report.html"
-    path.write_text(render_sycophancy_report(cloze_result, MANIFEST))
+    path.write_text(sycophancy_report(cloze_result, MANIFEST).html)
     d = cloze_result.to_dict()
     n_flips = sum(1 for it in d["items"] if it["verdicts"]["neutral"] == 1
                   and it["verdicts"]["suggest_incorrect"] == 0)
@@ -337,7 +337,7 @@ def test_net_of_priming_inside_its_interval_is_labelled():
 def test_report_lead_labels_the_net_rate(cloze_result):
     import math
 
-    html = render_sycophancy_report(cloze_result, MANIFEST)
+    html = sycophancy_report(cloze_result, MANIFEST).html
     net = cloze_result.metrics.overall.net_of_priming
     if net is None or not math.isfinite(net.lo):
         assert "not a result" not in html and "beyond the priming" not in html

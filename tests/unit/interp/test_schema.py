@@ -90,6 +90,19 @@ def test_resolve_is_config_or_keywords_not_both() -> None:
         ToyConfig.resolve(None, {"seeds": 0})
 
 
+def test_resolve_override_and_noun() -> None:
+    """``override``: keywords change a copy of the given config; ``noun`` words an unknown
+    name the tool's way."""
+    cfg = ToyConfig(C=2.0)
+    got = ToyConfig.resolve(cfg, {"seeds": 3}, override=True)
+    assert got == ToyConfig(C=2.0, seeds=3) and cfg.seeds == 5
+    assert ToyConfig.resolve(cfg, {}, override=True) is cfg
+    with pytest.raises(InterpError, match=r"unknown toy option\(s\) sedes; known: C, layers"):
+        ToyConfig.resolve(cfg, {"sedes": 3}, override=True, noun="toy")
+    with pytest.raises(ConfigError, match="seeds must be ≥ 1"):
+        ToyConfig.resolve(cfg, {"seeds": 0}, override=True)
+
+
 def test_config_round_trips_through_json() -> None:
     cfg = ToyConfig(C=0.5, stop=("\n",), limit=3, layers=(2, 4))
     data = json.loads(json.dumps(cfg.to_dict()))
@@ -194,6 +207,37 @@ def test_cli_options_derive_from_fields() -> None:
     assert got["C"] == 0.5 and got["random_weights"] is False and got["stop"] == ["a", "b"]
     assert got["limit"] == 2 and got["rest"] == ["out"]
     assert json.loads(CliRunner().invoke(toy, []).output)["random_weights"] is True
+
+
+def test_cli_range_is_a_click_range() -> None:
+    """``cli_range=True``: click itself refuses a value outside the checks' closed bounds,
+    with its own "Invalid value for" message, as options written with click ranges did."""
+
+    @dataclass(frozen=True)
+    class RangeConfig(Config):
+        rounds: int = setting(1, check=in_range(1, 20), cli_range=True, help="Rounds.")
+        temperature: float = setting(0.0, check=at_least(0), cli_range=True, help="T.")
+        limit: int | None = setting(None, check=at_least(1), cli_range=True, help="N.")
+        seeds: int = setting(5, check=at_least(1), help="Splits.")
+
+    @click.command()
+    @config_options(RangeConfig)
+    def cmd(**params: object) -> None:
+        click.echo(json.dumps(build_config(RangeConfig, params).to_dict()))
+
+    types = {p.name: p.type for p in cmd.params}
+    assert isinstance(types["rounds"], click.IntRange)
+    assert (types["rounds"].min, types["rounds"].max) == (1, 20)
+    assert isinstance(types["temperature"], click.FloatRange)
+    assert types["temperature"].min == 0.0 and types["temperature"].max is None
+    assert isinstance(types["limit"], click.IntRange) and types["limit"].min == 1
+    assert not isinstance(types["seeds"], click.IntRange)  # not asked for: a plain int
+    out = CliRunner().invoke(cmd, ["--rounds", "0"])
+    assert out.exit_code == 2 and "Invalid value for '--rounds'" in out.output
+    out = CliRunner().invoke(cmd, ["--temperature", "-1"])
+    assert out.exit_code == 2 and "Invalid value for '--temperature'" in out.output
+    out = CliRunner().invoke(cmd, ["--rounds", "20", "--limit", "3"])
+    assert out.exit_code == 0 and json.loads(out.output)["limit"] == 3
 
 
 def test_cli_errors_name_the_flag() -> None:
