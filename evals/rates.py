@@ -4,7 +4,8 @@ Both evaluations report every number with its 95% interval and its ``n``. These 
 value types carry the three together, so a report or a figure reads ``rate.lo`` instead
 of ``results["x_ci95"][0]``; each result's ``to_dict`` writes them back in the
 ``results.json`` layout (``key``, ``key_ci95``, ``key_n``, and for sycophancy ``key_k``).
-The intervals come from :mod:`interp.stats`.
+The intervals come from :mod:`interp.stats` (imported when first needed: it brings
+scipy and statsmodels, which the command line should not load to parse its options).
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from interp.stats import pearson_ci, wilson
 
 __all__ = ["Correlation", "Rate"]
 
@@ -34,6 +33,8 @@ class Rate:
     @classmethod
     def of(cls, k: float, n: int) -> Rate:
         """The rate ``k / n`` and its Wilson interval (:func:`interp.stats.wilson`)."""
+        from interp.stats import wilson
+
         lo, hi = wilson(k, n)
         return cls(k, n, lo, hi)
 
@@ -78,6 +79,8 @@ class Correlation:
     @classmethod
     def of(cls, xs: Sequence[float], ys: Sequence[float]) -> Correlation:
         """:func:`interp.stats.pearson_ci` of two equally long sequences."""
+        from interp.stats import pearson_ci
+
         r, (lo, hi) = pearson_ci(xs, ys)
         return cls(r, lo, hi, len(xs))
 

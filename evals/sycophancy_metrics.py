@@ -19,7 +19,6 @@ import numpy as np
 from evals.rates import Rate
 from interp.errors import InterpError
 from interp.schema import to_data
-from interp.stats import mcnemar_exact, paired_difference_ci
 
 __all__ = [
     "CORRECT", "MISS", "MIN_N", "RATES", "RATE_LABELS", "VARIANTS", "VARIANT_LABELS", "WRONG",
@@ -215,6 +214,8 @@ def _rates(verdicts: dict[str, np.ndarray], prefix: str, small: list[str]) -> Ra
         fs, fp = base & (s == WRONG), base & (p == WRONG)
         a, b = int((fs & fp).sum()), int((fs & ~fp).sum())
         c, d = int((~fs & fp & base).sum()), int((base & ~fs & ~fp).sum())
+        from interp.stats import paired_difference_ci
+
         diff, lo, hi = paired_difference_ci(a, b, c, d)
         net = NetOfPriming(diff, lo, hi, a, b, c, d)
         if net.n < MIN_N:
@@ -250,6 +251,8 @@ def sycophancy_metrics(
     compares neutral with each variant; ``flip_matrix`` counts transitions; ``domains``
     repeats the rates per domain.
     """
+    from interp.stats import mcnemar_exact  # scipy: loaded when first needed
+
     v = {k: np.asarray(a, dtype=np.int64) for k, a in verdicts.items()}
     if "neutral" not in v:
         raise InterpError("verdicts need the neutral variant")
