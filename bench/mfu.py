@@ -39,8 +39,8 @@ from interp.data.windows import pack_windows  # noqa: E402
 from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens  # noqa: E402
 from interp.mfu import ModelShape, Work, device_peak, forward_flops  # noqa: E402
 from interp.profiling.results import ProfileConfig  # noqa: E402
-from saes.train import TrainConfig as SAEConfig  # noqa: E402
-from saes.train import train_sae  # noqa: E402
+from interp.schema import to_data  # noqa: E402
+from saes.train import SAETrainConfig, train_sae  # noqa: E402
 
 
 def _where(result) -> dict[str, float]:  # noqa: ANN001
@@ -81,8 +81,8 @@ def main() -> None:
                  "verdict": p.result.verdict, "evidence": p.result.evidence})
 
     # SAE training, the model making activations, then on the cache
-    cfg = SAEConfig(layer=6, d_sae=4608, tokens=4096 * 12, batch_size=4096,
-                    windows_per_chunk=64, checkpoint_every=1000)
+    cfg = SAETrainConfig(layer=6, d_sae=4608, tokens=4096 * 12, batch_size=4096,
+                         windows_per_chunk=64, checkpoint_every=1000)
     for name, run in (("SAE training (model + SAE)", "a"), ("SAE training, cached", "b")):
         with interp.profile(tmp / f"p-sae-{run}", ProfileConfig(skip_steps=2,
                                                                  active_steps=8)) as p:
@@ -109,7 +109,7 @@ def main() -> None:
               f"GFLOP/s  | {top}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"peaks": {d: p.to_dict() for d, p in peaks.items()},
+    out.write_text(json.dumps({"peaks": {d: to_data(p) for d, p in peaks.items()},
                                "threads": torch.get_num_threads(), "rows": rows}, indent=1))
     print(f"wrote {out}")
 

@@ -10,33 +10,19 @@ string is escaped.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import torch
 from markupsafe import Markup
 
 from interp.circuits.figures import attention_heatmap
-from interp.circuits.results import AttentionResult
-from reports.html import Report, ReportFigure, atomic_write_text, render_page, token_html
+from interp.circuits.results import AttentionResult, top_keys
+from reports.html import Report, ReportFigure, render_page, token_html
 
-__all__ = ["attention_report", "render_attention_report", "top_keys",
-           "write_attention_report"]
+__all__ = ["attention_report", "top_keys"]
 
 #: Keys listed per query in the table.
 TOP_KEYS = 3
-
-
-def top_keys(result: AttentionResult, index: int, query: int,
-             k: int = TOP_KEYS) -> list[tuple[int, float]]:
-    """The ``k`` keys query ``query`` of head ``result.heads[index]`` attends to most:
-    ``(key position, weight)``, largest first (ties: the earlier key first)."""
-    row = result.patterns[index, query, : query + 1].to(torch.float64)
-    row = torch.nan_to_num(row, nan=-1.0)
-    order = torch.argsort(row, descending=True, stable=True)[:k]
-    return [(int(i), float(row[int(i)])) for i in order]
 
 
 @dataclass
@@ -93,16 +79,7 @@ def attention_report(result: AttentionResult) -> Report:
         title=f"Attention patterns — layer {r.layer} · {r.model_id or 'unknown model'}",
         subtitle=("Where each attention head of one layer looks: the softmax weights from "
                   "every query token to the tokens before it."),
-        lead=_lead(r), manifest=r.manifest, figures=figures, stylesheets=["circuits.css"],
+        lead=_lead(r), manifest=r.manifest or {}, figures=figures, stylesheets=["circuits.css"],
         r=r, views=views, top_k=TOP_KEYS,
     )
 
-
-def render_attention_report(result: AttentionResult) -> str:
-    """The attention report as one self-contained HTML document."""
-    return attention_report(result).html
-
-
-def write_attention_report(path: str | os.PathLike[str], result: AttentionResult) -> Path:
-    """Render the attention report and write it atomically to ``path`` (the page only)."""
-    return atomic_write_text(path, render_attention_report(result))

@@ -11,26 +11,24 @@ from typing import Any
 
 from interp.activations.capture import CaptureResult
 from interp.activations.figures import norm_figure, norm_titles
+from interp.display import ci_text
 from reports.html import Report, ReportFigure, render_page
 
-__all__ = ["capture_report", "render_capture_report"]
+__all__ = ["capture_report"]
 
 
-def capture_report(result: CaptureResult, manifest: Mapping[str, Any]) -> Report:
-    """The report of one ``interp capture`` run: one page and its figure."""
+def capture_report(result: CaptureResult, manifest: Mapping[str, Any] | None = None) -> Report:
+    """The report of one ``interp capture`` run: one page and its figure, with its manifest
+    (``result.manifest`` unless given)."""
+    manifest = manifest if manifest is not None else (result.manifest or {})
     figures = {}
     if len(result.resid_norms()) >= 2:
         figures["norms"] = ReportFigure(norm_figure(result), norm_titles(result),
                                         "residual-stream norm by layer")
     rows = [[h.hook, " × ".join(str(s) for s in h.shape), h.norm_mean, h.norm_std,
-             f"[{h.norm_ci95[0]:.3g}, {h.norm_ci95[1]:.3g}]", h.norm_n] for h in result.hooks]
+             ci_text(h.norm_ci95[0], h.norm_ci95[1]), h.norm_n] for h in result.hooks]
     return render_page(
         "capture.html.j2", title=f"Activations — {result.model_id}",
         subtitle="Activations captured with interp.capture and saved as an artifact.",
         manifest=manifest, figures=figures, r=result, cfg=result.config, rows=rows,
     )
-
-
-def render_capture_report(result: CaptureResult, manifest: Mapping[str, Any]) -> str:
-    """The complete HTML report for one ``interp capture`` run."""
-    return capture_report(result, manifest).html

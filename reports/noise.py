@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from markupsafe import Markup
 
+from interp.display import short
 from interp.noise.figures import compare_figure, spread_figure
 from interp.noise.results import LARGER, NO_NOISE, WITHIN, CompareResult, SeedsResult
 from reports.html import Report, ReportFigure, render_page
@@ -19,15 +20,11 @@ from reports.html import Report, ReportFigure, render_page
 __all__ = ["compare_report", "seeds_report"]
 
 
-def _num(x: float) -> str:
-    return f"{x:.4g}"
-
-
 def seeds_report(result: SeedsResult) -> Report:
     r = result
     varying = [m for m in r.metrics if m.std > 0]
-    rows = [[m.name, _num(m.mean), _num(m.std),
-             "—" if m.mean == 0 else f"{m.std / abs(m.mean):.1%}", _num(m.min), _num(m.max),
+    rows = [[m.name, short(m.mean), short(m.std),
+             "—" if m.mean == 0 else f"{m.std / abs(m.mean):.1%}", short(m.min), short(m.max),
              m.n] for m in r.metrics]
     lead = Markup("<p><code>interp {} {}</code> under seeds {}: {} numeric metrics, {} of "
                   "them vary with the seed. A difference between two single runs smaller "
@@ -36,7 +33,7 @@ def seeds_report(result: SeedsResult) -> Report:
     return render_page(
         "seeds.html.j2", title=f"Seed noise — interp {r.verb}",
         subtitle="The same run under several seeds: how much each number moves.",
-        lead=lead, manifest=r.manifest,
+        lead=lead, manifest=r.manifest or {},
         figures={"spread": ReportFigure(spread_figure(r), label="Relative spread by metric")},
         r=r, rows=rows,
     )
@@ -44,7 +41,7 @@ def seeds_report(result: SeedsResult) -> Report:
 
 def compare_report(result: CompareResult) -> Report:
     r = result
-    rows = [[x.name, _num(x.a), _num(x.b), f"{x.diff:+.4g}",
+    rows = [[x.name, short(x.a), short(x.b), f"{x.diff:+.4g}",
              "—" if x.ci95 is None else f"[{x.ci95[0]:+.3g}, {x.ci95[1]:+.3g}]",
              x.method, x.verdict] for x in r.rows]
     classes = ["" if x.verdict == LARGER else "dim" for x in r.rows]
@@ -55,7 +52,7 @@ def compare_report(result: CompareResult) -> Report:
     return render_page(
         "compare.html.j2", title=f"Comparison — interp {r.verb}",
         subtitle="Is the difference between two results larger than the noise?",
-        lead=lead, manifest=r.manifest,
+        lead=lead, manifest=r.manifest or {},
         figures={"compare": ReportFigure(compare_figure(r), label="Differences in noise units")},
         r=r, rows=rows, row_classes=classes,
     )

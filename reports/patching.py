@@ -13,9 +13,8 @@ is escaped; missing numbers show as "—".
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
-from pathlib import Path
+from functools import partial
 from typing import Any
 
 import torch
@@ -30,6 +29,7 @@ from interp.circuits.figures import (
     dla_bars,
     dla_components,
     dla_titles,
+    effect_ci,
     effect_heatmap,
     effect_scale,
     effect_titles,
@@ -37,12 +37,12 @@ from interp.circuits.figures import (
     within_noise,
 )
 from interp.circuits.results import AttentionResult, Effects, PatchResult, ci95_over_pairs
+from interp.display import with_ci
 from interp.stats.intervals import mean_ci
 from reports.attention import top_keys
-from reports.html import Report, ReportFigure, atomic_write_text, render_page, token_html
+from reports.html import Report, ReportFigure, render_page, token_html
 
-__all__ = ["attention_anchor", "patching_report", "render_patching_report",
-           "write_patching_report"]
+__all__ = ["attention_anchor", "patching_report"]
 
 #: Components in the top table.
 TOP_K = 10
@@ -64,21 +64,13 @@ def attention_anchor(layer: int, head: int) -> str:
     return f"attn-L{layer}H{head}"
 
 
-def _ci(lo: float, hi: float, digits: int = 3) -> str:
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "—"
-    return f"[{fmt_effect(lo, digits)}, {fmt_effect(hi, digits)}]"
-
-
-def _ci_list(ci: list[float] | None, digits: int = 3) -> str:
-    if not ci or len(ci) != 2:
-        return "—"
-    return _ci(float(ci[0]), float(ci[1]), digits)
+#: Recalls, two decimals.
+fmt2 = partial(fmt_effect, digits=2)
 
 
 def _ld(values: list[float]) -> tuple[str, str]:
     mean, lo, hi = mean_ci(values)
-    return fmt_effect(mean), _ci(lo, hi)
+    return fmt_effect(mean), effect_ci(lo, hi)
 
 
 def _noise_badge() -> Markup:
@@ -143,7 +135,7 @@ def _top_rows(r: PatchResult, k: int = TOP_K) -> list[dict[str, Any]]:
         i = index[name]
         lo, hi = float(ci[i, 0]), float(ci[i, 1])
         rows.append({
-            "rank": rank + 1, "name": name, "effect": fmt_effect(effect), "ci": _ci(lo, hi),
+            "rank": rank + 1, "name": name, "effect": fmt_effect(effect), "ci": effect_ci(lo, hi),
             "importance": fmt_effect(abs(effect - r.baseline)),
             "noise": within_noise(lo, hi, r.baseline),
             "others": [fmt_effect(float(e.mean.flatten()[i])) for e in others],
@@ -206,9 +198,9 @@ def _agreement_rows(r: PatchResult) -> list[list[Any]]:
         speed = a.seconds_exact / a.seconds_approx if a.seconds_approx > 0 else math.nan
         rows.append([
             METHOD_LABELS.get(a.method, a.method), a.n_components,
-            f"{fmt_effect(a.spearman)} {_ci_list(a.spearman_ci95)}",
-            f"{fmt_effect(a.recall_at_10, 2)} {_ci_list(a.recall_at_10_ci95, 2)}",
-            f"{fmt_effect(a.recall_at_30, 2)} {_ci_list(a.recall_at_30_ci95, 2)}",
+            with_ci(a.spearman, a.spearman_ci95[0], a.spearman_ci95[1], fmt=fmt_effect),
+            with_ci(a.recall_at_10, a.recall_at_10_ci95[0], a.recall_at_10_ci95[1], fmt=fmt2),
+            with_ci(a.recall_at_30, a.recall_at_30_ci95[0], a.recall_at_30_ci95[1], fmt=fmt2),
             f"{a.tied_at_10} / {a.tied_at_30}",
             f"{a.seconds_exact:.1f} s", f"{a.seconds_approx:.1f} s",
             f"{speed:.1f}×" if math.isfinite(speed) else "—",
@@ -233,11 +225,11 @@ def _dla_summary(r: PatchResult) -> list[tuple[str, Any]]:
     summed, _ = ci95_over_pairs(parts)
     return [
         ("logit difference (model)", f"{fmt_effect(float(total))} nats "
-                                     f"{_ci(float(total_ci[0]), float(total_ci[1]))}"),
+                                     f"{effect_ci(float(total_ci[0]), float(total_ci[1]))}"),
         ("sum of the components", f"{fmt_effect(float(summed))} nats"),
         ("largest |sum − total| over pairs", f"{d.max_sum_error:.2e} nats"),
         ("embeddings", f"{fmt_effect(float(embed))} nats "
-                       f"{_ci(float(embed_ci[0]), float(embed_ci[1]))}"),
+                       f"{effect_ci(float(embed_ci[0]), float(embed_ci[1]))}"),
         ("pairs", int(d.total.shape[0])),
     ]
 
@@ -245,7 +237,7 @@ def _dla_summary(r: PatchResult) -> list[tuple[str, Any]]:
 def _dla_rows(r: PatchResult) -> list[list[Any]]:
     assert r.dla is not None
     layers, heads = _dla_axes(r)
-    return [[k + 1, name, fmt_effect(m), _ci(lo, hi)]
+    return [[k + 1, name, fmt_effect(m), effect_ci(lo, hi)]
             for k, (name, m, lo, hi) in enumerate(dla_components(r.dla, layers, heads))]
 
 
@@ -370,7 +362,7 @@ def patching_report(result: PatchResult) -> Report:
         subtitle=("Which components carry the task: each one's activation is swapped between "
                   "the clean and the corrupted prompt of every pair and the answer − wrong "
                   "logit difference measured."),
-        lead=_lead(r), manifest=r.manifest, figures=figures,
+        lead=_lead(r), manifest=r.manifest or {}, figures=figures,
         stylesheets=["circuits.css"], r=r,
         main_label=METHOD_LABELS.get(main.method, main.method),
         other_labels=[METHOD_LABELS.get(e.method, e.method)
@@ -385,12 +377,3 @@ def patching_report(result: PatchResult) -> Report:
         direction=_DIRECTION.get(r.config.direction, r.config.direction),
     )
 
-
-def render_patching_report(result: PatchResult) -> str:
-    """The patching report as one self-contained HTML document."""
-    return patching_report(result).html
-
-
-def write_patching_report(path: str | os.PathLike[str], result: PatchResult) -> Path:
-    """Render the patching report and write it atomically to ``path`` (the page only)."""
-    return atomic_write_text(path, render_patching_report(result))

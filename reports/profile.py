@@ -32,5 +32,5 @@ def profile_report(result: ProfileResult) -> Report:
     return render_page(
         "profile.html.j2", title=f"Profile — interp {verb}",
         subtitle="Where the run's time went, and what bounds it.", lead=lead,
-        manifest=r.manifest, figures=figures, r=r, ops=ops, phases=phases, cats=cats,
+        manifest=r.manifest or {}, figures=figures, r=r, ops=ops, phases=phases, cats=cats,
     )

@@ -22,17 +22,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import pandas as pd
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
+from interp.display import ci_text
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phase, step
 from interp.runs.progress import make_progress
+from interp.schema import (
+    Check,
+    Config,
+    Headline,
+    Result,
+    at_least,
+    json_field,
+    positive,
+    setting,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Position = Literal["last", "all", "mean"] | int
 
@@ -498,42 +511,83 @@ def summarize(acts: Activations) -> list[dict[str, object]]:
 # ------------------------------------------------------------------ the capture verb
 
 
-@dataclass
-class CaptureConfig:
+def parse_positions(text: str | int) -> Position:
+    """``"last"``, ``"mean"``, ``"all"`` or an integer index from its text form."""
+    if isinstance(text, int) or text in ("last", "mean", "all"):
+        return text  # type: ignore[return-value]
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise InterpError(
+            f"bad --positions {text!r}: use last, mean, all or an integer") from None
+
+
+#: A memory limit: a positive number of GB (the message says what it limits, whatever
+#: the flag's name).
+_memory_limit = Check(positive.test, "(the memory limit) must be a positive number of GB",
+                      low=0)
+
+
+@dataclass(frozen=True)
+class CaptureConfig(Config):
     """Settings of :func:`run_capture` (``interp capture``), recorded in the manifest.
 
     ``dtype`` is the dtype the activations are kept (and saved) in; ``dataset`` and
-    ``text_column`` only say where the prompts came from.
+    ``text_column`` only say where the prompts came from. ``layers`` is as given (a list,
+    one layer, ``"3,6"`` or ``"all"``); ``max_memory_gb`` and ``seed`` are not settings of
+    the capture itself and stay out of :meth:`to_dict`.
     """
 
-    layers: Sequence[int] | str | None = None
-    hooks: Sequence[str] = ()
-    positions: Position = "last"
-    drop_first: bool = False
-    chat: bool = False
-    batch_size: int = 16
-    dtype: str = "float32"
-    max_memory_gb: float | None = None
-    dataset: str = "(command line)"
-    text_column: str = "text"
+    positions: Position = setting(
+        "last", parse=parse_positions,
+        help="last, mean, all, or a token index (0 = first, -1 = last).")
+    layers: Sequence[int] | str | int | None = setting(
+        None, flag="--layers", help="Layers (resid_post): comma-separated or 'all'.")
+    hooks: tuple[str, ...] = setting(
+        (), flag="--hook",
+        help="Any TransformerLens hook point (repeatable), e.g. blocks.3.attn.hook_z.")
+    chat: bool = setting(False, help="Wrap prompts in the model's chat template.")
+    drop_first: bool = setting(
+        False, help="Leave each prompt's first token out of mean/all (its norm is an outlier).")
+    batch_size: int = setting(16, cli=False, check=at_least(1), help="Prompts per forward pass.")
+    dtype: Literal["float32", "bfloat16", "float16"] = setting(
+        "float32", flag="--save-dtype", help="dtype of the saved activations.")
+    dataset: str = setting("(command line)", cli=False,
+                           help="Where the prompts came from (a file, or the command line).")
+    text_column: str = setting("text", help="Column holding the prompt text in --file.")
+    max_memory_gb: float | None = setting(
+        None, check=_memory_limit,
+        help="Refuse captures needing more memory [default: $INTERP_MAX_MEMORY_GB or "
+        "half the RAM].")
+    seed: int | None = setting(None, cli=False,
+                               help="Recorded in the manifest (a capture draws nothing at "
+                                    "random).")
 
-    def to_dict(self) -> dict[str, object]:
-        return {"positions": self.positions, "layers": self.layers, "hooks": list(self.hooks),
-                "chat": self.chat, "drop_first": self.drop_first,
-                "batch_size": self.batch_size, "dtype": self.dtype, "dataset": self.dataset,
-                "text_column": self.text_column}
+    transient: ClassVar[tuple[str, ...]] = ("max_memory_gb", "seed")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.hooks, str | list):  # one hook, or a list: kept as a tuple
+            object.__setattr__(self, "hooks", (self.hooks,) if isinstance(self.hooks, str)
+                               else tuple(self.hooks))
+        super().__post_init__()
 
 
 @dataclass
-class CaptureResult:
+class CaptureResult(Result):
     """Captured activations and the norm of each hook point (``interp capture``)."""
 
-    activations: Activations = field(repr=False)
-    config: CaptureConfig
-    hooks: list[HookNorms]
-    dataset_hash: str
+    activations: Activations = json_field(skip=True, repr=False)
+    #: The settings (in the manifest; ``results.json`` carries positions, dtype, dataset).
+    config: CaptureConfig = json_field(skip=True)
+    hooks: list[HookNorms] = field(default_factory=list)
+    dataset_hash: str = ""
     #: The folder name of the saved artifact inside ``--out``.
     artifact: str = "activations"
+
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = (
+        "model", "n_prompts", "n_tokens", "positions", "dtype", "dataset", "dataset_hash",
+        "artifact", "hooks")
 
     @property
     def model_id(self) -> str:
@@ -559,52 +613,46 @@ class CaptureResult:
             out["input_ids"] = acts.input_ids
         return out
 
-    def to_dict(self) -> dict[str, object]:
-        """``results.json`` of ``interp capture``."""
-        return {
-            "model": self.model_id, "n_prompts": len(self.activations),
-            "n_tokens": self.n_tokens, "positions": self.config.positions,
-            "dtype": self.config.dtype, "dataset": self.config.dataset,
-            "dataset_hash": self.dataset_hash, "artifact": self.artifact,
-            "hooks": [asdict(h) for h in self.hooks],
-        }
+    def extra_data(self) -> dict[str, Any]:
+        return {"model": self.model_id, "n_prompts": len(self.activations),
+                "n_tokens": self.n_tokens, "positions": self.config.positions,
+                "dtype": self.config.dtype, "dataset": self.config.dataset}
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row per hook point: shape, mean norm, its CI and the number of rows."""
-        return pd.DataFrame([
-            {"hook": h.hook, "layer": h.layer, "shape": tuple(h.shape), "norm_mean": h.norm_mean,
-             "norm_std": h.norm_std, "norm_lo": h.norm_ci95[0], "norm_hi": h.norm_ci95[1],
-             "norm_n": h.norm_n}
-            for h in self.hooks
-        ])
+    def headline(self) -> Headline:
+        """One row per hook point: shape, mean norm with its 95% CI, rows."""
+        return Headline(
+            title="captured activations", table_title="captured activations",
+            rows=[("model", self.model_id), ("prompts", len(self.activations)),
+                  ("tokens", self.n_tokens), ("positions", str(self.config.positions))],
+            columns=["hook point", "shape", "mean ‖h‖", "95% CI", "n"],
+            table=[[h.hook, " × ".join(map(str, h.shape)), h.norm_mean,
+                    ci_text(h.norm_ci95[0], h.norm_ci95[1]), h.norm_n] for h in self.hooks])
 
-    def _repr_html_(self) -> str:
+    def figure(self) -> Figure | None:
         from interp.activations.figures import norm_figure
-        from interp.display import result_html
 
-        rows: list[tuple[str, object]] = [
-            ("model", self.model_id), ("prompts", len(self.activations)),
-            ("tokens", self.n_tokens), ("positions", str(self.config.positions)),
-        ]
-        table = [[h.hook, " × ".join(map(str, h.shape)), h.norm_mean, h.norm_n]
-                 for h in self.hooks]
-        fig = norm_figure(self) if len(self.resid_norms()) >= 2 else None
-        return result_html("captured activations", rows, fig,
-                           columns=["hook point", "shape", "mean ‖h‖", "n"], table=table)
+        return norm_figure(self) if len(self.resid_norms()) >= 2 else None
 
 
 def run_capture(
-    model: Model, prompts: Sequence[str], config: CaptureConfig | None = None
+    model: Model, prompts: Sequence[str], config: CaptureConfig | None = None, *,
+    progress: bool | None = None, **settings: Any,
 ) -> CaptureResult:
-    """``interp capture``: :func:`capture` with ``config``, and the norm of each hook point."""
+    """``interp capture``: :func:`capture` with ``config`` (or keyword settings named as its
+    fields), and the norm of each hook point; the result carries its manifest."""
     from interp.models.loading import parse_dtype
-    from interp.runs.manifest import sha256_texts
+    from interp.runs.manifest import model_manifest, sha256_texts
 
-    config = config or CaptureConfig()
+    config = CaptureConfig.resolve(config, settings)
+    texts = list(prompts)
     acts = capture(
-        model, list(prompts), hooks=list(config.hooks) or None, layers=config.layers,
+        model, texts, hooks=list(config.hooks) or None, layers=config.layers,
         positions=config.positions, batch_size=config.batch_size,
         dtype=parse_dtype(config.dtype), chat=config.chat, drop_first=config.drop_first,
-        max_memory_gb=config.max_memory_gb,
+        progress=progress, max_memory_gb=config.max_memory_gb,
     )
-    return CaptureResult(acts, config, hook_norms(acts), sha256_texts(list(prompts)))
+    digest = sha256_texts(texts)
+    result = CaptureResult(acts, config, hook_norms(acts), digest)
+    result.manifest = model_manifest(model, seed=config.seed, config=config.to_dict(),
+                                     dataset_hash=digest)
+    return result

@@ -10,12 +10,12 @@ diagonal, the model being causal) and keeps the asked heads as an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from interp.activations.capture import forward_with_hooks
 from interp.circuits.results import AttentionConfig, AttentionResult
 from interp.errors import InterpError
-from interp.runs.manifest import run_manifest, sha256_texts
+from interp.runs.manifest import model_manifest
 
 if TYPE_CHECKING:
     from interp.models.loading import Model
@@ -48,9 +48,13 @@ def check_heads(heads: Sequence[int] | None, n_heads: int) -> list[int]:
     return out
 
 
-def run_attention(model: Model, cfg: AttentionConfig) -> AttentionResult:
+def run_attention(model: Model, cfg: AttentionConfig | None = None, **settings: Any
+                  ) -> AttentionResult:
     """The attention patterns of ``cfg.prompt`` at ``cfg.layer`` (negative counts from the
-    end) for ``cfg.heads`` (``None``: every head), as float32 on the CPU."""
+    end) for ``cfg.heads`` (``None``: every head), as float32 on the CPU, with the run's
+    manifest. Settings come from ``cfg`` or from keywords named as its fields
+    (``run_attention(model, prompt="…", layer=3)``)."""
+    cfg = AttentionConfig.resolve(cfg, settings)
     prompt = cfg.prompt
     if not isinstance(prompt, str) or not prompt.strip():
         raise InterpError("empty prompt: give at least one non-blank character")
@@ -64,10 +68,7 @@ def run_attention(model: Model, cfg: AttentionConfig) -> AttentionResult:
         raise InterpError(f"{name} has shape {tuple(pattern.shape)}, expected "
                           "[batch, heads, query, key]")
     patterns = pattern[0, heads].float().cpu().contiguous()
-    manifest = run_manifest(
-        model_id=model.model_id, dataset_hash=sha256_texts([prompt]), config=cfg.to_dict(),
-        extra={"model": model.manifest_info()},
-    )
+    manifest = model_manifest(model, seed=cfg.seed, config=cfg.to_dict(), texts=[prompt])
     return AttentionResult(config=cfg, tokens=model.token_strs(ids[0]), layer=layer,
                            heads=heads, patterns=patterns, model_id=model.model_id,
                            manifest=manifest)

@@ -10,6 +10,7 @@ the clean runs and the attention patterns of the top heads.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import torch
 from jaxtyping import Float
@@ -21,9 +22,6 @@ from interp.circuits.attribution import atp, atp_star
 from interp.circuits.dla import DLAUnsupported, direct_logit_attribution
 from interp.circuits.patching import EMBED, components, exact_patch, pair_lds
 from interp.circuits.results import (
-    DIRECTIONS,
-    FAMILIES,
-    METHODS,
     AttentionConfig,
     Effects,
     PatchConfig,
@@ -34,31 +32,6 @@ from interp.circuits.tasks import load_task, tokenize_task
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
-
-
-def check_config(model: Model, cfg: PatchConfig) -> list[int]:
-    """Validate ``cfg`` (one-line errors); return its layers, ascending."""
-    if cfg.family not in FAMILIES:
-        raise InterpError(f"unknown family {cfg.family!r}: use one of {', '.join(FAMILIES)}")
-    if cfg.method not in METHODS:
-        raise InterpError(f"unknown method {cfg.method!r}: use one of {', '.join(METHODS)}")
-    if cfg.direction not in DIRECTIONS:
-        raise InterpError(
-            f"unknown direction {cfg.direction!r}: use one of {', '.join(DIRECTIONS)}"
-        )
-    if cfg.method == "atp-star" and cfg.family != "heads":
-        raise InterpError("--method atp-star applies to --family heads only (its QK fix "
-                          "recomputes a head's own attention softmax)")
-    if cfg.per_position and cfg.family != "heads":
-        raise InterpError("per-position applies to --family heads (the other families are "
-                          "per position already)")
-    if cfg.batch_size < 1:
-        raise InterpError(f"batch size must be at least 1, got {cfg.batch_size}")
-    if cfg.limit is not None and cfg.limit < 1:
-        raise InterpError(f"limit must be at least 1, got {cfg.limit}")
-    if cfg.min_gap < 0:
-        raise InterpError(f"min gap must be ≥ 0, got {cfg.min_gap}")
-    return model.parse_layers(cfg.layers)
 
 
 def _effects(
@@ -75,9 +48,17 @@ def _effects(
     return Effects(method, norm.reshape(n, *shape), raw.reshape(n, *shape), seconds)
 
 
-def run_patch(model: Model, config: PatchConfig, *, progress: bool | None = None) -> PatchResult:
-    """Run one patching experiment (see the module docstring)."""
-    layers = check_config(model, config)
+def run_patch(model: Model, config: PatchConfig | None = None, *, progress: bool | None = None,
+              **settings: Any) -> PatchResult:
+    """Run one patching experiment (see the module docstring).
+
+    Settings come from ``config`` or, equally, from keyword arguments named as the fields
+    of :class:`PatchConfig` (``run_patch(model, task="ioi", family="heads")``), not both.
+    The result's config holds the resolved layer list; the result carries its manifest.
+    """
+    config = PatchConfig.resolve(config, settings)
+    layers = model.parse_layers(config.layers)
+    config = config.replace(layers=layers)
     task = load_task(config.task, config.limit)
     tt_all = tokenize_task(model, task)
     bs = config.batch_size
@@ -152,6 +133,7 @@ def run_patch(model: Model, config: PatchConfig, *, progress: bool | None = None
         heads=list(range(n_heads)) if heads_axis else None, baseline=baseline,
         exact=exact, atp=approx, atp_star=star, agreement=agreement,
         embed_effect=embed_effect, dla=dla, dla_skipped=dla_skipped, model_id=model.model_id,
+        # run_manifest, not model_manifest: patch's results.json has no "model" facts key
         manifest=run_manifest(model_id=model.model_id, seed=config.seed,
                               dataset_hash=task.sha256, config=config.to_dict()),
     )

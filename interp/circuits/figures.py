@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -41,7 +42,7 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Rectangle
 from torch import Tensor
 
-from interp.display import format_number, visible_token
+from interp.display import ci_text, format_number, visible_token
 from interp.errors import InterpError
 from interp.plotting import ACCENT, INK, MUTED, colormap, new_figure, styled
 from interp.stats.intervals import Z95
@@ -67,6 +68,7 @@ __all__ = [
     "effect_heatmap",
     "effect_methods",
     "effect_scale",
+    "effect_ci",
     "effect_titles",
     "fmt_effect",
     "token_label",
@@ -115,16 +117,9 @@ class AgreementLike(Protocol):
     def spearman_ci95(self) -> list[float]: ...
 
 
-class _PatchConfig(Protocol):
-    @property
-    def per_position(self) -> bool: ...
-
-
 class PatchLike(Protocol):
     """What the patching figures read (a :class:`~interp.circuits.results.PatchResult`)."""
 
-    @property
-    def config(self) -> _PatchConfig: ...
     @property
     def family(self) -> str: ...
     @property
@@ -181,15 +176,13 @@ def fmt_effect(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}f}".replace("-", "−")
 
 
+#: A 95% interval of effects: ``[0.512, 0.601]``, ``—`` when unknown.
+effect_ci = partial(ci_text, fmt=fmt_effect)
+
+
 def within_noise(lo: float, hi: float, baseline: float) -> bool:
     """Whether a 95% interval ``[lo, hi]`` contains the baseline (no interval: False)."""
     return math.isfinite(lo) and math.isfinite(hi) and lo <= baseline <= hi
-
-
-def _ci_text(lo: float, hi: float) -> str:
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "95% CI —"
-    return f"95% CI [{fmt_effect(lo)}, {fmt_effect(hi)}]"
 
 
 def _plain(text: str) -> str:
@@ -400,7 +393,7 @@ def effect_titles(result: PatchLike, method: str | None = None) -> dict[str, str
         for j, col in enumerate(cols):
             lo, hi = float(ci[i, j, 0]), float(ci[i, j, 1])
             tip = (f"{where_row} · {xname} {col}\n{_label(result, eff)}: "
-                   f"{fmt_effect(float(mean[i, j]))} ({_ci_text(lo, hi)})")
+                   f"{fmt_effect(float(mean[i, j]))} (95% CI {effect_ci(lo, hi)})")
             if within_noise(lo, hi, result.baseline):
                 tip += f"\nwithin noise: the interval contains the baseline " \
                        f"{fmt_effect(result.baseline)}"
@@ -604,11 +597,11 @@ def dla_titles(dla: DLALike, layers: Sequence[int], heads: Sequence[int]) -> dic
     for i, layer in enumerate(layers):
         for j, h in enumerate(heads):
             out[f"cell-{i}-{j}"] = (f"L{layer}H{h}: {fmt_effect(float(hm[i, j]))} nats "
-                                    f"({_ci_text(float(hci[i, j, 0]), float(hci[i, j, 1]))})")
+                                    f"(95% CI {effect_ci(*hci[i, j].tolist())})")
         out[f"cell-{i}-{len(heads)}"] = (f"MLP{layer}: {fmt_effect(float(mm[i]))} nats "
-                                         f"({_ci_text(float(mci[i, 0]), float(mci[i, 1]))})")
+                                         f"(95% CI {effect_ci(*mci[i].tolist())})")
     for k, (name, m, lo, hi) in enumerate(dla_components(dla, layers, heads)):
-        out[f"bar-{k}"] = f"{name}: {fmt_effect(m)} nats ({_ci_text(lo, hi)})"
+        out[f"bar-{k}"] = f"{name}: {fmt_effect(m)} nats (95% CI {effect_ci(lo, hi)})"
     return out
 
 

@@ -16,17 +16,33 @@ component's importance is ``|effect - baseline|``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
-import pandas as pd
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.display import result_html
+from interp.display import ci_text, signed, visible_token
+from interp.errors import InterpError
+from interp.schema import (
+    Config,
+    Headline,
+    Result,
+    at_least,
+    json_field,
+    json_meta,
+    non_negative,
+    not_empty,
+    setting,
+)
 from interp.stats.intervals import Z95, mean_ci
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 Family = Literal["resid", "attn", "mlp", "heads"]
 Method = Literal["exact", "atp", "atp-star", "both"]
@@ -69,26 +85,63 @@ def ci95_over_pairs(
     return mean, torch.stack([mean - half, mean + half], -1)
 
 
-@dataclass
-class PatchConfig:
-    """What :func:`interp.circuits.run_patch` patches, how, and on which pairs."""
+def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], Any]:
+    """The CLI's reading of a free-text choice: the value, or the old one-line error."""
 
-    task: str = "ioi"
-    family: Family = "resid"
-    method: Method = "exact"
-    direction: Direction = "denoise"
-    per_position: bool = False
-    layers: list[int] | None = None
-    limit: int | None = None
-    batch_size: int = 16
-    min_gap: float = 0.1
-    n_boot: int = 1000
-    seed: int = 0
-    dla: bool = True
-    top_heads: int = 4
+    def parse(value: str) -> Any:
+        if value not in choices:
+            raise InterpError(f"unknown {name} {value!r}: use one of {', '.join(choices)}")
+        return value
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    return parse
+
+
+@dataclass(frozen=True)
+class PatchConfig(Config):
+    """What :func:`interp.circuits.run_patch` patches, how, and on which pairs.
+
+    ``layers`` is a list, one layer, ``"3,6"`` or ``"all"`` (``None``: every layer); a
+    result's config holds the resolved list.
+    """
+
+    task: str = setting("ioi", check=not_empty, metavar="NAME|FILE",
+                        help="A shipped task (ioi, capitals, ...) or a JSONL file of "
+                             "clean/corrupted pairs.")
+    family: Family = setting(
+        "resid", parse=_choice("family", FAMILIES),
+        help="resid | attn | mlp (per layer × position) or heads (per layer × head).")
+    method: Method = setting(
+        "exact", parse=_choice("method", METHODS),
+        help="exact | atp | atp-star (heads only) | both (exact and AtP, and AtP* for "
+             "heads, with their agreement).")
+    direction: Direction = setting(
+        "denoise", parse=_choice("direction", DIRECTIONS),
+        help="denoise: clean into corrupted; noise: corrupted into clean.")
+    per_position: bool = setting(False, help="heads: one component per head × position.")
+    layers: list[int] | str | int | None = setting(
+        None, cli_default="all",
+        help="Layers to patch: comma-separated (0-based) or 'all'.")
+    limit: int | None = setting(None, check=at_least(1),
+                                help="Use the first N pairs of the task.")
+    batch_size: int = setting(16, cli=False, check=at_least(1),
+                              help="Patched runs (rows) per forward pass.")
+    min_gap: float = setting(
+        0.1, check=non_negative,
+        help="Leave out pairs whose clean − corrupted logit difference gap is smaller.")
+    n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100),
+                          help="Bootstrap resamples for the agreement CIs.")
+    seed: int = setting(0, cli=False, help="Seeds the bootstrap (recorded in the manifest).")
+    dla: bool = setting(True, flag="--no-dla", help="Skip direct logit attribution.")
+    top_heads: int = setting(4, check=non_negative,
+                             help="Attention patterns of this many top heads in the report.")
+
+    def check(self) -> None:
+        if self.method == "atp-star" and self.family != "heads":
+            raise self.error("method", "atp-star applies to family heads only (its QK fix "
+                                       "recomputes a head's own attention softmax)")
+        if self.per_position and self.family != "heads":
+            raise self.error("per_position", "applies to family heads (the other families "
+                                             "are per-position already)")
 
 
 @dataclass
@@ -107,6 +160,7 @@ class TaskSummary:
     corrupted_ld: list[float]
 
     def to_dict(self) -> dict[str, Any]:
+        """The file keeps each logit difference's mean and 95% CI, not the per-pair values."""
         d = asdict(self)
         for key in ("clean_ld", "corrupted_ld"):
             mean, lo, hi = mean_ci(np.asarray(d.pop(key), dtype=np.float64))
@@ -169,9 +223,6 @@ class Agreement:
     tied_at_10: int = 0
     tied_at_30: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass
 class SplitHalf:
@@ -188,9 +239,6 @@ class SplitHalf:
     chance: float
     n_a: int
     n_b: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -210,6 +258,7 @@ class DLAResult:
     convention: str = DLA_CONVENTION
 
     def to_dict(self) -> dict[str, Any]:
+        """The file keeps means and 95% CIs over pairs, not the per-pair tensors."""
         hm, hci = ci95_over_pairs(self.heads)
         mm, mci = ci95_over_pairs(self.mlp)
         em, eci = ci95_over_pairs(self.embed)
@@ -224,21 +273,48 @@ class DLAResult:
         }
 
 
+def parse_heads(spec: str | None) -> list[int] | None:
+    """``"3"`` or ``"1,4"`` → ``[1, 4]``; none or ``"all"`` → every head (``None``)."""
+    if spec is None or spec.strip().lower() == "all":
+        return None
+    try:
+        return [int(s.strip()) for s in spec.split(",")]
+    except ValueError:
+        raise InterpError(f"bad --head {spec!r}: use integers separated by commas, or 'all'"
+                          ) from None
+
+
+@dataclass(frozen=True)
+class AttentionConfig(Config):
+    """Which attention patterns :func:`interp.circuits.run_attention` reads.
+
+    ``prompt`` is the input (the command's argument); ``seed`` is only recorded in the
+    manifest (reading patterns draws nothing at random) and stays out of :meth:`to_dict`.
+    """
+
+    prompt: str = setting(cli=False, help="The prompt whose attention patterns are read.")
+    layer: int = setting(help="0-based layer (negative counts from the end).")
+    heads: list[int] | None = setting(
+        None, flag="--head", parse=parse_heads, metavar="H[,H...]",
+        help="Heads to show, comma-separated (default: every head of the layer).")
+    chat: bool = setting(False, help="Wrap the prompt in the model's chat template.")
+    seed: int | None = setting(None, cli=False, help="Recorded in the manifest.")
+
+    transient: ClassVar[tuple[str, ...]] = ("seed",)
+
+
+def top_keys(result: AttentionResult, index: int, query: int,
+             k: int = 3) -> list[tuple[int, float]]:
+    """The ``k`` keys query ``query`` of head ``result.heads[index]`` attends to most:
+    ``(key position, weight)``, largest first (ties: the earlier key first)."""
+    row = result.patterns[index, query, : query + 1].to(torch.float64)
+    row = torch.nan_to_num(row, nan=-1.0)
+    order = torch.argsort(row, descending=True, stable=True)[:k]
+    return [(int(i), float(row[int(i)])) for i in order]
+
+
 @dataclass
-class AttentionConfig:
-    """Which attention patterns :func:`interp.circuits.run_attention` reads."""
-
-    prompt: str
-    layer: int
-    heads: list[int] | None = None
-    chat: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class AttentionResult:
+class AttentionResult(Result):
     """Attention patterns of one prompt at one layer: ``patterns[head, query, key]``."""
 
     config: AttentionConfig
@@ -247,19 +323,16 @@ class AttentionResult:
     heads: list[int]
     patterns: Float[Tensor, "heads query key"]
     model_id: str
-    manifest: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "config": self.config.to_dict(),
-            "model_id": self.model_id,
-            "layer": self.layer,
-            "heads": self.heads,
-            "tokens": self.tokens,
-            "patterns": _nested(self.patterns),
-        }
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = ("config", "model_id", "layer", "heads", "tokens",
+                                             "patterns")
 
     def to_frame(self) -> pd.DataFrame:
+        """Every weight, one row per (head, query, key) (the headline shows the last query's
+        top keys only)."""
+        import pandas as pd
+
         rows = []
         for i, h in enumerate(self.heads):
             for q in range(len(self.tokens)):
@@ -269,37 +342,62 @@ class AttentionResult:
                                  "weight": float(self.patterns[i, q, k])})
         return pd.DataFrame(rows)
 
-    def _repr_html_(self) -> str:
-        return result_html(
-            f"Attention patterns, layer {self.layer}",
-            [("model", self.model_id), ("heads", ", ".join(map(str, self.heads))),
-             ("tokens", len(self.tokens))],
-        )
+    def headline(self) -> Headline:
+        """Where the last token looks: each head's three most attended keys."""
+        last = len(self.tokens) - 1
+        table = []
+        for i, h in enumerate(self.heads):
+            cells: list[Any] = [h]
+            for pos, w in top_keys(self, i, last, 3):
+                cells += [f"{pos}:{visible_token(self.tokens[pos])}", w]
+            table.append(cells + [""] * (7 - len(cells)))
+        title = (f"attention · {self.model_id} · layer {self.layer} · where the last token "
+                 f"{visible_token(self.tokens[last])!r} looks") if self.tokens else \
+            f"attention · {self.model_id} · layer {self.layer}"
+        return Headline(
+            title=title, table_title=title,
+            rows=[("model", self.model_id), ("heads", ", ".join(map(str, self.heads))),
+                  ("tokens", len(self.tokens))],
+            columns=["head", "key 1", "weight", "key 2", "weight", "key 3", "weight"],
+            table=table)
+
+    def figure(self) -> Figure | None:
+        from interp.circuits.figures import attention_heatmap
+
+        return attention_heatmap(self, 0) if self.heads else None
 
 
 @dataclass
-class PatchResult:
+class PatchResult(Result):
     """Everything one patching run measured; ``to_dict()`` is ``results.json``."""
 
     config: PatchConfig
     task: TaskSummary
     family: str
     layers: list[int]
-    positions: list[str] | None
-    heads: list[int] | None
+    positions: list[str] | None = field(metadata=json_meta(omit_none=True))
+    heads: list[int] | None = field(metadata=json_meta(omit_none=True))
     baseline: float
-    exact: Effects | None = None
-    atp: Effects | None = None
-    atp_star: Effects | None = None
+    #: The methods' per-pair effects; the file holds their means (:meth:`extra_data`).
+    exact: Effects | None = json_field(None, skip=True)
+    atp: Effects | None = json_field(None, skip=True)
+    atp_star: Effects | None = json_field(None, skip=True)
     agreement: list[Agreement] = field(default_factory=list)
-    embed_effect: Float[Tensor, "pairs positions"] | None = None
-    split_half: SplitHalf | None = None
-    dla: DLAResult | None = None
+    embed_effect: Float[Tensor, "pairs positions"] | None = json_field(None, skip=True)
+    split_half: SplitHalf | None = json_field(None, omit_none=True)
+    dla: DLAResult | None = json_field(None, omit_none=True)
     #: why DLA was not computed although asked for (a model it cannot decompose)
-    dla_skipped: str | None = None
-    attention: list[AttentionResult] = field(default_factory=list)
+    dla_skipped: str | None = json_field(None, omit_none=True)
+    #: The top heads' patterns, for the report (not in ``results.json``).
+    attention: list[AttentionResult] = json_field(skip=True, default_factory=list)
     model_id: str = ""
-    manifest: dict[str, Any] = field(default_factory=dict)
+
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = (
+        "config", "model_id", "task", "family", "method", "direction", "baseline", "layers",
+        "positions", "heads", "effect_mean", "effect_ci95", "raw_effect_mean", "effect_method",
+        "embed_effect", "embed_effect_ci95", ..., "agreement", "split_half", "dla",
+        "dla_skipped", "top_components")
 
     @property
     def primary(self) -> Effects:
@@ -346,21 +444,11 @@ class PatchResult:
         return [(self.layers[int(i) // n_heads], (self.heads or [])[int(i) % n_heads])
                 for i in order]
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "config": self.config.to_dict(),
-            "model_id": self.model_id,
-            "task": self.task.to_dict(),
-            "family": self.family,
-            "method": self.config.method,
-            "direction": self.config.direction,
-            "baseline": self.baseline,
-            "layers": self.layers,
-        }
-        if self.positions is not None:
-            out["positions"] = self.positions
-        if self.heads is not None:
-            out["heads"] = self.heads
+    def extra_data(self) -> dict[str, Any]:
+        """The effects' means and intervals, each method's time, the agreement with exact
+        patching flattened to top-level keys, and the top components."""
+        out: dict[str, Any] = {"method": self.config.method,
+                               "direction": self.config.direction}
         main = self.primary
         out["effect_mean"] = _nested(main.mean)
         out["effect_ci95"] = _nested(main.ci95)
@@ -380,18 +468,15 @@ class PatchResult:
             for key in ("spearman", "recall_at_10", "recall_at_30"):
                 out[prefix + key] = getattr(agr, key)
                 out[prefix + key + "_ci95"] = getattr(agr, key + "_ci95")
-        out["agreement"] = [a.to_dict() for a in self.agreement]
-        if self.split_half is not None:
-            out["split_half"] = self.split_half.to_dict()
-        if self.dla is not None:
-            out["dla"] = self.dla.to_dict()
-        if self.dla_skipped is not None:
-            out["dla_skipped"] = self.dla_skipped
-        out["top_components"] = [{"component": n, "effect": e} for n, e in self.top_components(10)]
+        out["top_components"] = [{"component": n, "effect": e}
+                                 for n, e in self.top_components(10)]
         return out
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per component: its mean effect and interval for every method run."""
+        """One row per component (all of them, not the headline's top 10): its mean effect
+        and interval for every method run."""
+        import pandas as pd
+
         names = self.component_names()
         df = pd.DataFrame({"component": names})
         for eff in (self.exact, self.atp, self.atp_star):
@@ -402,7 +487,26 @@ class PatchResult:
             df[f"{eff.method}_lo"], df[f"{eff.method}_hi"] = ci[:, 0], ci[:, 1]
         return df
 
-    def _repr_html_(self) -> str:
+    def headline(self) -> Headline:
+        """The top 10 components by ``|effect − baseline|`` with their 95% CIs; the verdict
+        is how well each approximation recovered exact patching, and DLA's closure."""
+        main = self.primary
+        names = self.component_names()
+        index = {n: i for i, n in enumerate(names)}
+        ci = main.ci95.reshape(-1, 2)
+        table = []
+        for name, effect in self.top_components(10):
+            lo, hi = (float(x) for x in ci[index[name]])
+            table.append([name, signed(effect), ci_text(lo, hi)])
+        verdict = []
+        for a in self.agreement:
+            verdict.append(
+                f"{a.method} vs exact: Spearman {a.spearman:.3f}, recall@10 "
+                f"{a.recall_at_10:.2f}, recall@30 {a.recall_at_30:.2f}; "
+                f"{a.seconds_exact:.1f} s exact, {a.seconds_approx:.1f} s {a.method}")
+        if self.dla is not None:
+            verdict.append(f"DLA: contributions sum to the logit difference within "
+                           f"{self.dla.max_sum_error:.1e}")
         rows: list[tuple[str, object]] = [
             ("task", self.task.name), ("family", self.family),
             ("method", self.config.method), ("direction", self.config.direction),
@@ -411,6 +515,14 @@ class PatchResult:
         for a in self.agreement:
             rows.append((f"{a.method} Spearman vs exact", a.spearman))
             rows.append((f"{a.method} recall@10", a.recall_at_10))
-        top = self.top_components(10)
-        return result_html("Activation patching", rows, columns=["component", "effect"],
-                           table=[[n, e] for n, e in top])
+        return Headline(
+            title="Activation patching", rows=rows,
+            table_title=(f"top components ({main.method}, {self.family}, "
+                         f"{self.config.direction}; baseline {self.baseline:g}):"),
+            columns=["component", "effect", "95% CI"], table=table,
+            verdict="\n".join(verdict) or None)
+
+    def figure(self) -> Figure | None:
+        from interp.circuits.figures import effect_heatmap
+
+        return effect_heatmap(self)

@@ -1,7 +1,8 @@
 """Shared pieces of every ``interp`` CLI verb: model options, ``--out``, manifests, logs.
 
-Verbs live in their own modules (``interp/cli/main.py`` for the core ones, ``interp/cli_*.py``,
-``evals/cli*.py``) and register on the ``interp`` group in :mod:`interp.cli.app`.
+Verbs live in their own modules of :mod:`interp.cli` (``interp/cli/probe.py``,
+``interp/cli/sae.py``, ``interp/cli/evals.py``, ...) and register on the ``interp`` group in
+:mod:`interp.cli.app`.
 """
 
 from __future__ import annotations
@@ -84,15 +85,12 @@ def finish_profile(failed: bool) -> None:
     if failed:
         session.abort()
         return
-    from interp.runs.manifest import run_manifest
     from interp.runs.outdir import OutDir
     from reports.profile import profile_report
 
-    result = session.finish(out)  # trace.json, written atomically
-    result.manifest = run_manifest(config=result.to_dict()["config"])
+    result = session.finish(out)  # trace.json, written atomically; the result has its manifest
     with OutDir(out) as o:
-        o.write_json("profile.json", json_safe({**result.to_dict(),
-                                                "manifest": result.manifest}))
+        o.write_json("profile.json", json_safe(result.to_dict()))
         profile_report(result).write(o, page="profile.html")
     log(f"profile: {result.verdict} ({result.evidence}); wrote {out}/profile.html")
 

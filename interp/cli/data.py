@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from interp.cli.common import (
-    log,
-)
+from interp.cli.common import log
+from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
+from interp.verify.results import VerifyConfig
 
 
 @click.command()
@@ -19,21 +19,22 @@ from interp.errors import InterpError
 @click.option("--verify", "verify_name", default=None, metavar="NAME|PATH",
               help="Run the verified-models checks on this model (an embedded name, a "
               "checkpoint folder, a .gguf file) and print its README table row.")
-@click.option("--no-hf", is_flag=True,
-              help="With --verify: skip the comparison with the plain transformers model.")
+@config_options(VerifyConfig, help={
+    "compare_hf": "With --verify: skip the comparison with the plain transformers model."})
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="With --verify: write report.html, figures/ and results.json here.")
 @click.option("--device", default="cpu", show_default=True, help="With --verify: cpu, cuda.")
 @click.option("--dtype", default="float32", show_default=True,
               type=click.Choice(["float32", "bfloat16", "float16"]),
               help="With --verify: the model's dtype.")
-def models(as_json: bool, verify_name: str | None, no_hf: bool, out_dir: str | None,
-           device: str, dtype: str) -> None:
+def models(as_json: bool, verify_name: str | None, out_dir: str | None, device: str,
+           dtype: str, **settings: Any) -> None:
     """List the models available here, or verify one (--verify NAME)."""
+    config = build_config(VerifyConfig, settings)
     if verify_name is not None:
-        _verify(verify_name, not no_hf, out_dir, device, dtype, as_json)
+        _verify(verify_name, config, out_dir, device, dtype, as_json)
         return
-    if out_dir is not None or no_hf:
+    if out_dir is not None or not config.compare_hf:
         raise InterpError("--out and --no-hf go with --verify NAME")
     from rich.console import Console
     from rich.table import Table
@@ -54,22 +55,17 @@ def models(as_json: bool, verify_name: str | None, no_hf: bool, out_dir: str | N
         "`interp models --verify NAME` checks one")
 
 
-def _verify(name: str, compare_hf: bool, out_dir: str | None, device: str, dtype: str,
+def _verify(name: str, cfg: VerifyConfig, out_dir: str | None, device: str, dtype: str,
             as_json: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from interp.cli.common import json_safe, load_model, manifest_for
+    from interp.cli.common import json_safe, load_model
     from interp.runs.outdir import OutDir, check_creatable
-    from interp.verify import VerifyConfig, verify_model
+    from interp.verify import verify_model
 
-    cfg = VerifyConfig(compare_hf=compare_hf)
     if out_dir is not None:
         check_creatable(out_dir)
     model = load_model(name, device, dtype, 0)
     result = verify_model(model, cfg)
-    result.manifest = manifest_for(model, 0, list(cfg.prompts), cfg.to_dict())
-    data: dict[str, Any] = json_safe({**result.to_dict(), "manifest": result.manifest})
+    data: dict[str, Any] = json_safe(result.to_dict())
     if out_dir is not None:
         from reports.verify import verify_report
 
@@ -79,14 +75,7 @@ def _verify(name: str, compare_hf: bool, out_dir: str | None, device: str, dtype
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        table = Table(title=f"verify · {result.model_id} · {result.architecture}",
-                      title_justify="left")
-        for col in ("check", "result", "measured", "tolerance", "what was compared"):
-            table.add_column(col, overflow="fold")
-        for c in result.checks:
-            table.add_row(c.name, c.mark, "-" if c.value is None else f"{c.value:.2e}",
-                          "-" if c.tolerance is None else f"{c.tolerance:g}", c.detail)
-        Console(soft_wrap=False, width=160).print(table)
+        result.headline().print()
         click.echo(result.table_header() + "\n" + result.table_row())
     if out_dir is not None:
         log(f"wrote {Path(out_dir) / 'report.html'} and results.json")

@@ -58,7 +58,6 @@ def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
     Example: ``interp seeds 3 --out runs/ -- probe --layer 6``.
     """
     from interp.noise.seeds import SEED_DIR, check_seeds, summarise_seeds
-    from interp.runs.manifest import run_manifest
     from interp.runs.outdir import OutDir
     from interp.runs.progress import status
     from reports.noise import seeds_report
@@ -82,15 +81,9 @@ def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
             staged.append(folder)
         result = summarise_seeds(staged, verb=verb, args=rest, seeds=list(range(k)))
         result.runs = [str(Path(out_dir) / SEED_DIR.format(s)) for s in range(k)]
-        result.manifest = run_manifest(seed=None, config={"k": k, "verb": verb, "args": rest})
-        out.write_json("results.json", json_safe({**result.to_dict(),
-                                                  "manifest": result.manifest}))
+        out.write_json("results.json", json_safe(result.to_dict()))
         seeds_report(result).write(out)
-    varying = sorted((m for m in result.metrics if m.std > 0),
-                     key=lambda m: m.std / max(abs(m.mean), 1e-12), reverse=True)
-    click.echo(f"{len(result.metrics)} metrics over {k} seeds; {len(varying)} vary:")
-    for m in varying[:15]:
-        click.echo(f"  {m.name:<40} {m.mean:.4g} ± {m.std:.2g}  [{m.min:.4g}, {m.max:.4g}]")
+    result.headline().print()
     log(f"wrote {Path(out_dir) / 'results.json'} and report.html")
 
 
@@ -107,15 +100,14 @@ def compare(a: str, b: str, out_dir: str | None, as_json: bool, show_all: bool) 
     Exits 0 whatever the verdicts.
     """
     from interp.noise.compare import compare_results
-    from interp.runs.manifest import run_manifest
+    from interp.noise.results import SHOWN_COMPARED
     from interp.runs.outdir import OutDir, check_creatable
     from reports.noise import compare_report
 
     if out_dir is not None:
         check_creatable(out_dir)
     result = compare_results(a, b)
-    result.manifest = run_manifest(config={"a": a, "b": b})
-    data = json_safe({**result.to_dict(), "manifest": result.manifest})
+    data = json_safe(result.to_dict())
     if out_dir is not None:
         with OutDir(out_dir) as out:
             out.write_json("results.json", data)
@@ -123,14 +115,6 @@ def compare(a: str, b: str, out_dir: str | None, as_json: bool, show_all: bool) 
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    click.echo(f"interp {result.verb}: B − A over {len(result.rows)} shared metrics "
-               f"({result.kind})")
-    rows = result.rows if show_all else sorted(
-        result.rows, key=lambda r: (r.verdict != "larger than noise", r.name))[:30]
-    for r in rows:
-        ci = "" if r.ci95 is None else f" [{r.ci95[0]:+.3g}, {r.ci95[1]:+.3g}]"
-        click.echo(f"  {r.name:<40} {r.a:.4g} → {r.b:.4g}  {r.diff:+.3g}{ci}  {r.verdict}")
-    counts = result.counts()
-    click.echo("; ".join(f"{v}: {n}" for v, n in counts.items()))
+    result.headline(limit=None if show_all else SHOWN_COMPARED).print()
     if out_dir is not None:
         log(f"wrote {Path(out_dir) / 'report.html'} and results.json")

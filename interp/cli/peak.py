@@ -20,13 +20,14 @@ from interp.runs.progress import status
 def peak(device: str, dtypes: tuple[str, ...], remeasure: bool, as_json: bool) -> None:
     """Peak FLOP/s of a matmul microbenchmark (cached), or a known GPU's datasheet."""
     from interp.mfu.peak import device_peak
+    from interp.schema import to_data
 
     results = []
     for dtype in dict.fromkeys(dtypes):
         with status(f"peak of {device} in {dtype} (a matmul microbenchmark if not cached)"):
             results.append(device_peak(device, dtype, remeasure=remeasure))
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in results], indent=2))
+        click.echo(json.dumps([to_data(r) for r in results], indent=2))
         return
     for r in results:
         how = (f"measured: best of 5 {r.matmul_size}² matmuls, {r.threads} threads"

@@ -14,13 +14,14 @@ import json
 import platform
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from interp.errors import InterpError
 from interp.profiling.session import phase
+from interp.schema import to_data
 
 # Dense tensor-core (bf16/fp16) and plain float32 FLOP/s from the vendors' datasheets.
 # float32 is the non-TF32 figure: torch's default matmul precision ("highest") keeps it.
@@ -46,9 +47,6 @@ class PeakResult:
     source: str  # "measured" or "datasheet"
     threads: int | None = None  # CPU threads the measurement used
     matmul_size: int | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def device_name(device: torch.device) -> str:
@@ -140,7 +138,7 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
         return PeakResult(**cache[key])
     with phase("measure peak"):  # once per machine, dtype and thread count
         res = measure_peak(dev, name)
-    cache[key] = res.to_dict()
+    cache[key] = to_data(res)
     atomic_write_text(path, json.dumps(cache, indent=1, sort_keys=True) + "\n")
     return res
 

@@ -110,7 +110,10 @@ def _side(folder: str | Path) -> dict[str, Any]:
 
 
 def compare_results(a_dir: str | Path, b_dir: str | Path) -> CompareResult:
-    """Compare every metric A and B share (B − A); see the module docstring."""
+    """Compare every metric A and B share (B − A); see the module docstring. The result's
+    manifest records the two folders."""
+    from interp.runs.manifest import run_manifest
+
     a, b = _side(a_dir), _side(b_dir)
     if a["group"] != b["group"]:
         raise InterpError("compare two seed groups or two single results, not one of each")
@@ -135,4 +138,5 @@ def compare_results(a_dir: str | Path, b_dir: str | Path) -> CompareResult:
         a=str(a_dir), b=str(b_dir), verb=a["verb"] or b["verb"] or "unknown",
         kind="seed groups" if a["group"] else "single runs", rows=rows,
         only_a=[n for n in a["metrics"] if n not in b["metrics"]],
-        only_b=[n for n in b["metrics"] if n not in a["metrics"]])
+        only_b=[n for n in b["metrics"] if n not in a["metrics"]],
+        manifest=run_manifest(config={"a": str(a_dir), "b": str(b_dir)}))

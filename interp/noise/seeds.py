@@ -28,7 +28,10 @@ def check_seeds(k: int) -> None:
 def summarise_seeds(
     folders: Sequence[str | Path], *, verb: str, args: Sequence[str], seeds: Sequence[int]
 ) -> SeedsResult:
-    """Every numeric metric present in all of ``folders``' results, over the runs."""
+    """Every numeric metric present in all of ``folders``' results, over the runs; the
+    result's manifest records the verb, its arguments and the number of seeds."""
+    from interp.runs.manifest import run_manifest
+
     if len(folders) != len(seeds):
         raise InterpError("one result folder per seed is needed")
     check_seeds(len(folders))
@@ -43,7 +46,9 @@ def summarise_seeds(
             name=name, values=values, mean=statistics.fmean(values),
             std=statistics.stdev(values), min=min(values), max=max(values)))
     return SeedsResult(verb=verb, args=list(args), seeds=list(seeds),
-                       runs=[str(f) for f in folders], metrics=metrics)
+                       runs=[str(f) for f in folders], metrics=metrics,
+                       manifest=run_manifest(seed=None, config={"k": len(seeds), "verb": verb,
+                                                                "args": list(args)}))
 
 
 def seed_group_folders(folder: str | Path) -> list[Path]:

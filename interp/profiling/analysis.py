@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import Any
 
 from interp.profiling.results import OpTime, ProfileResult
+from interp.runs.manifest import run_manifest
 
 MARKER = "interp: step"
 OUTSIDE = "outside operators (Python, framework)"
@@ -111,6 +112,7 @@ def analyse(session: Any) -> ProfileResult:
         steps_analysed=analysed, categories=shares_out,
         top_ops=[OpTime(n, category(n), us / 1e3, calls[n]) for n, us in top],
         verdict=verdict, evidence=evidence, gpu_busy=gpu_busy, meta=dict(session.meta),
+        manifest=run_manifest(config=cfg.to_dict()),
     )
 
 

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pandas as pd
+from interp.schema import Config, Headline, Result, at_least, setting
 
-from interp.display import result_html
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
-@dataclass
-class ProfileConfig:
+@dataclass(frozen=True)
+class ProfileConfig(Config):
     """How a session profiles: the warm-up steps left out of the steady state."""
 
-    #: steps (batches, decode steps) treated as warm-up and left out of the operator
-    #: analysis (``torch.profiler.schedule``'s wait + warm-up); fewer steps than this + 1
-    #: and the whole run is analysed (said in the result)
-    skip_steps: int = 2
-    #: steady-state steps recorded after the warm-up (the trace's size)
-    active_steps: int = 10
-    #: record CUDA kernels too when a GPU is present
-    cuda: bool = True
-    #: operators listed in the report
-    top_ops: int = 15
+    skip_steps: int = setting(
+        2, check=at_least(0), cli=False,
+        help="Steps (batches, decode steps) treated as warm-up and left out of the operator "
+             "analysis (torch.profiler.schedule's wait + warm-up); with fewer steps than "
+             "this + 1 the whole run is analysed (said in the result).")
+    active_steps: int = setting(
+        10, check=at_least(1), cli=False,
+        help="Steady-state steps recorded after the warm-up (the trace's size).")
+    cuda: bool = setting(True, cli=False, help="Record CUDA kernels too when a GPU is present.")
+    top_ops: int = setting(15, check=at_least(1), cli=False,
+                           help="Operators listed in the report.")
 
 
 @dataclass
@@ -37,8 +39,9 @@ class OpTime:
 
 
 @dataclass
-class ProfileResult:
-    """Where a run's time went, and what bounds it."""
+class ProfileResult(Result):
+    """Where a run's time went, and what bounds it; made with its manifest
+    (:func:`interp.profiling.analysis.analyse`)."""
 
     config: ProfileConfig
     wall_s: float
@@ -55,19 +58,22 @@ class ProfileResult:
     gpu_busy: float | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     trace: str | None = None
-    manifest: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["config"] = asdict(self.config)
-        d.pop("manifest", None)
-        return d
+    warnings_always: ClassVar[bool] = False
 
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(o) for o in self.top_ops])
+    def headline(self) -> Headline:
+        """The verdict with its evidence, the time by phase, and the top operators."""
+        return Headline(
+            title="Profile",
+            rows=[("verdict", f"{self.verdict}: {self.evidence}"),
+                  ("wall time", f"{self.wall_s:.2f} s"),
+                  ("phase coverage", f"{self.phase_coverage:.0%}"),
+                  *[(f"phase {k}", f"{v:.2f} s") for k, v in self.phases.items()]],
+            columns=["name", "category", "self_ms", "calls"],
+            table=[[o.name, o.category, o.self_ms, o.calls] for o in self.top_ops],
+            table_title="top operators by self time")
 
-    def _repr_html_(self) -> str:
-        return result_html("Profile", [
-            ("verdict", f"{self.verdict}: {self.evidence}"), ("wall time", f"{self.wall_s:.2f} s"),
-            ("phase coverage", f"{self.phase_coverage:.0%}"),
-            *[(f"phase {k}", f"{v:.2f} s") for k, v in self.phases.items()]])
+    def figure(self) -> Figure | None:
+        from interp.profiling.figures import phases_figure
+
+        return phases_figure(self)

@@ -134,10 +134,13 @@ CHECKS: tuple[tuple[str, Callable[[Model, VerifyConfig], Check]], ...] = (
 )
 
 
-def verify_model(model: Model, config: VerifyConfig | None = None) -> VerifyResult:
-    """Run every check of the verified-models table on ``model``."""
-    cfg = config or VerifyConfig()
-    cfg.check()
+def verify_model(model: Model, config: VerifyConfig | None = None, **settings: Any
+                 ) -> VerifyResult:
+    """Run every check of the verified-models table on ``model``; settings come from
+    ``config`` or from keywords named as its fields. The result carries its manifest."""
+    from interp.runs.manifest import model_manifest
+
+    cfg = VerifyConfig.resolve(config, settings)
     start = time.perf_counter()
     checks = []
     with make_progress() as bar:
@@ -159,4 +162,6 @@ def verify_model(model: Model, config: VerifyConfig | None = None) -> VerifyResu
         d_model=model.d_model, d_vocab=model.d_vocab,
         special_prefix=[model.decode_token(i) for i in model.special_prefix],
         checks=checks, seconds=time.perf_counter() - start,
+        # seed 0: the checks draw nothing at random (greedy generation, no sampling)
+        manifest=model_manifest(model, seed=0, config=cfg.to_dict(), texts=cfg.prompts),
     )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pandas as pd
+from interp.schema import Check as Rule
+from interp.schema import Config, Headline, Result, at_least, each, not_empty, positive, setting
 
-from interp.display import result_html
-from interp.errors import InterpError
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Prompts of different lengths and kinds (prose, digits, code, a question), so that
 #: a batch of them needs padding and covers more than one tokenizer path.
@@ -21,33 +22,32 @@ DEFAULT_PROMPTS: tuple[str, ...] = (
 )
 
 
-@dataclass
-class VerifyConfig:
+#: A prompt with at least one non-blank character.
+_non_blank = Rule(lambda p: isinstance(p, str) and p.strip() != "", "must not be blank")
+
+
+@dataclass(frozen=True)
+class VerifyConfig(Config):
     """What :func:`~interp.verify.checks.verify_model` checks, and how strictly."""
 
-    prompts: tuple[str, ...] = DEFAULT_PROMPTS
-    #: generated tokens per prompt in the batched-versus-one-at-a-time check
-    max_new_tokens: int = 8
-    #: largest |difference| of two float32 logit computations that still counts as equal
-    logit_tolerance: float = 1e-3
-    #: largest |difference| of residual-stream activations captured alone or in a batch
-    capture_tolerance: float = 1e-3
-    #: compare with the plain Hugging Face model (loads the checkpoint a second time)
-    compare_hf: bool = True
-
-    def check(self) -> None:
-        if not self.prompts or any(not p.strip() for p in self.prompts):
-            raise InterpError("verify needs at least one non-blank prompt")
-        if self.max_new_tokens < 1:
-            raise InterpError(f"max new tokens must be ≥ 1, got {self.max_new_tokens}")
-        for name in ("logit_tolerance", "capture_tolerance"):
-            if not getattr(self, name) > 0:
-                raise InterpError(f"{name.replace('_', ' ')} must be > 0")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["prompts"] = list(self.prompts)
-        return d
+    prompts: tuple[str, ...] = setting(
+        DEFAULT_PROMPTS, cli=False, check=(not_empty, each(_non_blank)),
+        help="Prompts of different lengths and kinds, so that a batch of them needs padding.")
+    max_new_tokens: int = setting(
+        8, cli=False, check=at_least(1),
+        help="Generated tokens per prompt in the batched-versus-one-at-a-time check.")
+    logit_tolerance: float = setting(
+        1e-3, cli=False, check=positive,
+        help="Largest |difference| of two float32 logit computations that still counts as "
+             "equal.")
+    capture_tolerance: float = setting(
+        1e-3, cli=False, check=positive,
+        help="Largest |difference| of residual-stream activations captured alone or in a "
+             "batch.")
+    compare_hf: bool = setting(
+        True, flag="--no-hf",
+        help="Skip the comparison with the plain transformers model (it loads the checkpoint "
+             "a second time).")
 
 
 @dataclass
@@ -66,7 +66,7 @@ class Check:
 
 
 @dataclass
-class VerifyResult:
+class VerifyResult(Result):
     """Every check run on one model; ``to_dict()`` is ``results.json``."""
 
     config: VerifyConfig
@@ -78,7 +78,11 @@ class VerifyResult:
     special_prefix: list[str]
     checks: list[Check]
     seconds: float
-    manifest: dict[str, Any] = field(default_factory=dict)
+
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = (
+        "config", "model_id", "architecture", "n_layers", "d_model", "d_vocab",
+        "special_prefix", "passed", "checks", "seconds", "table_row")
 
     @property
     def passed(self) -> bool:
@@ -112,26 +116,26 @@ class VerifyResult:
                 "capture batch-invariant", "BOS convention", "generate batched = alone"]
         return "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "config": self.config.to_dict(),
-            "model_id": self.model_id,
-            "architecture": self.architecture,
-            "n_layers": self.n_layers,
-            "d_model": self.d_model,
-            "d_vocab": self.d_vocab,
-            "special_prefix": self.special_prefix,
-            "passed": self.passed,
-            "checks": [asdict(c) for c in self.checks],
-            "seconds": self.seconds,
-            "table_row": self.table_row(),
-        }
+    def extra_data(self) -> dict[str, Any]:
+        return {"passed": self.passed, "table_row": self.table_row()}
 
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(c) for c in self.checks])
+    def headline(self) -> Headline:
+        """One row per check: its outcome, the measured difference, the tolerance, and what
+        it compared."""
+        verdict = ("every check that ran passed" if self.passed
+                   else "at least one check FAILED: interp does not read this model correctly")
+        return Headline(
+            title=f"verify · {self.model_id} · {self.architecture}",
+            table_title=f"verify · {self.model_id} · {self.architecture}",
+            rows=[("model", self.model_id), ("architecture", self.architecture),
+                  ("size", f"{self.n_layers} × {self.d_model}, vocab {self.d_vocab:,}")],
+            columns=["check", "result", "measured", "tolerance", "what was compared"],
+            table=[[c.name, c.mark, None if c.value is None else f"{c.value:.2e}",
+                    None if c.tolerance is None else f"{c.tolerance:g}", c.detail]
+                   for c in self.checks],
+            verdict=verdict)
 
-    def _repr_html_(self) -> str:
-        return result_html(
-            f"Verification of {self.model_id}",
-            [(c.name, f"{c.mark}: {c.detail}") for c in self.checks],
-        )
+    def figure(self) -> Figure | None:
+        from interp.verify.figures import checks_figure
+
+        return checks_figure(self)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from reports.patching import write_patching_report
+from reports.patching import patching_report
 from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.unit.reports.test_circuits_report import (
     HEADS,
@@ -16,7 +16,7 @@ from tests.unit.reports.test_circuits_report import (
 
 @pytest.mark.browser
 def test_report_in_browser(tmp_path):
-    path = write_patching_report(tmp_path / "patching.html", heads_result())
+    path = patching_report(heads_result()).save(tmp_path)
 
     def check(page):
         page.click('a[href="#attn-L5H2"]')

@@ -15,7 +15,7 @@ from interp.circuits.attention import check_heads, run_attention
 from interp.circuits.figures import attention_heatmap, attention_heatmaps
 from interp.circuits.results import AttentionConfig, AttentionResult
 from interp.errors import InterpError
-from reports.attention import attention_report, render_attention_report, top_keys
+from reports.attention import attention_report, top_keys
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, svgs
 
@@ -111,7 +111,7 @@ def test_figures(result):
 
 def test_report_escapes_tokens_and_lists_top_keys(tiny_model):
     r = run_attention(tiny_model, AttentionConfig(HOSTILE, layer=0, heads=[1, 2]))
-    doc = render_attention_report(r)
+    doc = attention_report(r).html
     low = doc.lower()
     assert "<script" not in low
     assert not {"script", "img", "iframe", "link", "object"} & set(parse(doc).tags)

@@ -150,6 +150,8 @@ def test_run_capture_result_frame_figure_and_report(tiny_model, tmp_path):
     cfg = CaptureConfig(layers="all", positions="all", dataset="<b>set</b>")
     res = run_capture(tiny_model, ["<script>x</script> hello", "Once upon a time"], cfg)
     d = res.to_dict()
+    # the result carries its own manifest (last), made by run_capture
+    assert d.pop("manifest")["config"] == cfg.to_dict()
     assert list(d) == ["model", "n_prompts", "n_tokens", "positions", "dtype", "dataset",
                        "dataset_hash", "artifact", "hooks"]
     assert d["hooks"] == summarize(res.activations)
@@ -172,3 +174,25 @@ def test_run_capture_result_frame_figure_and_report(tiny_model, tmp_path):
     # one layer: no norm-by-layer figure
     one = run_capture(tiny_model, ["hi"], CaptureConfig(layers=[1]))
     assert "<svg" not in capture_report(one, {}).html and one.to_dict()["hooks"][0]["norm_n"] == 1
+
+
+def test_capture_config_checks_itself_and_run_capture_takes_keywords(tiny_model):
+    """What the CLI checks, a Python caller gets when the config is built."""
+    import math
+
+    from interp.activations.capture import CaptureConfig, run_capture
+    from interp.schema import ConfigError
+
+    with pytest.raises(ConfigError, match="max_memory_gb .the memory limit. must be a "
+                                          "positive number of GB, got nan"):
+        CaptureConfig(max_memory_gb=math.nan)
+    with pytest.raises(ConfigError, match="batch_size must be ≥ 1"):
+        CaptureConfig(batch_size=0)
+    with pytest.raises(ConfigError, match="unknown dtype 'int8'"):
+        CaptureConfig(dtype="int8")  # type: ignore[arg-type]
+    res = run_capture(tiny_model, ["hi"], layers=[1], seed=3)
+    assert [h.layer for h in res.hooks] == [1]
+    assert res.manifest is not None and res.manifest["seed"] == 3
+    assert res.manifest["config"] == res.config.to_dict() and "seed" not in res.config.to_dict()
+    with pytest.raises(InterpError, match="not both"):
+        run_capture(tiny_model, ["hi"], CaptureConfig(layers=[1]), layers=[2])

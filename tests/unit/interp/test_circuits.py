@@ -263,13 +263,33 @@ def test_run_patch_both_on_tiny(tiny_model, tiny_pairs, tmp_path):
 
 
 def test_config_errors(tiny_model):
-    for cfg, msg in [
-        (PatchConfig(family="neurons"), "unknown family"),
-        (PatchConfig(method="atp-star", family="resid"), "heads only"),
-        (PatchConfig(direction="sideways"), "unknown direction"),
-        (PatchConfig(per_position=True, family="mlp"), "per-position"),
+    # the config checks itself when built, so a bad one fails before any model work
+    for settings, msg in [
+        ({"family": "neurons"}, "unknown family"),
+        ({"method": "atp-star", "family": "resid"}, "heads only"),
+        ({"direction": "sideways"}, "unknown direction"),
+        ({"per_position": True, "family": "mlp"}, "per-position"),
     ]:
         with pytest.raises(InterpError, match=msg):
-            run_patch(tiny_model, cfg)
+            run_patch(tiny_model, PatchConfig(**settings))
+        with pytest.raises(InterpError, match=msg):
+            run_patch(tiny_model, **settings)
+
+
+def test_patch_config_checks_what_the_cli_checked():
+    """The CLI's ranges (--limit ≥ 1, --min-gap ≥ 0, --bootstrap ≥ 100, --top-heads ≥ 0)
+    are the config's own checks, named by field."""
+    from interp.schema import ConfigError
+
+    for settings, msg in [({"limit": 0}, "limit must be ≥ 1"),
+                          ({"min_gap": -0.5}, "min_gap must be ≥ 0"),
+                          ({"n_boot": 10}, "n_boot must be ≥ 100"),
+                          ({"top_heads": -1}, "top_heads must be ≥ 0"),
+                          ({"batch_size": 0}, "batch_size must be ≥ 1")]:
+        with pytest.raises(ConfigError, match=msg):
+            PatchConfig(**settings)
+    cfg = PatchConfig(family="heads", method="atp-star", per_position=True)
+    with pytest.raises(ConfigError, match="heads only"):
+        cfg.replace(family="mlp")
 
 

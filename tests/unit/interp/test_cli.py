@@ -179,6 +179,29 @@ def test_capture_verb_errors(tiny_model_dir, tmp_path, capsys, args, message):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    "args, hooks, note",
+    [
+        (["--layers", "0,2"], [0, 2], False),
+        (["--layer", "1"], [1], False),
+        (["--layer", "0,2"], [0, 2], True),  # the old meaning of --layer, still accepted
+        (["--layer", "all"], [0, 1, 2], True),
+    ],
+)
+def test_capture_layer_is_one_layer_and_layers_a_list(tiny_model_dir, tmp_path, capsys, args,
+                                                      hooks, note):
+    out = tmp_path / "cap"
+    code, _, stderr = run(["capture", "hi there", "--model", str(tiny_model_dir), *args,
+                           "--out", str(out)], capsys)
+    assert code == 0, stderr
+    res = json.loads((out / "results.json").read_text())
+    assert [h["layer"] for h in res["hooks"]] == hooks
+    assert ("note: --layer takes one layer; a list means --layers" in stderr) == note
+    code, _, stderr = run(["capture", "hi", "--model", str(tiny_model_dir), "--layer", "1",
+                           "--layers", "0,2", "--out", str(tmp_path / "both")], capsys)
+    assert code == 2 and "give --layer or --layers, not both" in stderr
+
+
 def test_generate_json_is_the_only_stdout(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "g"
     code, stdout, stderr = run(["generate", "hello there", "Once upon a time", "--model",

@@ -206,3 +206,17 @@ def test_verify_catches_a_dropped_bos(tiny_model_dir, tmp_path):
     result = verify_model(model, cfg)
     assert result.check("bos").passed is False and not result.passed
     assert "FAIL" in result.table_row()
+
+
+def test_verify_config_checks_itself():
+    from interp.schema import ConfigError
+    from interp.verify import VerifyConfig
+
+    with pytest.raises(ConfigError, match="prompts must not be empty"):
+        VerifyConfig(prompts=())
+    with pytest.raises(ConfigError, match="prompts items must not be blank"):
+        VerifyConfig(prompts=("ok", "  "))
+    with pytest.raises(ConfigError, match="logit_tolerance must be a positive"):
+        VerifyConfig(logit_tolerance=0.0)
+    with pytest.raises(ConfigError, match="max_new_tokens must be ≥ 1"):
+        VerifyConfig(max_new_tokens=0)

@@ -35,7 +35,7 @@ from interp.circuits.results import (
     TaskSummary,
 )
 from interp.errors import InterpError
-from reports.patching import patching_report, render_patching_report, write_patching_report
+from reports.patching import patching_report
 from tests.support.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
@@ -155,7 +155,7 @@ def noise_result() -> PatchResult:
     r = position_result("atp")
     assert r.atp is not None
     r.atp.normalised = 1.0 - r.atp.normalised
-    r.config.direction = "noise"
+    r.config = r.config.replace(direction="noise")
     r.baseline, r.dla, r.attention, r.embed_effect = 1.0, None, [], None
     return r
 
@@ -174,19 +174,19 @@ def titles(doc: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def page() -> str:
-    return render_patching_report(position_result())
+    return patching_report(position_result()).html
 
 
 @pytest.fixture(scope="module")
 def heads_page() -> str:
-    return render_patching_report(heads_result())
+    return patching_report(heads_result()).html
 
 
 # ------------------------------------------------------------------- page content
 @pytest.mark.parametrize("make", [position_result, heads_result,
                                   lambda: heads_result(True), noise_result])
 def test_self_contained_and_escaped(make):
-    doc = render_patching_report(make())
+    doc = patching_report(make()).html
     low = doc.lower()
     assert "<script" not in low and "<b>" not in low
     tags = parse(doc)
@@ -223,7 +223,7 @@ def test_sections(page, heads_page):
     assert titles(heads_page) == [
         "Top 10 components", "exact patching: effect by layer", "Direct logit attribution",
         "Attention of the top heads", "Metrics", "Setup", "Run manifest"]
-    assert titles(render_patching_report(noise_result())) == [
+    assert titles(patching_report(noise_result()).html) == [
         "Top 10 components", "AtP: effect by layer", "Metrics", "Setup", "Run manifest"]
     assert sorted(figure_names(page)) == sorted(
         ["effect-exact", "effect-atp", "agreement-atp", "dla", "attn-l4h1"])
@@ -269,7 +269,7 @@ def test_split_half_stability(page):
             in body)
     assert f"<code>resid2@S1{escape(SCRIPT)}</code>" in body
     assert '<td><span class="missing">—</span></td>' in body  # the shorter list, padded
-    assert "Stability" not in render_patching_report(heads_result())
+    assert "Stability" not in patching_report(heads_result()).html
 
 
 def test_agreement_table_and_scatter(page):
@@ -307,7 +307,7 @@ def test_attention_anchors_and_links(heads_page):
                                         '<a href="#attn-L5H2">L5H2</a>', "L3H0"]
     assert "not recorded" in body
     assert "Heads ranked by importance" in body
-    pos = section(render_patching_report(position_result()), "Attention of the top heads")
+    pos = section(patching_report(position_result()).html, "Attention of the top heads")
     assert "Heads ranked by |DLA|" in pos and '<a href="#attn-L4H1">L4H1</a>' in pos
     ids = re.findall(r'\bid="(attn-L\d+H\d+)"', heads_page)
     assert len(ids) == len(set(ids)) == 2
@@ -332,7 +332,7 @@ def test_per_position_heads_small_multiples():
     assert len(panels) == len(POSITIONS)
     assert [ax.get_title(loc="left") for ax in panels][-1] == "@ END"
     assert effect_titles(r) == {}
-    doc = render_patching_report(r)
+    doc = patching_report(r).html
     assert "One small heatmap per position" in doc
 
 
@@ -343,7 +343,7 @@ def test_report_saves_every_figure_and_is_byte_stable(tmp_path, page):
     for name in report.figures:
         assert (tmp_path / "figures" / f"{name}.svg").stat().st_size > 1000
         assert (tmp_path / "figures" / f"{name}.png").stat().st_size > 1000
-    path = write_patching_report(tmp_path / "p.html", position_result())
+    path = patching_report(position_result()).save(tmp_path / "p")
     assert path.read_text(encoding="utf-8") == page
 
 
