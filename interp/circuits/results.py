@@ -121,18 +121,18 @@ class PatchConfig(Config):
     layers: list[int] | str | int | None = setting(
         None, cli_default="all",
         help="Layers to patch: comma-separated (0-based) or 'all'.")
-    limit: int | None = setting(None, check=at_least(1),
+    limit: int | None = setting(None, check=at_least(1), cli_range=True,
                                 help="Use the first N pairs of the task.")
     batch_size: int = setting(16, cli=False, check=at_least(1),
                               help="Patched runs (rows) per forward pass.")
     min_gap: float = setting(
-        0.1, check=non_negative,
+        0.1, check=non_negative, cli_range=True,
         help="Leave out pairs whose clean − corrupted logit difference gap is smaller.")
-    n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100),
+    n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100), cli_range=True,
                           help="Bootstrap resamples for the agreement CIs.")
     seed: int = setting(0, cli=False, help="Seeds the bootstrap (recorded in the manifest).")
     dla: bool = setting(True, flag="--no-dla", help="Skip direct logit attribution.")
-    top_heads: int = setting(4, check=non_negative,
+    top_heads: int = setting(4, check=non_negative, cli_range=True,
                              help="Attention patterns of this many top heads in the report.")
 
     def check(self) -> None:
