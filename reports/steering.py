@@ -9,20 +9,17 @@ every string is escaped.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup
 
+from interp.display import format_number, plus_minus
 from interp.steering.figures import (
     HEATMAPS,
     fmt_alpha,
     fmt_pct,
-    fmt_plain,
-    fmt_pm,
     fmt_ratio,
     fmt_signed,
     heatmap_figure,
@@ -32,16 +29,17 @@ from interp.steering.figures import (
     target_by_alpha_titles,
 )
 from interp.steering.sweep import COLLAPSE_TOLERANCE, SweepResult
-from reports.html import (
-    Report,
-    ReportFigure,
-    atomic_write_text,
-    format_number,
-    render_page,
-    warnings_box,
-)
+from reports.html import Report, ReportFigure, render_page, warnings_box
 
-__all__ = ["render_steering_report", "steering_report", "write_steering_report"]
+__all__ = ["steering_report"]
+
+#: The badge after the lead's verdict, by :meth:`SweepResult.verdict`'s kind.
+BADGES = {
+    "none": ("warn", "no coherent effect"),
+    "noise": ("noise", "within noise"),
+    "ok": ("ok", "coherent effect"),
+    "unknown": ("noise", "no noise estimate"),
+}
 
 #: Samples shown per (layer, α) cell, and characters per sample.
 SAMPLES_SHOWN = 2
@@ -73,48 +71,11 @@ class _Layer:
     rows: list[_Row] = field(default_factory=list)
 
 
-def _decoding(r: SweepResult) -> str:
-    t = r.config.temperature
-    return "greedy" if t == 0 else f"sampling, T = {format_number(t)}"
-
-
 def _lead(r: SweepResult) -> Markup:
-    s, factor = r.sweet_spot, r.config.coherence_ppl_factor
-    if s is None:
-        tol = (f"mean perplexity ≤ {factor:g}× the layer's α = 0 value and at most "
-               f"{100 * COLLAPSE_TOLERANCE:.0f}% of texts collapsed")
-        text = ("No coherent setting moved the target score: no steered cell stayed within "
-                f"the coherence tolerance ({tol}).")
-        badge = Markup('<span class="badge warn">no coherent effect</span>')
-    else:
-        text = (f"Sweet spot: layer {s.layer}, α = {fmt_alpha(s.alpha)} changes the target "
-                f"score by {fmt_signed(s.effect, 3)} vs α = 0 (spread over prompts ± "
-                f"{fmt_plain(s.effect_spread, 3)}), the largest change within the "
-                f"coherence tolerance ({s.tolerance}).")
-        lo, hi = r.target_delta_ci()[r.layers.index(s.layer)][r.alphas.index(s.alpha)]
-        if math.isfinite(lo) and lo <= 0 <= hi:
-            text += (f" Its 95% interval over paired prompts, [{fmt_signed(lo, 3)}, "
-                     f"{fmt_signed(hi, 3)}], contains 0: within noise, not a result.")
-            badge = Markup('<span class="badge noise">within noise</span>')
-        elif math.isfinite(lo):
-            text += (f" 95% interval over paired prompts: [{fmt_signed(lo, 3)}, "
-                     f"{fmt_signed(hi, 3)}].")
-            badge = Markup('<span class="badge ok">coherent effect</span>')
-        else:
-            text += " Too few paired prompts for an interval: no noise estimate."
-            badge = Markup('<span class="badge noise">no noise estimate</span>')
-    prompts = format_number(r.n_prompts)
-    if len(r.config.seeds) > 1:
-        prompts += f" × {len(r.config.seeds)} seeds"
-    facts = [
-        ("model", r.model or "unknown"),
-        ("vector source", r.config.vector_source or "unknown"),
-        ("method", r.config.method or "unknown"),
-        ("layers", ", ".join(str(x) for x in r.layers) or "—"),
-        ("coefficients", ", ".join(fmt_alpha(a) for a in r.alphas) or "—"),
-        ("prompts", prompts),
-        ("decoding", f"{_decoding(r)}, {format_number(r.config.max_new_tokens)} new tokens"),
-    ]
+    text, kind = r.verdict()
+    cls, label = BADGES[kind]
+    badge = Markup('<span class="badge {}">{}</span>').format(cls, label)
+    facts = r.headline().rows
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
                          for k, v in facts)
     return Markup('<p class="verdict">{} {}</p>{}<dl class="facts">{}</dl>').format(
@@ -144,10 +105,10 @@ def _layers(r: SweepResult) -> list[_Layer]:
                 badges.append(("badge noise", "Δ within noise"))
             rows.append(_Row(
                 fmt_alpha(alpha), badges, fmt_signed(delta[i][j], 3),
-                "target score " + fmt_pm(r.target_score[i][j], r.target_score_std[i][j]),
+                "target score " + plus_minus(r.target_score[i][j], r.target_score_std[i][j]),
                 fmt_ratio(ratio[i][j]),
-                "perplexity " + fmt_pm(r.perplexity[i][j], r.perplexity_std[i][j]),
-                fmt_plain(r.distinct2[i][j]), collapsed,
+                "perplexity " + plus_minus(r.perplexity[i][j], r.perplexity_std[i][j]),
+                format_number(r.distinct2[i][j], 2), collapsed,
                 r.samples[i][j][:SAMPLES_SHOWN]))
         n_collapsed = sum(1 for v in r.collapse[i] if math.isfinite(v) and v > COLLAPSE_TOLERANCE)
         out.append(_Layer(layer, r.vector_norms[i], i in open_rows,
@@ -161,7 +122,7 @@ def _setup(r: SweepResult) -> list[tuple[str, Any]]:
         ("model", r.model or None), ("vector source", c.vector_source or None),
         ("method", c.method or None), ("layers", ", ".join(str(x) for x in r.layers) or None),
         ("α", ", ".join(fmt_alpha(a) for a in r.alphas) or None), ("prompts", r.n_prompts),
-        ("seeds", ", ".join(str(s) for s in c.seeds)), ("decoding", _decoding(r)),
+        ("seeds", ", ".join(str(s) for s in c.seeds)), ("decoding", r.decoding),
         ("max new tokens", c.max_new_tokens), ("chat template", "yes" if c.chat else "no"),
         ("batch size", c.batch_size), ("continuations scored", len(r.texts) or None),
         ("collapse rule", f"distinct-2 < {c.collapse_distinct2:g} or perplexity > "
@@ -171,9 +132,11 @@ def _setup(r: SweepResult) -> list[tuple[str, Any]]:
     ]
 
 
-def steering_report(result: SweepResult, manifest: Mapping[str, Any]) -> Report:
-    """The steering-sweep report (page and figures) of a sweep result."""
+def steering_report(result: SweepResult, manifest: Mapping[str, Any] | None = None) -> Report:
+    """The steering-sweep report (page and figures) of a sweep result, with its manifest
+    (``result.manifest`` unless given)."""
     r = result
+    manifest = manifest if manifest is not None else (r.manifest or {})
     figures: dict[str, ReportFigure] = {}
     if r.layers and r.alphas:
         figures = {name: ReportFigure(heatmap_figure(r, name), titles=heatmap_titles(r, name),
@@ -193,14 +156,3 @@ def steering_report(result: SweepResult, manifest: Mapping[str, Any]) -> Report:
         tolerance_pct=f"{100 * COLLAPSE_TOLERANCE:.0f}%", samples_shown=SAMPLES_SHOWN,
         sample_chars=SAMPLE_CHARS,
     )
-
-
-def render_steering_report(result: SweepResult, manifest: Mapping[str, Any]) -> str:
-    """The steering-sweep report as one self-contained HTML document."""
-    return steering_report(result, manifest).html
-
-
-def write_steering_report(path: str | os.PathLike[str], result: SweepResult,
-                          manifest: Mapping[str, Any]) -> Path:
-    """Render the steering report and write it atomically to ``path``."""
-    return atomic_write_text(path, render_steering_report(result, manifest))

@@ -150,13 +150,24 @@ def build_config(cls: type[C], params: dict[str, Any], **fixed: Any) -> C:
             value = params.pop(f.name)
             info = setting_info(f)
             if info.parse is not None and isinstance(value, str):
-                value = info.parse(value)
+                value = _parsed(cls, f.name, info.parse, value)
             values[f.name] = value
     remember_flags()
     try:
         return cls(**values)
     except ConfigError as exc:
         raise InterpError(exc.render(cli_flag(exc.name))) from None
+
+
+def _parsed(cls: type[Config], name: str, parse: Callable[[str], Any], text: str) -> Any:
+    """``parse(text)``; a plain ``ValueError`` from it becomes one line naming the flag
+    (``bad --alphas '1,x': use comma-separated numbers``)."""
+    try:
+        return parse(text)
+    except InterpError:
+        raise
+    except ValueError as exc:
+        raise InterpError(f"bad {flag_of(cls, name)} {text!r}: {exc}") from None
 
 
 def remember_flags() -> None:

@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
 from interp.cli.common import (
-    float_list,
     json_safe,
     load_model,
-    log,
     manifest_for,
     model_options,
     prompts_from_args,
     text_options,
 )
+from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
-
-if TYPE_CHECKING:
-    from interp.steering.sweep import SweepResult
+from interp.generation.engine import GenerationConfig
+from interp.steering.sweep import SweepConfig
 
 
 @click.group()
@@ -34,8 +32,7 @@ def steer() -> None:
               help="JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
 @click.option("--layer", default=None, type=int,
               help="0-based layer (resid_post); with --pairs.")
-@click.option("--method", default="mean_diff", show_default=True,
-              type=click.Choice(["mean_diff", "pca"]))
+@config_options(SweepConfig, only=["method"])
 @click.option("--positive-key", default="positive", show_default=True)
 @click.option("--negative-key", default="negative", show_default=True)
 @click.option("--sae", "sae_dir", default=None, type=click.Path(),
@@ -116,22 +113,18 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
               help="A steering-vector artifact from `interp steer train`.")
 @click.option("--alpha", default=1.0, show_default=True, type=float,
               help="Coefficient: h ← h + alpha·v (negative steers the other way).")
-@click.option("--positions", "steer_positions", default="all", show_default=True,
-              type=click.Choice(["all", "prompt", "generated"]),
-              help="Which tokens the vector is added to.")
+@config_options(SweepConfig, only=["positions"])
 @click.option("--layer", default=None, type=int, help="Override the vector's layer.")
 @click.option("--file", "file_", default=None, type=click.Path(dir_okay=False))
 @click.option("--text-column", default="text", show_default=True)
 @model_options
-@click.option("--chat", is_flag=True)
-@click.option("--max-new-tokens", default=48, show_default=True, type=int)
-@click.option("--temperature", default=0.0, show_default=True, type=float)
+@config_options(GenerationConfig, only=["chat", "max_new_tokens", "temperature"],
+                defaults={"max_new_tokens": 48})
 @click.option("--json", "as_json", is_flag=True)
-def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
+def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float, positions: str,
                    layer: int | None, file_: str | None, text_column: str,
                    model_name: str | None, device: str, dtype: str, batch_size: int,
-                   seed: int, chat: bool, max_new_tokens: int, temperature: float,
-                   as_json: bool, steer_positions: str) -> None:
+                   seed: int, as_json: bool, **settings: Any) -> None:
     """Generate with a steering vector added at its layer, next to the unsteered text."""
     import math
 
@@ -141,14 +134,13 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
 
     if not math.isfinite(alpha):
         raise InterpError(f"--alpha must be finite, got {alpha}")
+    config = build_config(GenerationConfig, settings, seed=seed, batch_size=batch_size)
     texts = prompts_from_args(prompts, file_, text_column)
     model = load_model(model_name, device, dtype, seed)
     vec = load_vector(vector_path, model)
-    kw = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed,
-          "chat": chat, "batch_size": batch_size}
-    base = generate(model, texts, **kw)
-    with steer_ctx(model, vec, layer=layer, alpha=alpha, positions=steer_positions):
-        steered = generate(model, texts, **kw)
+    base = generate(model, texts, config)
+    with steer_ctx(model, vec, layer=layer, alpha=alpha, positions=positions):
+        steered = generate(model, texts, config)
     rows = [{"prompt": p, "alpha": alpha, "layer": vec.layer if layer is None else layer,
              "text": s, "unsteered": b}
             for p, s, b in zip(texts, steered.texts, base.texts, strict=True)]
@@ -172,77 +164,40 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float,
               help="A steering-vector artifact, applied as it is at every swept layer.")
 @click.option("--pairs", default=None, type=click.Path(dir_okay=False),
               help="Contrast pairs: a vector is built at each swept layer.")
-@click.option("--layers", default="2,6,10,14,18", show_default=True)
-@click.option("--alphas", default="-4,-1,0,1,2,4,8,16", show_default=True,
-              help="Comma-separated coefficients (0 is always added).")
+@click.option("--layers", default="2,6,10,14,18", show_default=True,
+              help="Layers to sweep: comma-separated or 'all'.")
+@config_options(SweepConfig, only=["alphas"])
 @click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
               help=".txt (one prompt per line) or JSONL with a 'prompt' field; default: "
               "shipped neutral prompts.")
 @click.option("--n-prompts", default=20, show_default=True, type=click.IntRange(min=1),
               help="Use the first N prompts.")
-@click.option("--method", default="mean_diff", show_default=True,
-              type=click.Choice(["mean_diff", "pca"]))
-@click.option("--max-new-tokens", default=24, show_default=True, type=click.IntRange(min=1))
-@click.option("--temperature", default=0.0, show_default=True, type=float)
-@click.option("--seeds", default="0", show_default=True, help="Sampling seeds, comma list.")
-@click.option("--positions", "steer_positions", default="all", show_default=True,
-              type=click.Choice(["all", "prompt", "generated"]),
-              help="Which tokens the vector is added to.")
-@click.option("--chat", is_flag=True)
+@config_options(SweepConfig, only=["method", "max_new_tokens", "temperature", "seeds",
+                                   "positions", "chat"])
 @model_options
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
-def steer_sweep(vector_path: str | None, pairs: str | None, layers: str, alphas: str,
-                prompts_path: str | None, n_prompts: int, method: str, max_new_tokens: int,
-                temperature: float, seeds: str, steer_positions: str, chat: bool,
-                model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
-                out_dir: str) -> None:
+def steer_sweep(vector_path: str | None, pairs: str | None, layers: str,
+                prompts_path: str | None, n_prompts: int, model_name: str | None, device: str,
+                dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any) -> None:
     """Sweep coefficient × layer; score target, perplexity, distinct-2, side effects."""
     from interp.runs.outdir import OutDir
-    from interp.steering.sweep import SweepConfig, run_sweep, sweep_prompts
+    from interp.steering.sweep import run_sweep, sweep_prompts
     from interp.steering.vectors import load_pairs, load_vector
     from reports.steering import steering_report
 
     if (vector_path is None) == (pairs is None):
         raise InterpError("give --vector or --pairs (exactly one)")
-    alpha_list = float_list(alphas, "--alphas")
-    seed_list = [int(x) for x in float_list(seeds, "--seeds")]
+    # checked before the model loads; the layers are parsed against the model
+    config = build_config(SweepConfig, settings, layers=[], batch_size=batch_size, seed=seed)
     texts = sweep_prompts(prompts_path, n_prompts)
     cp = load_pairs(pairs) if pairs is not None else None
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         vec = load_vector(vector_path, model) if vector_path is not None else None
-        config = SweepConfig(layers=model.parse_layers(layers), alphas=alpha_list,
-                             max_new_tokens=max_new_tokens, temperature=temperature,
-                             seeds=seed_list, chat=chat, batch_size=batch_size, method=method,
-                             positions=steer_positions)
+        config = config.replace(layers=model.parse_layers(layers))
         result = run_sweep(model, texts, config, pairs=cp, vector=vec)
-        man = manifest_for(model, seed, texts, asdict(result.config))
-        out.write_json("results.json", json_safe({**result.to_dict(), "manifest": man}))
-        steering_report(result, man).write(out)
-    _print_sweep(result)
-
-
-def _print_sweep(res: SweepResult) -> None:
+        out.write_json("results.json", json_safe(result.to_dict()))
+        steering_report(result).write(out)
     from rich.console import Console
-    from rich.table import Table
 
-    from interp.steering.sweep import COLLAPSE_TOLERANCE
-
-    table = Table(title=f"steering sweep · {res.model} · VADER of the continuation "
-                  "(Δ vs α=0, perplexity ratio)", title_justify="left")
-    table.add_column("layer", justify="right")
-    for a in res.alphas:
-        table.add_column(f"α={a:g}", justify="right")
-    delta, ratio = res.target_delta, res.perplexity_ratio
-    for li, layer in enumerate(res.layers):
-        cells = []
-        for ai in range(len(res.alphas)):
-            flag = " ⚠" if res.collapse[li][ai] > COLLAPSE_TOLERANCE else ""
-            cells.append(f"{delta[li][ai]:+.2f} ({ratio[li][ai]:.1f}×){flag}")
-        table.add_row(str(layer), *cells)
-    Console(soft_wrap=False, width=160).print(table)
-    sweet = res.sweet_spot
-    if sweet:
-        log(f"sweet spot: layer {sweet.layer}, alpha {sweet.alpha:g}: VADER "
-            f"{sweet.effect:+.3f} (spread {sweet.effect_spread:.3f}) within "
-            f"{sweet.tolerance}")
+    result.headline().print(Console(soft_wrap=False, width=160))

@@ -59,12 +59,12 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import numbers
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
-import pandas as pd
 import torch
 from torch import Tensor
 from transformers.cache_utils import DynamicCache, DynamicLayer
@@ -73,7 +73,20 @@ from interp.errors import InterpError
 from interp.generation.forward import runner_for
 from interp.models.loading import Model
 from interp.profiling import session as profiling
+from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
+from interp.schema import (
+    Check,
+    Config,
+    Headline,
+    Result,
+    at_least,
+    in_range,
+    json_field,
+    non_negative,
+    setting,
+)
+from interp.schema.convert import fields_data
 
 #: During each forward pass of :func:`generate`: the request index (into ``prompts``)
 #: of every row of the batch, as a LongTensor. Hooks registered outside ``generate``
@@ -95,45 +108,77 @@ Hook = tuple[str, Callable[..., Any]]
 RowHook = tuple[str, Callable[..., Any]]
 
 
-@dataclass
-class GenerationConfig:
-    """Settings of one :func:`generate` call (serialised with every result)."""
+def _saying(check: Check, what: str) -> Check:
+    """``check`` whose message also names the setting in words (``"top-p"``), so that the
+    library's field name and the CLI's flag both read clearly in the one error line."""
+    return replace(check, problem=f"{check.problem} ({what})")
 
-    max_new_tokens: int = 64
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-    stop: tuple[str, ...] = ()
-    chat: bool = False
-    batch_size: int = 16
-    deterministic: bool = False
+
+_NON_EMPTY_STRINGS = Check(lambda xs: all(isinstance(s, str) and s for s in xs),
+                           "strings must not be empty")
+
+
+@dataclass(frozen=True)
+class GenerationConfig(Config):
+    """Settings of one :func:`generate` call (serialised with every result).
+
+    ``interp generate`` derives its options from these fields; ``seed`` and
+    ``batch_size`` come from the model options, and ``verify_batch``, ``use_cache`` and
+    ``return_logprobs`` are Python-only.
+    """
+
+    max_new_tokens: int = setting(64, check=_saying(at_least(1), "max new tokens per prompt"),
+                                  help="At most this many new tokens per prompt.")
+    temperature: float = setting(0.0, check=non_negative,
+                                 help="0 = greedy; otherwise sampling with top-p.")
+    top_p: float = setting(1.0, check=_saying(in_range(0, 1, open_low=True),
+                                              "the top-p probability mass kept"),
+                           help="Top-p (nucleus) sampling: keep the most likely tokens up to "
+                                "this probability mass.")
+    seed: int = setting(0, cli=False, help="Keys the per-request random streams.")
+    stop: tuple[str, ...] = setting((), check=_NON_EMPTY_STRINGS,
+                                    help="Stop string (repeatable); the text is cut before "
+                                         "the first one.")
+    chat: bool = setting(False, help="Wrap prompts in the model's chat template.")
+    batch_size: int = setting(16, cli=False,
+                              check=_saying(at_least(1), "the batch size, in requests"),
+                              help="Requests decoded together on the fast path.")
+    deterministic: bool = setting(False, help="Decode-verify-rollback: outputs independent "
+                                              "of batch size.")
     #: W, from a sweep of W = 1, 4, 8, 16, 32 on a CPU (bench/README.md).
-    verify_every: int = 16
-    verify_batch: int = 16
-    use_cache: bool = True
-    return_logprobs: bool = False
-    inject_batch_noise: float = 0.0
+    verify_every: int = setting(16, check=at_least(1),
+                                help="With --deterministic: tokens proposed per request "
+                                     "between verifications (1: the fixed-shape verifier "
+                                     "decodes alone).")
+    verify_batch: int = setting(16, cli=False, check=at_least(1),
+                                help="Rows in every verifier pass (a fixed shape, whatever "
+                                     "the batch size: missing rows are computed and "
+                                     "discarded).")
+    use_cache: bool = setting(True, cli=False,
+                              help="KV cache on (off recomputes every step; same output, "
+                                   "slower).")
+    return_logprobs: bool = setting(False, cli=False,
+                                    help="Also return each generated token's log-probability "
+                                         "(natural log, under the temperature-1 "
+                                         "distribution).")
+    inject_batch_noise: float = setting(
+        0.0, check=_saying(non_negative, "the inject-batch-noise testing aid"),
+        help="Testing aid: perturb logits by a fixed function of the batch shape.")
 
-    def check(self) -> None:
-        """Raise :class:`InterpError` with one line for an impossible setting."""
-        import math
-
-        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise InterpError(f"max new tokens must be ≥ 1, got {self.max_new_tokens}")
-        if not math.isfinite(self.temperature) or self.temperature < 0:
-            raise InterpError(f"temperature must be ≥ 0 and finite, got {self.temperature}")
-        if not math.isfinite(self.top_p) or not 0 < self.top_p <= 1:
-            raise InterpError(f"top-p must be in (0, 1], got {self.top_p}")
-        if self.batch_size < 1:
-            raise InterpError(f"batch size must be ≥ 1, got {self.batch_size}")
-        if self.verify_every < 1 or self.verify_batch < 1:
-            raise InterpError("verify-every and verify-batch must be ≥ 1")
-        if not math.isfinite(self.inject_batch_noise) or self.inject_batch_noise < 0:
-            raise InterpError(
-                f"inject-batch-noise must be ≥ 0 and finite, got {self.inject_batch_noise}"
-            )
-        if any(not s for s in self.stop):
-            raise InterpError("stop strings must not be empty")
+    def __post_init__(self) -> None:
+        # the keyword form takes what Python callers pass: a list of stop strings, an int
+        # temperature, numpy integers
+        for name in ("temperature", "top_p", "inject_batch_noise"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                object.__setattr__(self, name, float(value))
+        for name in ("max_new_tokens", "seed", "batch_size", "verify_every", "verify_batch"):
+            value = getattr(self, name)
+            if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+                object.__setattr__(self, name, int(value))
+        if isinstance(self.stop, list):
+            object.__setattr__(self, "stop", tuple(self.stop))
+        super().__post_init__()
 
 
 @dataclass
@@ -167,49 +212,37 @@ class GenerationStats:
 
 
 @dataclass
-class GenerationResult:
-    """Generations in prompt order, with stats and the config that made them."""
+class GenerationResult(Result):
+    """Generations in prompt order, with stats, the config that made them and the run's
+    manifest (``results.json`` of ``interp generate``)."""
 
     generations: list[Generation]
     stats: GenerationStats
     config: GenerationConfig
-    model_id: str = ""
+    model_id: str = json_field("", key="model")
+
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = ("model", "config", "stats", "generations")
 
     @property
     def texts(self) -> list[str]:
         return [g.text for g in self.generations]
 
-    def to_frame(self) -> pd.DataFrame:
+    def extra_data(self) -> dict[str, Any]:
+        """The stats with their derived rate (``stats.tokens_per_second``)."""
+        return {"stats": {**fields_data(self.stats),
+                          "tokens_per_second": self.stats.tokens_per_second}}
+
+    def headline(self) -> Headline:
         """One row per prompt: index, prompt, text, stop reason, number of tokens."""
-        return pd.DataFrame(
-            [
-                {"index": g.index, "prompt": g.prompt, "text": g.text,
-                 "stop_reason": g.stop_reason, "n_tokens": len(g.token_ids)}
-                for g in self.generations
-            ]
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model_id,
-            "config": asdict(self.config),
-            "stats": {**asdict(self.stats), "tokens_per_second": self.stats.tokens_per_second},
-            "generations": [asdict(g) for g in self.generations],
-        }
-
-    def _repr_html_(self) -> str:
-        from interp.display import result_html
-
         st = self.stats
-        rows: list[tuple[str, object]] = [
-            ("model", self.model_id), ("prompts", st.prompts), ("new tokens", st.new_tokens),
-            ("tokens / s", round(st.tokens_per_second, 1)),
-        ]
-        table = [[g.index, g.prompt, g.text, g.stop_reason, len(g.token_ids)]
-                 for g in self.generations]
-        return result_html("generations", rows, None,
-                           columns=["#", "prompt", "continuation", "stop", "tokens"],
-                           table=table)
+        return Headline(
+            title="generations",
+            rows=[("model", self.model_id), ("prompts", st.prompts),
+                  ("new tokens", st.new_tokens), ("tokens / s", round(st.tokens_per_second, 1))],
+            columns=["index", "prompt", "text", "stop_reason", "n_tokens"],
+            table=[[g.index, g.prompt, g.text, g.stop_reason, len(g.token_ids)]
+                   for g in self.generations])
 
 
 # --------------------------------------------------------------------- sampling
@@ -756,64 +789,34 @@ class _Engine:
 def generate(
     model: Model,
     prompts: Sequence[str] | str,
+    config: GenerationConfig | None = None,
     *,
-    max_new_tokens: int = 64,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    seed: int = 0,
-    stop: Sequence[str] = (),
-    chat: bool = False,
-    batch_size: int = 16,
-    deterministic: bool = False,
-    verify_every: int = 16,
-    verify_batch: int = 16,
-    use_cache: bool = True,
-    return_logprobs: bool = False,
-    inject_batch_noise: float = 0.0,
     hooks: Sequence[Hook] = (),
     row_hooks: Sequence[RowHook] = (),
     progress: bool | None = None,
+    **settings: Any,
 ) -> GenerationResult:
     """Generate continuations for ``prompts`` (see the module docstring).
 
+    Settings come from ``config`` or, equally, from keyword arguments named as the fields
+    of :class:`GenerationConfig` (``generate(model, prompts, max_new_tokens=16,
+    temperature=0.7)``, as with Hugging Face's ``generate``), not both; each field's help
+    says what it does.
+
     Args:
-        max_new_tokens: at most this many tokens per prompt.
-        temperature: 0 for greedy; otherwise sampling with ``top_p``.
-        seed: keys the per-request random streams.
-        stop: stop strings; the text is cut before the first one.
-        chat: wrap each prompt in the model's chat template.
-        batch_size: requests decoded together on the fast path.
-        deterministic: decode–verify–rollback; outputs then do not depend on
-            ``batch_size`` or on the other prompts.
-        verify_every: W, candidates proposed per request between verifications
-            (decode-verify-rollback); 1: no proposals, the fixed-shape verifier
-            decodes alone.
-        verify_batch: rows in every verifier pass (a fixed shape, whatever
-            ``batch_size``: below it, the missing rows are computed and discarded).
-        use_cache: KV cache on (off recomputes every step; same output, slower).
-        return_logprobs: also return each generated token's log-probability
-            (natural log, under the temperature-1 distribution).
-        inject_batch_noise: testing aid, see the module docstring.
         hooks: ``(hook_name, fn(tensor, hook))`` active for every row.
         row_hooks: ``(hook_name, fn(tensor, hook, rows))`` where ``rows`` is a
             LongTensor of request indices (into ``prompts``) of the batch's rows.
         progress: force the progress bar on/off.
 
     Returns:
-        :class:`GenerationResult` with generations in prompt order.
+        :class:`GenerationResult` with generations in prompt order and its manifest.
     """
     if isinstance(prompts, str):
         prompts = [prompts]
     if not prompts:
         raise InterpError("no prompts to generate from")
-    cfg = GenerationConfig(
-        max_new_tokens=max_new_tokens, temperature=float(temperature), top_p=float(top_p),
-        seed=int(seed), stop=tuple(stop), chat=chat, batch_size=int(batch_size),
-        deterministic=deterministic, verify_every=int(verify_every),
-        verify_batch=int(verify_batch), use_cache=use_cache, return_logprobs=return_logprobs,
-        inject_batch_noise=float(inject_batch_noise),
-    )
-    cfg.check()
+    cfg = GenerationConfig.resolve(config, settings)
     for name, _ in [*hooks, *row_hooks]:
         if name not in model.bridge.hook_dict:
             raise InterpError(f"unknown hook point {name!r}")
@@ -824,7 +827,7 @@ def generate(
         if not isinstance(p, str) or not p.strip():
             raise InterpError("empty prompt: give at least one non-blank character")
         with profiling.phase("tokenise"):
-            text = model.format_prompt(p, chat)
+            text = model.format_prompt(p, cfg.chat)
             ids = model.encode(text)
         occurrence = seen.get(p, 0)
         seen[p] = occurrence + 1
@@ -859,4 +862,7 @@ def generate(
                 logprobs=list(r.logprobs) if cfg.return_logprobs else None,
             )
         )
-    return GenerationResult(out, stats, cfg, model.model_id)
+    result = GenerationResult(out, stats, cfg, model.model_id)
+    result.manifest = model_manifest(model, seed=cfg.seed, config=cfg.to_dict(),
+                                     texts=list(prompts))
+    return result

@@ -28,7 +28,7 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
 from interp.errors import InterpError
-from interp.schema.settings import type_hints
+from interp.schema.hints import type_hints
 
 #: The key of a field's :class:`JsonInfo` in its ``dataclasses.field`` metadata.
 JSON = "interp.json"

@@ -65,6 +65,7 @@ class Headline:
         """Print the rows and the table with rich (stdout by default)."""
         from rich.console import Console
         from rich.table import Table
+        from rich.text import Text
 
         from interp.display import format_number
 
@@ -73,11 +74,12 @@ class Headline:
 
         console = console or Console(soft_wrap=False, width=130)
         if self.table:
-            table = Table(title=self.table_title or self.title, title_justify="left")
+            table = Table(title=Text(self.table_title or self.title), title_justify="left")
             for col in self.columns:
-                table.add_column(str(col), justify="right")
+                table.add_column(Text(str(col)), justify="right")
             for i, row in enumerate(self.table):
-                table.add_row(*(show(v) for v in row),
+                # Text: a cell (a prompt, a token) is never read as rich markup
+                table.add_row(*(Text(show(v)) for v in row),
                               style="bold" if i == self.emphasis else None)
             if self.rows and self.table_title is None:
                 for key, value in self.rows:

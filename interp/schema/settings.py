@@ -28,6 +28,8 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any, ClassVar, Literal, Self, get_args, get_origin
 
 from interp.errors import InterpError
+from interp.schema.convert import fields_data, from_data
+from interp.schema.hints import type_hints
 
 #: The key of a field's :class:`SettingInfo` in its ``dataclasses.field`` metadata.
 SETTING = "interp.setting"
@@ -196,31 +198,6 @@ def setting_info(f: dataclasses.Field) -> SettingInfo:
     return info if isinstance(info, SettingInfo) else SettingInfo(help="")
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def type_hints(cls: type) -> dict[str, Any]:
-    """A dataclass's field types, cached; an annotation that cannot be evaluated here (a
-    name imported only for type checkers) reads as ``Any``."""
-    hints = _HINTS.get(cls)
-    if hints is None:
-        import sys
-
-        hints = {}
-        for klass in reversed(cls.__mro__):
-            module = sys.modules.get(klass.__module__)
-            namespace = dict(vars(module)) if module else {}
-            for name, ann in vars(klass).get("__annotations__", {}).items():
-                if isinstance(ann, str):
-                    try:
-                        ann = eval(ann, namespace, dict(vars(klass)))  # noqa: S307
-                    except Exception:  # noqa: BLE001 - TYPE_CHECKING-only names
-                        ann = Any
-                hints[name] = ann
-        _HINTS[cls] = hints
-    return hints
-
-
 def _type_ok(value: Any, hint: Any) -> bool:
     """A light type check: the scalar types a user can get wrong (not a full validator)."""
     origin = get_origin(hint)
@@ -299,8 +276,6 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as JSON-ready data (``results.json``'s ``config``)."""
-        from interp.schema.convert import fields_data
-
         data = fields_data(self)
         for name in self.transient:
             data.pop(name, None)
@@ -309,8 +284,6 @@ class Config:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Self:
         """A config from :meth:`to_dict`'s output (unknown keys are ignored)."""
-        from interp.schema.convert import from_data
-
         return from_data(cls, data)
 
     @classmethod

@@ -9,7 +9,8 @@
   ``line-I``) and ± one standard deviation band (``band-I``) per layer, a point per
   cell (``point-I-J``, hover texts from :func:`target_by_alpha_titles`).
 
-The ``fmt_*`` helpers format numbers the way the figures and the report show them.
+The ``fmt_*`` helpers format the numbers only these figures and the report show
+(coefficients, ratios, collapse rates, KL); the rest use :mod:`interp.display`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from interp.display import MISSING, format_number
+from interp.display import MISSING, format_number, plus_minus
 from interp.errors import InterpError
 from interp.plotting import INK, PALETTE, ci_line, colormap, new_figure, styled
 
@@ -36,8 +37,6 @@ __all__ = [
     "SweepData",
     "fmt_alpha",
     "fmt_pct",
-    "fmt_plain",
-    "fmt_pm",
     "fmt_ratio",
     "fmt_signed",
     "fmt_small",
@@ -99,11 +98,6 @@ def _minus(text: str) -> str:
     return text.replace("-", "−")
 
 
-def _fixed(x: float, digits: int) -> str:
-    """A finite number to ``digits`` decimals (scientific when tiny or huge)."""
-    return format_number(float(x), digits)
-
-
 def fmt_alpha(alpha: float) -> str:
     """``-4.0`` → ``"−4"``."""
     return _minus(f"{alpha:g}") if math.isfinite(alpha) else MISSING
@@ -116,24 +110,6 @@ def fmt_signed(x: float, digits: int = 2) -> str:
     if round(x, digits) == 0:
         return "0"
     return ("+" if x > 0 else "−") + f"{abs(x):.{digits}f}"
-
-
-def fmt_plain(x: float, digits: int = 2) -> str:
-    if math.isnan(x):
-        return MISSING
-    if math.isinf(x):
-        return "∞" if x > 0 else "−∞"
-    return _minus(_fixed(x, digits))
-
-
-def fmt_pm(mean: float, std: float, digits: int = 3) -> str:
-    """``"0.512 ± 0.100"``; ``"0.512"`` without a std; ``"—"`` without a mean."""
-    if not math.isfinite(mean):
-        return MISSING
-    text = _minus(_fixed(mean, digits))
-    if math.isfinite(std):
-        text += " ± " + _fixed(std, digits)
-    return text
 
 
 def fmt_ratio(ratio: float) -> str:
@@ -219,7 +195,7 @@ def heatmap_cell_texts(r: SweepData, name: str) -> list[list[str]]:
     elif name == "perplexity":
         grid, fmt = r.perplexity_ratio, fmt_ratio
     elif name == "distinct2":
-        grid, fmt = r.distinct2, fmt_plain
+        grid, fmt = r.distinct2, lambda v: format_number(v, 2)
     elif name == "collapse":
         grid, fmt = r.collapse, fmt_pct
     else:
@@ -291,7 +267,7 @@ def _base_text(r: SweepData, key: str, i: int, digits: int = 3) -> str:
     b = r.base_index
     if b is None:
         return ""
-    return f" (α = 0: {fmt_pm(r.grid(key)[i][b], r.grid(key + '_std')[i][b], digits)})"
+    return f" (α = 0: {plus_minus(r.grid(key)[i][b], r.grid(key + '_std')[i][b], digits)})"
 
 
 def _coherence_tip(r: SweepData, i: int, j: int) -> str:
@@ -314,22 +290,22 @@ def heatmap_titles(result: SweepData, name: str) -> dict[str, str]:
             sweet = "\nsweet spot" if (i, j) == r.sweet_cell else ""
             if name == "target_delta":
                 tip = (f"{where}\nchange vs α = 0: {fmt_signed(delta[i][j], 3)}\ntarget score: "
-                       f"{fmt_pm(r.target_score[i][j], r.target_score_std[i][j])}"
+                       f"{plus_minus(r.target_score[i][j], r.target_score_std[i][j])}"
                        + _base_text(r, "target_score", i) + _coherence_tip(r, i, j))
             elif name == "perplexity":
                 tip = (f"{where}\nperplexity: "
-                       f"{fmt_pm(r.perplexity[i][j], r.perplexity_std[i][j])}"
+                       f"{plus_minus(r.perplexity[i][j], r.perplexity_std[i][j])}"
                        + _base_text(r, "perplexity", i)
                        + f"\nratio to α = 0: {fmt_ratio(ratio[i][j])}" + _coherence_tip(r, i, j))
             elif name == "distinct2":
-                tip = (f"{where}\ndistinct-2: {fmt_pm(r.distinct2[i][j], r.distinct2_std[i][j])}"
-                       + _base_text(r, "distinct2", i))
+                d2 = plus_minus(r.distinct2[i][j], r.distinct2_std[i][j])
+                tip = f"{where}\ndistinct-2: {d2}" + _base_text(r, "distinct2", i)
             elif name == "collapse":
-                tip = (f"{where}\ncollapse rate: {fmt_pm(r.collapse[i][j], r.collapse_std[i][j])}"
-                       f" ({fmt_pct(r.collapse[i][j])} of texts)")
+                rate = plus_minus(r.collapse[i][j], r.collapse_std[i][j])
+                tip = f"{where}\ncollapse rate: {rate} ({fmt_pct(r.collapse[i][j])} of texts)"
             else:
                 tip = (f"{where}\nKL(unsteered ‖ steered): "
-                       f"{fmt_pm(r.side_kl[i][j], r.side_kl_std[i][j], 4)} nats")
+                       f"{plus_minus(r.side_kl[i][j], r.side_kl_std[i][j], 4)} nats")
             out[f"cell-{i}-{j}"] = tip + sweet
     return out
 
@@ -369,6 +345,6 @@ def target_by_alpha_titles(result: SweepData) -> dict[str, str]:
     """Hover text of every point of :func:`target_by_alpha_figure`, by gid."""
     r = result
     return {f"point-{i}-{j}": f"{_where(r, i, j)}\ntarget score: "
-                              f"{fmt_pm(r.target_score[i][j], r.target_score_std[i][j])}"
+                              f"{plus_minus(r.target_score[i][j], r.target_score_std[i][j])}"
             for i in range(len(r.layers)) for j in range(len(r.alphas))
             if math.isfinite(r.target_score[i][j])}

@@ -18,26 +18,45 @@ Every cell reports mean and standard deviation over prompts (and sampling seeds)
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from interp.display import as_float
+from interp.display import MISSING, as_float, format_number, signed
 from interp.errors import InterpError
-from interp.generation.engine import generate
+from interp.generation.engine import GenerationConfig, generate
 from interp.lenses.logit import kl_divergence
 from interp.models.loading import Model
+from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
+from interp.schema import (
+    Config,
+    Headline,
+    Result,
+    at_least,
+    each,
+    finite,
+    fraction,
+    json_meta,
+    non_negative,
+    not_empty,
+    positive,
+    setting,
+)
+from interp.schema.convert import from_data
 from interp.steering.vectors import (
     ContrastPairs,
+    Method,
+    Positions,
     SteeringVector,
     distinct_n,
     steer,
@@ -47,6 +66,7 @@ from interp.steering.vectors import (
 
 if TYPE_CHECKING:
     import pandas as pd
+    from matplotlib.figure import Figure
 
 DEFAULT_ALPHAS = (-4.0, -1.0, 0.0, 1.0, 2.0, 4.0, 8.0, 16.0)
 SIDE_EFFECT_PROMPTS = (
@@ -146,27 +166,99 @@ def side_effect_kl(
     return [out[float(a)] for a in alphas]
 
 
-@dataclass
-class SweepConfig:
+def parse_numbers(text: str) -> list[float]:
+    """``"-4,0,2.5"`` → ``[-4.0, 0.0, 2.5]`` (a CLI list; the field's checks judge the
+    values)."""
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError("use comma-separated numbers") from None
+    if not values:
+        raise ValueError("use comma-separated numbers")
+    return values
+
+
+def parse_ints(text: str) -> list[int]:
+    """``"0,1,2"`` → ``[0, 1, 2]`` (numbers are truncated to integers)."""
+    values = parse_numbers(text)
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("use comma-separated finite numbers")
+    return [int(v) for v in values]
+
+
+def _as_list(value: Any, kind: type) -> Any:
+    """A tuple or list of numbers as a list of ``kind`` (other values are left for the
+    checks to judge)."""
+    if not isinstance(value, list | tuple):
+        return value
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in value):
+        return list(value)
+    if kind is int and not all(float(v).is_integer() for v in value):
+        return list(value)
+    return [kind(v) for v in value]
+
+
+@dataclass(frozen=True)
+class SweepConfig(Config):
     """What a sweep steers and how it scores (``results.json["config"]``).
 
     ``vector_source`` is filled in by :func:`run_sweep` from the pairs or vector it is
     given; ``layers`` and ``alphas`` come back checked, with α = 0 added when missing.
+    ``interp steer sweep`` derives its options from these fields (``--layers`` is parsed
+    against the model, ``batch_size`` comes from the model options).
     """
 
-    layers: list[int]
-    alphas: list[float] = field(default_factory=lambda: list(DEFAULT_ALPHAS))
-    max_new_tokens: int = 24
-    temperature: float = 0.0
-    seeds: list[int] = field(default_factory=lambda: [0])
-    chat: bool = False
-    batch_size: int = 32
-    vector_source: str = ""
-    method: str = "mean_diff"
-    collapse_distinct2: float = 0.5
-    collapse_ppl_factor: float = 10.0
-    coherence_ppl_factor: float = 2.0
-    positions: str = "all"
+    layers: list[int] = setting(cli=False, check=each(at_least(0)),
+                                help="Layers to steer at (0-based, the residual stream "
+                                     "after the block).")
+    alphas: list[float] = setting(default_factory=lambda: list(DEFAULT_ALPHAS),
+                                  check=each(finite), parse=parse_numbers,
+                                  cli_default=",".join(f"{a:g}" for a in DEFAULT_ALPHAS),
+                                  help="Comma-separated coefficients (0 is always added).")
+    max_new_tokens: int = setting(24, check=at_least(1),
+                                  help="New tokens generated per continuation.")
+    temperature: float = setting(0.0, check=non_negative,
+                                 help="0 = greedy; otherwise sampling, once per seed.")
+    seeds: list[int] = setting(default_factory=lambda: [0], check=not_empty, parse=parse_ints,
+                               cli_default="0", help="Sampling seeds, comma list.")
+    chat: bool = setting(False, help="Wrap prompts in the model's chat template.")
+    batch_size: int = setting(32, cli=False, check=at_least(1),
+                              help="Generated rows (prompt, α) per batch.")
+    vector_source: str = setting("", cli=False,
+                                 help="Where the vector came from (set by run_sweep).")
+    method: Method = setting("mean_diff", help="How a vector is built from contrast pairs: "
+                                               "the mean difference, or the first principal "
+                                               "component of the paired differences.")
+    collapse_distinct2: float = setting(0.5, cli=False, check=fraction,
+                                        help="A text whose distinct-2 is below this counts "
+                                             "as collapsed.")
+    collapse_ppl_factor: float = setting(10.0, cli=False, check=positive,
+                                         help="A text whose perplexity is above this × the "
+                                              "layer's α = 0 mean counts as collapsed.")
+    coherence_ppl_factor: float = setting(2.0, cli=False, check=positive,
+                                          help="The sweet spot's mean perplexity stays "
+                                               "within this × α = 0.")
+    positions: Positions = setting("all", help="Which tokens the vector is added to.")
+    seed: int = setting(0, cli=False,
+                        help="The run's seed as its manifest records it (the CLI's --seed); "
+                             "the sampling streams are keyed by seeds.")
+
+    #: ``seed`` is provenance, not a setting of the sweep: ``results.json["config"]``
+    #: leaves it out (the manifest has it).
+    transient: ClassVar[tuple[str, ...]] = ("seed",)
+
+    def __post_init__(self) -> None:
+        # the keyword form takes tuples and numpy numbers; the file keeps plain lists
+        object.__setattr__(self, "layers", _as_list(self.layers, int))
+        object.__setattr__(self, "alphas", _as_list(self.alphas, float))
+        object.__setattr__(self, "seeds", _as_list(self.seeds, int))
+        super().__post_init__()
+
+    def generation(self, seed: int) -> GenerationConfig:
+        """The generation settings of one sampling seed's pass."""
+        return GenerationConfig(max_new_tokens=self.max_new_tokens,
+                                temperature=self.temperature, seed=seed, chat=self.chat,
+                                batch_size=self.batch_size)
 
 
 #: Per-cell metrics of a sweep, each a ``[len(layers)][len(alphas)]`` grid (plus ``_std``).
@@ -256,12 +348,13 @@ def _fit(values: Sequence[Any] | None, n: int, fill: Any) -> list[Any]:
 
 
 @dataclass
-class SweepResult:
+class SweepResult(Result):
     """Every (layer, α) cell of a sweep: grids are ``[len(layers)][len(alphas)]``.
 
     Grids are made whole on construction (missing rows or cells become NaN, ``None``
     becomes NaN), so ``result.perplexity[i][j]`` always exists for a layer index ``i``
-    and an α index ``j``.
+    and an α index ``j``. ``warnings`` gets the sweep's traps on construction
+    (:meth:`traps`).
     """
 
     model: str
@@ -286,7 +379,13 @@ class SweepResult:
     side_effect_prompts: list[str] = field(default_factory=list)
     #: run time of the call that made this result (not part of ``results.json``)
     stats: SweepStats = field(default_factory=SweepStats, init=False, compare=False,
-                              repr=False)
+                              repr=False, metadata=json_meta(skip=True))
+
+    json_order: ClassVar[tuple[Any, ...]] = (
+        "model", "config", "layers", "alphas",
+        *(f"{k}{s}" for k in GRID_METRICS for s in ("", "_std")),
+        "vector_norms", "samples", "n_prompts", "sweet_spot", "target_delta_ci95", "texts",
+        "side_effect_prompts", "warnings")
 
     def __post_init__(self) -> None:
         self.layers = [int(x) for x in self.layers]
@@ -299,6 +398,8 @@ class SweepResult:
         self.vector_norms = [as_float(v) for v in _fit(self.vector_norms, n_l, math.nan)]
         self.samples = [[[str(t) for t in cell] for cell in _fit(row, n_a, list)]
                         for row in _fit(self.samples, n_l, list)]
+        for text in self.traps():
+            self.warn(text)
 
     # ------------------------------------------------------------------ derived
 
@@ -374,8 +475,7 @@ class SweepResult:
             return None
         return ratio <= self.config.coherence_ppl_factor and collapse <= COLLAPSE_TOLERANCE
 
-    @property
-    def warnings(self) -> list[str]:
+    def traps(self) -> list[str]:
         """Traps of this sweep: an α = 0 baseline already near the target's ceiling or
         floor (VADER's compound score lives in [-1, 1]), where effects are compressed."""
         b = self.base_index
@@ -401,49 +501,70 @@ class SweepResult:
             return None
         return self.layers.index(s.layer), self.alphas.index(float(s.alpha))
 
+    @property
+    def decoding(self) -> str:
+        """``"greedy"`` or ``"sampling, T = 0.700"``."""
+        t = self.config.temperature
+        return "greedy" if t == 0 else f"sampling, T = {format_number(t)}"
+
+    def verdict(self) -> tuple[str, str]:
+        """The sweep's one-sentence judgement and its kind: ``"none"`` (no coherent
+        setting moved the target), ``"noise"`` (the sweet spot's paired interval contains
+        0), ``"ok"`` (it does not) or ``"unknown"`` (too few pairs for an interval)."""
+        from interp.steering.figures import fmt_alpha
+
+        s, factor = self.sweet_spot, self.config.coherence_ppl_factor
+        if s is None:
+            tol = (f"mean perplexity ≤ {factor:g}× the layer's α = 0 value and at most "
+                   f"{100 * COLLAPSE_TOLERANCE:.0f}% of texts collapsed")
+            return ("No coherent setting moved the target score: no steered cell stayed "
+                    f"within the coherence tolerance ({tol}).", "none")
+        text = (f"Sweet spot: layer {s.layer}, α = {fmt_alpha(s.alpha)} changes the target "
+                f"score by {signed(s.effect, 3)} vs α = 0 (spread over prompts ± "
+                f"{format_number(s.effect_spread, 3)}), the largest change within the "
+                f"coherence tolerance ({s.tolerance}).")
+        cell = self.sweet_cell
+        lo, hi = self.target_delta_ci()[cell[0]][cell[1]] if cell else (math.nan, math.nan)
+        interval = f"[{signed(lo, 3)}, {signed(hi, 3)}]"
+        if math.isfinite(lo) and lo <= 0 <= hi:
+            return (text + f" Its 95% interval over paired prompts, {interval}, contains 0: "
+                    "within noise, not a result.", "noise")
+        if math.isfinite(lo):
+            return text + f" 95% interval over paired prompts: {interval}.", "ok"
+        return text + " Too few paired prompts for an interval: no noise estimate.", "unknown"
+
     # ------------------------------------------------------------------ views
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``results.json`` content (without the manifest, which the caller adds)."""
-        return {
-            "model": self.model, "config": asdict(self.config), "layers": list(self.layers),
-            "alphas": list(self.alphas),
-            **{k: [list(row) for row in getattr(self, k)] for k in self.grid_names()},
-            "vector_norms": list(self.vector_norms),
-            "samples": [[list(cell) for cell in row] for row in self.samples],
-            "n_prompts": self.n_prompts,
-            "sweet_spot": asdict(self.sweet_spot) if self.sweet_spot is not None else None,
-            "target_delta_ci95": [[list(ci) for ci in row] for row in self.target_delta_ci()],
-            "texts": [asdict(t) for t in self.texts],
-            "side_effect_prompts": list(self.side_effect_prompts),
-            "warnings": self.warnings,
-        }
+    def extra_data(self) -> dict[str, Any]:
+        """The paired 95% interval of each cell's target-score change
+        (``target_delta_ci95``, derived from ``texts``)."""
+        return {"target_delta_ci95": [[list(ci) for ci in row]
+                                      for row in self.target_delta_ci()]}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> SweepResult:
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepResult:
         """A result from its ``results.json`` dict (extra keys such as the manifest are
-        ignored; absent grids and lists become NaN and empty)."""
-        names = {f.name for f in fields(SweepConfig)}
-        raw_cfg = d.get("config") or {}
-        layers = list(d.get("layers") or raw_cfg.get("layers") or [])
-        alphas = list(d.get("alphas") or raw_cfg.get("alphas") or [])
-        cfg = SweepConfig(**{"layers": layers, "alphas": alphas,
-                             **{k: v for k, v in raw_cfg.items() if k in names}})
-        sweet = d.get("sweet_spot")
-        return cls(
-            model=str(d.get("model") or ""), config=cfg, layers=layers, alphas=alphas,
-            **{k: d.get(k) or [] for k in cls.grid_names()},
-            vector_norms=list(d.get("vector_norms") or []),
-            samples=list(d.get("samples") or []),
-            n_prompts=int(d.get("n_prompts") or 0),
-            sweet_spot=SweetSpot(**sweet) if isinstance(sweet, Mapping) else None,
-            texts=[SweepText(**t) for t in d.get("texts") or []],
-            side_effect_prompts=[str(p) for p in d.get("side_effect_prompts") or []],
-        )
+        ignored; absent grids and lists become NaN and empty).
+
+        Kept by hand for one thing the generic reader cannot know: a partial or older
+        file may lack its config, or give ``layers``/``alphas`` only at the top level or
+        only in the config; each fills in the other before the generic read.
+        """
+        d = dict(data)
+        raw_cfg = dict(d.get("config") or {})
+        d["layers"] = list(d.get("layers") or raw_cfg.get("layers") or [])
+        d["alphas"] = list(d.get("alphas") or raw_cfg.get("alphas") or [])
+        d["config"] = {"layers": d["layers"], "alphas": d["alphas"], **raw_cfg}
+        d["model"] = str(d.get("model") or "")
+        return from_data(cls, d)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (layer, α): every metric's mean and std, the change of the target
-        score and the perplexity ratio vs α = 0, collapse and coherence flags."""
+        score and the perplexity ratio vs α = 0, collapse and coherence flags.
+
+        Written out rather than the headline's table: the headline is the layer × α grid
+        of display strings the CLI prints, this is the long numeric form for analysis.
+        """
         import pandas as pd
 
         delta, ratio, sweet = self.target_delta, self.perplexity_ratio, self.sweet_cell
@@ -469,23 +590,49 @@ class SweepResult:
         return pd.DataFrame([asdict(t) for t in self.texts],
                             columns=[f.name for f in fields(SweepText)])
 
-    def _repr_html_(self) -> str:
-        from interp.display import result_html
+    def headline(self) -> Headline:
+        """The layer × α grid of target-score change vs α = 0 with the perplexity ratio
+        (⚠: more than :data:`COLLAPSE_TOLERANCE` of the texts collapsed), the sweep's
+        facts (the report's lead) and its verdict."""
+        from interp.steering.figures import fmt_alpha, fmt_ratio, fmt_signed
+
+        delta, ratio = self.target_delta, self.perplexity_ratio
+        table = []
+        for li, layer in enumerate(self.layers):
+            cells: list[Any] = [layer]
+            for ai in range(len(self.alphas)):
+                flag = " ⚠" if self.collapse[li][ai] > COLLAPSE_TOLERANCE else ""
+                cells.append(f"{fmt_signed(delta[li][ai])} ({fmt_ratio(ratio[li][ai])}){flag}")
+            table.append(cells)
+        cfg = self.config
+        prompts = format_number(self.n_prompts)
+        if len(cfg.seeds) > 1:
+            prompts += f" × {len(cfg.seeds)} seeds"
+        rows: list[tuple[str, Any]] = [
+            ("model", self.model or "unknown"),
+            ("vector source", cfg.vector_source or "unknown"),
+            ("method", cfg.method or "unknown"),
+            ("layers", ", ".join(str(x) for x in self.layers) or MISSING),
+            ("coefficients", ", ".join(fmt_alpha(a) for a in self.alphas) or MISSING),
+            ("prompts", prompts),
+            ("decoding", f"{self.decoding}, {format_number(cfg.max_new_tokens)} new tokens"),
+        ]
+        cell = self.sweet_cell
+        return Headline(
+            title="Steering sweep", rows=rows, verdict=self.verdict()[0],
+            columns=["layer", *(f"α={fmt_alpha(a)}" for a in self.alphas)], table=table,
+            emphasis=cell[0] if cell is not None else None,
+            table_title=f"steering sweep · {self.model} · VADER of the continuation "
+                        "(Δ vs α=0, perplexity ratio)")
+
+    def figure(self) -> Figure | None:
         from interp.steering.figures import heatmap_figure
 
-        s = self.sweet_spot
-        rows: list[tuple[str, object]] = [
-            ("model", self.model), ("vector source", self.config.vector_source),
-            ("layers", ", ".join(str(x) for x in self.layers)),
-            ("α", ", ".join(f"{a:g}" for a in self.alphas)), ("prompts", self.n_prompts),
-            ("sweet spot", f"layer {s.layer}, α = {s.alpha:g}: Δ target {s.effect:+.3f} "
-                           f"(spread {s.effect_spread:.3f})" if s is not None else "none"),
-        ]
-        fig = heatmap_figure(self, "target_delta") if self.layers and self.alphas else None
-        return result_html("Steering sweep", rows, fig)
+        return heatmap_figure(self, "target_delta") if self.layers and self.alphas else None
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+def _nan_mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation of the values that are not NaN."""
     v = np.array([x for x in values if x == x], dtype=float)
     if len(v) == 0:
         return math.nan, math.nan
@@ -516,41 +663,37 @@ def run_sweep(
     vector: SteeringVector | None = None,
     side_effect_prompts: Sequence[str] = SIDE_EFFECT_PROMPTS,
     progress: bool | None = None,
-    **options: Any,
+    **settings: Any,
 ) -> SweepResult:
     """Steer at every layer × α and score every continuation (see the module doc).
 
     Give ``pairs`` (a vector is trained at each swept layer) or ``vector`` (applied as it
-    is at every swept layer). ``options`` are :class:`SweepConfig` fields: without a
+    is at every swept layer). ``settings`` are :class:`SweepConfig` fields: without a
     ``config`` they make one (``run_sweep(model, prompts, layers=[6], pairs=pairs)``),
-    with one they override it. ``result.to_dict()`` is the ``results.json`` content.
+    with one they override it. ``result.to_dict()`` is the ``results.json`` content, and
+    ``result.manifest`` the run's provenance.
     """
-    if config is None:
-        if "layers" not in options:
-            raise InterpError("give the layers to sweep (a SweepConfig or layers=...)")
-        options = {k: list(v) if k in ("layers", "alphas", "seeds") else v
-                   for k, v in options.items()}
-        config = SweepConfig(**options)
-    elif options:
-        config = replace(config, **options)
+    if config is None and "layers" not in settings:
+        raise InterpError("give the layers to sweep (a SweepConfig or layers=...)")
+    if config is not None and settings:  # overrides: the config's fields, then these
+        settings = {**{f.name: getattr(config, f.name) for f in fields(config)}, **settings}
+        config = None
+    config = SweepConfig.resolve(config, settings)
     if (pairs is None) == (vector is None):
         raise InterpError("give contrast pairs or a vector, not both and not neither")
     if not prompts:
         raise InterpError("no prompts to steer")
-    alphas = [float(a) for a in config.alphas]
-    if not all(math.isfinite(a) for a in alphas):
-        raise InterpError("alphas must be finite")
+    alphas = list(config.alphas)
     if 0.0 not in alphas:
         alphas = [0.0, *alphas]  # the unsteered baseline of every layer
     layer_list = [model.check_layer(int(x)) for x in config.layers]
     source = pairs.source if pairs is not None else vector.source if vector is not None else ""
-    cfg = replace(config, layers=layer_list, alphas=alphas, seeds=[int(s) for s in config.seeds],
-                  vector_source=source)
+    cfg = config.replace(layers=layer_list, alphas=alphas, vector_source=source)
     method, positions, seeds = cfg.method, cfg.positions, cfg.seeds
     n_a = len(alphas)
     rows_prompts = [p for p in prompts for _ in alphas]
     rows_alpha = [a for _ in prompts for a in alphas]
-    grids: dict[str, Grid] = {k: [] for k in SweepResult.grid_names()}
+    grids: dict[str, Any] = {k: [] for k in SweepResult.grid_names()}  # name → Grid
     samples: list[list[list[str]]] = []
     norms: list[float] = []
     per_text: list[SweepText] = []
@@ -575,9 +718,7 @@ def run_sweep(
             for seed in seeds:
                 with stats.timed("generate"), \
                         steer(model, vec, layer=layer, alpha=rows_alpha, positions=positions):
-                    res = generate(model, rows_prompts, max_new_tokens=cfg.max_new_tokens,
-                                   temperature=cfg.temperature, seed=seed, chat=cfg.chat,
-                                   batch_size=cfg.batch_size, progress=False)
+                    res = generate(model, rows_prompts, cfg.generation(seed), progress=False)
                 stats.rows += len(res.generations)
                 stats.new_tokens += res.stats.new_tokens
                 texts = res.texts
@@ -600,7 +741,7 @@ def run_sweep(
                                               texts[i], vader[i], ppl[i], d2[i]))
                 bar.update(task, advance=1, info=f"layer {layer}")
             base_idx = alphas.index(0.0)
-            base_ppl = _mean_std(cell[(base_idx, "perplexity")])[0]
+            base_ppl = _nan_mean_std(cell[(base_idx, "perplexity")])[0]
             for a_idx in range(n_a):
                 collapse = [
                     float((d == d and d < cfg.collapse_distinct2)
@@ -617,7 +758,7 @@ def run_sweep(
             for a_idx, kl in enumerate(side):
                 cell[(a_idx, "side_kl")] = kl
             for k in GRID_METRICS:
-                stats_k = [_mean_std(cell[(a_idx, k)]) for a_idx in range(n_a)]
+                stats_k = [_nan_mean_std(cell[(a_idx, k)]) for a_idx in range(n_a)]
                 grids[k].append([m for m, _ in stats_k])
                 grids[f"{k}_std"].append([s for _, s in stats_k])
             samples.append(cell_samples)
@@ -629,6 +770,8 @@ def run_sweep(
         side_effect_prompts=list(side_effect_prompts),
     )
     result.stats = stats
+    result.manifest = model_manifest(model, seed=cfg.seed, config=cfg.to_dict(),
+                                     texts=list(prompts))
     return result
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
 from jaxtyping import Float
@@ -38,8 +38,12 @@ from interp.data.readers import read_records
 from interp.errors import InterpError
 from interp.models.loading import Model
 
-METHODS = ("mean_diff", "pca")
-POSITIONS = ("all", "prompt", "generated")
+#: How a vector is built from contrast pairs (see the module doc).
+Method = Literal["mean_diff", "pca"]
+#: Which tokens a vector is added to: every one, the prompt's, or the generated ones.
+Positions = Literal["all", "prompt", "generated"]
+METHODS: tuple[str, ...] = get_args(Method)
+POSITIONS: tuple[str, ...] = get_args(Positions)
 
 
 @dataclass
@@ -293,6 +297,7 @@ def distinct_n(text_tokens: Sequence[Any], n: int = 2) -> float:
 
 
 __all__ = [
-    "ContrastPairs", "SteeringVector", "distinct_n", "from_probe", "load_pairs",
-    "load_vector", "steer", "steering_hook", "train_vector", "train_vectors",
+    "METHODS", "POSITIONS", "ContrastPairs", "Method", "Positions", "SteeringVector",
+    "distinct_n", "from_probe", "load_pairs", "load_vector", "steer", "steering_hook",
+    "train_vector", "train_vectors",
 ]

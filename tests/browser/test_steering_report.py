@@ -8,7 +8,7 @@ import pytest
 from interp.steering.figures import (
     HEATMAPS as FIGURES,
 )
-from reports.steering import write_steering_report
+from reports.steering import steering_report
 from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.unit.reports.test_steering_report import (
     ALPHAS,
@@ -20,8 +20,7 @@ from tests.unit.reports.test_steering_report import (
 
 @pytest.mark.browser
 def test_report_in_browser(tmp_path):
-    path = write_steering_report(tmp_path / "steering.html", typed(make_result()),
-                                 make_manifest())
+    path = steering_report(typed(make_result()), make_manifest()).save(tmp_path / "steering")
     cell_selector = ", ".join(f'svg.mpl-fig[data-figure="{n}"] g[id^="{n}-cell-"]'
                               f':not([id$="-t"])' for n in FIGURES)
 

@@ -171,6 +171,30 @@ def test_errors(tiny_model, kwargs, message):
         generate(tiny_model, ["hello"], **kwargs)
 
 
+def test_config_or_keywords_one_implementation(tiny_model):
+    """``generate(model, prompts, GenerationConfig(...))`` equals the keyword form; the
+    config checks every setting without a model, and the result carries its manifest."""
+    from interp.generation.engine import GenerationConfig
+    from interp.schema import ConfigError
+
+    cfg = GenerationConfig(max_new_tokens=4, batch_size=2, stop=["\n"])
+    assert cfg.stop == ("\n",) and GenerationConfig(temperature=1).temperature == 1.0
+    by_config = generate(tiny_model, PROMPTS[:3], cfg)
+    by_keywords = generate(tiny_model, PROMPTS[:3], max_new_tokens=4, batch_size=2, stop=["\n"])
+    assert by_config.texts == by_keywords.texts and by_config.config == by_keywords.config
+    man = by_config.manifest
+    assert man is not None and man["config"] == cfg.to_dict() and man["seed"] == 0
+    assert list(by_config.to_dict())[-1] == "manifest"
+    with pytest.raises(InterpError, match="not both"):
+        generate(tiny_model, PROMPTS[:1], cfg, max_new_tokens=2)
+    with pytest.raises(InterpError, match="no setting max_tokens"):
+        generate(tiny_model, PROMPTS[:1], max_tokens=2)
+    with pytest.raises(ConfigError, match="verify_every must be ≥ 1"):
+        GenerationConfig(verify_every=0)
+    with pytest.raises(ConfigError, match="chat must be bool"):
+        GenerationConfig(chat="yes")  # type: ignore[arg-type]
+
+
 def test_empty_prompt(tiny_model):
     with pytest.raises(InterpError, match="empty prompt"):
         generate(tiny_model, ["ok", ""])

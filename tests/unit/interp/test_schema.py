@@ -250,6 +250,45 @@ def test_cli_errors_name_the_flag() -> None:
     assert out.exit_code == 2 and "adam" in out.output
 
 
+def test_headline_never_reads_text_as_markup() -> None:
+    """User text in a table (a prompt "The [/x] weather") prints as it is: rich would
+    otherwise parse it as markup and fail on the unmatched closing tag."""
+    head = Headline("t", columns=["prompt [b]"], table=[["The [/x] weather"], ["[bold]hi"]],
+                    table_title="gen [/y]")
+    text = head.text()
+    assert "The [/x] weather" in text and "[bold]hi" in text
+    assert "gen [/y]" in text and "prompt [b]" in text
+
+
+def test_cli_parse_errors_name_the_flag() -> None:
+    """A ``parse=`` function's ValueError is one line naming the flag and the text; its
+    value then meets the field's checks."""
+    from interp.schema import each, finite
+
+    def numbers(text: str) -> list[float]:
+        try:
+            return [float(x) for x in text.split(",")]
+        except ValueError:
+            raise ValueError("use comma-separated numbers") from None
+
+    @dataclass(frozen=True)
+    class AlphaConfig(Config):
+        alphas: list[float] = setting(default_factory=lambda: [1.0], parse=numbers,
+                                      check=each(finite), cli_default="1", help="Alphas.")
+
+    @click.command()
+    @config_options(AlphaConfig)
+    def cmd(**params: object) -> None:
+        click.echo(json.dumps(build_config(AlphaConfig, params).to_dict()))
+
+    assert json.loads(CliRunner().invoke(cmd, []).output) == {"alphas": [1.0]}
+    out = CliRunner().invoke(cmd, ["--alphas", "1,x"])
+    assert isinstance(out.exception, InterpError)
+    assert str(out.exception) == "bad --alphas '1,x': use comma-separated numbers"
+    out = CliRunner().invoke(cmd, ["--alphas", "1,nan"])
+    assert str(out.exception) == "--alphas items must be a finite number, got [1.0, nan]"
+
+
 def test_shared_formatters() -> None:
     from interp.display import FILTERS, ci_text, percent, plus_minus, signed
 

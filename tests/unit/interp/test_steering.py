@@ -152,6 +152,10 @@ def test_run_sweep_takes_a_config_and_returns_a_typed_result(tiny_model):
     assert res.side_kl[0][0] == 0.0 and len(res.texts) == 4
     again = run_sweep(tiny_model, PROMPTS[:2], pairs=PAIRS, progress=False, layers=[1],
                       alphas=[5.0], max_new_tokens=3, batch_size=8)
+    # each result carries its own manifest (with its own timestamp); the rest is equal
+    assert again.manifest and res.manifest
+    assert again.manifest["config"] == res.manifest["config"] == res.config.to_dict()
+    again.manifest = res.manifest
     assert json.dumps(again.to_dict()) == json.dumps(res.to_dict())
     assert json.dumps(SweepResult.from_dict(res.to_dict()).to_dict()) == json.dumps(res.to_dict())
     frame = res.to_frame()
@@ -161,6 +165,48 @@ def test_run_sweep_takes_a_config_and_returns_a_typed_result(tiny_model):
         run_sweep(tiny_model, PROMPTS, pairs=PAIRS)
     with pytest.raises(InterpError, match="not both"):
         run_sweep(tiny_model, PROMPTS, cfg)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"alphas": [1.0, float("nan")]}, "alphas items must be a finite number"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be ≥ 1"),
+        ({"temperature": -0.5}, "temperature must be ≥ 0"),
+        ({"seeds": []}, "seeds must not be empty"),
+        ({"batch_size": 0}, "batch_size must be ≥ 1"),
+        ({"method": "ica"}, "unknown method 'ica'"),
+        ({"positions": "middle"}, "unknown positions 'middle'"),
+        ({"collapse_distinct2": 1.5}, "collapse_distinct2 must be in"),
+        ({"layers": [-1]}, "layers items must be ≥ 0"),
+    ],
+)
+def test_sweep_config_checks_every_setting(settings, message):
+    """A Python caller gets the checks the CLI makes (before any model work)."""
+    from interp.schema import ConfigError
+    from interp.steering.sweep import SweepConfig
+
+    with pytest.raises(ConfigError, match=message):
+        SweepConfig(**{"layers": [1], **settings})
+    cfg = SweepConfig(layers=(1, 2), alphas=(0, 4), seeds=(0,))
+    assert cfg.layers == [1, 2] and cfg.alphas == [0.0, 4.0] and cfg.seeds == [0]
+    assert "seed" not in cfg.to_dict()  # provenance: the manifest has it
+
+
+def test_run_sweep_config_with_overrides(tiny_model):
+    """Keywords next to a config override it (a copy; the config is unchanged)."""
+    from interp.steering.sweep import SweepConfig, run_sweep
+
+    cfg = SweepConfig(layers=[1], alphas=[5.0], max_new_tokens=3, batch_size=8)
+    res = run_sweep(tiny_model, PROMPTS[:1], cfg, pairs=PAIRS, progress=False,
+                    max_new_tokens=2, seed=7)
+    assert res.config.max_new_tokens == 2 and cfg.max_new_tokens == 3
+    assert res.manifest is not None and res.manifest["seed"] == 7
+    head = res.headline()
+    assert head.columns == ["layer", "α=0", "α=5"] and head.table[0][0] == 1
+    assert "steering sweep" in head.text(160) and head.verdict
+    with pytest.raises(InterpError, match="no setting"):
+        run_sweep(tiny_model, PROMPTS[:1], cfg, pairs=PAIRS, alpha=2.0)
 
 
 def test_sweep_prompts(tmp_path):

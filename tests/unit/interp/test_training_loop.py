@@ -1,4 +1,4 @@
-"""The one resumable training loop (interp.runs.training), on a toy run: a linear map fit by
+"""The one resumable training loop (interp.training), on a toy run: a linear map fit by
 Adam. What every trainer relies on: a stopped run resumes to the same weights, bit for bit;
 another run's folder is refused; a non-finite loss stops with one line; checkpoints follow
 the schedule."""
@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from interp.errors import InterpError
-from interp.runs.training import ResumableRun, train_steps
+from interp.training import ResumableRun, train_steps
 
 
 class ToyRun(ResumableRun):

@@ -25,7 +25,7 @@ from interp.steering.figures import (
     target_by_alpha_titles,
 )
 from interp.steering.sweep import SweepResult
-from reports.steering import render_steering_report, steering_report, write_steering_report
+from reports.steering import steering_report
 from tests.support.html_checks import parse, section, svgs
 
 SCRIPT = "<script>alert(1)</script>"
@@ -179,7 +179,7 @@ def typed(r: dict) -> SweepResult:
 
 
 def render(r: dict, manifest: dict | None = None) -> str:
-    return render_steering_report(typed(r), make_manifest() if manifest is None else manifest)
+    return steering_report(typed(r), make_manifest() if manifest is None else manifest).html
 
 
 def make_manifest() -> dict:
@@ -485,7 +485,9 @@ def test_empty_and_sparse_results_still_render():
 
 
 def test_write_steering_report(tmp_path, page):
-    path = write_steering_report(tmp_path / "r.html", typed(make_result()), make_manifest())
+    result = typed(make_result())
+    result.manifest = make_manifest()  # the report takes the manifest the result carries
+    path = steering_report(result).save(tmp_path / "r")
     assert path.read_text(encoding="utf-8") == page
 
 
