@@ -51,15 +51,9 @@ def _rows(result: AttentionResult, index: int) -> list[list[Any]]:
 
 
 def _lead(r: AttentionResult) -> Markup:
-    facts = [
-        ("model", r.model_id or "unknown"),
-        ("layer", r.layer),
-        ("heads", ", ".join(str(h) for h in r.heads)),
-        ("tokens", len(r.tokens)),
-        ("chat template", "yes" if r.config.chat else "no"),
-    ]
+    """The prompt, then the headline's facts (the rows a notebook shows)."""
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
-                         for k, v in facts)
+                         for k, v in r.headline().rows)
     return Markup('<p class="prompt-label">Prompt</p><pre class="prompt">{}</pre>'
                   '<dl class="facts">{}</dl>').format(r.config.prompt, dl)
 

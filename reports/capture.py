@@ -30,5 +30,6 @@ def capture_report(result: CaptureResult, manifest: Mapping[str, Any] | None = N
     return render_page(
         "capture.html.j2", title=f"Activations — {result.model_id}",
         subtitle="Activations captured with interp.capture and saved as an artifact.",
-        manifest=manifest, figures=figures, r=result, cfg=result.config, rows=rows,
+        manifest=manifest, figures=figures, r=result, cfg=result.config,
+        facts=result.headline().rows, rows=rows,
     )

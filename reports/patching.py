@@ -83,10 +83,6 @@ def _methods(r: PatchResult) -> list[Effects]:
     return [e for e in (r.exact, r.atp, r.atp_star) if e is not None]
 
 
-def _method_text(r: PatchResult) -> str:
-    return ", ".join(METHOD_LABELS.get(e.method, e.method) for e in _methods(r)) or "—"
-
-
 # ------------------------------------------------------------------------- lead
 def _lead(r: PatchResult) -> Markup:
     t, main = r.task, r.primary
@@ -103,18 +99,7 @@ def _lead(r: PatchResult) -> Markup:
         text += (f" Largest effect ({METHOD_LABELS.get(main.method, main.method)}): "
                  f"{row['name']}, {row['effect']} (95% CI {row['ci']})")
         text += ", within noise." if row["noise"] else "."
-    facts: list[tuple[str, Any]] = [
-        ("model", r.model_id or "unknown"),
-        ("task", t.name),
-        ("family", r.family + (", per position" if r.config.per_position
-                               and r.family == "heads" else "")),
-        ("method", _method_text(r)),
-        ("direction", r.config.direction),
-        ("pairs used", f"{t.n_used} of {t.n_read}"),
-        ("left out", f"{t.n_left_out}" + (f" ({t.left_out_reason})" if t.n_left_out else "")),
-        ("clean LD", f"{clean} {clean_ci}"),
-        ("corrupted LD", f"{corr} {corr_ci}"),
-    ]
+    facts = r.headline().rows  # the facts a notebook shows, in the same words
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
                          for k, v in facts)
     return Markup('<p class="verdict">{}</p><dl class="facts">{}</dl>').format(text, dl)

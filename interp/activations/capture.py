@@ -623,7 +623,9 @@ class CaptureResult(Result):
         return Headline(
             title="captured activations", table_title="captured activations",
             rows=[("model", self.model_id), ("prompts", len(self.activations)),
-                  ("tokens", self.n_tokens), ("positions", str(self.config.positions))],
+                  ("tokens (real, all prompts)", self.n_tokens),
+                  ("positions", str(self.config.positions)), ("dtype", self.config.dtype),
+                  ("dataset", self.config.dataset), ("artifact", self.artifact)],
             columns=["hook point", "shape", "mean ‖h‖", "95% CI", "n"],
             table=[[h.hook, " × ".join(map(str, h.shape)), h.norm_mean,
                     ci_text(h.norm_ci95[0], h.norm_ci95[1]), h.norm_n] for h in self.hooks])

@@ -356,8 +356,9 @@ class AttentionResult(Result):
             f"attention · {self.model_id} · layer {self.layer}"
         return Headline(
             title=title, table_title=title,
-            rows=[("model", self.model_id), ("heads", ", ".join(map(str, self.heads))),
-                  ("tokens", len(self.tokens))],
+            rows=[("model", self.model_id or "unknown"), ("layer", self.layer),
+                  ("heads", ", ".join(map(str, self.heads))), ("tokens", len(self.tokens)),
+                  ("chat template", "yes" if self.config.chat else "no")],
             columns=["head", "key 1", "weight", "key 2", "weight", "key 3", "weight"],
             table=table)
 
@@ -507,20 +508,39 @@ class PatchResult(Result):
         if self.dla is not None:
             verdict.append(f"DLA: contributions sum to the logit difference within "
                            f"{self.dla.max_sum_error:.1e}")
-        rows: list[tuple[str, object]] = [
-            ("task", self.task.name), ("family", self.family),
-            ("method", self.config.method), ("direction", self.config.direction),
-            ("pairs used", f"{self.task.n_used} of {self.task.n_read}"),
-        ]
-        for a in self.agreement:
-            rows.append((f"{a.method} Spearman vs exact", a.spearman))
-            rows.append((f"{a.method} recall@10", a.recall_at_10))
+        rows = self._facts()
         return Headline(
             title="Activation patching", rows=rows,
             table_title=(f"top components ({main.method}, {self.family}, "
                          f"{self.config.direction}; baseline {self.baseline:g}):"),
             columns=["component", "effect", "95% CI"], table=table,
             verdict="\n".join(verdict) or None)
+
+    def _facts(self) -> list[tuple[str, object]]:
+        """The run at a glance: model, task, what was patched and how, the pairs used and
+        the clean and corrupted logit differences (95% CIs over pairs)."""
+        from interp.circuits.figures import METHOD_LABELS, effect_ci, fmt_effect
+
+        def ld(values: list[float]) -> str:
+            mean, lo, hi = mean_ci(values)
+            return f"{fmt_effect(mean)} {effect_ci(lo, hi)}"
+
+        t = self.task
+        methods = [e for e in (self.exact, self.atp, self.atp_star) if e is not None]
+        per_position = self.config.per_position and self.family == "heads"
+        return [
+            ("model", self.model_id or "unknown"),
+            ("task", t.name),
+            ("family", self.family + (", per position" if per_position else "")),
+            ("method", ", ".join(METHOD_LABELS.get(e.method, e.method) for e in methods)
+             or "—"),
+            ("direction", self.config.direction),
+            ("pairs used", f"{t.n_used} of {t.n_read}"),
+            ("left out", f"{t.n_left_out}" + (f" ({t.left_out_reason})" if t.n_left_out
+                                              else "")),
+            ("clean LD", ld(t.clean_ld)),
+            ("corrupted LD", ld(t.corrupted_ld)),
+        ]
 
     def figure(self) -> Figure | None:
         from interp.circuits.figures import effect_heatmap
