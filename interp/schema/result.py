@@ -74,7 +74,10 @@ class Headline:
 
         console = console or Console(soft_wrap=False, width=130)
         if self.table:
-            table = Table(title=Text(self.table_title or self.title), title_justify="left")
+            title = self.table_title or self.title
+            # at least as wide as its title, so that a narrow table's title stays one line
+            table = Table(title=Text(title), title_justify="left",
+                          min_width=min(len(title), console.width))
             for col in self.columns:
                 table.add_column(Text(str(col)), justify="right")
             for i, row in enumerate(self.table):

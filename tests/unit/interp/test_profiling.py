@@ -55,6 +55,18 @@ def test_profile_context_manager_on_tiny_capture(tiny_model, tmp_path):
     names = {e.get("name") for e in trace["traceEvents"]}
     assert "phase: forward" in names and "interp: step" in names
     assert interp.profiling.session.active() is None
+    # the result is made with its manifest (the CLI writes it as is)
+    assert r.manifest is not None and r.manifest["config"] == r.config.to_dict()
+    assert list(r.to_dict())[-1] == "manifest"
+
+
+def test_profile_config_checks_itself():
+    from interp.schema import ConfigError
+
+    with pytest.raises(ConfigError, match="active_steps must be ≥ 1"):
+        ProfileConfig(active_steps=0)
+    with pytest.raises(ConfigError, match="skip_steps must be ≥ 0"):
+        ProfileConfig(skip_steps=-1)
 
 
 def test_profile_drops_a_failed_block(tiny_model, tmp_path):

@@ -183,6 +183,12 @@ def test_headline_prints_text_cells_as_they_are() -> None:
     assert "0.500" in text and "0.250" in text
 
 
+def test_headline_table_title_longer_than_its_table_stays_one_line() -> None:
+    title = "top components (exact, heads, denoise; baseline 0):"
+    head = Headline("t", columns=["c", "e"], table=[["L1H2", "+0.681"]], table_title=title)
+    assert head.text().splitlines()[0].rstrip() == title
+
+
 # ------------------------------------------------------------------------ the CLI
 @click.command()
 @config_options(ToyConfig)
