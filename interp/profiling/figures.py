@@ -8,10 +8,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from matplotlib.figure import Figure
 
 from interp.plotting import new_figure, styled
-from interp.profiling.results import ProfileResult
+
+if TYPE_CHECKING:
+    from interp.profiling.results import ProfileResult
 
 OUTSIDE = "outside operators (Python, framework)"
 

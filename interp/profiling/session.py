@@ -1,7 +1,8 @@
 """A profiling session: phase timers over the whole run, ``torch.profiler`` over its steps.
 
 Tools mark their work with :func:`phase` (``"forward"``, ``"fit probes"``, …) and their
-loop iterations with :func:`step`; both cost nothing when no session is active. A
+loop iterations with :func:`step` (both live in :mod:`interp.runs.phases`, the plumbing,
+and are re-exported here); both cost nothing when no session is active. A
 session (:func:`profile`, or ``--profile DIR`` on the CLI) times every phase with a
 wall clock (synchronising CUDA first) and records every operator with
 ``torch.profiler``, each phase as a ``record_function`` range. The analysis
@@ -13,24 +14,17 @@ whole run so that a short run still yields one.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import torch
 
 from interp.profiling.results import ProfileConfig, ProfileResult
-
-_ACTIVE: Session | None = None
-#: The phase that holds the profiler's own work between steps (collecting the trace when
-#: the recorded window closes): time the run spends only because it is profiled.
-PROFILER_PHASE = "profiler"
-P = ParamSpec("P")
-R = TypeVar("R")
+from interp.runs.phases import PROFILER_PHASE, current, phase, phased, set_current, step
 
 
 class Session:
@@ -100,82 +94,28 @@ def _native_stderr_silenced() -> Iterator[None]:
 
 def active() -> Session | None:
     """The running session, if any."""
-    return _ACTIVE
-
-
-@contextmanager
-def phase(name: str) -> Iterator[None]:
-    """Mark a phase of a tool's work (wall time; a ``record_function`` range in the trace).
-
-    Nested phases are timed too, but only outermost ones count towards the coverage of
-    the run's wall time (they do not overlap).
-    """
-    s = _ACTIVE
-    if s is None:
-        yield
-        return
-    s.sync()
-    t0 = time.perf_counter()
-    s._depth += 1  # noqa: SLF001 - the session's own bookkeeping
-    try:
-        with torch.profiler.record_function(f"phase: {name}"):
-            yield
-    finally:
-        s.sync()
-        s._depth -= 1  # noqa: SLF001
-        key = name if s._depth == 0 else f"{name} (nested)"  # noqa: SLF001
-        s.phases[key] = s.phases.get(key, 0.0) + time.perf_counter() - t0
-
-
-def phased(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
-    """Decorate a function so that every call is a :func:`phase` of that name."""
-
-    def decorate(fn: Callable[P, R]) -> Callable[P, R]:
-        @functools.wraps(fn)
-        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            with phase(name):
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
-
-
-def step() -> None:
-    """Mark the end of one iteration of a tool's loop (a batch, a decode step, a training
-    step): a zero-length marker in the trace; the analysis skips the first few as warm-up."""
-    s = _ACTIVE
-    if s is None:
-        return
-    with torch.profiler.record_function("interp: step"):
-        pass
-    s.steps += 1
-    t0 = time.perf_counter()
-    s.prof.step()  # where the recorded window closes, kineto collects the trace (seconds)
-    key = PROFILER_PHASE if s._depth == 0 else f"{PROFILER_PHASE} (nested)"  # noqa: SLF001
-    s.phases[key] = s.phases.get(key, 0.0) + time.perf_counter() - t0
+    return current()  # type: ignore[return-value] - only a Session is ever made current
 
 
 def start(config: ProfileConfig | None = None, meta: dict[str, Any] | None = None) -> Session:
     """Start a session (one at a time); :func:`finish` ends it."""
-    global _ACTIVE
-    if _ACTIVE is not None:
+    if current() is not None:
         from interp.errors import InterpError
 
         raise InterpError("a profiling session is already running")
-    _ACTIVE = Session(config or ProfileConfig(), meta)
-    return _ACTIVE
+    session = Session(config or ProfileConfig(), meta)
+    set_current(session)
+    return session
 
 
 def finish(out_dir: str | Path | None = None) -> ProfileResult:
     """Stop the session, analyse it and (with ``out_dir``) write ``trace.json``."""
-    global _ACTIVE
-    s = _ACTIVE
+    s = active()
     if s is None:
         from interp.errors import InterpError
 
         raise InterpError("no profiling session is running")
-    _ACTIVE = None
+    set_current(None)
     s.stop()
     from interp.profiling.analysis import analyse
 
@@ -192,9 +132,8 @@ def finish(out_dir: str | Path | None = None) -> ProfileResult:
 
 def abort() -> None:
     """Drop the running session without writing anything (the run failed)."""
-    global _ACTIVE
-    s = _ACTIVE
-    _ACTIVE = None
+    s = active()
+    set_current(None)
     if s is not None:
         s.stop()
 
@@ -215,3 +154,7 @@ def profile(
         abort()
         raise
     s.result = finish(out_dir)  # type: ignore[attr-defined]
+
+
+__all__ = ["PROFILER_PHASE", "Session", "abort", "active", "finish", "phase", "phased",
+           "profile", "start", "step"]

@@ -51,8 +51,8 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 from interp.errors import InterpError
-from interp.profiling.session import phased
 from interp.runs.manifest import sha256_file
+from interp.runs.phases import phased
 
 if TYPE_CHECKING:
     import torch

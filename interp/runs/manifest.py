@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from interp.errors import InterpError
-from interp.profiling.session import phased
+from interp.runs.phases import phased
 
 #: Packages whose versions are recorded in every manifest.
 TRACKED_PACKAGES: tuple[str, ...] = (

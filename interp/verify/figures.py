@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from matplotlib.figure import Figure
 
 from interp.plotting import new_figure, styled
-from interp.verify.results import VerifyResult
+
+if TYPE_CHECKING:
+    from interp.verify.results import VerifyResult
 
 PASS, FAIL = "#2a7f62", "#c0392b"
 
