@@ -72,7 +72,7 @@ def throughput(args: argparse.Namespace) -> dict:
     import interp
     from interp.data.corpus import corpus_hash, load_texts
     from saes.store import ActivationStore
-    from saes.train import TrainConfig, train_sae
+    from saes.train import SAETrainConfig, train_sae
 
     model = interp.load(args.model)
     docs = load_texts("train")
@@ -81,8 +81,8 @@ def throughput(args: argparse.Namespace) -> dict:
     from saes.architectures import arch_config
 
     tokens = args.steps * 4096
-    cfg = TrainConfig(layer=6, d_sae=4608, tokens=tokens, windows_per_chunk=256,
-                      checkpoint_every=10**6, arch=arch_config(args.arch, k=args.k))
+    cfg = SAETrainConfig(layer=6, d_sae=4608, tokens=tokens, windows_per_chunk=256,
+                         checkpoint_every=10**6, arch=arch_config(args.arch, k=args.k))
     store = ActivationStore(model, docs, cfg.store_config(), batch_size=cfg.batch_size,
                             cache_dir=cache, data_hash=data["sha256"])
     t0 = time.perf_counter()
@@ -123,14 +123,14 @@ def layers(args: argparse.Namespace) -> dict:
     both streaming from the model (no activation cache), same settings, interleaved."""
     import interp
     from interp.data.corpus import corpus_hash, load_texts
-    from saes.train import TrainConfig, train_sae, train_saes
+    from saes.train import SAETrainConfig, train_sae, train_saes
 
     model = interp.load(args.model)
     docs = load_texts("train")
     data = {"source": "corpus", "sha256": corpus_hash()}
     layer_list = [int(x) for x in args.layers.split(",")]
-    cfg = TrainConfig(d_sae=4608, tokens=args.steps * 4096, windows_per_chunk=128,
-                      checkpoint_every=10**6)
+    cfg = SAETrainConfig(d_sae=4608, tokens=args.steps * 4096, windows_per_chunk=128,
+                         checkpoint_every=10**6)
     times: dict[str, list[float]] = {"one_pass": [], "per_layer": []}
     for r in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
@@ -141,7 +141,7 @@ def layers(args: argparse.Namespace) -> dict:
             t0 = time.perf_counter()
             for layer in layer_list:
                 train_sae(model, docs, Path(tmp) / str(layer),
-                          TrainConfig(**{**cfg.__dict__, "layer": layer}), data=data,
+                          cfg.replace(layer=layer), data=data,
                           progress=False)
             times["per_layer"].append(time.perf_counter() - t0)
         print(f"repeat {r}: one pass {times['one_pass'][-1]:.1f} s, one run per layer "

@@ -91,13 +91,13 @@ def main() -> None:
     import interp
     from interp.data.corpus import load_texts
     from interp.data.windows import pack_windows
-    from saes.metrics import EvalConfig, evaluate_sae
+    from saes.metrics import SAEEvalConfig, evaluate_sae
     from saes.sae import SAEConfig, SparseAutoencoder
 
     torch.manual_seed(0)
     model = interp.load()
-    cfg = EvalConfig(tokens=args.tokens, ce_tokens=args.tokens, batch_size=args.batch_size,
-                     n_bootstrap=10)
+    cfg = SAEEvalConfig(tokens=args.tokens, ce_tokens=args.tokens, batch_size=args.batch_size,
+                        n_bootstrap=10)
     sae = SparseAutoencoder(SAEConfig(d_in=model.d_model, d_sae=args.d_sae,
                                       hook_point=model.resid_hook(args.layer),
                                       layer=args.layer, model_id=model.model_id))

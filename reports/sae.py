@@ -1,7 +1,7 @@
 """The SAE evaluation report: reconstruction, sparsity, the SAE spliced into the model, features.
 
 Input is the typed result of :func:`saes.metrics.evaluate_sae` (a ``results.json`` dict is
-read back with :meth:`~saes.results.EvalRecord.from_dict`). Figures come from
+read back with :meth:`~saes.results.SAEEvalResult.from_dict`), with its manifest. Figures come from
 :mod:`saes.figures`; the body is ``templates/sae.html.j2``, the header
 ``templates/sae_lead.html.j2``. Missing numbers (None, NaN) show as "—"; every string is
 escaped.
@@ -15,10 +15,10 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from interp.display import MISSING, ci_text, count, format_number, percent, signed
 from reports.html import (
     Report,
     ReportFigure,
-    format_number,
     noise_label,
     render_page,
     template_env,
@@ -34,32 +34,21 @@ from saes.figures import (
 from saes.metrics import SAEEvalResult
 from saes.results import (
     CI,
-    MISSING,
     TARGET_RULES,
     TargetCheck,
     ci_known,
-    format_count,
     format_metric,
-    format_percent,
     format_with_ci,
 )
 
-__all__ = ["TARGETS", "render_sae_report", "sae_report"]
+__all__ = ["TARGETS", "sae_report"]
 
 #: Known targets: key in ``targets`` -> (metric key, comparison, label).
 TARGETS = TARGET_RULES
 
 
-def _signed(value: float, digits: int = 3) -> str:
-    if not math.isfinite(value):
-        return MISSING
-    text = format_number(value, digits)
-    return text if text.startswith("-") or value == 0 else "+" + text
-
-
 def _ci_text(metric: str, ci: CI) -> str:
-    return f"[{format_metric(metric, min(ci))}, {format_metric(metric, max(ci))}]" \
-        if ci_known(ci) else MISSING
+    return ci_text(ci[0], ci[1], fmt=lambda x: format_metric(metric, x))
 
 
 def _cells(row: list[Any]) -> list[Any]:
@@ -104,33 +93,33 @@ def _headline(r: SAEEvalResult) -> str:
     parts = []
     if math.isfinite(r.explained_variance) and math.isfinite(r.l0):
         parts.append(f"The {r.architecture_text} SAE reconstructs "
-                     f"{format_percent(r.explained_variance)} of the "
+                     f"{percent(r.explained_variance)} of the "
                      f"activations' variance with {format_number(r.l0, 1)} active features per "
-                     f"token (of {format_count(r.d_sae)}).")
+                     f"token (of {count(r.d_sae)}).")
     if math.isfinite(r.ce_loss_score):
         text = (f"Spliced into the model it recovers {format_number(r.ce_loss_score, 2)} of "
                 "the cross-entropy lost to zero-ablation")
         if math.isfinite(r.ce_loss_score_mean_ablation):
             text += f" ({format_number(r.ce_loss_score_mean_ablation, 2)} against mean-ablation)"
         if math.isfinite(r.delta_ce):
-            text += f", at a cost of {_signed(r.delta_ce)} nats/token"
+            text += f", at a cost of {signed(r.delta_ce)} nats/token"
         parts.append(text + ".")
     if math.isfinite(r.dead_fraction):
-        parts.append(f"{format_percent(r.dead_fraction)} of its features never fired on the "
+        parts.append(f"{percent(r.dead_fraction)} of its features never fired on the "
                      "evaluation tokens.")
     return " ".join(parts) or "No headline metrics were recorded."
 
 
 def _dead_text(r: SAEEvalResult) -> str:
-    text = format_percent(r.dead_fraction)
+    text = percent(r.dead_fraction)
     n = r.dead_fraction_n if r.dead_fraction_n is not None else r.d_sae
     if math.isfinite(r.n_dead):
-        text += f" ({format_count(round(r.n_dead))} of {format_count(n)})"
+        text += f" ({count(round(r.n_dead))} of {count(n)})"
     return text
 
 
 def _lead(r: SAEEvalResult, checks: list[TargetCheck]) -> Markup:
-    delta = _signed(r.delta_ce)
+    delta = signed(r.delta_ce)
     if math.isfinite(r.delta_ce) and ci_known(r.delta_ce_ci95):
         delta += f" {_ci_text('delta_ce', r.delta_ce_ci95)}"
     delta_shown = escape(delta) + _delta_noise(r)
@@ -156,7 +145,7 @@ def _lead(r: SAEEvalResult, checks: list[TargetCheck]) -> Markup:
         facts=[(label, value, _target_mark(r, metric)) for label, value, metric in facts],
         sae_path=r.sae_path or MISSING, source=data.get("source") or MISSING,
         sha=str(sha)[:12] if sha else None,
-        tokens=f"{format_count(r.n_tokens)} (CE: {format_count(r.n_ce_tokens)})",
+        tokens=f"{count(r.n_tokens)} (CE: {count(r.n_ce_tokens)})",
     ))
 
 
@@ -178,9 +167,9 @@ def _reconstruction_rows(r: SAEEvalResult) -> list[list[Any]]:
 
 def _ce_rows(r: SAEEvalResult) -> list[list[Any]]:
     def minus_clean(v: float) -> str:
-        return _signed(v - r.ce_clean)
+        return signed(v - r.ce_clean)
 
-    delta = _signed(r.delta_ce)
+    delta = signed(r.delta_ce)
     if ci_known(r.delta_ce_ci95):
         delta += f" {_ci_text('delta_ce', r.delta_ce_ci95)}"
     return [_cells(row) for row in [
@@ -203,11 +192,11 @@ def _density_facts(r: SAEEvalResult) -> list[tuple[str, Any]]:
     return [(k, escape(v) if isinstance(v, str) else v) for k, v in [
         ("dead features", Markup("{} {}").format(_dead_text(r), dead_mark or "")),
         ("dense features", Markup("{} (fire on more than {} of tokens) {}").format(
-            format_percent(r.dense_fraction), format_percent(r.dense_threshold),
+            percent(r.dense_fraction), percent(r.dense_threshold),
             dense_mark or "")),
         ("median density of live features",
-         format_percent(alive[len(alive) // 2] if alive else math.nan)),
-        ("densest features", ", ".join(f"#{i} {format_percent(v)}" for v, i in top) or None),
+         percent(alive[len(alive) // 2] if alive else math.nan)),
+        ("densest features", ", ".join(f"#{i} {percent(v)}" for v, i in top) or None),
     ]]
 
 
@@ -248,11 +237,11 @@ def _training_settings(r: SAEEvalResult) -> list[tuple[str, Any]] | None:
     tps = tr.tokens_per_s if isinstance(tr.tokens_per_s, int | float) else math.nan
     settings += [
         ("steps recorded", tr.n_steps),
-        ("resampling events", "; ".join(f"step {format_count(s)}: {format_count(k)} features"
+        ("resampling events", "; ".join(f"step {count(s)}: {count(k)} features"
                                         for s, k in events) if events else "none"),
         ("training time", _duration(tr.elapsed_s if isinstance(tr.elapsed_s, int | float)
                                     else None)),
-        ("throughput", f"{format_count(round(tps))} tokens/s" if math.isfinite(tps) else None),
+        ("throughput", f"{count(round(tps))} tokens/s" if math.isfinite(tps) else None),
         ("MFU", f"{100 * tr.mfu:.2f}% of {tr.peak_flops / 1e9:,.0f} GFLOP/s"
          if isinstance(tr.mfu, float) and isinstance(tr.peak_flops, float) else None),
     ]
@@ -260,14 +249,16 @@ def _training_settings(r: SAEEvalResult) -> list[tuple[str, Any]] | None:
     if isinstance(cal.get("threshold"), int | float):
         settings.append(("inference threshold", (
             f"{cal['threshold']:.4g}, set from the final weights on "
-            f"{format_count(int(cal.get('tokens', 0)))} training tokens (the moving average "
+            f"{count(int(cal.get('tokens', 0)))} training tokens (the moving average "
             f"during training was {cal.get('threshold_moving_average', math.nan):.4g})")))
     return [(k, escape(v) if isinstance(v, str) else v) for k, v in settings]
 
 
-def sae_report(result: SAEEvalResult, manifest: Mapping[str, Any]) -> Report:
-    """The SAE evaluation report of ``result`` (a page and its figures)."""
+def sae_report(result: SAEEvalResult, manifest: Mapping[str, Any] | None = None) -> Report:
+    """The SAE evaluation report of ``result`` (a page and its figures), with its manifest
+    (``result.manifest`` unless given)."""
     r = result
+    manifest = manifest if manifest is not None else (r.manifest or {})
     checks = r.checks()
     figs = {"reconstruction": (reconstruction_figure(r), "Reconstruction metrics with 95% CIs"),
             "ce": (ce_figure(r), "Next-token cross-entropy with the SAE spliced in"),
@@ -279,20 +270,13 @@ def sae_report(result: SAEEvalResult, manifest: Mapping[str, Any]) -> Report:
     where = r.hook_point or (f"layer {r.layer}" if r.layer is not None else "unknown hook point")
     return render_page(
         "sae.html.j2",
-        title=f"SAE evaluation — {r.model or 'unknown model'}",
-        subtitle=f"{where} · d_in {format_count(r.d_in)} → {format_count(r.d_sae)} features",
+        title=r.headline().title,
+        subtitle=f"{where} · d_in {count(r.d_in)} → {count(r.d_sae)} features",
         lead=_lead(r, checks), manifest=manifest, stylesheets=["sae.css"],
         figures={name: ReportFigure(fig, titles=hover_titles(fig), label=label)
                  for name, (fig, label) in figs.items()},
-        r=r, n_tokens=format_count(r.n_tokens), n_ce_tokens=format_count(r.n_ce_tokens),
+        r=r, n_tokens=count(r.n_tokens), n_ce_tokens=count(r.n_ce_tokens),
         hook=r.hook_point or "the hook point", recon_rows=_reconstruction_rows(r),
         ce_rows=_ce_rows(r), density_facts=_density_facts(r), settings=settings,
-        dense_pct=format_percent(r.dense_threshold),
+        dense_pct=percent(r.dense_threshold),
     )
-
-
-def render_sae_report(res: SAEEvalResult | Mapping[str, Any], manifest: Mapping[str, Any]) -> str:
-    """The SAE evaluation report as one HTML page (a ``results.json`` dict is read first)."""
-    result = res if isinstance(res, SAEEvalResult) else SAEEvalResult.from_dict(res)
-    return sae_report(result, manifest).html
-

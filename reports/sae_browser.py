@@ -1,7 +1,7 @@
 """The SAE feature browser: one self-contained HTML page with a card per feature.
 
 Input is :class:`saes.browser.BrowserData` (a ``features.json`` dict is read back with
-:meth:`~saes.results.BrowserRecord.from_dict`). The page has a summary (tokens scanned, dead
+:meth:`~saes.results.BrowserData.from_dict`). The page has a summary (tokens scanned, dead
 fraction, the log10-density histogram from :func:`saes.figures.density_figure`), then one
 card per feature (``templates/sae_browser.html.j2``): its index, density, largest activation,
 the tokens its decoder direction promotes and suppresses, and its top contexts with every
@@ -23,19 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reports.html import (
-    Report,
-    ReportFigure,
-    format_number,
-    render_page,
-    token_repr,
-    visible_token,
-)
+from interp.display import MISSING, count, format_number, percent, short
+from reports.html import Report, ReportFigure, render_page, token_repr, visible_token
 from saes.browser import BrowserData
 from saes.figures import density_figure, hover_titles
 from saes.results import FeatureCard, FeatureContext
 
-__all__ = ["SEARCH_JS", "render_feature_browser", "sae_browser_report"]
+__all__ = ["SEARCH_JS", "sae_browser_report"]
 
 #: Shade of a token at the feature's maximum activation (alpha scales with act / max).
 SHADE_RGB = (230, 97, 1)
@@ -78,17 +72,10 @@ SEARCH_JS = """
 """.lstrip()
 
 
-def _act(x: float) -> str:
-    """An activation to 3 significant digits (feature scales vary by orders of magnitude)."""
-    return f"{x:.3g}" if math.isfinite(x) else "—"
-
-
 def _density_text(card: FeatureCard, n_tokens: int) -> str:
-    d = card.density
-    if not math.isfinite(d):
-        return "—"
-    pct = f"{d:.3%}" if d >= 1e-3 or d == 0 else f"{d:.2e}"
-    return f"{pct} ({card.n_fires:,} of {n_tokens:,} tokens)"
+    if not math.isfinite(card.density):
+        return MISSING
+    return f"{percent(card.density)} ({count(card.n_fires)} of {count(n_tokens)} tokens)"
 
 
 @dataclass
@@ -109,7 +96,7 @@ def _tokens(ctx: FeatureContext, max_act: float) -> list[_Token]:
         ratio = act / max_act if max_act > 0 and math.isfinite(act) else 0.0
         alpha = SHADE_MAX_ALPHA * min(max(ratio, 0.0), 1.0)
         out.append(_Token(visible_token(tok), f"background-color: rgba({r}, {g}, {b}, "
-                          f"{alpha:.3f})", f"{token_repr(tok)} · act {_act(act)}",
+                          f"{alpha:.3f})", f"{token_repr(tok)} · act {short(act)}",
                           j == ctx.max_at))
     return out
 
@@ -131,18 +118,20 @@ def _card(card: FeatureCard, n_tokens: int, sae_path: str | None) -> dict[str, A
     return {
         "index": card.index, "search": _search_text(card),
         "steer": steer_command(sae_path, card.index) if card.n_fires else None,
-        "density": _density_text(card, n_tokens), "max_act": _act(card.max_act),
-        "contribution": _act(card.max_act * card.dec_norm),
-        "logits": [("promotes", "pos", [(t, ("+" if v > 0 else "") + _act(v))
+        "density": _density_text(card, n_tokens), "max_act": short(card.max_act),
+        "contribution": short(card.max_act * card.dec_norm),
+        "logits": [("promotes", "pos", [(t, ("+" if v > 0 else "") + short(v))
                                         for t, v in card.promoted]),
-                   ("suppresses", "neg", [(t, ("+" if v > 0 else "") + _act(v))
+                   ("suppresses", "neg", [(t, ("+" if v > 0 else "") + short(v))
                                           for t, v in card.suppressed])],
-        "contexts": [(_act(c.peak), _tokens(c, card.max_act)) for c in card.contexts],
+        "contexts": [(short(c.peak), _tokens(c, card.max_act)) for c in card.contexts],
     }
 
 
-def sae_browser_report(data: BrowserData, manifest: Mapping[str, Any]) -> Report:
-    """The feature browser of ``data`` (a page and its density figure)."""
+def sae_browser_report(data: BrowserData, manifest: Mapping[str, Any] | None = None) -> Report:
+    """The feature browser of ``data`` (a page and its density figure), with its manifest
+    (``data.manifest`` unless given)."""
+    manifest = manifest if manifest is not None else (data.manifest or {})
     cfg = data.config
     lo, hi = data.dead_fraction_ci95
     facts = [
@@ -168,13 +157,3 @@ def sae_browser_report(data: BrowserData, manifest: Mapping[str, Any]) -> Report
         facts=facts, data=data,
         cards=[_card(c, data.n_tokens, data.sae_path) for c in data.features],
     )
-
-
-def render_feature_browser(data: BrowserData | Mapping[str, Any],
-                           manifest: Mapping[str, Any]) -> str:
-    """The feature browser as one self-contained HTML document (see module doc).
-
-    ``data`` is :class:`~saes.browser.BrowserData` or its ``to_dict()``.
-    """
-    typed = data if isinstance(data, BrowserData) else BrowserData.from_dict(data)
-    return sae_browser_report(typed, manifest).html

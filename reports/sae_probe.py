@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from interp.display import ci_text, format_number, signed, with_ci
 from interp.stats.intervals import mean_t_ci
 from reports.html import (
     Report,
     ReportFigure,
-    format_number,
     kv_table,
     noise_label,
     render_page,
@@ -26,10 +26,8 @@ __all__ = ["sae_probe_report"]
 
 
 def _ci(values: list[float]) -> str:
-    mean, lo, hi = mean_t_ci(values)
-    if lo == lo:  # finite interval
-        return f"{format_number(mean)} [{format_number(lo)}, {format_number(hi)}]"
-    return format_number(mean)
+    """The mean over splits with its 95% Student-t interval (when there is one)."""
+    return with_ci(*mean_t_ci(values))
 
 
 def _rows(res: SparseProbeResult) -> list[list[Any]]:
@@ -40,8 +38,8 @@ def _rows(res: SparseProbeResult) -> list[list[Any]]:
         lo, hi = diff["ci95"]
         sparse_mean = mean_t_ci(res.sparse_accuracy[i])[0]
         rows.append([str(k), _ci(res.sparse_accuracy[i]), _ci(res.random_accuracy[i]),
-                     f"{diff['mean']:+.3f}" + (f" [{lo:+.3f}, {hi:+.3f}]" if lo == lo else ""),
-                     noise_label(lo, hi), f"{sparse_mean - dense:+.3f}"])
+                     with_ci(diff["mean"], lo, hi, fmt=signed), noise_label(lo, hi),
+                     signed(sparse_mean - dense)])
     return rows
 
 
@@ -51,11 +49,11 @@ def _lead(res: SparseProbeResult) -> Any:
     lo, hi = k1["ci95"]
     verdict = ("within noise: not a result" if k1["within_noise"] else
                "no noise estimate (one split)" if k1["within_noise"] is None else
-               f"95% CI [{lo:+.3f}, {hi:+.3f}]")
+               f"95% CI {ci_text(lo, hi, fmt=signed)}")
     return kv_table({
         "dense probe (residual stream)": _ci(res.dense_accuracy),
         f"best k-sparse probe (k = {res.ks[best]})": _ci(res.sparse_accuracy[best]),
-        f"k = {res.ks[0]}: top latent − random latent": f"{k1['mean']:+.3f} ({verdict})",
+        f"k = {res.ks[0]}: top latent − random latent": f"{signed(k1['mean'])} ({verdict})",
         "chance (majority class)": _ci(res.majority_accuracy),
         "held-out split": f"{res.split}, {len(res.dense_accuracy)} splits, "
                           f"{round(sum(res.n_test) / len(res.n_test))} test texts each",
@@ -63,13 +61,16 @@ def _lead(res: SparseProbeResult) -> Any:
     }) + warnings_box(res.warnings)
 
 
-def sae_probe_report(result: SparseProbeResult, manifest: Mapping[str, Any]) -> Report:
-    """The sparse-probing report: one page and its figure."""
+def sae_probe_report(result: SparseProbeResult,
+                     manifest: Mapping[str, Any] | None = None) -> Report:
+    """The sparse-probing report: one page and its figure, with its manifest
+    (``result.manifest`` unless given)."""
+    manifest = manifest if manifest is not None else (result.manifest or {})
     fig = sparse_probe_figure(result)
     top = [[str(r + 1), str(i), format_number(d)] for r, (i, d) in
            enumerate(zip(result.top_latents[0], result.top_mean_differences, strict=False))]
     return render_page(
-        "sae_probe.html.j2", title=f"Sparse probing — {result.model}",
+        "sae_probe.html.j2", title=result.headline().title,
         subtitle=f"{result.dataset} · {result.n_examples} texts · SAE latents at "
                  f"{result.hook_point}",
         lead=_lead(result), manifest=manifest,

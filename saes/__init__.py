@@ -2,10 +2,10 @@
 
 The entry points, each a config in and a typed result out::
 
-    from saes import TrainConfig, train_sae, load_sae, EvalConfig, evaluate_sae
-    run = train_sae(model, docs, "runs/l6", TrainConfig(layer=6))          # TrainResult
+    from saes import SAETrainConfig, train_sae, load_sae, SAEEvalConfig, evaluate_sae
+    run = train_sae(model, docs, "runs/l6", SAETrainConfig(layer=6))       # SAETrainResult
     sae = load_sae(run.sae_path, model).sae
-    result = evaluate_sae(model, sae, heldout, EvalConfig(tokens=8192))    # SAEEvalResult
+    result = evaluate_sae(model, sae, heldout, SAEEvalConfig(tokens=8192)) # SAEEvalResult
     result.to_dict()      # results.json of `interp sae eval`
     result.to_frame()     # one row per metric
     data = collect_browser_data(model, sae, heldout, BrowserConfig(features="alive:20"))
@@ -16,22 +16,22 @@ by :func:`import_saelens` and :func:`export_saelens`.
 
 from saes.browser import BrowserConfig, BrowserData, collect_browser_data
 from saes.loading import LoadedSAE, load_sae
-from saes.metrics import EvalConfig, SAEEvalResult, evaluate_sae
+from saes.metrics import SAEEvalConfig, SAEEvalResult, evaluate_sae
 from saes.results import TrainingRecord
 from saes.sae import SAEConfig, SparseAutoencoder
 from saes.saelens import export_saelens, import_saelens
-from saes.train import TrainConfig, TrainResult, train_sae
+from saes.train import SAETrainConfig, SAETrainResult, train_sae
 
 __all__ = [
     "BrowserConfig",
     "BrowserData",
-    "EvalConfig",
+    "SAEEvalConfig",
     "LoadedSAE",
     "SAEConfig",
     "SAEEvalResult",
     "SparseAutoencoder",
-    "TrainConfig",
-    "TrainResult",
+    "SAETrainConfig",
+    "SAETrainResult",
     "TrainingRecord",
     "collect_browser_data",
     "evaluate_sae",

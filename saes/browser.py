@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -32,17 +33,17 @@ from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
-from interp.display import result_html
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.runs.manifest import model_manifest, sha256_texts
 from interp.runs.progress import make_progress
+from saes.loading import LoadedSAE, unpack_sae
 from saes.results import (
     DENSITY_BINS,
     BrowserConfig,
-    BrowserRecord,
+    BrowserData,
     FeatureCard,
     FeatureContext,
-    format_percent,
     parse_feature_spec,
 )
 from saes.sae import SparseAutoencoder
@@ -62,26 +63,6 @@ __all__ = [
 
 #: Tokens shown right of the activating token.
 RIGHT_CONTEXT = 4
-
-
-class BrowserData(BrowserRecord):
-    """What :func:`collect_browser_data` returns (see :class:`~saes.results.BrowserRecord`):
-    ``to_dict()`` is ``features.json``, ``to_frame()`` one row per shown feature; in a
-    notebook it shows its summary, the first features and the density histogram."""
-
-    def _repr_html_(self) -> str:
-        from saes.figures import density_figure
-
-        frame = self.to_frame().head(20)
-        rows: list[tuple[str, object]] = [
-            ("hook point", self.hook_point), ("features (d_sae)", self.d_sae),
-            ("tokens scanned", self.n_tokens),
-            ("dead features", f"{self.n_dead} ({format_percent(self.dead_fraction)})"),
-            ("features shown", len(self.features)),
-        ]
-        return result_html(f"SAE feature browser — {self.model_id}", rows,
-                           density_figure(self), columns=list(frame.columns),
-                           table=list(frame.itertuples(index=False, name=None)))
 
 
 # ------------------------------------------------------------------------- selection
@@ -217,18 +198,26 @@ def _check_sae(model: Model, sae: SparseAutoencoder) -> None:
 @torch.no_grad()
 def collect_browser_data(
     model: Model,
-    sae: SparseAutoencoder,
+    sae: SparseAutoencoder | LoadedSAE,
     docs: Sequence[str],
     cfg: BrowserConfig | None = None,
     progress: bool | None = None,
+    *,
+    data: dict[str, Any] | None = None,
+    **settings: Any,
 ) -> BrowserData:
     """Scan held-out ``docs`` and build the browser's data (see module doc).
 
     Windows: ``pack_windows(model, docs, seq_len, n_windows=ceil(tokens/seq_len), seed)``,
     ``cfg.batch_size`` per forward pass, stopping after the SAE's hook point. Densities
-    count positions ``1 … seq_len - 1`` of every window (``n_tokens`` in all).
+    count positions ``1 … seq_len - 1`` of every window (``n_tokens`` in all). Settings
+    come from ``cfg`` or keyword arguments named as its fields; a
+    :class:`~saes.loading.LoadedSAE` adds its path, ``data`` the text's source
+    (``{"source": …, "sha256": …}``), and the result carries its manifest.
     """
-    cfg = cfg or BrowserConfig()
+    cfg = BrowserConfig.resolve(cfg, settings)
+    sae, loaded = unpack_sae(sae)
+    sae_path = str(loaded.path) if loaded is not None else None
     _check_sae(model, sae)
     hook = sae.cfg.hook_point
     ids: Int[Tensor, "n seq"] = pack_windows(
@@ -281,8 +270,12 @@ def collect_browser_data(
             dec_norm=float(dec_norms[index]), contexts=contexts,
             promoted=promoted, suppressed=suppressed,
         ))
+    config: dict[str, Any] = {**cfg.to_dict(), **({"sae": sae_path} if sae_path else {})}
     return BrowserData(
         model_id=model.model_id, hook_point=hook, layer=sae.cfg.layer, d_sae=m,
         n_windows=n_windows, seq_len=seq_len, n_tokens=n_tokens, fires=fires_list,
-        features=cards, config=cfg, selected=selected,
+        features=cards, config=cfg, selected=selected, sae_path=sae_path,
+        data=dict(data) if data is not None else None,
+        manifest=model_manifest(model, seed=cfg.seed, config=config,
+                                dataset_hash=(data or {}).get("sha256") or sha256_texts(docs)),
     )

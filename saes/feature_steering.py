@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 from jaxtyping import Float
@@ -34,6 +34,7 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phase
 from interp.runs.progress import make_progress
+from interp.schema import Config, at_least, setting
 from interp.steering.vectors import SteeringVector
 from saes.sae import SparseAutoencoder
 
@@ -42,23 +43,16 @@ SCALE_NOTE = ("SAE feature decoder row × the feature's typical maximum activati
               "alpha = 1 adds the feature at its typical peak")
 
 
-@dataclass
-class FeatureVectorConfig:
+@dataclass(frozen=True)
+class FeatureVectorConfig(Config):
     """Which feature, and how much held-out text sets its scale."""
 
-    feature: int
-    tokens: int = 65_536
-    seq_len: int = 128
-    batch_size: int = 8
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.tokens < 1:
-            raise InterpError(f"--tokens must be ≥ 1, got {self.tokens}")
-        if self.seq_len < 3:
-            raise InterpError(f"sequence length must be ≥ 3, got {self.seq_len}")
-        if self.batch_size < 1:
-            raise InterpError(f"batch size must be ≥ 1, got {self.batch_size}")
+    feature: int = setting(help="The SAE latent (a negative index counts from the end).")
+    tokens: int = setting(65_536, check=at_least(1),
+                          help="Held-out tokens that set the feature's typical maximum.")
+    seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.")
+    batch_size: int = setting(8, check=at_least(1), help="Text windows per forward pass.")
+    seed: int = setting(0, help="Seeds the windows.")
 
     @property
     def n_windows(self) -> int:
@@ -143,5 +137,5 @@ def feature_vector(
                "windows_fired": n_fired, "windows": int(maxima.shape[0]),
                "decoder_norm": float(direction.norm()),
                "architecture": sae.cfg.architecture, "sae_hook_point": sae.cfg.hook_point,
-               "feature_config": asdict(cfg)},
+               "feature_config": cfg.to_dict()},
     )

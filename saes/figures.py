@@ -36,18 +36,17 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
+from interp.display import count, percent
 from interp.plotting import ACCENT, GRID, INK, MUTED, PALETTE, new_figure, styled
 from interp.stats.intervals import mean_t_ci
 from saes.results import (
     CI,
-    BrowserRecord,
-    EvalRecord,
+    BrowserData,
+    SAEEvalResult,
     TargetCheck,
     TrainingRecord,
     ci_known,
-    format_count,
     format_metric,
-    format_percent,
     format_with_ci,
 )
 
@@ -171,12 +170,12 @@ def _strips_figure(strips: Sequence[_Strip]) -> Figure:
 
 
 @styled
-def reconstruction_figure(result: EvalRecord) -> Figure:
+def reconstruction_figure(result: SAEEvalResult) -> Figure:
     """L0, explained variance, cosine similarity and MSE, each with its CI and target."""
     r = result
     ev = r.explained_variance
     base = r.mse / (1 - ev) if _finite(r.mse, ev) and ev < 1 else NAN
-    d_sae = format_count(r.d_sae)
+    d_sae = count(r.d_sae)
     lo, hi = _axis([r.l0, *r.l0_ci95, c.target if (c := r.check("l0")) else NAN], 0.0, None)
     strips = [_Strip("l0", "L0", f"active features per token, of {d_sae}", r.l0, r.l0_ci95,
                      lo, hi, r.check("l0"))]
@@ -196,7 +195,7 @@ def reconstruction_figure(result: EvalRecord) -> Figure:
 
 
 @styled
-def score_figure(result: EvalRecord) -> Figure:
+def score_figure(result: SAEEvalResult) -> Figure:
     """The CE-loss scores against zero and against mean ablation, with CIs and targets."""
     r = result
     keys = ("ce_loss_score", "ce_loss_score_mean_ablation")
@@ -214,7 +213,7 @@ def score_figure(result: EvalRecord) -> Figure:
 
 
 @styled
-def ce_figure(result: EvalRecord) -> Figure:
+def ce_figure(result: SAEEvalResult) -> Figure:
     """Next-token CE with the SAE spliced in and its baselines, on one axis (nats/token)."""
     r = result
     clean, sae, zero = r.ce_clean, r.ce_sae, r.ce_zero_ablation
@@ -278,7 +277,7 @@ def _pow10(t: float) -> str:
 
 
 @styled
-def density_figure(result: EvalRecord | BrowserRecord) -> Figure:
+def density_figure(result: SAEEvalResult | BrowserData) -> Figure:
     """Features by the fraction of tokens they fire on (log scale), dead ones apart.
 
     The dense threshold (an evaluation's ``dense_threshold``) tints the dense side; a dotted
@@ -286,7 +285,7 @@ def density_figure(result: EvalRecord | BrowserRecord) -> Figure:
     """
     hist = result.histogram
     n_tokens = float(result.n_tokens) if result.n_tokens is not None else NAN
-    thr = result.dense_threshold if isinstance(result, EvalRecord) else NAN
+    thr = result.dense_threshold if isinstance(result, SAEEvalResult) else NAN
     log_thr = math.log10(thr) if math.isfinite(thr) and thr > 0 else NAN
     floor = -math.log10(n_tokens) if math.isfinite(n_tokens) and n_tokens >= 1 else NAN
     has_bins = hist.valid and hist.total > 0
@@ -295,8 +294,8 @@ def density_figure(result: EvalRecord | BrowserRecord) -> Figure:
     fig = new_figure(8.0, 3.1)
     ax_dead, ax = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [1, 13]})
     dead = ax_dead.bar([0], [hist.n_dead], width=0.7, color=BAD, zorder=2)[0]
-    _hover(fig, dead, "dead-bar", f"dead (fired on none of {format_count(n_tokens)} tokens): "
-                                  f"{format_count(hist.n_dead)} features")
+    _hover(fig, dead, "dead-bar", f"dead (fired on none of {count(n_tokens)} tokens): "
+                                  f"{count(hist.n_dead)} features")
     ax_dead.set_xlim(-0.6, 0.6)
     ax_dead.set_xticks([0], ["dead"], color=BAD, fontweight="bold")
     ax_dead.grid(False, axis="x")
@@ -323,14 +322,14 @@ def density_figure(result: EvalRecord | BrowserRecord) -> Figure:
         bars = ax.bar(lefts, counts, width=widths, align="edge", color=colours,
                       edgecolor="white", linewidth=0.8, zorder=2)
         for k, bar in enumerate(bars.patches):
-            _hover(fig, bar, f"bin-{k}", f"density {format_percent(10 ** edges[k])} to "
-                   f"{format_percent(10 ** edges[k + 1])} of tokens: "
-                   f"{format_count(counts[k])} features")
+            _hover(fig, bar, f"bin-{k}", f"density {percent(10 ** edges[k])} to "
+                   f"{percent(10 ** edges[k + 1])} of tokens: "
+                   f"{count(counts[k])} features")
     else:
         ax.text(0.5, 0.5, "no density data", transform=ax.transAxes, ha="center", color=MUTED)
     top = blended_transform_factory(ax.transData, ax.transAxes)
     if math.isfinite(log_thr):
-        label = f"dense ≥ {format_percent(thr)} of tokens"
+        label = f"dense ≥ {percent(thr)} of tokens"
         line = ax.axvline(log_thr, color=WARN, linewidth=2, zorder=3)
         _hover(fig, line, "dense-threshold", f"dense threshold: {label}")
         ax.text(log_thr, 1.01, label, transform=top, ha="right", va="bottom", color=WARN,
@@ -355,7 +354,7 @@ PANELS = (
 )
 
 
-def _refs(result: EvalRecord, key: str) -> list[tuple[float, str, str]]:
+def _refs(result: SAEEvalResult, key: str) -> list[tuple[float, str, str]]:
     """(value, label, colour): the held-out value and the target of ``key``, when known."""
     if key == "loss":
         return []
@@ -367,13 +366,13 @@ def _refs(result: EvalRecord, key: str) -> list[tuple[float, str, str]]:
 
 
 @styled
-def training_figure(result: EvalRecord | TrainingRecord) -> Figure:
+def training_figure(result: SAEEvalResult | TrainingRecord) -> Figure:
     """Training curves per step: raw (faint) and a moving average, resampling steps marked.
 
     For an evaluation, its held-out values and targets are dashed horizontal lines. The
     training dead fraction counts features silent over the dead window, not the eval tokens.
     """
-    record = result.training if isinstance(result, EvalRecord) else result
+    record = result.training if isinstance(result, SAEEvalResult) else result
     record = record or TrainingRecord()
     panels = [p for p in PANELS if p[0] in (record.history or {})] or list(PANELS[:1])
     cols = 2 if len(panels) > 1 else 1
@@ -382,7 +381,7 @@ def training_figure(result: EvalRecord | TrainingRecord) -> Figure:
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     events = [(s, n) for s, n in record.events if math.isfinite(s)]
     for i, (ax, (key, title, y_label)) in enumerate(zip(axes, panels, strict=False)):
-        refs = _refs(result, key) if isinstance(result, EvalRecord) else []
+        refs = _refs(result, key) if isinstance(result, SAEEvalResult) else []
         _curve(fig, ax, key, record.curve(key), PALETTE[i % len(PALETTE)], events, refs)
         ax.set_title(title, loc="left")
         ax.set_xlabel("step")
@@ -420,7 +419,7 @@ def _curve(fig: Figure, ax: Axes, key: str, ys: list[float], colour: str,
         line = ax.axvline(step, color=RESAMPLE, linewidth=1.2, linestyle=(0, (3, 2)),
                           label="resampling" if j == 0 else None)
         _hover(fig, line, f"resample-{key}-{j}",
-               f"step {format_count(step)}: {format_count(n_feat)} dead features resampled")
+               f"step {count(step)}: {count(n_feat)} dead features resampled")
     for j, (value, label, c) in enumerate(refs):
         line = ax.axhline(value, color=c, linewidth=1.4, linestyle=(0, (5, 3)), label=label)
         _hover(fig, line, f"ref-{key}-{j}", f"{label}: {format_metric(key, value)}")

@@ -18,7 +18,7 @@ from interp.errors import InterpError
 from saes.architectures import sae_class
 from saes.sae import KIND, SAEConfig, SparseAutoencoder
 
-__all__ = ["LoadedSAE", "build_sae", "load_sae", "sae_from_tensors"]
+__all__ = ["LoadedSAE", "build_sae", "load_sae", "sae_from_tensors", "unpack_sae"]
 
 
 @dataclass
@@ -29,6 +29,14 @@ class LoadedSAE:
     path: Path
     config: dict[str, Any]
     manifest: dict[str, Any]
+
+
+def unpack_sae(sae: SparseAutoencoder | LoadedSAE) -> tuple[SparseAutoencoder, LoadedSAE | None]:
+    """The SAE of either form, and the :class:`LoadedSAE` when given one (its path,
+    config and manifest are the provenance a tool's result records)."""
+    if isinstance(sae, LoadedSAE):
+        return sae.sae, sae
+    return sae, None
 
 
 def build_sae(cfg: SAEConfig) -> SparseAutoencoder:

@@ -44,21 +44,23 @@ from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
-from interp.display import result_html
 from interp.errors import InterpError
 from interp.generation.forward import logits_from_layer
 from interp.models.loading import Model
 from interp.profiling.session import phase
+from interp.runs.manifest import model_manifest, sha256_texts
 from interp.runs.progress import make_progress
 from interp.stats.intervals import bootstrap_ci
 from saes.baselines import BASELINE_KEYS, baseline_key, load_baselines, save_baselines
+from saes.loading import LoadedSAE, unpack_sae
 from saes.results import (
     CI,
+    DEFAULT_TARGETS,
     DENSITY_BINS,
     DensityHistogram,
-    EvalConfig,
-    EvalRecord,
-    format_metric,
+    SAEEvalConfig,
+    SAEEvalResult,
+    TrainingRecord,
 )
 from saes.sae import SparseAutoencoder
 from saes.splice import (
@@ -70,42 +72,7 @@ from saes.splice import (
     zero_replacement,
 )
 
-__all__ = ["DENSITY_BINS", "EvalConfig", "SAEEvalResult", "evaluate_sae"]
-
-
-class SAEEvalResult(EvalRecord):
-    """What :func:`evaluate_sae` returns: the metrics of the module doc, typed.
-
-    ``to_dict()`` is ``results.json``; ``to_frame()`` one row per metric; in a notebook it
-    shows its headline metrics and the reconstruction figure (see :class:`EvalRecord`).
-    """
-
-    def _repr_html_(self) -> str:
-        from saes.figures import reconstruction_figure
-
-        def ci(metric: str) -> str:
-            lo, hi = getattr(self, f"{metric}_ci95", (math.nan, math.nan))
-            text = format_metric(metric, self.value(metric))
-            if math.isfinite(lo) and math.isfinite(hi):
-                text += f" [{format_metric(metric, lo)}, {format_metric(metric, hi)}]"
-            return text
-
-        rows: list[tuple[str, object]] = [
-            ("hook point", self.hook_point or "?"),
-            ("architecture", self.architecture_text),
-            ("features (d_sae)", self.d_sae if self.d_sae is not None else "?"),
-            ("tokens", self.n_tokens if self.n_tokens is not None else "?"),
-            ("L0", ci("l0")),
-            ("explained variance", ci("explained_variance")),
-            ("cosine similarity", ci("cosine_similarity")),
-            ("dead fraction", format_metric("dead_fraction", self.dead_fraction)),
-        ]
-        if self.has_splice:
-            rows += [("CE-loss score (zero ablation)", ci("ce_loss_score")),
-                     ("CE-loss score (mean ablation)", ci("ce_loss_score_mean_ablation")),
-                     ("ΔCE (nats/token)", ci("delta_ce"))]
-        return result_html(f"SAE evaluation — {self.model or 'unknown model'}", rows,
-                           reconstruction_figure(self))
+__all__ = ["DENSITY_BINS", "SAEEvalConfig", "SAEEvalResult", "evaluate_sae"]
 
 
 def _window_ci(stat: Callable[[dict[str, np.ndarray]], float], per: dict[str, np.ndarray],
@@ -141,7 +108,7 @@ PREFIX_KEEP_BYTES = 2 * 1024**3
 
 @torch.no_grad()
 def _reconstruction(
-    model: Model, sae: SparseAutoencoder, windows: Int[Tensor, "n seq"], cfg: EvalConfig,
+    model: Model, sae: SparseAutoencoder, windows: Int[Tensor, "n seq"], cfg: SAEEvalConfig,
     progress: bool | None = None, keep: int = 0,
 ) -> tuple[dict[str, Any], Tensor, Tensor | None]:
     """L0, EV, MSE, cosine and densities (fields of :class:`SAEEvalResult`) on ``windows``;
@@ -231,7 +198,7 @@ def _ce_and_kl(
 @torch.no_grad()
 def _splice(
     model: Model, sae: SparseAutoencoder, windows: Int[Tensor, "n seq"], mean: Tensor,
-    cfg: EvalConfig, progress: bool | None = None, prefix: Tensor | None = None,
+    cfg: SAEEvalConfig, progress: bool | None = None, prefix: Tensor | None = None,
 ) -> dict[str, Any]:
     """CE and KL with the SAE, zero and mean ablation spliced in (fields of
     :class:`SAEEvalResult`; see the module doc).
@@ -331,16 +298,23 @@ def _splice(
 
 
 def evaluate_sae(
-    model: Model, sae: SparseAutoencoder, docs: Sequence[str], cfg: EvalConfig | None = None,
-    progress: bool | None = None,
+    model: Model, sae: SparseAutoencoder | LoadedSAE, docs: Sequence[str],
+    cfg: SAEEvalConfig | None = None, progress: bool | None = None, *,
+    data: dict[str, Any] | None = None, **settings: Any,
 ) -> SAEEvalResult:
     """All metrics of the module doc on held-out ``docs``.
 
     Reconstruction and densities on ``cfg.tokens`` tokens, the spliced CE on
-    ``cfg.ce_tokens`` (left out when 0), each in windows of ``cfg.seq_len`` tokens.
-    ``result.to_dict()`` is JSON-ready (NaN aside).
+    ``cfg.ce_tokens`` (left out when 0), each in windows of ``cfg.seq_len`` tokens. Settings
+    come from ``cfg`` or keyword arguments named as its fields. ``sae`` may be a
+    :class:`~saes.loading.LoadedSAE`: the result then records its path, its training record
+    and its manifest's provenance. ``data`` says where ``docs`` came from
+    (``{"source": …, "sha256": …}``). The result is judged against
+    :data:`~saes.results.DEFAULT_TARGETS` and carries its manifest; ``result.to_dict()`` is
+    JSON-ready (NaN aside).
     """
-    cfg = cfg or EvalConfig()
+    cfg = SAEEvalConfig.resolve(cfg, settings)
+    sae, loaded = unpack_sae(sae)
     if sae.cfg.d_in != model.d_model:
         raise InterpError(
             f"SAE reads width {sae.cfg.d_in} but the model's d_model is {model.d_model}")
@@ -355,7 +329,21 @@ def evaluate_sae(
                                         keep=keep)
     spliced = (_splice(model, sae, windows[:n_ce], mean, cfg, progress, prefix)
                if n_ce else {})
-    return SAEEvalResult(model=model.model_id, hook_point=sae.cfg.hook_point,
-                         layer=sae.cfg.layer, d_in=sae.cfg.d_in, d_sae=sae.cfg.d_sae,
-                         architecture=sae.cfg.architecture, k=sae.cfg.k, eval=cfg,
-                         **rec, **spliced)
+    result = SAEEvalResult(model=model.model_id, hook_point=sae.cfg.hook_point,
+                           layer=sae.cfg.layer, d_in=sae.cfg.d_in, d_sae=sae.cfg.d_sae,
+                           architecture=sae.cfg.architecture, k=sae.cfg.k, eval=cfg,
+                           **rec, **spliced)
+    result.data = dict(data) if data is not None else None
+    result.targets = dict(DEFAULT_TARGETS)
+    config: dict[str, Any] = cfg.to_dict()
+    extra: dict[str, Any] = {}
+    if loaded is not None:
+        result.sae_path = str(loaded.path)
+        result.training = TrainingRecord.of_artifact(loaded.config)
+        config["sae"] = str(loaded.path)
+        extra["sae_manifest"] = {k: loaded.manifest.get(k) for k in
+                                 ("git_commit", "timestamp", "dataset_hash", "seed", "config")}
+    result.manifest = model_manifest(
+        model, seed=cfg.seed, config=config, extra=extra,
+        dataset_hash=(data or {}).get("sha256") or sha256_texts(docs))
+    return result

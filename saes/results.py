@@ -1,35 +1,53 @@
-"""The typed results of the saes package, as plain data: evaluation, feature browser, training.
+"""The typed results of the saes package: evaluation, feature browser, training.
 
-What the tools return is built on these records:
-
-* :class:`EvalRecord` (returned as :class:`saes.metrics.SAEEvalResult` by
-  :func:`saes.metrics.evaluate_sae`): reconstruction, sparsity, densities and the SAE spliced
-  into the model; :meth:`EvalRecord.to_dict` is ``interp sae eval``'s ``results.json``;
-* :class:`BrowserRecord` (returned as :class:`saes.browser.BrowserData` by
-  :func:`saes.browser.collect_browser_data`): densities and one :class:`FeatureCard` per
-  selected feature; :meth:`BrowserRecord.to_dict` is ``interp sae browse``'s ``features.json``;
+* :class:`SAEEvalResult` (:func:`saes.metrics.evaluate_sae`): reconstruction, sparsity,
+  densities and the SAE spliced into the model; its ``to_dict()`` is ``interp sae eval``'s
+  ``results.json``;
+* :class:`BrowserData` (:func:`saes.browser.collect_browser_data`): densities and one
+  :class:`FeatureCard` per selected feature; its ``to_dict()`` is ``interp sae browse``'s
+  ``features.json``;
 * :class:`TrainingRecord`: a training run's settings, per-step history and resampling events
   (as saved with the SAE, and as :func:`saes.train.train_sae` reports them).
 
-This module holds data and its conversions only (JSON, pandas, back from JSON); it draws
-nothing. :mod:`saes.figures` draws these records, and the subclasses the tools return add the
-notebook view (``_repr_html_``), which needs the figures. ``from_dict`` reads a results file
-back, tolerantly: a missing or malformed number becomes NaN (shown as "—" by the reports).
+Each is a :class:`interp.schema.Result` (or a plain dataclass nested in one): the files come
+from the fields' type hints and JSON metadata, the CLI table and notebook view from one
+:meth:`headline`. This module draws nothing; :mod:`saes.figures` does, and
+:meth:`~interp.schema.Result.figure` imports it when a notebook asks. ``from_dict`` reads a
+results file back, tolerantly (:func:`read_lenient`): a missing or malformed value takes the
+field's default, so a bad number becomes NaN (shown as "—" by the reports).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Self
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 import numpy as np
 import pandas as pd
 
-from interp.display import MISSING, as_float, format_number
+from interp.display import MISSING, as_float, count, format_number, percent, with_ci
 from interp.errors import InterpError
+from interp.schema import (
+    Check,
+    Config,
+    Headline,
+    Result,
+    at_least,
+    from_data,
+    in_range,
+    json_field,
+    json_meta,
+    setting,
+)
+from interp.schema.convert import json_info, structure
+from interp.schema.settings import type_hints
 from interp.stats.intervals import wilson
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "CI",
@@ -37,19 +55,18 @@ __all__ = [
     "DENSITY_BINS",
     "MISSING",
     "BrowserConfig",
-    "BrowserRecord",
+    "BrowserData",
     "DensityHistogram",
-    "EvalConfig",
-    "EvalRecord",
     "FeatureCard",
     "FeatureContext",
+    "SAEEvalConfig",
+    "SAEEvalResult",
     "TargetCheck",
     "TrainingRecord",
-    "format_count",
     "format_metric",
-    "format_percent",
     "format_with_ci",
     "parse_feature_spec",
+    "read_lenient",
 ]
 
 #: A 95% interval (lo, hi); (NaN, NaN) when unknown.
@@ -71,44 +88,44 @@ TARGET_RULES: dict[str, tuple[str, str, str]] = {
     "ce_loss_score": ("ce_loss_score", ">=", "CE-loss score"),
 }
 
+T = TypeVar("T")
+
 
 # ----------------------------------------------------------------- tolerant reading
 
 
-_num = as_float  # None, bools and non-numbers become NaN
-
-
-def _int(value: Any) -> int | None:
-    x = _num(value)
-    return int(x) if math.isfinite(x) else None
-
-
-def _ci(value: Any) -> CI:
-    """A (lo, hi) pair of floats; anything else is (NaN, NaN)."""
-    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
-        return (_num(value[0]), _num(value[1]))
-    return (NAN, NAN)
+def read_lenient(cls: type[T], data: Any, what: str) -> T:
+    """:func:`interp.schema.from_data`, tolerantly: a key whose value cannot be read as its
+    field's type is dropped, so the field keeps its default (NaN, None, empty). Older or
+    hand-edited files still render; only a non-object is refused."""
+    if not isinstance(data, Mapping):
+        raise InterpError(f"{what} must be a dict, not {type(data).__name__}")
+    hints = type_hints(cls)
+    kept: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        info = json_info(f)
+        key = info.key or f.name
+        if not f.init or info.skip or key not in data:
+            continue
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        try:
+            structure(hints.get(f.name, Any), data[key])
+        except (InterpError, TypeError, ValueError, KeyError, AttributeError):
+            if not required:
+                continue
+        kept[key] = data[key]
+    return from_data(cls, kept)
 
 
 def _floats(value: Any) -> list[float]:
     if not isinstance(value, Sequence) or isinstance(value, str):
         return []
-    return [_num(v) for v in value]
+    return [as_float(v) for v in value]
 
 
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _mapping(value: Any) -> dict[str, Any] | None:
-    return dict(value) if isinstance(value, Mapping) else None
-
-
-def _json(value: Any) -> Any:
-    """Tuples (CIs) as lists, for ``to_dict``."""
-    if isinstance(value, tuple):
-        return [_json(v) for v in value]
-    return value
+def _int(value: Any) -> int | None:
+    x = as_float(value)
+    return int(x) if math.isfinite(x) else None
 
 
 def ci_known(ci: CI) -> bool:
@@ -118,41 +135,18 @@ def ci_known(ci: CI) -> bool:
 # -------------------------------------------------------------------- display formats
 
 
-def _fixed(x: float, digits: int) -> str:
-    """A finite number to ``digits`` decimals (scientific when tiny or huge)."""
-    return format_number(float(x), digits)
-
-
-def format_percent(value: float | None) -> str:
-    """A fraction as a percentage to 3 significant digits (``0.0625`` → ``6.25%``)."""
-    if value is None or not math.isfinite(value):
-        return MISSING
-    return f"{100 * value:.3g}%"
-
-
-def format_count(value: float | None) -> str:
-    """A whole number with thousands separators (``123456`` → ``123,456``)."""
-    if value is None or not math.isfinite(value):
-        return MISSING
-    return f"{round(value):,}" if float(value).is_integer() else _fixed(value, 3)
-
-
 def format_metric(metric: str, value: float | None) -> str:
     """A metric in its display format: fractions as %, L0 to 0.1, MSE to 4 decimals."""
     if value is None or not math.isfinite(value):
         return MISSING
     if metric in FRACTIONS:
-        return format_percent(value)
-    return _fixed(value, {"l0": 1, "mse": 4}.get(metric, 3))
+        return percent(value)
+    return format_number(float(value), {"l0": 1, "mse": 4}.get(metric, 3))
 
 
 def format_with_ci(metric: str, value: float, ci: CI) -> str:
     """``"23.5 [22.9, 24.0]"``: the value, and its CI when both are known."""
-    text = format_metric(metric, value)
-    if math.isfinite(value) and ci_known(ci):
-        lo, hi = min(ci), max(ci)
-        text += f" [{format_metric(metric, lo)}, {format_metric(metric, hi)}]"
-    return text
+    return with_ci(value, ci[0], ci[1], fmt=lambda x: format_metric(metric, x))
 
 
 # ----------------------------------------------------------------------- densities
@@ -188,11 +182,7 @@ class DensityHistogram:
         """Every feature counted: the alive ones in the bins and the dead ones."""
         return sum(self.counts) + self.n_dead
 
-    def to_dict(self, with_dead: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {"edges": list(self.edges), "counts": list(self.counts)}
-        if with_dead:
-            out["n_dead"] = self.n_dead
-        return out
+
 
 
 # ------------------------------------------------------------------------- targets
@@ -222,7 +212,7 @@ class TargetCheck:
         if not math.isfinite(self.target):
             shown = MISSING
         elif self.metric in FRACTIONS:
-            shown = format_percent(self.target)
+            shown = percent(self.target)
         else:
             shown = f"{self.target:g}"
         return f"{'≥' if self.op == '>=' else '≤'} {shown}"
@@ -238,11 +228,8 @@ def _rule(key: str) -> tuple[str, str, str]:
     return key, ">=", key.replace("_", " ")
 
 
+
 # ------------------------------------------------------------------------ training
-
-
-TRAINING_KEYS = ("train", "history", "resampled", "elapsed_s", "tokens_per_s", "mfu",
-                 "peak_flops", "calibration")
 
 
 @dataclass
@@ -259,34 +246,24 @@ class TrainingRecord:
     resampled: list[list[int]] | None = None
     elapsed_s: float | None = None
     tokens_per_s: float | None = None
-    mfu: float | None = None  # model FLOPs utilisation of the run (interp.mfu)
-    peak_flops: float | None = None
+    #: model FLOPs utilisation of the run (interp.mfu); left out while unknown, as in
+    #: records made before it
+    mfu: float | None = json_field(None, omit_none=True)
+    peak_flops: float | None = json_field(None, omit_none=True)
     #: inference state set from the final weights when training ended (BatchTopK: the
     #: ``threshold``, the ``threshold_moving_average`` it replaced, ``tokens`` used)
-    calibration: dict[str, float] | None = None
+    calibration: dict[str, float] | None = json_field(None, omit_none=True)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> TrainingRecord:
-        """From an SAE's saved config (or ``results.json``'s ``training``)."""
-        hist = d.get("history")
-        res = d.get("resampled")
-        return cls(
-            train=_mapping(d.get("train")),
-            history=({str(k): v for k, v in hist.items()} if isinstance(hist, Mapping)
-                     else None),
-            resampled=list(res) if isinstance(res, list) else None,
-            elapsed_s=d.get("elapsed_s"), tokens_per_s=d.get("tokens_per_s"),
-            mfu=d.get("mfu"), peak_flops=d.get("peak_flops"),
-            calibration=(dict(d["calibration"]) if isinstance(d.get("calibration"), Mapping)
-                         else None),
-        )
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainingRecord:
+        """From an SAE's saved config (or ``results.json``'s ``training``), tolerantly."""
+        return read_lenient(cls, data, "a training record")
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in TRAINING_KEYS}
-        for k in ("mfu", "peak_flops", "calibration"):  # absent: older records, no calibration
-            if out[k] is None:
-                del out[k]
-        return out
+    @classmethod
+    def of_artifact(cls, config: Mapping[str, Any]) -> TrainingRecord:
+        """The record an SAE artifact's ``config.json`` carries (all None for an SAE that
+        was not trained here)."""
+        return cls.from_dict({f.name: config.get(f.name) for f in dataclasses.fields(cls)})
 
     @property
     def is_empty(self) -> bool:
@@ -295,21 +272,17 @@ class TrainingRecord:
 
     def curve(self, key: str) -> list[float]:
         """One history quantity as floats (NaN for a missing value)."""
-        return _floats((self.history or {}).get(key))
+        return [as_float(v) for v in (self.history or {}).get(key) or []]
 
     @property
     def events(self) -> list[tuple[float, float]]:
         """The resampling events as (step, features) pairs of floats."""
-        out = []
-        for ev in self.resampled or []:
-            if isinstance(ev, Sequence) and not isinstance(ev, str) and len(ev) >= 2:
-                out.append((_num(ev[0]), _num(ev[1])))
-        return out
+        return [(as_float(ev[0]), as_float(ev[1])) for ev in self.resampled or []
+                if isinstance(ev, Sequence) and len(ev) >= 2]
 
     @property
     def n_steps(self) -> int:
-        return max((len(v) for v in (self.history or {}).values()
-                    if isinstance(v, Sequence)), default=0)
+        return max((len(v) for v in (self.history or {}).values()), default=0)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per step (``step`` from 1), one column per history quantity."""
@@ -323,31 +296,39 @@ class TrainingRecord:
 # ----------------------------------------------------------------------- evaluation
 
 
-@dataclass
-class EvalConfig:
-    """How much held-out text :func:`saes.metrics.evaluate_sae` uses and how it cuts it."""
+@dataclass(frozen=True)
+class SAEEvalConfig(Config):
+    """How much held-out text :func:`saes.metrics.evaluate_sae` uses and how it cuts it.
 
-    tokens: int = 102_400
-    ce_tokens: int | None = None
-    seq_len: int = 128
-    batch_size: int = 8
-    seed: int = 0
-    dense_threshold: float = 0.1
-    n_bootstrap: int = 1000
-    #: read/write the zero- and mean-ablation passes in ``$INTERP_CACHE`` (saes.baselines)
-    cache_baselines: bool = True
+    ``ce_tokens`` None means ``tokens`` (it is resolved when the config is built).
+    """
+
+    tokens: int = setting(102_400, cli_range=True, check=at_least(1),
+                          help="Held-out tokens for L0, explained variance and densities.")
+    ce_tokens: int | None = setting(None, cli_range=True, check=at_least(0),
+                                    help="Held-out tokens for the spliced CE metrics "
+                                         "[default: --tokens].")
+    seq_len: int = setting(128, cli_range=True, check=at_least(3),
+                           help="Tokens per text window.")
+    batch_size: int = setting(8, cli=False, check=at_least(1),
+                              help="Text windows per forward pass.")
+    seed: int = setting(0, cli=False, help="Seeds the windows and the bootstrap.")
+    dense_threshold: float = setting(0.1, cli=False, check=in_range(0, 1, open_low=True,
+                                                                    open_high=True),
+                                     help="A feature firing on more than this fraction of "
+                                          "tokens is dense.")
+    n_bootstrap: int = setting(1000, cli=False, check=at_least(1),
+                               help="Bootstrap resamples of each 95% interval.")
+    cache_baselines: bool = setting(
+        True, flag="--baseline-cache/--no-baseline-cache",
+        help="Keep the zero- and mean-ablation passes (they do not depend on the SAE) in "
+             "$INTERP_CACHE/sae-eval-baselines and reuse them: later evaluations at the same "
+             "layer on the same text run two spliced passes, not four.")
 
     def __post_init__(self) -> None:
         if self.ce_tokens is None:
-            self.ce_tokens = self.tokens
-        if self.seq_len < 3:
-            raise InterpError(f"sequence length must be ≥ 3, got {self.seq_len}")
-        if self.tokens < 1 or self.ce_tokens < 0:
-            raise InterpError(f"--tokens must be ≥ 1, got {self.tokens}")
-        if self.batch_size < 1:
-            raise InterpError(f"batch size must be ≥ 1, got {self.batch_size}")
-        if not (math.isfinite(self.dense_threshold) and 0 < self.dense_threshold < 1):
-            raise InterpError(f"dense threshold must be in (0, 1), got {self.dense_threshold}")
+            object.__setattr__(self, "ce_tokens", self.tokens)
+        super().__post_init__()
 
     @property
     def n_windows(self) -> int:
@@ -359,24 +340,28 @@ class EvalConfig:
         return 0 if self.ce_tokens == 0 else max(1, math.ceil(self.ce_tokens / (self.seq_len - 2)))
 
 
-#: The spliced-CE fields of :class:`EvalRecord` (absent from ``results.json`` with
+#: The spliced-CE fields of :class:`SAEEvalResult` (absent from ``results.json`` with
 #: ``--ce-tokens 0``).
 SPLICE_FIELDS = ("n_ce_tokens", "ce_clean", "ce_sae", "ce_zero_ablation", "ce_mean_ablation",
                  "ce_loss_score", "ce_loss_score_ci95", "ce_loss_score_mean_ablation",
                  "ce_loss_score_mean_ablation_ci95", "delta_ce", "delta_ce_ci95", "kl_sae",
                  "kl_sae_ci95", "kl_zero_ablation", "kl_mean_ablation", "baselines_cached")
-#: Provenance the CLI adds; each is left out of ``to_dict`` while None.
-EXTRA_FIELDS = ("sae_path", "data", "targets", "training", "manifest")
+def _omit() -> Any:
+    """A field left out of its file while unknown (None): records made before it
+    round-trip unchanged, and provenance only a loaded SAE gives stays out."""
+    return json_field(None, omit_none=True)
 
 
 @dataclass
-class EvalRecord:
+class SAEEvalResult(Result):
     """The metrics of :mod:`saes.metrics` on held-out text (every field a ``results.json`` key).
 
     Reconstruction and sparsity over ``n_tokens`` tokens; the SAE spliced into the model over
     ``n_ce_tokens`` (None, and NaN metrics, when not measured). Each ``*_ci95`` is a 95%
-    bootstrap interval over windows. ``sae_path``, ``data``, ``targets``, ``training`` and
-    ``manifest`` are provenance that ``interp sae eval`` adds.
+    bootstrap interval over windows. ``sae_path``, ``training`` (from the artifact),
+    ``data`` (the text's source) and ``targets`` are set by :func:`~saes.metrics.
+    evaluate_sae` when it knows them. ``to_frame()`` is one row per metric; in a notebook
+    it shows its headline metrics and the reconstruction figure.
     """
 
     model: str | None = None
@@ -384,9 +369,9 @@ class EvalRecord:
     layer: int | None = None
     d_in: int | None = None
     d_sae: int | None = None
-    architecture: str | None = None
-    k: int | None = None
-    eval: EvalConfig | None = None
+    architecture: str | None = _omit()
+    k: int | None = _omit()
+    eval: SAEEvalConfig | None = _omit()
     n_tokens: int | None = None
     l0: float = NAN
     l0_ci95: CI = (NAN, NAN)
@@ -420,70 +405,34 @@ class EvalRecord:
     kl_zero_ablation: float = NAN
     kl_mean_ablation: float = NAN
     #: zero/mean ablation read from $INTERP_CACHE (saes.baselines), not recomputed
-    baselines_cached: bool | None = None
-    sae_path: str | None = None
-    data: dict[str, Any] | None = None
-    targets: dict[str, float] | None = None
-    training: TrainingRecord | None = None
-    manifest: dict[str, Any] | None = None
+    baselines_cached: bool | None = _omit()
+    sae_path: str | None = _omit()
+    data: dict[str, Any] | None = _omit()
+    targets: dict[str, float] | None = _omit()
+    training: TrainingRecord | None = _omit()
+
+    warnings_always: ClassVar[bool] = False
 
     # ------------------------------------------------------------- conversions
 
     def to_dict(self) -> dict[str, Any]:
-        """Exactly ``results.json`` (NaN stays NaN: the CLI writes it through ``json_safe``)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in SPLICE_FIELDS and self.n_ce_tokens is None:
-                continue
-            if f.name in ("architecture", "k", "baselines_cached") and value is None:
-                continue  # records made before these fields round-trip unchanged
-            if f.name in EXTRA_FIELDS or f.name == "eval":
-                if value is None:
-                    continue
-                value = value.to_dict() if isinstance(value, TrainingRecord) else value
-                value = asdict(value) if isinstance(value, EvalConfig) else value
-            elif isinstance(value, DensityHistogram):
-                value = value.to_dict()
-            out[f.name] = _json(value)
+        """Exactly ``results.json`` (NaN stays NaN: the CLI writes it through ``json_safe``).
+
+        Written here only to leave the spliced-CE keys out when they were not measured
+        (``--ce-tokens 0``): a rule between fields that field metadata cannot say.
+        """
+        out = super().to_dict()
+        if self.n_ce_tokens is None:
+            for key in SPLICE_FIELDS:
+                out.pop(key, None)
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Self:
-        """A ``results.json`` read back; missing or malformed numbers become NaN."""
-        if not isinstance(d, Mapping):
-            raise InterpError(f"SAE results must be a dict, not {type(d).__name__}")
-        kw: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in d:
-                continue
-            v = d[f.name]
-            if f.name in ("model", "hook_point", "sae_path", "architecture"):
-                kw[f.name] = _str(v)
-            elif f.name in ("layer", "d_in", "d_sae", "k", "n_tokens", "dead_fraction_n",
-                            "n_ce_tokens"):
-                kw[f.name] = _int(v)
-            elif f.name.endswith("_ci95"):
-                kw[f.name] = _ci(v)
-            elif f.name == "feature_density":
-                kw[f.name] = _floats(v)
-            elif f.name == "eval":
-                try:
-                    kw[f.name] = EvalConfig(**v) if isinstance(v, Mapping) else None
-                except (TypeError, InterpError):
-                    kw[f.name] = None
-            elif f.name == "training":
-                kw[f.name] = TrainingRecord.from_dict(v) if isinstance(v, Mapping) else None
-            elif f.name in ("data", "manifest", "targets"):
-                kw[f.name] = _mapping(v)
-            elif f.name == "baselines_cached":
-                kw[f.name] = v if isinstance(v, bool) else None
-            elif f.name != "density_histogram":
-                kw[f.name] = _num(v)
-        if "n_ce_tokens" not in kw and any(k in d for k in SPLICE_FIELDS):
-            kw["n_ce_tokens"] = None  # splice metrics without a count: shown, not counted
-        rec = cls(**kw)
-        rec.density_histogram = _histogram(d.get("density_histogram"), rec)
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """A ``results.json`` read back (:func:`read_lenient`); a malformed density
+        histogram is rebuilt from the densities."""
+        rec = read_lenient(cls, data, "SAE results")
+        rec.density_histogram = _histogram(data.get("density_histogram"), rec)
         return rec
 
     # ------------------------------------------------------------------ derived
@@ -492,11 +441,13 @@ class EvalRecord:
     def architecture_text(self) -> str:
         """``"TopK (k 32)"``, ``"ReLU"``: what the report names the SAE (ReLU when a
         record predates the architectures)."""
-        names = {"relu": "ReLU", "topk": "TopK", "batchtopk": "BatchTopK",
-                 "jumprelu": "JumpReLU"}
-        arch = self.architecture or "relu"
-        text = names.get(arch, arch)
-        return f"{text} (k {self.k})" if self.k is not None else text
+        from saes.architectures import ARCHITECTURES
+
+        spec = ARCHITECTURES.get(self.architecture or "relu")
+        if spec is not None:
+            return spec.text(self.k)
+        return f"{self.architecture} (k {self.k})" if self.k is not None else str(
+            self.architecture)
 
     @property
     def has_splice(self) -> bool:
@@ -517,22 +468,64 @@ class EvalRecord:
     def value(self, metric: str) -> float:
         """A metric by name as a float (NaN when unknown or not a number)."""
         v = getattr(self, metric, None)
-        return _num(v) if isinstance(v, int | float) else NAN
+        return as_float(v) if isinstance(v, int | float) else NAN
 
     def checks(self) -> list[TargetCheck]:
         """The targets judged on the point estimates, in the order of ``targets``."""
         out = []
         for key, target in (self.targets or {}).items():
             metric, op, label = _rule(str(key))
-            out.append(TargetCheck(str(key), metric, label, op, _num(target), self.value(metric)))
+            out.append(TargetCheck(str(key), metric, label, op, as_float(target),
+                                   self.value(metric)))
         return out
 
     def check(self, metric: str) -> TargetCheck | None:
         """The first target on ``metric``, if any."""
         return next((c for c in self.checks() if c.metric == metric), None)
 
+    def ci_text(self, metric: str) -> str:
+        """``metric``'s value with its 95% interval (:func:`format_with_ci`)."""
+        return format_with_ci(metric, self.value(metric),
+                              getattr(self, f"{metric}_ci95", (NAN, NAN)))
+
+    def headline(self) -> Headline:
+        """What the SAE is, then each headline metric with its 95% interval: the CLI's
+        table and the notebook view."""
+        table = [["L0", self.ci_text("l0")],
+                 ["explained variance", self.ci_text("explained_variance")],
+                 ["cosine similarity", self.ci_text("cosine_similarity")],
+                 ["dead / dense fraction", " / ".join(
+                     format_metric(k, self.value(k)) for k in ("dead_fraction", "dense_fraction"))]]
+        if self.has_splice:
+            cached = "; ablations from the baseline cache" if self.baselines_cached else ""
+            table += [
+                ["CE clean / SAE / mean-abl / zero-abl",
+                 " / ".join(format_metric("ce", self.value(k)) for k in (
+                     "ce_clean", "ce_sae", "ce_mean_ablation", "ce_zero_ablation"))
+                 + f" nats ({count(self.n_ce_tokens)} tokens{cached})"],
+                ["CE-loss score (zero ablation)", self.ci_text("ce_loss_score")],
+                ["CE-loss score (mean ablation)", self.ci_text("ce_loss_score_mean_ablation")],
+                ["ΔCE (nats/token)", self.ci_text("delta_ce")],
+                ["KL(clean ‖ SAE) (nats/token)", self.ci_text("kl_sae")],
+            ]
+        rows: list[tuple[str, Any]] = [
+            ("hook point", self.hook_point or "?"), ("architecture", self.architecture_text),
+            ("features (d_sae)", self.d_sae if self.d_sae is not None else "?"),
+            ("tokens", self.n_tokens if self.n_tokens is not None else "?")]
+        return Headline(
+            title=f"SAE evaluation — {self.model or 'unknown model'}", rows=rows,
+            columns=["metric", "value [95% CI]"], table=table,
+            table_title=f"SAE {self.hook_point} d_sae={self.d_sae} on {self.n_tokens} "
+                        "held-out tokens")
+
+    def figure(self) -> Figure | None:
+        from saes.figures import reconstruction_figure
+
+        return reconstruction_figure(self)
+
     def to_frame(self) -> pd.DataFrame:
-        """One row per headline metric: value, 95% CI and the tokens it is measured on."""
+        """One row per headline metric: value, 95% CI and the tokens it is measured on
+        (numbers, where the headline's table holds text)."""
         rows = []
         for metric in ("l0", "explained_variance", "mse", "cosine_similarity", "dead_fraction",
                        "dense_fraction", "ce_clean", "ce_sae", "ce_mean_ablation",
@@ -547,7 +540,7 @@ class EvalRecord:
         return pd.DataFrame(rows, columns=["metric", "value", "ci95_lo", "ci95_hi", "n_tokens"])
 
 
-def _histogram(value: Any, rec: EvalRecord) -> DensityHistogram:
+def _histogram(value: Any, rec: SAEEvalResult) -> DensityHistogram:
     """``density_histogram`` as given when it is well formed, else rebuilt from the densities."""
     h = value if isinstance(value, Mapping) else {}
     dens = [v for v in rec.feature_density if math.isfinite(v)]
@@ -566,12 +559,6 @@ def _histogram(value: Any, rec: EvalRecord) -> DensityHistogram:
 
 
 # ---------------------------------------------------------------------- the browser
-
-
-def _pos_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InterpError(f"{name} must be an integer ≥ {minimum}, got {value!r}")
-    return value
 
 
 def parse_feature_spec(spec: str) -> tuple[str, int | list[int] | None]:
@@ -605,29 +592,32 @@ def parse_feature_spec(spec: str) -> tuple[str, int | list[int] | None]:
     return "list", out
 
 
-@dataclass
-class BrowserConfig:
+def _feature_spec_ok(spec: str) -> bool:
+    parse_feature_spec(spec)  # raises its own one-line InterpError
+    return True
+
+
+@dataclass(frozen=True)
+class BrowserConfig(Config):
     """How much held-out text the browser scans and what it shows per feature."""
 
-    tokens: int = 65536
-    seq_len: int = 128
-    batch_size: int = 8
-    top_k: int = 12
-    context: int = 12
-    n_logits: int = 10
-    features: str = "alive:300"
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        _pos_int("tokens", self.tokens)
-        _pos_int("sequence length", self.seq_len, 2)
-        _pos_int("batch size", self.batch_size)
-        _pos_int("top_k (contexts per feature)", self.top_k)
-        _pos_int("context (tokens left of the activating one)", self.context, 0)
-        _pos_int("n_logits (promoted/suppressed tokens)", self.n_logits)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise InterpError(f"seed must be an integer, got {self.seed!r}")
-        parse_feature_spec(self.features)
+    tokens: int = setting(65536, cli_range=True, check=at_least(1),
+                          help="Held-out tokens scanned for top activations.")
+    seq_len: int = setting(128, cli_range=True, check=at_least(3),
+                           help="Tokens per text window.")
+    batch_size: int = setting(8, cli=False, check=at_least(1),
+                              help="Text windows per forward pass.")
+    top_k: int = setting(12, cli_range=True, check=at_least(1),
+                         help="Top-activating contexts per feature.")
+    context: int = setting(12, cli=False, check=at_least(0),
+                           help="Tokens shown left of the activating one.")
+    n_logits: int = setting(10, cli=False, check=at_least(1),
+                            help="Promoted and suppressed tokens shown per feature.")
+    features: str = setting(
+        "alive:300", check=Check(_feature_spec_ok, "must be 'all', 'alive:N' or a comma "
+                                                   "list of indices"),
+        help="Feature cards: 'all', 'alive:N' (a seeded sample of live ones) or '3,17,99'.")
+    seed: int = setting(0, cli=False, help="Seeds the windows and the 'alive:N' sample.")
 
     @property
     def n_windows(self) -> int:
@@ -645,9 +635,9 @@ class FeatureContext:
 
     tokens: list[str]
     acts: list[float]
-    max_at: int
-    window: int
-    position: int
+    max_at: int = 0
+    window: int = 0
+    position: int = 0
 
     @property
     def peak(self) -> float:
@@ -668,37 +658,23 @@ class FeatureCard:
     promoted: list[tuple[str, float]]
     suppressed: list[tuple[str, float]]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index, "density": self.density, "n_fires": self.n_fires,
-            "max_act": self.max_act, "dec_norm": self.dec_norm,
-            "contexts": [asdict(c) for c in self.contexts],
-            "promoted": [[t, v] for t, v in self.promoted],
-            "suppressed": [[t, v] for t, v in self.suppressed],
-        }
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> FeatureCard:
-        def pairs(v: Any) -> list[tuple[str, float]]:
-            return [(str(p[0]), _num(p[1])) for p in v or []
-                    if isinstance(p, Sequence) and not isinstance(p, str) and len(p) == 2]
-
-        return cls(
-            index=int(d["index"]), density=_num(d.get("density")),
-            n_fires=_int(d.get("n_fires")) or 0, max_act=_num(d.get("max_act")),
-            dec_norm=_num(d.get("dec_norm")),
-            contexts=[FeatureContext(tokens=[str(t) for t in c.get("tokens") or []],
-                                     acts=_floats(c.get("acts")), max_at=int(c.get("max_at", 0)),
-                                     window=int(c.get("window", 0)),
-                                     position=int(c.get("position", 0)))
-                      for c in d.get("contexts") or []],
-            promoted=pairs(d.get("promoted")), suppressed=pairs(d.get("suppressed")),
-        )
+#: ``features.json``'s keys in their order (the derived ones among the fields).
+_BROWSER_ORDER = ("model_id", "hook_point", "layer", "d_sae", "n_windows", "seq_len",
+                  "n_tokens", "config", "densities", "density_histogram", "n_dead",
+                  "dead_fraction", "dead_fraction_ci95", "dead_fraction_n", "selected",
+                  "features", ...)
 
 
 @dataclass
-class BrowserRecord:
-    """The feature browser's data; :meth:`to_dict` is ``features.json`` (JSON-safe)."""
+class BrowserData(Result):
+    """The feature browser's data (:func:`saes.browser.collect_browser_data`).
+
+    ``to_dict()`` is ``features.json`` (JSON-safe; the per-feature ``fires`` are written as
+    ``densities``), ``to_frame()`` one row per shown feature; in a notebook it shows its
+    summary, the first features and the density histogram. The manifest goes to the
+    report, not into ``features.json``.
+    """
 
     model_id: str
     hook_point: str
@@ -707,12 +683,19 @@ class BrowserRecord:
     n_windows: int
     seq_len: int
     n_tokens: int
-    fires: list[int]
     features: list[FeatureCard]
     config: BrowserConfig
     selected: list[int] = field(default_factory=list)
-    sae_path: str | None = None
-    data: dict[str, Any] | None = None
+    #: Tokens each feature fired on (all ``d_sae``); the file has them as ``densities``.
+    fires: list[int] = field(default_factory=list, metadata=json_meta(skip=True))
+    sae_path: str | None = _omit()
+    data: dict[str, Any] | None = _omit()
+    #: The run's provenance, for the report; ``features.json`` has never carried it.
+    manifest: dict[str, Any] | None = field(default=None, kw_only=True, repr=False,
+                                            metadata=json_meta(skip=True))
+
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = _BROWSER_ORDER
 
     @property
     def densities(self) -> list[float]:
@@ -738,55 +721,50 @@ class BrowserRecord:
 
     def density_histogram(self) -> dict[str, Any]:
         """:attr:`histogram` as in ``features.json`` (edges and counts)."""
-        return self.histogram.to_dict(with_dead=False)
+        h = self.histogram
+        return {"edges": h.edges, "counts": h.counts}
 
-    def to_dict(self) -> dict[str, Any]:
-        lo, hi = self.dead_fraction_ci95
-        out: dict[str, Any] = {
-            "model_id": self.model_id,
-            "hook_point": self.hook_point,
-            "layer": self.layer,
-            "d_sae": self.d_sae,
-            "n_windows": self.n_windows,
-            "seq_len": self.seq_len,
-            "n_tokens": self.n_tokens,
-            "config": asdict(self.config),
-            "densities": self.densities,
-            "density_histogram": self.density_histogram(),
-            "n_dead": self.n_dead,
-            "dead_fraction": self.dead_fraction,
-            "dead_fraction_ci95": [lo, hi],
-            "dead_fraction_n": self.d_sae,
-            "selected": list(self.selected),
-            "features": [f.to_dict() for f in self.features],
-        }
-        if self.sae_path is not None:
-            out["sae_path"] = self.sae_path
-        if self.data is not None:
-            out["data"] = self.data
-        return out
+    def extra_data(self) -> dict[str, Any]:
+        return {"densities": self.densities, "density_histogram": self.density_histogram(),
+                "n_dead": self.n_dead, "dead_fraction": self.dead_fraction,
+                "dead_fraction_ci95": list(self.dead_fraction_ci95),
+                "dead_fraction_n": self.d_sae}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Self:
-        """A ``features.json`` read back."""
-        if not isinstance(d, Mapping):
-            raise InterpError(f"browser data must be a dict, not {type(d).__name__}")
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """A ``features.json`` read back (``fires`` from ``densities`` × ``n_tokens``)."""
+        if not isinstance(data, Mapping):
+            raise InterpError(f"browser data must be a dict, not {type(data).__name__}")
         try:
-            n_tokens = int(d["n_tokens"])
-            return cls(
-                model_id=str(d["model_id"]), hook_point=str(d["hook_point"]),
-                layer=_int(d.get("layer")), d_sae=int(d["d_sae"]),
-                n_windows=int(d["n_windows"]), seq_len=int(d["seq_len"]), n_tokens=n_tokens,
-                fires=[round(_num(x) * n_tokens) for x in d["densities"]],
-                features=[FeatureCard.from_dict(f) for f in d["features"]],
-                config=BrowserConfig(**d["config"]), selected=[int(i) for i in d["selected"]],
-                sae_path=_str(d.get("sae_path")), data=_mapping(d.get("data")),
-            )
+            n_tokens = int(data["n_tokens"])
+            fires = [round(as_float(x) * n_tokens) for x in data["densities"]]
+            out = from_data(cls, data)
         except (KeyError, TypeError, ValueError) as e:
             raise InterpError(f"malformed browser data: {e!r}") from e
+        out.fires = fires
+        return out
+
+    def headline(self) -> Headline:
+        """The summary and the first 20 features (the notebook view)."""
+        frame = self.to_frame().head(20)
+        rows: list[tuple[str, Any]] = [
+            ("hook point", self.hook_point), ("features (d_sae)", self.d_sae),
+            ("tokens scanned", self.n_tokens),
+            ("dead features", f"{self.n_dead} ({percent(self.dead_fraction)})"),
+            ("features shown", len(self.features)),
+        ]
+        return Headline(f"SAE feature browser — {self.model_id}", rows=rows,
+                        columns=list(frame.columns),
+                        table=[list(r) for r in frame.itertuples(index=False, name=None)])
+
+    def figure(self) -> Figure | None:
+        from saes.figures import density_figure
+
+        return density_figure(self)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per shown feature: density, largest activation, top token, top logit."""
+        """One row per shown feature: density, largest activation, top token, top logit
+        (every feature, where the headline shows the first 20)."""
         rows = []
         for f in self.features:
             top = f.contexts[0] if f.contexts else None

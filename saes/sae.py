@@ -33,9 +33,8 @@ layer and model. When training ends the scale is folded into the weights
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -43,51 +42,41 @@ import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 
-from interp.errors import InterpError
+from interp.schema import Config, ConfigError, at_least, positive, setting
 
 KIND = "sae"
 
 
-@dataclass
-class SAEConfig:
+@dataclass(frozen=True)
+class SAEConfig(Config):
     """What an SAE is: its widths and where in which model it reads.
 
     ``input_scale`` multiplies raw activations before the encoder (1.0 once folded).
-    ``architecture`` is one of :data:`ARCHITECTURE_NAMES`; ``k`` (TopK, BatchTopK) is
-    the number of active latents per token (per token on average for BatchTopK).
+    ``architecture`` names a registered architecture (:mod:`saes.architectures`); ``k``
+    (TopK, BatchTopK) is the number of active latents per token (per token on average for
+    BatchTopK).
     """
 
-    d_in: int
-    d_sae: int
-    hook_point: str
-    layer: int | None = None
-    model_id: str = ""
-    input_scale: float = 1.0
-    architecture: str = "relu"
-    k: int | None = None
+    d_in: int = setting(help="Width of the activations the SAE reads.", check=at_least(1))
+    d_sae: int = setting(help="Dictionary size (latents).", check=at_least(1))
+    hook_point: str = setting(help="The hook point the SAE reads.")
+    layer: int | None = setting(None, help="The block whose residual stream it reads.")
+    model_id: str = setting("", help="The model it was trained on.")
+    input_scale: float = setting(1.0, check=positive,
+                                 help="Multiplies raw activations before the encoder.")
+    architecture: str = setting("relu", help="A registered architecture's name.")
+    k: int | None = setting(None, help="Active latents per token (TopK, BatchTopK).")
 
-    def __post_init__(self) -> None:
-        for name in ("d_in", "d_sae"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise InterpError(f"{name} must be a positive integer, got {v!r}")
-        if not math.isfinite(self.input_scale) or self.input_scale <= 0:
-            raise InterpError(f"input scale must be a positive number, got {self.input_scale}")
-        if self.architecture not in ARCHITECTURE_NAMES:
-            raise InterpError(f"unknown SAE architecture {self.architecture!r}: use "
-                              f"{', '.join(ARCHITECTURE_NAMES)}")
-        if self.architecture in ("topk", "batchtopk"):
-            check_k(self.k, self.d_sae)
+    def check(self) -> None:
+        from saes.architectures import architecture
+
+        architecture(self.architecture).check_sae(self)
 
 
-#: The architectures :func:`load_sae` can build (see :mod:`saes.architectures`).
-ARCHITECTURE_NAMES = ("relu", "topk", "batchtopk", "jumprelu")
-
-
-def check_k(k: object, d_sae: int) -> int:
+def check_k(k: object, d_sae: int, config: str = "SAEConfig") -> int:
     """``k`` as the number of active latents: an integer in ``1 … d_sae``."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d_sae:
-        raise InterpError(f"--k must be an integer from 1 to d_sae = {d_sae}, got {k!r}")
+        raise ConfigError(config, "k", f"must be an integer from 1 to d_sae = {d_sae}", k)
     return k
 
 
@@ -95,19 +84,28 @@ class SparseAutoencoder(nn.Module):
     """A ReLU SAE with an L1 penalty weighted by decoder-row norms (see module doc), and
     the base class of the other architectures."""
 
-    architecture: ClassVar[str] = "relu"
     #: Decoder rows kept at unit norm after every step (TopK, BatchTopK, JumpReLU).
     unit_decoder: ClassVar[bool] = False
 
     def __init__(self, cfg: SAEConfig, train: Any = None) -> None:
         super().__init__()
+        if train is None:  # the architecture's default settings (with the SAE's k)
+            from saes.architectures import architecture
+
+            spec = architecture(cfg.architecture)
+            train = spec(k=cfg.k) if spec.uses_k else spec()  # type: ignore[call-arg]
         self.cfg = cfg
-        self.train_cfg = train  # the architecture's training settings, when training
+        self.train_cfg = train  # the architecture's training settings
         d, m = cfg.d_in, cfg.d_sae
         self.W_enc = nn.Parameter(torch.zeros(d, m))
         self.b_enc = nn.Parameter(torch.zeros(m))
         self.W_dec = nn.Parameter(torch.zeros(m, d))
         self.b_dec = nn.Parameter(torch.zeros(d))
+
+    @property
+    def architecture(self) -> str:
+        """The registered architecture's name (``cfg.architecture``)."""
+        return self.cfg.architecture
 
     # ---- init ---------------------------------------------------------------------
     @torch.no_grad()
@@ -213,7 +211,7 @@ class SparseAutoencoder(nn.Module):
         self.W_enc.mul_(c)
         self.b_dec.div_(c)
         self.W_dec.div_(c)
-        self.cfg.input_scale = 1.0
+        self.cfg = self.cfg.replace(input_scale=1.0)
 
     # ---- files --------------------------------------------------------------------
     def tensors(self) -> dict[str, Tensor]:
@@ -231,7 +229,7 @@ class SparseAutoencoder(nn.Module):
         """
         from interp.runs.artifacts import save_artifact
 
-        config = {"sae": asdict(self.cfg), **(extra or {})}
+        config = {"sae": self.cfg.to_dict(), **(extra or {})}
         return save_artifact(
             path, self.tensors(), kind=KIND, config=config,
             model_id=self.cfg.model_id or "unknown", d_model=d_model or self.cfg.d_in,

@@ -30,7 +30,8 @@ weights sha256 and the exported weights' sha256.
 ``normalize_activations: "none"``; an SAE still holding an ``input_scale`` is folded on
 the way out, as SAELens's own ``fold_activation_norm_scaling_factor`` does.
 
-**Architectures.** ReLU SAEs are SAELens's ``"standard"``, TopK SAEs its ``"topk"`` (with
+**Architectures.** Each registered architecture (:mod:`saes.architectures`) names its
+SAELens format: ReLU SAEs are SAELens's ``"standard"``, TopK SAEs its ``"topk"`` (with
 ``k``), JumpReLU SAEs its ``"jumprelu"`` (with a ``threshold`` tensor). A BatchTopK SAE
 is written as ``"jumprelu"`` with its single threshold for every latent, as SAELens
 saves its own BatchTopK SAEs for inference; our provenance entry says it was BatchTopK,
@@ -71,6 +72,7 @@ from torch import Tensor
 
 from interp.errors import InterpError
 from interp.runs.atomic import atomic_folder, fsync_path, write_text_synced
+from saes.architectures import ARCHITECTURES, architecture, saelens_architecture
 from saes.loading import LoadedSAE, load_sae, sae_from_tensors
 from saes.sae import SAEConfig, SparseAutoencoder
 
@@ -187,12 +189,6 @@ def _resolve_source(
     return loaded.sae, source, dict(loaded.config)
 
 
-#: Our architecture -> SAELens 6's. BatchTopK is saved for inference as JumpReLU, as
-#: SAELens itself does (its threshold is the JumpReLU threshold of every latent).
-SAELENS_ARCHITECTURES = {"relu": "standard", "topk": "topk", "batchtopk": "jumprelu",
-                         "jumprelu": "jumprelu"}
-
-
 @torch.no_grad()
 def _export_tensors(sae: SparseAutoencoder) -> tuple[dict[str, Tensor], float | None]:
     """float32 copies of the four tensors (and a threshold), with any ``input_scale``
@@ -237,7 +233,8 @@ def _saelens_cfg(
         "architecture": cfg.architecture,
         "k": cfg.k,
     }
-    arch = SAELENS_ARCHITECTURES[cfg.architecture]
+    spec = architecture(cfg.architecture)  # its SAELens format (saes.architectures)
+    arch = spec.saelens
     metadata = {
         "sae_lens_version": SAELENS_FORMAT_VERSION,
         "sae_lens_training_version": None,
@@ -255,7 +252,7 @@ def _saelens_cfg(
     return {
         # SAELens 6: the SAEConfig dataclass fields, the architecture and the metadata.
         "architecture": arch,
-        **({"k": cfg.k} if arch == "topk" else {}),
+        **spec.to_saelens(cfg),
         "d_in": cfg.d_in,
         "d_sae": cfg.d_sae,
         "dtype": "float32",
@@ -372,25 +369,24 @@ def load_saelens(
     act = field("activation_fn_str", "activation_fn")
     if act is not None and act != {"standard": "relu"}.get(arch, arch):
         arch = f"{arch} with activation {act!r}"
-    if arch not in ("standard", "topk", "jumprelu"):
-        raise InterpError(
-            f"{where}: architecture {arch!r} is not supported; interp imports SAELens "
-            f"'standard' (ReLU), 'topk' and 'jumprelu' SAEs"
-        )
-    d_in, d_sae = (_positive_int(raw.get(k), k, where) for k in ("d_in", "d_sae"))
     ours_raw = raw.get("interp")
     ours = ours_raw if isinstance(ours_raw, dict) else meta.get("interp")
     ours = ours if isinstance(ours, dict) else {}
-    architecture = {"standard": "relu", "topk": "topk", "jumprelu": "jumprelu"}[arch]
-    k = None
-    if arch == "topk":
-        k = raw.get("k", field("k"))
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d_sae:
-            raise InterpError(f"{where}: a topk SAE needs k from 1 to d_sae = {d_sae}, "
-                              f"got {k!r}")
-    elif arch == "jumprelu" and ours.get("architecture") == "batchtopk":
-        architecture, k = "batchtopk", ours.get("k")  # our BatchTopK, exported as JumpReLU
-    state_names = ("threshold",) if arch == "jumprelu" else ()
+    spec = saelens_architecture(str(arch), ours)  # the registered architecture it reads as
+    if spec is None:
+        native = [a for a in ARCHITECTURES.values() if a.saelens_import]
+        names = [f"{a.saelens!r} ({a.label})" for a in native]
+        raise InterpError(
+            f"{where}: architecture {arch!r} is not supported; interp imports SAELens "
+            f"{', '.join(names[:-1])} and {names[-1]} SAEs" if len(names) > 1 else
+            f"{where}: architecture {arch!r} is not supported")
+    d_in, d_sae = (_positive_int(raw.get(k), k, where) for k in ("d_in", "d_sae"))
+    try:  # k and the like, from the top level, then the metadata
+        fields = spec.from_saelens({**meta, **{k: v for k, v in raw.items() if v is not None}},
+                                   ours, d_sae)
+    except InterpError as exc:
+        raise InterpError(f"{where}: {exc}") from None
+    state_names = spec.saelens_tensors
     hook = field("hook_name", "hook_point")
     if not isinstance(hook, str) or not hook.strip() or "\n" in hook:
         raise InterpError(f"{where}: {CFG_FILE} has no hook_name (got {hook!r}); interp needs "
@@ -489,9 +485,10 @@ def load_saelens(
         raise InterpError(f"model id must be a non-empty one-line string, got {model_id!r}")
     m = _RESID_POST.match(hook)
     layer = int(m.group(1)) if m else None
-    cfg = SAEConfig(d_in=d_in, d_sae=d_sae, hook_point=hook, layer=layer, model_id=model_id,
-                    input_scale=input_scale, architecture=architecture, k=k)
     try:
+        cfg = SAEConfig(d_in=d_in, d_sae=d_sae, hook_point=hook, layer=layer,
+                        model_id=model_id, input_scale=input_scale, architecture=spec.name,
+                        **fields)
         sae = sae_from_tensors(cfg, out)
     except InterpError as exc:
         raise InterpError(f"{where}: {exc}") from None

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -33,54 +33,78 @@ import torch
 from jaxtyping import Float, Int
 
 from interp.activations.capture import capture
+from interp.display import format_number, signed
 from interp.errors import InterpError
 from interp.models.loading import Model
-from interp.probing.probes import (
-    SEED_STRIDE,
-    ProbeDataset,
-    dataset_hash,
-    fit_probe,
-    split_indices,
-)
 from interp.profiling.session import phase
+from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
+from interp.schema import (
+    Check,
+    Config,
+    Headline,
+    Result,
+    at_least,
+    in_range,
+    json_field,
+    positive,
+    setting,
+)
 from interp.stats.intervals import mean_t_ci
 from saes.feature_steering import sae_layer
+from saes.loading import LoadedSAE, unpack_sae
 from saes.sae import SparseAutoencoder
 
-POSITIONS = ("last", "mean")
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from interp.probing.probes import ProbeDataset
+
+def parse_ks(text: str | Sequence[int]) -> list[int]:
+    """``"1,2,5,20"`` as ``[1, 2, 5, 20]`` (the command line's ``--ks``)."""
+    if not isinstance(text, str):
+        return [int(k) for k in text]
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or any(not math.isfinite(v) or v != int(v) or v < 1 for v in values):
+        raise InterpError(f"bad --ks {text!r}: use comma-separated positive integers")
+    return [int(v) for v in values]
 
 
-@dataclass
-class SparseProbeConfig:
-    """Settings of one sparse-probing run (saved in ``results.json``)."""
+def _positive_ints(ks: Sequence[int]) -> bool:
+    return len(ks) > 0 and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
+                               for k in ks)
 
-    ks: Sequence[int] = (1, 2, 5, 20)
-    seeds: int = 5
-    test_size: float = 0.25
-    C: float = 0.1
-    position: str = "last"
-    random_draws: int = 5
-    batch_size: int = 16
-    seed: int = 0
+
+@dataclass(frozen=True)
+class SparseProbeConfig(Config):
+    """Settings of one sparse-probing run (saved in ``results.json``); ``ks`` is kept
+    sorted, without repeats."""
+
+    ks: Sequence[int] = setting(
+        (1, 2, 5, 20), parse=parse_ks, cli_default="1,2,5,20",
+        check=Check(_positive_ints, "must be positive integers"),
+        help="Comma-separated numbers of latents the sparse probes may use.")
+    seeds: int = setting(5, cli_range=True, check=at_least(1), help="Held-out splits.")
+    test_size: float = setting(0.25, cli=False,
+                               check=in_range(0, 1, open_low=True, open_high=True),
+                               help="Held-out fraction of each split.")
+    C: float = setting(0.1, flag="--C", check=positive,
+                       help="Inverse L2 strength of every probe.")
+    position: Literal["last", "mean"] = setting("last",
+                                                help="Token(s) of each text to read.")
+    random_draws: int = setting(5, cli_range=True, check=at_least(1),
+                                help="Draws of k random latents per split (averaged).")
+    batch_size: int = setting(16, cli=False, check=at_least(1), help="Texts per forward pass.")
+    seed: int = setting(0, cli=False, help="Keys the splits and the random latents.")
 
     def __post_init__(self) -> None:
-        self.ks = sorted({int(k) for k in self.ks})
-        if not self.ks or self.ks[0] < 1:
-            raise InterpError(f"--ks must be positive integers, got {list(self.ks)}")
-        if self.seeds < 1:
-            raise InterpError(f"--seeds must be ≥ 1, got {self.seeds}")
-        if not 0 < self.test_size < 1:
-            raise InterpError(f"test size must be in (0, 1), got {self.test_size}")
-        if not (math.isfinite(self.C) and self.C > 0):
-            raise InterpError(f"C must be a positive number, got {self.C}")
-        if self.position not in POSITIONS:
-            raise InterpError(f"position must be one of {', '.join(POSITIONS)}, "
-                              f"got {self.position!r}")
-        if self.random_draws < 1:
-            raise InterpError(f"random draws must be ≥ 1, got {self.random_draws}")
+        super().__post_init__()
+        object.__setattr__(self, "ks", sorted({int(k) for k in self.ks}))
 
-    def check(self, d_sae: int) -> None:
+    def check_width(self, d_sae: int) -> None:
         """Refuse a k larger than the SAE's width."""
         if max(self.ks) > d_sae:
             raise InterpError(f"k {max(self.ks)} > d_sae {d_sae}: the SAE has only {d_sae} "
@@ -94,11 +118,11 @@ def _summary(values: Sequence[float]) -> dict[str, Any]:
 
 
 @dataclass
-class SparseProbeResult:
+class SparseProbeResult(Result):
     """What :func:`sparse_probe` measured; per-split accuracies are ``[k][split]``.
 
     ``to_dict()`` is ``results.json`` (with mean, interval and ``_n`` per accuracy),
-    ``to_frame()`` one row per method and k.
+    ``to_frame()`` one row per method and k; :meth:`headline` is the CLI's table.
     """
 
     model: str
@@ -120,9 +144,7 @@ class SparseProbeResult:
     top_mean_differences: list[float]
     alive_latents: list[int]
     config: SparseProbeConfig
-    sae_path: str | None = None
-    manifest: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)
+    sae_path: str | None = json_field(None, omit_none=True)
 
     def difference(self, i: int) -> dict[str, Any]:
         """k-sparse − k random for ``ks[i]``, paired by split, with its t interval."""
@@ -154,17 +176,37 @@ class SparseProbeResult:
         return rows
 
     def to_frame(self) -> pd.DataFrame:
+        """One row per (method, k): the numbers behind the headline's table."""
         return pd.DataFrame(self.rows())
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["config"] = asdict(self.config)
-        out["table"] = self.rows()
-        out["sparse_minus_random"] = [{"k": k, **self.difference(i)}
-                                      for i, k in enumerate(self.ks)]
-        dense = _summary(self.dense_accuracy)
-        out["dense"] = {**dense, "n": int(sum(self.n_test))}
-        return {k: v for k, v in out.items() if v is not None}
+    def extra_data(self) -> dict[str, Any]:
+        return {"table": self.rows(),
+                "sparse_minus_random": [{"k": k, **self.difference(i)}
+                                        for i, k in enumerate(self.ks)],
+                "dense": {**_summary(self.dense_accuracy), "n": int(sum(self.n_test))}}
+
+    def headline(self) -> Headline:
+        """k-sparse against k random latents per k, then the dense probe and chance."""
+        table: list[list[Any]] = []
+        for i, k in enumerate(self.ks):
+            d = self.difference(i)
+            table.append([k, _summary(self.sparse_accuracy[i])["mean"],
+                          _summary(self.random_accuracy[i])["mean"], signed(d["mean"]),
+                          "within noise" if d["within_noise"] else ""])
+        chance = _summary(self.majority_accuracy)["mean"]
+        table.append(["dense", _summary(self.dense_accuracy)["mean"], "", "",
+                      f"chance {format_number(chance)}"])
+        return Headline(
+            title=f"Sparse probing — {self.model}",
+            rows=[("SAE", f"{self.architecture}, d_sae {self.d_sae}, at {self.hook_point}"),
+                  ("dataset", f"{self.dataset} ({self.n_examples} texts, split {self.split})")],
+            columns=["k", "k-sparse", "k random", "sparse − random", ""], table=table,
+            table_title=f"sparse probing · {self.hook_point} · {self.dataset}")
+
+    def figure(self) -> Figure | None:
+        from saes.figures import sparse_probe_figure
+
+        return sparse_probe_figure(self)
 
 
 def _top_by_mean_difference(
@@ -191,13 +233,24 @@ def sae_features(
 
 
 def sparse_probe(
-    model: Model, sae: SparseAutoencoder, dataset: ProbeDataset,
+    model: Model, sae: SparseAutoencoder | LoadedSAE, dataset: ProbeDataset,
     config: SparseProbeConfig | None = None, *, progress: bool | None = None,
+    **settings: Any,
 ) -> SparseProbeResult:
     """k-sparse probes on the SAE's latents vs k random latents vs the dense probe
-    (see the module doc)."""
-    cfg = config or SparseProbeConfig()
-    cfg.check(sae.cfg.d_sae)
+    (see the module doc). Settings come from ``config`` or keyword arguments named as its
+    fields; a :class:`~saes.loading.LoadedSAE` adds its path to the result, which carries
+    its manifest."""
+    from interp.probing.probes import (  # scikit-learn: loaded when a probe is fitted
+        SEED_STRIDE,
+        dataset_hash,
+        fit_probe,
+        split_indices,
+    )
+
+    cfg = SparseProbeConfig.resolve(config, settings)
+    sae, loaded = unpack_sae(sae)
+    cfg.check_width(sae.cfg.d_sae)
     layer = sae_layer(model, sae)
     x, f = sae_features(model, sae, dataset.texts, cfg.position, cfg.batch_size, progress)
     y = dataset.labels
@@ -238,7 +291,8 @@ def sparse_probe(
     if min(alive) < max(ks):
         warnings.append(f"only {min(alive)} latents fire on the training texts of some "
                         f"split, fewer than k = {max(ks)}: larger k add dead latents")
-    return SparseProbeResult(
+    sae_path = str(loaded.path) if loaded is not None else None
+    result = SparseProbeResult(
         model=model.model_id, hook_point=sae.cfg.hook_point, layer=layer,
         d_sae=sae.cfg.d_sae, architecture=sae.cfg.architecture, dataset=dataset.source,
         dataset_hash=dataset_hash(dataset),
@@ -246,5 +300,10 @@ def sparse_probe(
         n_examples=len(dataset), n_test=n_test, ks=ks, sparse_accuracy=sparse,
         random_accuracy=random_, dense_accuracy=dense, majority_accuracy=majority,
         top_latents=top_latents, top_mean_differences=top_diffs, alive_latents=alive,
-        config=cfg, warnings=warnings,
+        config=cfg, warnings=warnings, sae_path=sae_path,
     )
+    result.manifest = model_manifest(
+        model, seed=cfg.seed, texts=dataset.texts,
+        config={**cfg.to_dict(), **({"sae": sae_path} if sae_path else {}),
+                "dataset": dataset.source})
+    return result

@@ -36,7 +36,7 @@ import hashlib
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -48,31 +48,26 @@ from interp.data.windows import iter_windows
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phase
+from interp.schema import Config, at_least, setting
 
 
-@dataclass
-class StoreConfig:
-    """Where the activations come from and how they are cut and shuffled."""
+@dataclass(frozen=True)
+class StoreConfig(Config):
+    """Where the activations come from and how they are cut and shuffled (set from the
+    training run's settings; its fields key the disk cache)."""
 
-    layer: int
-    seq_len: int = 128
-    windows_per_chunk: int = 1024
-    data_shards: int = 1
-    seed: int = 0
-    forward_batch: int = 8
+    layer: int = setting(help="Residual stream after this block.")
+    seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.")
+    windows_per_chunk: int = setting(1024, check=at_least(1),
+                                     help="Windows shuffled together.")
+    data_shards: int = setting(1, check=at_least(1), help="Substreams of the text.")
+    seed: int = setting(0, help="Seeds the shuffle.")
+    forward_batch: int = setting(8, check=at_least(1), help="Windows per model forward.")
 
-    def __post_init__(self) -> None:
-        if self.seq_len < 3:
-            raise InterpError(f"sequence length must be ≥ 3, got {self.seq_len}")
-        if self.data_shards < 1:
-            raise InterpError(f"data shards must be ≥ 1, got {self.data_shards}")
-        if self.windows_per_chunk < self.data_shards or self.windows_per_chunk % self.data_shards:
-            raise InterpError(
-                f"windows per chunk ({self.windows_per_chunk}) must be a positive multiple of "
-                f"the data shards ({self.data_shards})"
-            )
-        if self.forward_batch < 1:
-            raise InterpError(f"forward batch must be ≥ 1, got {self.forward_batch}")
+    def check(self) -> None:
+        if self.windows_per_chunk % self.data_shards:
+            raise self.error("windows_per_chunk", "must be a positive multiple of the data "
+                             f"shards ({self.data_shards})", self.windows_per_chunk)
 
     @property
     def windows_per_shard_chunk(self) -> int:
@@ -271,7 +266,7 @@ class ActivationStore:
 
     # ---- cache --------------------------------------------------------------------
     def cache_key(self, data_hash: str) -> str:
-        key = {**asdict(self.cfg), "model_id": self.model.model_id, "data": data_hash}
+        key = {**self.cfg.to_dict(), "model_id": self.model.model_id, "data": data_hash}
         key.pop("forward_batch")
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -287,7 +282,7 @@ class ActivationStore:
         info = self.cache / "store.json"
         if not info.is_file():
             atomic_write_text(info, json.dumps(
-                {**asdict(self.cfg), "model_id": self.model.model_id, "data": data_hash,
+                {**self.cfg.to_dict(), "model_id": self.model.model_id, "data": data_hash,
                  "hook": self.model.resid_hook(self.cfg.layer), "d_model": self.model.d_model},
                 indent=1))
 

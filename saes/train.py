@@ -2,7 +2,7 @@
 
 Each step takes a global batch of ``batch_size`` activations from the
 :class:`~saes.store.ActivationStore`, scaled so that ``E‖x‖² = d_in``, and minimises the
-architecture's loss (``TrainConfig.arch``, :mod:`saes.architectures`): for the default
+architecture's loss (``SAETrainConfig.arch``, :mod:`saes.architectures`): for the default
 ReLU SAE ``‖x − x̂‖² + λ_t · Σ f_i‖W_dec[i]‖`` (see :mod:`saes.sae`); for TopK and
 BatchTopK the reconstruction plus AuxK on the dead latents; for JumpReLU the
 reconstruction plus λ_t · L0. With Adam:
@@ -40,15 +40,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from interp.display import result_html
+from interp.display import MISSING
 from interp.errors import InterpError
 from interp.mfu import ModelShape, Work, forward_flops, sae_step_flops
 from interp.mfu.flops import format_rate
@@ -56,6 +56,7 @@ from interp.mfu.peak import peaks_for
 from interp.models.loading import Model
 from interp.profiling.session import phase
 from interp.profiling.session import step as profiling_step
+from interp.runs.manifest import model_manifest, sha256_texts
 from interp.runs.progress import make_progress
 from interp.runs.resume import (
     check_resumable,
@@ -64,7 +65,18 @@ from interp.runs.resume import (
     prepare_run_dir,
     write_progress,
 )
-from saes.architectures import ArchConfig, ReLUConfig, arch_config_from_dict, sae_class
+from interp.schema import (
+    Config,
+    Headline,
+    Result,
+    at_least,
+    fraction,
+    in_range,
+    json_field,
+    positive,
+    setting,
+)
+from saes.architectures import Architecture, ReLUConfig
 from saes.results import TrainingRecord
 from saes.sae import SAEConfig, SparseAutoencoder
 from saes.store import (
@@ -75,6 +87,9 @@ from saes.store import (
     mean_sq_norm,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 CHECKPOINT_SUBDIR = "checkpoint"
 SAE_SUBDIR = "sae"
 CHECKPOINT_KIND = "sae_checkpoint"
@@ -83,61 +98,74 @@ CHECKPOINT_KIND = "sae_checkpoint"
 CALIBRATION_STEPS = 4
 
 
-@dataclass
-class TrainConfig:
-    """Settings of one SAE training run (saved with the SAE and its checkpoints)."""
+@dataclass(frozen=True)
+class SAETrainConfig(Config):
+    """Settings of one SAE training run (saved with the SAE and its checkpoints).
 
-    layer: int = 6
-    d_sae: int = 4608
-    arch: ArchConfig = field(default_factory=ReLUConfig)
-    tokens: int = 2_000_000
-    batch_size: int = 4096
-    lr: float = 4e-4
-    lr_warmup_fraction: float = 0.01
-    lr_decay_fraction: float = 0.2
-    sparsity_warmup_fraction: float = 0.05
-    beta1: float = 0.9
-    beta2: float = 0.999
-    grad_clip: float = 1.0
-    dec_init_norm: float = 0.1
-    dead_window: int = 1_000_000
-    resample_every: int = 0
-    resample_until: float = 0.5
-    checkpoint_every: int = 50
-    seed: int = 0
-    seq_len: int = 128
-    windows_per_chunk: int = 1024
-    data_shards: int = 1
+    ``arch`` is the architecture's own settings (:mod:`saes.architectures`); a dict (as read
+    back from a saved ``config.json``) is rebuilt into them. ``layer`` and ``batch_size``,
+    ``seed`` are set by ``interp sae train``'s ``--layer``/``--layers`` and model options.
+    """
+
+    layer: int = setting(6, cli=False, help="Residual stream after this block "
+                                            "(blocks.L.hook_resid_post).")
+    d_sae: int = setting(4608, cli_range=True, check=at_least(1),
+                         help="Dictionary size (8 × d_model for the default model).")
+    arch: Architecture = setting(default_factory=ReLUConfig, cli=False,
+                                 help="The architecture and its settings.")
+    tokens: int = setting(2_000_000, cli_range=True, check=at_least(1),
+                          help="Training tokens (activations).")
+    batch_size: int = setting(4096, cli=False, check=at_least(1),
+                              help="Activations (tokens) per training step, over all "
+                                   "processes.")
+    lr: float = setting(4e-4, check=positive, help="Adam's learning rate.")
+    lr_warmup_fraction: float = setting(0.01, cli=False, check=fraction,
+                                        help="Fraction of steps of linear learning-rate "
+                                             "warm-up.")
+    lr_decay_fraction: float = setting(0.2, cli=False, check=fraction,
+                                       help="Fraction of steps of linear decay to 0 at the "
+                                            "end.")
+    sparsity_warmup_fraction: float = setting(
+        0.05, flag="--l1-warmup", cli_range=True, check=fraction,
+        help="Fraction of steps over which the L1 (ReLU) or L0 (JumpReLU) λ rises from 0.")
+    beta1: float = setting(0.9, cli=False, check=in_range(0, 1, open_high=True),
+                           help="Adam's β₁.")
+    beta2: float = setting(0.999, cli=False, check=in_range(0, 1, open_high=True),
+                           help="Adam's β₂.")
+    grad_clip: float = setting(1.0, cli=False, check=positive,
+                               help="Gradient norm clip.")
+    dec_init_norm: float = setting(0.1, cli=False, check=positive,
+                                   help="Initial decoder row norm (ReLU SAEs).")
+    dead_window: int = setting(1_000_000, cli_range=True, check=at_least(1),
+                               help="Tokens without firing before a feature is dead.")
+    resample_every: int = setting(0, cli_range=True, check=at_least(0),
+                                  help="Resample dead features every N steps in the first "
+                                       "half (0: never).")
+    resample_until: float = setting(0.5, cli=False, check=fraction,
+                                    help="Fraction of the run during which dead features "
+                                         "are resampled.")
+    checkpoint_every: int = setting(50, cli_range=True, check=at_least(1),
+                                    help="Steps between checkpoints.")
+    seed: int = setting(0, cli=False, help="Seeds the initialisation and the data order.")
+    seq_len: int = setting(128, cli_range=True, check=at_least(3),
+                           help="Tokens per text window.")
+    windows_per_chunk: int = setting(
+        1024, cli_range=True, check=at_least(1),
+        help="Windows shuffled together (memory: this × seq-len × d × 4 bytes).")
+    data_shards: int = setting(1, cli_default=None, cli_range=True, check=at_least(1),
+                               help="Substreams of the text [default: the number of "
+                                    "processes].")
 
     def __post_init__(self) -> None:
-        def finite(v: float) -> bool:
-            return isinstance(v, (int, float)) and math.isfinite(v)
-
         if isinstance(self.arch, Mapping):  # read back from a saved config.json
-            self.arch = arch_config_from_dict(self.arch)
-        self.arch.validate(self.d_sae)
-        checks = [
-            (finite(self.lr) and self.lr > 0, f"--lr must be a positive number, got {self.lr}"),
-            (self.tokens >= 1, f"--tokens must be ≥ 1, got {self.tokens}"),
-            (self.d_sae >= 1, f"--d-sae must be ≥ 1, got {self.d_sae}"),
-            (self.batch_size >= 1, f"--batch-size must be ≥ 1, got {self.batch_size}"),
-            (self.checkpoint_every >= 1,
-             f"checkpoint interval must be ≥ 1 step, got {self.checkpoint_every}"),
-            (self.dead_window >= 1, f"dead window must be ≥ 1 token, got {self.dead_window}"),
-            (self.resample_every >= 0, f"resample interval must be ≥ 0, got {self.resample_every}"),
-        ]
-        for name in ("lr_warmup_fraction", "lr_decay_fraction", "sparsity_warmup_fraction",
-                     "resample_until"):
-            v = getattr(self, name)
-            checks.append((finite(v) and 0 <= v <= 1, f"{name} must be in [0, 1], got {v}"))
-        for name in ("beta1", "beta2"):
-            v = getattr(self, name)
-            checks.append((finite(v) and 0 <= v < 1, f"{name} must be in [0, 1), got {v}"))
-        checks.append((finite(self.grad_clip) and self.grad_clip > 0,
-                       f"gradient clip must be > 0, got {self.grad_clip}"))
-        for ok, message in checks:
-            if not ok:
-                raise InterpError(message)
+            object.__setattr__(self, "arch", Architecture.from_dict(self.arch))
+        super().__post_init__()
+
+    def check(self) -> None:
+        if not isinstance(self.arch, Architecture):
+            raise self.error("arch", "must be an SAE architecture's settings", self.arch)
+        self.arch.check_width(self.d_sae)
+        self.store_config()  # shards and chunks fit together
 
     @property
     def steps(self) -> int:
@@ -163,8 +191,7 @@ class TrainConfig:
     def sae_config(self, model: Model) -> SAEConfig:
         """The :class:`~saes.sae.SAEConfig` of the SAE this run trains on ``model``."""
         return SAEConfig(d_in=model.d_model, d_sae=self.d_sae, hook_point=model.resid_hook(
-            self.layer), layer=self.layer, model_id=model.model_id,
-            **self.arch.sae_fields())  # type: ignore[arg-type]
+            self.layer), layer=self.layer, model_id=model.model_id, **self.arch.sae_fields())
 
     def store_config(self) -> StoreConfig:
         return StoreConfig(layer=self.layer, seq_len=self.seq_len,
@@ -173,12 +200,13 @@ class TrainConfig:
 
 
 @dataclass
-class TrainResult:
+class SAETrainResult(Result):
     """What one call to :func:`train_sae` did; ``history`` covers every step so far.
 
-    ``to_dict()`` is JSON-ready, ``to_frame()`` the history (one row per step), and
-    ``record`` the run as saved with the SAE (what ``interp sae eval`` reports under
-    "Training"); in a notebook it shows its progress and the training curves.
+    ``to_dict()`` is ``interp sae train``'s ``results.json`` (``config`` under ``train``),
+    ``to_frame()`` the history (one row per step), and ``record`` the run as saved with the
+    SAE (what ``interp sae eval`` reports under "Training"); in a notebook it shows its
+    progress and the training curves. ``manifest`` is the one saved with the SAE.
     """
 
     out_dir: Path
@@ -191,48 +219,53 @@ class TrainResult:
     elapsed_s: float
     sae_path: Path | None
     resampled: list[list[int]] = field(default_factory=list)
-    config: TrainConfig | None = None
-    mfu: float | None = None  # model FLOPs utilisation (see interp.mfu); None: no peak
-    peak_flops: float | None = None  # FLOP/s the MFU divides by
+    config: SAETrainConfig | None = json_field(None, key="train")
+    #: model FLOPs utilisation (see interp.mfu) and the FLOP/s it divides by; left out
+    #: while unknown (no peak)
+    mfu: float | None = json_field(None, omit_none=True)
+    peak_flops: float | None = json_field(None, omit_none=True)
     flops: float | None = None  # FLOPs counted over the run (model forward + SAE steps)
-    calibration: dict[str, float] | None = None  # see TrainingRecord.calibration
+    calibration: dict[str, float] | None = json_field(  # see TrainingRecord.calibration
+        None, omit_none=True)
+
+    warnings_always: ClassVar[bool] = False
+    json_order: ClassVar[tuple[Any, ...]] = (
+        "out_dir", "steps_done", "steps_total", "complete", "resumed_from", "tokens_per_s",
+        "elapsed_s", "flops", "sae_path", "train", "history", "resampled", ...)
 
     @property
     def record(self) -> TrainingRecord:
         """Settings, history and resampling events, as saved with the SAE."""
-        return TrainingRecord(train=asdict(self.config) if self.config else None,
+        return TrainingRecord(train=self.config.to_dict() if self.config else None,
                               history=self.history, resampled=self.resampled,
                               elapsed_s=self.elapsed_s, tokens_per_s=self.tokens_per_s,
                               mfu=self.mfu, peak_flops=self.peak_flops,
                               calibration=self.calibration)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"out_dir": str(self.out_dir), "steps_done": self.steps_done,
-                "steps_total": self.steps_total, "complete": self.complete,
-                "resumed_from": self.resumed_from, "tokens_per_s": self.tokens_per_s,
-                "elapsed_s": self.elapsed_s, "flops": self.flops,
-                "sae_path": str(self.sae_path) if self.sae_path else None,
-                **self.record.to_dict()}
-
     def to_frame(self) -> pd.DataFrame:
-        """One row per step: loss, MSE, L1, L0, dead fraction, EV, learning rate, λ."""
+        """One row per step: loss, MSE, L1, L0, dead fraction, EV, learning rate, λ (the
+        whole history, where the headline has the last step)."""
         return self.record.to_frame()
 
-    def _repr_html_(self) -> str:
-        from saes.figures import training_figure
-
+    def headline(self) -> Headline:
+        """Progress, the last step's numbers, throughput and where the SAE is."""
         h = self.history
-        last = {k: h[k][-1] for k in ("loss", "l0", "explained_variance", "dead_fraction")
-                if h.get(k)}
-        rows: list[tuple[str, object]] = [
+        last = [(k, h[k][-1]) for k in ("loss", "l0", "explained_variance", "dead_fraction")
+                if h.get(k)]
+        rows: list[tuple[str, Any]] = [
             ("steps", f"{self.steps_done} of {self.steps_total}"
                       + ("" if self.complete else " (unfinished: rerun to resume)")),
             ("tokens/s", self.tokens_per_s),
-            ("MFU", "—" if self.mfu is None else f"{100 * self.mfu:.2f}%"), *last.items(),
+            ("MFU", MISSING if self.mfu is None else f"{100 * self.mfu:.2f}%"), *last,
             ("resampling events", len(self.resampled)),
-            ("SAE", str(self.sae_path) if self.sae_path else "—"),
+            ("SAE", str(self.sae_path) if self.sae_path else MISSING),
         ]
-        return result_html(f"SAE training — {self.out_dir}", rows, training_figure(self.record))
+        return Headline(f"SAE training — {self.out_dir}", rows=rows)
+
+    def figure(self) -> Figure | None:
+        from saes.figures import training_figure
+
+        return training_figure(self.record)
 
 
 class _LossModule(nn.Module):
@@ -313,15 +346,15 @@ def resample_dead(
     return int(idx.numel())
 
 
-def _checkpoint_settings(cfg: TrainConfig, data: dict[str, Any], model: Model) -> dict[str, Any]:
-    return {"train": asdict(cfg), "data": dict(data), "model_id": model.model_id}
+def _checkpoint_settings(cfg: SAETrainConfig, data: dict[str, Any], model: Model) -> dict[str, Any]:
+    return {"train": cfg.to_dict(), "data": dict(data), "model_id": model.model_id}
 
 
 def train_sae(
     model: Model,
     docs: Sequence[str],
     out_dir: str | Path,
-    cfg: TrainConfig | None = None,
+    cfg: SAETrainConfig | None = None,
     *,
     data: dict[str, Any] | None = None,
     cache_dir: str | Path | None = None,
@@ -329,7 +362,7 @@ def train_sae(
     manifest: dict[str, Any] | None = None,
     progress: bool | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
-) -> TrainResult:
+) -> SAETrainResult:
     """Train (or resume) an SAE on ``docs`` at ``cfg.layer``; write ``out_dir/sae`` when done.
 
     Args:
@@ -348,7 +381,7 @@ def train_sae(
         InterpError: bad settings, a run with other settings in ``out_dir``, or a non-finite
             loss (training stops; the last good checkpoint is kept).
     """
-    cfg = cfg or TrainConfig()
+    cfg = cfg or SAETrainConfig()
     return _train_runs(model, docs, [(cfg, Path(out_dir).expanduser())], data=data,
                        cache_dir=cache_dir, stop_at=stop_at, manifest=manifest,
                        progress=progress, on_checkpoint=on_checkpoint)[0]
@@ -364,7 +397,7 @@ def train_saes(
     docs: Sequence[str],
     out_dir: str | Path,
     layers: Sequence[int],
-    cfg: TrainConfig | None = None,
+    cfg: SAETrainConfig | None = None,
     *,
     data: dict[str, Any] | None = None,
     cache_dir: str | Path | None = None,
@@ -372,7 +405,7 @@ def train_saes(
     manifest: dict[str, Any] | None = None,
     progress: bool | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
-) -> dict[int, TrainResult]:
+) -> dict[int, SAETrainResult]:
     """Train one SAE per layer of ``layers`` (``cfg``'s settings, ``cfg.layer`` ignored) from
     the same model forward passes: each chunk of windows runs through the model once, up
     to the deepest layer, and every layer's store takes its activations from that pass.
@@ -381,7 +414,7 @@ def train_saes(
     as :func:`train_sae` would write it (checkpoints, resume, ``sae/``); a killed run
     resumes each layer from its own last checkpoint. Returns the results by layer.
     """
-    cfg = cfg or TrainConfig()
+    cfg = cfg or SAETrainConfig()
     checked = sorted({model.check_layer(layer) for layer in layers})
     if not checked:
         raise InterpError("no layers to train")
@@ -395,7 +428,7 @@ class _Run:
     """One SAE being trained: weights, optimiser, dead-feature counters, history, FLOPs,
     and its run folder (checkpoints, progress, the SAE at the end)."""
 
-    def __init__(self, model: Model, cfg: TrainConfig, out: Path, data: dict[str, Any],
+    def __init__(self, model: Model, cfg: SAETrainConfig, out: Path, data: dict[str, Any],
                  rank: int, world: int) -> None:
         from interp.runs.artifacts import load_artifact
 
@@ -408,7 +441,7 @@ class _Run:
         self.hook = model.resid_hook(cfg.layer)
         torch.manual_seed(cfg.seed)
         sae_cfg = cfg.sae_config(model)
-        self.sae = sae_class(sae_cfg.architecture)(sae_cfg, cfg.arch)
+        self.sae = cfg.arch.sae_class(sae_cfg, cfg.arch)
         self.opt = torch.optim.Adam(self.sae.parameters(), lr=cfg.lr,
                                     betas=(cfg.beta1, cfg.beta2))
         self.steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each fired
@@ -538,12 +571,12 @@ class _Run:
         for k in HISTORY_KEYS:
             self.history[k].append(rec[k])
 
-    def finish(self, done: int, manifest: dict[str, Any] | None,
-               last_batches: Callable[[], list[Tensor]]) -> TrainResult:
+    def finish(self, done: int, manifest: dict[str, Any],
+               last_batches: Callable[[], list[Tensor]]) -> SAETrainResult:
         """Calibrate inference state, fold the input scale and save the SAE when every
         step is done; the result. ``last_batches`` gives the scaled batches of the last
         :data:`CALIBRATION_STEPS` steps (drawn only for an SAE that calibrates)."""
-        cfg, steps = self.cfg, self.cfg.steps
+        steps = self.cfg.steps
         summary = self.throughput(done)
         sae_path = self.sae_dir if done >= steps else None  # rank 0 saves it
         calibration: dict[str, float] = {}
@@ -553,17 +586,11 @@ class _Run:
                 calibration = self.sae.calibrate(
                     batches, lambda t: _all_reduce(t.double().clone()) / self.world)
                 calibration["tokens"] = self.world * sum(int(x.shape[0]) for x in batches)
-            self.sae.cfg.input_scale = float(self.scale)  # type: ignore[arg-type]
+            self.sae.cfg = self.sae.cfg.replace(input_scale=float(self.scale))  # type: ignore[arg-type]
             self.sae.fold_input_scale()
             if self.rank == 0:
-                from interp.runs.manifest import run_manifest
-
-                man = manifest or run_manifest(
-                    model_id=self.model.model_id, seed=cfg.seed,
-                    dataset_hash=self.data.get("sha256"), config=asdict(cfg),
-                    extra={"model": self.model.manifest_info()},
-                )
-                sae_path = self.sae.save(self.sae_dir, d_model=self.model.d_model, manifest=man,
+                sae_path = self.sae.save(self.sae_dir, d_model=self.model.d_model,
+                                         manifest=manifest,
                                          extra={**self.want, "input_scale_folded": self.scale,
                                                 "steps": done, "history": self.history,
                                                 "resampled": self.resampled,
@@ -577,34 +604,36 @@ class _Run:
 
     def result(self, done: int, sae_path: Path | None,
                summary: dict[str, Any] | None = None,
-               calibration: dict[str, float] | None = None) -> TrainResult:
-        """The run's :class:`TrainResult` after ``done`` steps (``summary``: its
+               calibration: dict[str, float] | None = None) -> SAETrainResult:
+        """The run's :class:`SAETrainResult` after ``done`` steps (``summary``: its
         :meth:`throughput`, when the caller has it already)."""
         summary = summary or self.throughput(done)
-        return TrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps, self.start,
+        return SAETrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps, self.start,
                            self.history, summary["tokens_per_s"], self.elapsed,
                            sae_path, self.resampled, self.cfg, **_mfu_fields(summary),
                            calibration=calibration)
 
 
 def _train_runs(
-    model: Model, docs: Sequence[str], specs: Sequence[tuple[TrainConfig, Path]], *,
+    model: Model, docs: Sequence[str], specs: Sequence[tuple[SAETrainConfig, Path]], *,
     data: dict[str, Any] | None, cache_dir: str | Path | None, stop_at: int | None,
     manifest: dict[str, Any] | None, progress: bool | None,
     on_checkpoint: Callable[[int], None] | None,
-) -> list[TrainResult]:
+) -> list[SAETrainResult]:
     """Train the runs of ``specs`` (one per layer, same settings otherwise) in lockstep from
     shared model forwards (:class:`saes.store.SharedForward`)."""
     rank, world = _dist()
     data = dict(data or {})
     runs = [_Run(model, cfg, out, data, rank, world) for cfg, out in specs]
+    if manifest is None:
+        manifest = run_manifest_of(model, [cfg for cfg, _ in specs], data, docs)
     steps = runs[0].cfg.steps
     done_runs = {id(r) for r in runs if r.complete}
-    results: dict[int, TrainResult] = {id(r): r.result(r.start, r.sae_dir)
-                                       for r in runs if id(r) in done_runs}
+    results: dict[int, SAETrainResult] = {id(r): r.result(r.start, r.sae_dir)
+                                          for r in runs if id(r) in done_runs}
     active = [r for r in runs if id(r) not in done_runs]
     if not active:
-        return [results[id(r)] for r in runs]
+        return [_with_manifest(results[id(r)], manifest) for r in runs]
     shared = SharedForward(model, [r.cfg.layer for r in active])
     stores = [ActivationStore(model, docs, r.cfg.store_config(), batch_size=r.cfg.batch_size,
                               rank=rank, world=world, cache_dir=cache_dir,
@@ -651,7 +680,22 @@ def _train_runs(
             profiling_step()
     for run, store in zip(active, stores, strict=True):
         results[id(run)] = run.finish(max(run.start, end), manifest, _last_batches(run, store))
-    return [results[id(r)] for r in runs]
+    return [_with_manifest(results[id(r)], manifest) for r in runs]
+
+
+def run_manifest_of(model: Model, cfgs: Sequence[SAETrainConfig], data: dict[str, Any],
+                    docs: Sequence[str]) -> dict[str, Any]:
+    """The manifest of a training run (one per call, shared by its layers): the first
+    layer's settings with every layer in ``layers``, and the text's hash and source."""
+    source = {"data_source": data["source"]} if data.get("source") else {}
+    return model_manifest(
+        model, seed=cfgs[0].seed, config={**cfgs[0].to_dict(), "layers": [c.layer for c in cfgs]},
+        extra=source, dataset_hash=data.get("sha256") or sha256_texts(docs))
+
+
+def _with_manifest(result: SAETrainResult, manifest: dict[str, Any]) -> SAETrainResult:
+    result.manifest = manifest
+    return result
 
 
 def _last_batches(run: _Run, store: ActivationStore) -> Callable[[], list[Tensor]]:
@@ -682,7 +726,7 @@ def _barrier() -> None:
         dist.barrier()
 
 
-def _rate(cfg: TrainConfig, steps: int, elapsed: float) -> float:
+def _rate(cfg: SAETrainConfig, steps: int, elapsed: float) -> float:
     return steps * cfg.batch_size / elapsed if elapsed > 0 else 0.0
 
 

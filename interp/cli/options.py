@@ -57,6 +57,8 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
     if info.cli_default is not UNSET:
         default = info.cli_default
     if hint is bool and info.parse is None:
+        if "/" in flag:  # an on/off pair, "--cache/--no-cache": click reads both spellings
+            return click.option(*decls, default=default, show_default=True, **kwargs)
         if default is True:
             if not flag.startswith("--no-"):
                 raise TypeError(f"{f.name}: a True-by-default flag needs a --no-… flag")

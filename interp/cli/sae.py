@@ -1,4 +1,10 @@
-"""``interp sae train|eval|browse|export|import``: sparse autoencoders from the command line.
+"""``interp sae train|eval|browse|export|import|probe``: sparse autoencoders from the command line.
+
+Each verb's settings are its config's fields (:class:`~saes.train.SAETrainConfig`,
+:class:`~saes.results.SAEEvalConfig`, :class:`~saes.results.BrowserConfig`,
+:class:`~saes.sparse_probing.SparseProbeConfig`), and ``sae train``'s architecture options
+come from the registered architectures (:mod:`saes.architectures`); the library makes each
+result, with its manifest, and the verb writes it.
 
 ``interp sae train`` also runs under ``torchrun`` (DistributedDataParallel, gloo on CPU and
 nccl on CUDA)::
@@ -8,53 +14,40 @@ nccl on CUDA)::
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import os
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from interp.cli.common import (
     load_model,
     log,
     make_model_options,
-    manifest_for,
     probe_dataset_options,
     text_options,
     throughput_text,
     write_run_results,
 )
+from interp.cli.options import build_config, config_options, flag_of
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir, check_creatable
+from interp.schema import Headline
+from interp.schema.settings import setting_info
+from saes.architectures import ARCHITECTURES, Architecture, architecture
+from saes.results import BrowserConfig, SAEEvalConfig
+from saes.sparse_probing import SparseProbeConfig
+from saes.train import SAETrainConfig
 
 if TYPE_CHECKING:
-    from saes.metrics import SAEEvalResult
-    from saes.sparse_probing import SparseProbeResult
-    from saes.train import TrainResult
+    from saes.train import SAETrainResult
 
 _train_model_options = make_model_options(
     batch_size=4096, batch_help="Activations (tokens) per training step, over all processes.")
 _window_options = make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
 _text_batch_options = make_model_options(batch_size=16, batch_help="Texts per forward pass.")
-
-def _positive(name: str):  # noqa: ANN202
-    def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:  # noqa: ARG001
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise InterpError(f"{name} must be a positive finite number, got {value}")
-        return value
-    return check
-
-
-def arch_text(arch: object) -> str:
-    """``relu (λ 5)``, ``topk (k 32)``, ``jumprelu (λ 1)``: the run's sparsity knob."""
-    name = getattr(arch, "name", "?")
-    k = getattr(arch, "k", None)
-    if k is not None:
-        return f"{name} (k {k})"
-    coef = getattr(arch, "l1_coefficient", getattr(arch, "l0_coefficient", None))
-    return f"{name} (λ {coef})"
 
 
 @click.group(name="sae")
@@ -83,54 +76,106 @@ def _init_distributed(device: str) -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
-@sae_group.command("train")
+class _TrainCommand(click.Command):
+    """``sae train``: its ``--arch`` and architecture options come from the registry
+    (:mod:`saes.architectures`), right after ``--d-sae``. ``params`` is rebuilt whenever the
+    registry has changed since it was last read, so an architecture registered after this
+    module was imported has its options too (in parsing, ``--help`` and ``params``)."""
+
+    @property  # type: ignore[override]
+    def params(self) -> list[click.Parameter]:
+        key = tuple(ARCHITECTURES.items())
+        if key != self._registry:
+            static = self._static
+            at = next((i + 1 for i, p in enumerate(static) if p.name == "d_sae"), len(static))
+            self._params[:] = [*static[:at], *architecture_params(), *static[at:]]
+            self._registry = key
+        return self._params
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._static, self._params = list(value), list(value)
+        self._registry: tuple[Any, ...] | None = None
+
+
+_ARCH_PARAMS: dict[tuple[Any, ...], list[click.Parameter]] = {}
+
+
+def architecture_settings() -> dict[str, tuple[type[Architecture], list[str]]]:
+    """Each CLI setting of the registered architectures by field: the first class that
+    declares it (its type, default, help and check) and the names of all that have it."""
+    out: dict[str, tuple[type[Architecture], list[str]]] = {}
+    for name, cls in ARCHITECTURES.items():
+        for f in dataclasses.fields(cls):
+            if f.init and setting_info(f).cli:
+                out.setdefault(f.name, (cls, []))[1].append(name)
+    return out
+
+
+def architecture_params() -> list[click.Parameter]:
+    """``--arch`` and one option per architecture setting (``--k``, ``--l1``, …), derived
+    from the registry: the default architecture's settings show their defaults; the
+    others default to None, "the architecture's own default", named in their help."""
+    key = tuple(ARCHITECTURES.items())
+    if key not in _ARCH_PARAMS:
+        default = SAETrainConfig().arch.name
+        names = list(ARCHITECTURES)
+
+        @click.option("--arch", "architecture", default=default, show_default=True,
+                      metavar="|".join(names),
+                      help="SAE architecture: " + ", ".join(
+                          f"{n} ({a.summary or a.label})" for n, a in ARCHITECTURES.items())
+                      + ".")
+        def fn() -> None: ...
+
+        for field, (cls, owners) in architecture_settings().items():
+            labels = "/".join(ARCHITECTURES[n].label for n in owners)
+            info = cls.settings()[field]
+            text = f"{labels}: {info.help}"
+            if cls.name != default:
+                value = next(f.default for f in dataclasses.fields(cls) if f.name == field)
+                if value is not None:
+                    text += f" (default {value:g})"
+            fn = config_options(cls, only=[field], help={field: text + "."},
+                                defaults={} if cls.name == default else {field: None})(fn)
+        _ARCH_PARAMS.clear()
+        _ARCH_PARAMS[key] = list(fn.__click_params__)  # type: ignore[attr-defined]
+    return _ARCH_PARAMS[key]
+
+
+def build_architecture(name: str, settings: dict[str, Any]) -> Architecture:
+    """Architecture ``name``'s settings from the verb's options (every architecture's are
+    popped from ``settings``); an option given for another architecture is refused."""
+    fields = architecture_settings()
+    values = {f: settings.pop(f, None) for f in fields}
+    ctx = click.get_current_context(silent=True)
+
+    def given(field: str) -> bool:
+        source = ctx.get_parameter_source(field) if ctx is not None else None
+        return values[field] is not None and source is not ParameterSource.DEFAULT
+
+    if name in ARCHITECTURES:
+        for field, (cls, owners) in fields.items():
+            if given(field) and name not in owners:
+                raise InterpError(f"{flag_of(cls, field)} is for --arch {' or '.join(owners)}"
+                                  f", not {name}")
+    spec = architecture(name)
+    return build_config(spec, {f: v for f, v in values.items()
+                               if f in fields and name in fields[f][1] and given(f)})
+
+
+@sae_group.command("train", cls=_TrainCommand)
 @click.option("--layer", default=None, type=int,
               help="Residual stream after this block (blocks.L.hook_resid_post) [default: 6].")
 @click.option("--layers", "layers_spec", default=None, metavar="L1,L2,…",
               help="Train one SAE per layer from the same model forward passes, each into "
                    "OUT/layer-L (instead of --layer).")
-@click.option("--d-sae", default=4608, show_default=True, type=click.IntRange(min=1),
-              help="Dictionary size (8 × d_model for the default model).")
-@click.option("--arch", "architecture", default="relu", show_default=True,
-              metavar="relu|topk|batchtopk|jumprelu",
-              help="SAE architecture: ReLU + L1, TopK or BatchTopK (--k), JumpReLU (L0).")
-@click.option("--k", "k", default=None, type=int,
-              help="TopK/BatchTopK: active latents per token (default 32).")
-@click.option("--l1", "l1_coefficient", default=5.0, show_default=True, type=float,
-              callback=_positive("--l1"),
-              help="ReLU: L1 coefficient λ (on inputs scaled to E‖x‖² = d).")
-@click.option("--l0-coefficient", default=None, type=float, callback=_positive("--l0-coefficient"),
-              help="JumpReLU: L0 coefficient λ (default 1).")
-@click.option("--threshold-init", default=None, type=float,
-              callback=_positive("--threshold-init"),
-              help="JumpReLU: initial threshold of every latent (default 0.001, the paper's). "
-                   "Thresholds move by at most about lr × steps in log space, so on short runs "
-                   "this sets the L0.")
-@click.option("--bandwidth", default=None, type=float, callback=_positive("--bandwidth"),
-              help="JumpReLU: width ε of the straight-through kernel (default 0.001).")
-@click.option("--aux-k", default=None, type=int,
-              help="TopK/BatchTopK: dead latents AuxK uses per token (default d_model / 2).")
-@click.option("--aux-coefficient", default=None, type=float,
-              help="TopK/BatchTopK: weight of the AuxK loss (default 1/32; 0 turns it off).")
-@click.option("--tokens", default=2_000_000, show_default=True, type=click.IntRange(min=1),
-              help="Training tokens (activations).")
-@click.option("--lr", default=4e-4, show_default=True, type=float, callback=_positive("--lr"))
-@click.option("--l1-warmup", "sparsity_warmup", default=0.05, show_default=True,
-              type=click.FloatRange(0, 1),
-              help="Fraction of steps over which the L1 (ReLU) or L0 (JumpReLU) λ rises from 0.")
-@click.option("--resample-every", default=0, show_default=True, type=click.IntRange(min=0),
-              help="Resample dead features every N steps in the first half (0: never).")
-@click.option("--dead-window", default=1_000_000, show_default=True,
-              type=click.IntRange(min=1), help="Tokens without firing before a feature is dead.")
-@click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
-@click.option("--windows-per-chunk", default=1024, show_default=True, type=click.IntRange(min=1),
-              help="Windows shuffled together (memory: this × seq-len × d × 4 bytes).")
-@click.option("--data-shards", default=None, type=click.IntRange(min=1),
-              help="Substreams of the text [default: the number of processes].")
+@config_options(SAETrainConfig, only=["d_sae", "tokens", "lr", "sparsity_warmup_fraction",
+                                      "resample_every", "dead_window", "seq_len",
+                                      "windows_per_chunk", "data_shards"])
 @click.option("--cache-activations", "cache_dir", default=None, type=click.Path(file_okay=False),
               help="Keep activations on disk here; later runs on the same text skip the model.")
-@click.option("--checkpoint-every", default=50, show_default=True, type=click.IntRange(min=1),
-              help="Steps between checkpoints.")
+@config_options(SAETrainConfig, only=["checkpoint_every"])
 @click.option("--stop-at", default=None, type=click.IntRange(min=0),
               help="Stop after this many steps in all (resumable later).")
 @text_options
@@ -138,48 +183,27 @@ def _init_distributed(device: str) -> tuple[int, int]:
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Run folder (checkpoint/, sae/); rerun the same command to resume.")
 def train(
-    layer: int | None, layers_spec: str | None, d_sae: int, architecture: str, k: int | None,
-    l1_coefficient: float,
-    l0_coefficient: float | None, threshold_init: float | None, bandwidth: float | None,
-    aux_k: int | None, aux_coefficient: float | None, tokens: int, lr: float,
-    sparsity_warmup: float,
-    resample_every: int, dead_window: int, seq_len: int, windows_per_chunk: int,
-    data_shards: int | None, cache_dir: str | None, checkpoint_every: int,
+    layer: int | None, layers_spec: str | None, architecture: str, cache_dir: str | None,
     stop_at: int | None, text_file: str | None, hf_dataset: str | None,
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int, out_dir: str,
+    **settings: Any,
 ) -> None:
     """Train an SAE on one layer's residual stream (or one per layer of --layers from shared
     forward passes); resumes if interrupted."""
     from interp.data.corpus import text_source
-    from saes.architectures import ARCHITECTURES, arch_config
-    from saes.train import TrainConfig, train_sae, train_saes
+    from saes.train import train_sae, train_saes
 
     if layer is not None and layers_spec is not None:
         raise InterpError("give --layer or --layers, not both")
     several = layers_spec is not None
-    layer = 6 if layer is None else layer
-
-    for option, value, archs in (("--k", k, ("topk", "batchtopk")),
-                                 ("--aux-k", aux_k, ("topk", "batchtopk")),
-                                 ("--aux-coefficient", aux_coefficient, ("topk", "batchtopk")),
-                                 ("--l0-coefficient", l0_coefficient, ("jumprelu",)),
-                                 ("--threshold-init", threshold_init, ("jumprelu",)),
-                                 ("--bandwidth", bandwidth, ("jumprelu",))):
-        if value is not None and architecture in ARCHITECTURES and architecture not in archs:
-            raise InterpError(f"{option} is for --arch {' or '.join(archs)}, not {architecture}")
-    arch = arch_config(architecture, k=k, l1_coefficient=l1_coefficient,
-                       l0_coefficient=l0_coefficient, threshold_init=threshold_init,
-                       bandwidth=bandwidth, aux_k=aux_k,
-                       aux_coefficient=aux_coefficient)
+    arch = build_architecture(architecture, settings)
     rank, world = _init_distributed(device)
-    shards = data_shards or world
-    cfg = TrainConfig(
-        layer=layer, d_sae=d_sae, arch=arch, tokens=tokens,
-        batch_size=batch_size, lr=lr, sparsity_warmup_fraction=sparsity_warmup,
-        resample_every=resample_every, dead_window=dead_window, checkpoint_every=checkpoint_every,
-        seed=seed, seq_len=seq_len, windows_per_chunk=windows_per_chunk, data_shards=shards,
-    )
-    cfg.store_config()  # validate shards/chunk now, before anything slow
+    shards = settings.pop("data_shards") or world
+    fixed: dict[str, Any] = {"arch": arch, "batch_size": batch_size, "seed": seed,
+                             "data_shards": shards}
+    if layer is not None:
+        fixed["layer"] = layer
+    cfg = build_config(SAETrainConfig, settings, **fixed)  # every check, before anything slow
     docs, data = text_source("train", text_file=text_file, hf_dataset=hf_dataset)
     check_creatable(out_dir)
     if cache_dir is not None:
@@ -188,38 +212,40 @@ def train(
     if several:
         assert layers_spec is not None
         layer_list = sorted(set(model.parse_layers(layers_spec)))
-        cfg.layer = layer_list[0]
     else:
-        layer_list = [model.check_layer(layer)]
-    man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "layers": layer_list})
-    man["dataset_hash"] = data["sha256"]
-    man["data_source"] = data["source"]
+        layer_list = [model.check_layer(cfg.layer)]
     if rank == 0:
         where = (", ".join(model.resid_hook(li) for li in layer_list) +
-                 " (one forward for all)" if several else model.resid_hook(layer))
-        log(f"training {len(layer_list)} × {arch_text(arch)} SAE on {where}: d_sae {d_sae}, "
-            f"{cfg.steps} steps of {batch_size} tokens from {data['source']} into {out_dir}"
-            + (f" ({world} processes)" if world > 1 else ""))
+                 " (one forward for all)" if several else model.resid_hook(cfg.layer))
+        log(f"training {len(layer_list)} × {arch.knob_text()} SAE on {where}: d_sae "
+            f"{cfg.d_sae}, {cfg.steps} steps of {batch_size} tokens from {data['source']} "
+            f"into {out_dir}" + (f" ({world} processes)" if world > 1 else ""))
     if several:
         results = train_saes(model, docs, out_dir, layer_list, cfg, data=data,
-                             cache_dir=cache_dir, stop_at=stop_at, manifest=man)
+                             cache_dir=cache_dir, stop_at=stop_at)
         if rank:
             return
         for li, res in results.items():
             _print_training(res, prefix=f"layer {li}: ")
-        write_run_results(out_dir, {"layers": {str(li): res.to_dict()
+        first = results[layer_list[0]]
+        write_run_results(out_dir, {"layers": {str(li): _without_manifest(res.to_dict())
                                                for li, res in results.items()},
-                                    "manifest": man})
+                                    "manifest": first.manifest})
         return
-    res = train_sae(model, docs, out_dir, cfg, data=data, cache_dir=cache_dir, stop_at=stop_at,
-                    manifest=man)
+    res = train_sae(model, docs, out_dir, cfg, data=data, cache_dir=cache_dir, stop_at=stop_at)
     if rank:
         return
     _print_training(res)
-    write_run_results(out_dir, {**res.to_dict(), "manifest": man})
+    write_run_results(out_dir, res.to_dict())
 
 
-def _print_training(res: TrainResult, prefix: str = "") -> None:
+def _without_manifest(data: dict[str, Any]) -> dict[str, Any]:
+    """A layer's entry in a several-layer run's results.json (the run's one manifest is
+    written once, beside ``layers``)."""
+    return {k: v for k, v in data.items() if k != "manifest"}
+
+
+def _print_training(res: SAETrainResult, prefix: str = "") -> None:
     if res.resumed_from and res.resumed_from < res.steps_done:
         log(f"{prefix}resumed from step {res.resumed_from}")
     if res.complete and res.resumed_from >= res.steps_total:
@@ -265,120 +291,69 @@ def sae_path(path: str) -> Path:
 @sae_group.command("eval")
 @click.argument("sae_dir", type=click.Path())
 @text_options
-@click.option("--tokens", default=102_400, show_default=True, type=click.IntRange(min=1),
-              help="Held-out tokens for L0, explained variance and densities.")
-@click.option("--ce-tokens", default=None, type=click.IntRange(min=0),
-              help="Held-out tokens for the spliced CE metrics [default: --tokens].")
-@click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
+@config_options(SAEEvalConfig, only=["tokens", "ce_tokens", "seq_len"])
 @_window_options
-@click.option("--baseline-cache/--no-baseline-cache", "cache_baselines", default=True,
-              show_default=True,
-              help="Keep the zero- and mean-ablation passes (they do not depend on the SAE) "
-                   "in $INTERP_CACHE/sae-eval-baselines and reuse them: later evaluations "
-                   "at the same layer on the same text run two spliced passes, not four.")
+@config_options(SAEEvalConfig, only=["cache_baselines"])
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write results.json and report.html here [default: the SAE folder].")
 def eval_cmd(
-    sae_dir: str, text_file: str | None, hf_dataset: str | None, tokens: int,
-    ce_tokens: int | None, seq_len: int, model_name: str | None, device: str, dtype: str,
-    batch_size: int, seed: int, cache_baselines: bool, out_dir: str | None,
+    sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
+    device: str, dtype: str, batch_size: int, seed: int, out_dir: str | None, **settings: Any,
 ) -> None:
     """L0, explained variance, CE-loss score (zero and mean ablation), ΔCE, KL, dead/dense."""
     from interp.cli.common import json_safe
     from interp.data.corpus import text_source
     from reports.sae import sae_report
     from saes.loading import load_sae
-    from saes.metrics import EvalConfig, evaluate_sae
-    from saes.results import DEFAULT_TARGETS, TRAINING_KEYS, TrainingRecord
+    from saes.metrics import evaluate_sae
 
     path = sae_path(sae_dir)
-    cfg = EvalConfig(tokens=tokens, ce_tokens=ce_tokens, seq_len=seq_len,
-                     batch_size=batch_size, seed=seed, cache_baselines=cache_baselines)
+    cfg = build_config(SAEEvalConfig, settings, batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     target = out_dir or str(path)
     with OutDir(target) as out:
         model = load_model(model_name, device, dtype, seed)
-        loaded = load_sae(path, model, device=device)
-        res = evaluate_sae(model, loaded.sae, docs, cfg)
-        res.sae_path = str(loaded.path)
-        res.data = data
-        res.targets = dict(DEFAULT_TARGETS)
-        res.training = TrainingRecord.from_dict({k: loaded.config.get(k) for k in TRAINING_KEYS})
-        man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "sae": str(loaded.path)})
-        man["dataset_hash"] = data["sha256"]
-        man["sae_manifest"] = {k: loaded.manifest.get(k) for k in
-                               ("git_commit", "timestamp", "dataset_hash", "seed", "config")}
-        res.manifest = man
+        res = evaluate_sae(model, load_sae(path, model, device=device), docs, cfg, data=data)
         out.write_json("results.json", json_safe(res.to_dict()))
-        sae_report(res, man).write(out)
-    _print_eval(res)
+        sae_report(res).write(out)
+    _print_eval(res.headline())
     log(f"wrote {os.path.join(target, 'report.html')} and results.json")
 
 
-def _print_eval(res: SAEEvalResult) -> None:
-    def ci(key: str) -> str:
-        lo, hi = getattr(res, f"{key}_ci95")
-        return f"{res.value(key):.3f} [{lo:.3f}, {hi:.3f}]"
-
-    lines = [
-        f"SAE {res.hook_point} d_sae={res.d_sae} on {res.n_tokens} held-out tokens",
-        f"  L0                      {ci('l0')}",
-        f"  explained variance      {ci('explained_variance')}",
-        f"  cosine similarity       {ci('cosine_similarity')}",
-        f"  dead / dense fraction   {res.dead_fraction:.3f} / {res.dense_fraction:.3f}",
-    ]
-    if res.n_ce_tokens is not None:
-        lines += [
-            f"  CE clean / SAE / mean-abl / zero-abl  {res.ce_clean:.3f} / {res.ce_sae:.3f}"
-            f" / {res.ce_mean_ablation:.3f} / {res.ce_zero_ablation:.3f} nats "
-            f"({res.n_ce_tokens} tokens"
-            f"{'; ablations from the baseline cache' if res.baselines_cached else ''})",
-            f"  CE loss score (zero)    {ci('ce_loss_score')}",
-            f"  CE loss score (mean)    {ci('ce_loss_score_mean_ablation')}",
-            f"  ΔCE                     {ci('delta_ce')} nats",
-            f"  KL(clean ‖ SAE)         {ci('kl_sae')} nats",
-        ]
-    click.echo("\n".join(lines))
+def _print_eval(head: Headline) -> None:
+    """The evaluation's headline as the plain lines ``sae eval`` has always printed: the
+    table's title, then one metric per line."""
+    click.echo(head.table_title or head.title)
+    for metric, value in head.table:
+        click.echo(f"  {metric:<24}{value}")
 
 
 @sae_group.command("browse")
 @click.argument("sae_dir", type=click.Path())
 @text_options
-@click.option("--tokens", default=65_536, show_default=True, type=click.IntRange(min=1),
-              help="Held-out tokens scanned for top activations.")
-@click.option("--features", default="alive:300", show_default=True,
-              help="Feature cards: 'all', 'alive:N' (a seeded sample of live ones) or '3,17,99'.")
-@click.option("--top-k", default=12, show_default=True, type=click.IntRange(min=1),
-              help="Top-activating contexts per feature.")
-@click.option("--seq-len", default=128, show_default=True, type=click.IntRange(min=3))
+@config_options(BrowserConfig, only=["tokens", "features", "top_k", "seq_len"])
 @_window_options
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write browser.html (and features.json) here.")
 def browse(
-    sae_dir: str, text_file: str | None, hf_dataset: str | None, tokens: int, features: str,
-    top_k: int, seq_len: int, model_name: str | None, device: str, dtype: str,
-    batch_size: int, seed: int, out_dir: str,
+    sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
+    device: str, dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any,
 ) -> None:
     """One HTML feature browser: density, top contexts, promoted/suppressed tokens, search."""
     from interp.data.corpus import text_source
     from reports.sae_browser import sae_browser_report
-    from saes.browser import BrowserConfig, collect_browser_data
+    from saes.browser import collect_browser_data
     from saes.loading import load_sae
 
     path = sae_path(sae_dir)
-    cfg = BrowserConfig(tokens=tokens, seq_len=seq_len, batch_size=batch_size, top_k=top_k,
-                        features=features, seed=seed)
+    cfg = build_config(BrowserConfig, settings, batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        loaded = load_sae(path, model, device=device)
-        browser = collect_browser_data(model, loaded.sae, docs, cfg)
-        browser.sae_path = str(loaded.path)
-        browser.data = data
-        man = manifest_for(model, seed, docs[:0], {**asdict(cfg), "sae": str(loaded.path)})
-        man["dataset_hash"] = data["sha256"]
+        browser = collect_browser_data(model, load_sae(path, model, device=device), docs, cfg,
+                                       data=data)
         out.write_json("features.json", browser.to_dict())
-        sae_browser_report(browser, man).write(out, page="browser.html")
+        sae_browser_report(browser).write(out, page="browser.html")
     log(f"wrote {os.path.join(out_dir, 'browser.html')} ({len(browser.features)} features)")
 
 
@@ -410,71 +385,32 @@ def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
 @sae_group.command("probe")
 @click.argument("sae_dir", type=click.Path())
 @probe_dataset_options("Split by this column (whole groups held out); '' for a stratified split.")
-@click.option("--ks", default="1,2,5,20", show_default=True,
-              help="Comma-separated numbers of latents the sparse probes may use.")
-@click.option("--seeds", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Held-out splits.")
-@click.option("--position", default="last", show_default=True,
-              type=click.Choice(["last", "mean"]), help="Token(s) of each text to read.")
-@click.option("--random-draws", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Draws of k random latents per split (averaged).")
-@click.option("--C", "C", default=0.1, show_default=True, type=float,
-              help="Inverse L2 strength of every probe.")
+@config_options(SparseProbeConfig, only=["ks", "seeds", "position", "random_draws", "C"])
 @_text_batch_options
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write results.json, report.html and the figure here.")
 def probe_cmd(
     sae_dir: str, dataset: str | None, text_column: str, label_column: str,
-    group_column: str, ks: str, seeds: int, position: str, random_draws: int, C: float,
-    model_name: str | None, device: str, dtype: str, batch_size: int, seed: int, out_dir: str,
+    group_column: str, model_name: str | None, device: str, dtype: str, batch_size: int,
+    seed: int, out_dir: str, **settings: Any,
 ) -> None:
     """Sparse probing: k SAE latents vs k random latents vs the dense residual probe."""
-    from interp.cli.common import float_list, json_safe
+    from interp.cli.common import json_safe
     from interp.probing.probes import load_probe_dataset
     from reports.sae_probe import sae_probe_report
     from saes.loading import load_sae
-    from saes.sparse_probing import SparseProbeConfig, sparse_probe
+    from saes.sparse_probing import sparse_probe
 
-    values = float_list(ks, "--ks")
-    if any(v != int(v) or v < 1 for v in values):
-        raise InterpError(f"bad --ks {ks!r}: use comma-separated positive integers")
-    cfg = SparseProbeConfig(ks=[int(v) for v in values], seeds=seeds, position=position,
-                            random_draws=random_draws, C=C, batch_size=batch_size, seed=seed)
+    cfg = build_config(SparseProbeConfig, settings, batch_size=batch_size, seed=seed)
     path = sae_path(sae_dir)
     data = load_probe_dataset(dataset, text_column=text_column, label_column=label_column,
                               group_column=group_column or None)
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        loaded = load_sae(path, model, device=device)
-        res = sparse_probe(model, loaded.sae, data, cfg)
-        res.sae_path = str(loaded.path)
-        man = manifest_for(model, seed, data.texts, {**asdict(cfg), "sae": str(loaded.path),
-                                                     "dataset": data.source})
-        res.manifest = man
+        res = sparse_probe(model, load_sae(path, model, device=device), data, cfg)
         out.write_json("results.json", json_safe(res.to_dict()))
-        sae_probe_report(res, man).write(out)
-    _print_probe(res)
-    log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
-
-
-def _print_probe(res: SparseProbeResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"sparse probing · {res.hook_point} · {res.dataset}",
-                  title_justify="left")
-    for col in ("k", "k-sparse", "k random", "sparse − random", ""):
-        table.add_column(col, justify="right")
-    frame = res.to_frame()
-    for i, k in enumerate(res.ks):
-        d = res.difference(i)
-        sp = frame[(frame.method == "sparse") & (frame.k == k)].accuracy.iloc[0]
-        rd = frame[(frame.method == "random") & (frame.k == k)].accuracy.iloc[0]
-        table.add_row(str(k), f"{sp:.3f}", f"{rd:.3f}", f"{d['mean']:+.3f}",
-                      "within noise" if d["within_noise"] else "")
-    dense = frame[frame.method == "dense"].accuracy.iloc[0]
-    chance = frame[frame.method == "majority"].accuracy.iloc[0]
-    table.add_row("dense", f"{dense:.3f}", "", "", f"chance {chance:.3f}")
-    Console(soft_wrap=False, width=120).print(table)
+        sae_probe_report(res).write(out)
+    res.headline().print()
     for w in res.warnings:
         log(f"warning: {w}")
+    log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")

@@ -17,7 +17,7 @@ and SAELens: ``θ₀ = 0.001``, ``ε = 0.001``. Decoder rows are kept at unit no
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -25,31 +25,9 @@ from jaxtyping import Float
 from torch import Tensor, nn
 
 from interp.errors import InterpError
+from interp.schema import positive, setting
+from saes.architectures.base import Architecture, arch_name, register
 from saes.sae import SAEConfig, SparseAutoencoder
-
-
-@dataclass
-class JumpReLUConfig:
-    """Training settings of a JumpReLU SAE."""
-
-    l0_coefficient: float = 1.0
-    threshold_init: float = 0.001
-    bandwidth: float = 0.001
-    name: str = field(default="jumprelu", init=False)
-
-    def validate(self, d_sae: int) -> None:
-        for key, label in (("l0_coefficient", "--l0-coefficient"),
-                           ("threshold_init", "threshold init"), ("bandwidth", "bandwidth")):
-            v = getattr(self, key)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise InterpError(f"{label} must be a positive number, got {v}")
-
-    def coefficient(self) -> float:
-        """λ of the L0 penalty (warmed up by the trainer)."""
-        return float(self.l0_coefficient)
-
-    def sae_fields(self) -> dict[str, object]:
-        return {"architecture": self.name}
 
 
 def _kernel(pre: Tensor, theta: Tensor, bandwidth: float) -> Tensor:
@@ -109,11 +87,10 @@ def step(pre: Tensor, theta: Tensor, bandwidth: float) -> Tensor:
 class JumpReLUSAE(SparseAutoencoder):
     """JumpReLU SAE (see the module doc)."""
 
-    architecture: ClassVar[str] = "jumprelu"
     unit_decoder: ClassVar[bool] = True
 
     def __init__(self, cfg: SAEConfig, train: JumpReLUConfig | None = None) -> None:
-        super().__init__(cfg, train or JumpReLUConfig())
+        super().__init__(cfg, train)
         self.train_cfg: JumpReLUConfig
         self.log_threshold = nn.Parameter(
             torch.full((cfg.d_sae,), math.log(self.train_cfg.threshold_init)))
@@ -150,3 +127,29 @@ class JumpReLUSAE(SparseAutoencoder):
             raise InterpError(f"JumpReLU threshold must be positive; {int((t <= 0).sum())} "
                               "of its values are not")
         self.log_threshold.copy_(t.log().float())
+
+
+@register
+@dataclass(frozen=True)
+class JumpReLUConfig(Architecture):
+    """Training settings of a JumpReLU SAE."""
+
+    label: ClassVar[str] = "JumpReLU"
+    summary: ClassVar[str] = "JumpReLU + L0"
+    sae_class: ClassVar[type[SparseAutoencoder]] = JumpReLUSAE
+    saelens: ClassVar[str] = "jumprelu"
+    saelens_tensors: ClassVar[tuple[str, ...]] = ("threshold",)
+    order: ClassVar[int] = 30
+
+    l0_coefficient: float = setting(1.0, check=positive, help="L0 coefficient λ")
+    threshold_init: float = setting(
+        0.001, check=positive,
+        help="initial threshold of every latent (the paper's). Thresholds move by at most "
+             "about lr × steps in log space, so on short runs this sets the L0")
+    bandwidth: float = setting(0.001, check=positive,
+                               help="width ε of the straight-through kernel")
+    name: str = arch_name("jumprelu")
+
+    def coefficient(self) -> float:
+        """λ of the L0 penalty (warmed up by the trainer)."""
+        return float(self.l0_coefficient)

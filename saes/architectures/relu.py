@@ -1,4 +1,4 @@
-"""The ReLU SAE's training settings (the SAE itself is :class:`saes.sae.SparseAutoencoder`).
+"""ReLU + L1: the default architecture (the SAE itself is :class:`saes.sae.SparseAutoencoder`).
 
 ``f = ReLU(pre)`` trained on ``‖x − x̂‖² + λ · Σ_i f_i ‖W_dec[i]‖`` (the L1 penalty
 weighted by decoder norms; see :mod:`saes.sae`). λ sets the sparsity.
@@ -6,27 +6,30 @@ weighted by decoder norms; see :mod:`saes.sae`). λ sets the sparsity.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import ClassVar
 
-from interp.errors import InterpError
+from interp.schema import positive, setting
+from saes.architectures.base import Architecture, arch_name, register
+from saes.sae import SparseAutoencoder
 
 
-@dataclass
-class ReLUConfig:
+@register
+@dataclass(frozen=True)
+class ReLUConfig(Architecture):
     """Training settings of a ReLU + L1 SAE."""
 
-    l1_coefficient: float = 5.0
-    name: str = field(default="relu", init=False)
+    label: ClassVar[str] = "ReLU"
+    summary: ClassVar[str] = "ReLU + L1"
+    sae_class: ClassVar[type[SparseAutoencoder]] = SparseAutoencoder
+    saelens: ClassVar[str] = "standard"
+    order: ClassVar[int] = 0
 
-    def validate(self, d_sae: int) -> None:
-        v = self.l1_coefficient
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            raise InterpError(f"--l1 must be a positive number, got {v}")
+    l1_coefficient: float = setting(
+        5.0, flag="--l1", check=positive,
+        help="L1 coefficient λ (on inputs scaled to E‖x‖² = d)")
+    name: str = arch_name("relu")
 
     def coefficient(self) -> float:
         """λ of the L1 penalty (warmed up by the trainer)."""
         return float(self.l1_coefficient)
-
-    def sae_fields(self) -> dict[str, object]:
-        return {"architecture": self.name}

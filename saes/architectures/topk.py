@@ -36,10 +36,9 @@ activation is the size of its contribution to ``x̂``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own convention
@@ -47,46 +46,9 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.errors import InterpError
+from interp.schema import at_least, in_range, non_negative, setting
+from saes.architectures.base import Architecture, arch_name, register
 from saes.sae import SAEConfig, SparseAutoencoder, check_k
-
-
-@dataclass
-class TopKConfig:
-    """Training settings of a TopK SAE."""
-
-    k: int = 32
-    aux_k: int | None = None  # None: d_in // 2
-    aux_coefficient: float = 1 / 32
-    name: str = field(default="topk", init=False)
-
-    def validate(self, d_sae: int) -> None:
-        check_k(self.k, d_sae)
-        if self.aux_k is not None and (isinstance(self.aux_k, bool) or self.aux_k < 1):
-            raise InterpError(f"--aux-k must be a positive integer, got {self.aux_k!r}")
-        if not (math.isfinite(self.aux_coefficient) and self.aux_coefficient >= 0):
-            raise InterpError(f"--aux-coefficient must be ≥ 0, got {self.aux_coefficient}")
-
-    def coefficient(self) -> float:
-        """The scheduled sparsity coefficient: none (sparsity is the activation's)."""
-        return 0.0
-
-    def sae_fields(self) -> dict[str, object]:
-        return {"architecture": self.name, "k": self.k}
-
-
-@dataclass
-class BatchTopKConfig(TopKConfig):
-    """Training settings of a BatchTopK SAE."""
-
-    threshold_momentum: float = 0.99
-    name: str = field(default="batchtopk", init=False)
-
-    def validate(self, d_sae: int) -> None:
-        super().validate(d_sae)
-        m = self.threshold_momentum
-        if not (math.isfinite(m) and 0 <= m < 1):
-            raise InterpError(f"threshold momentum must be in [0, 1), got {m}")
-
 
 #: Above this fraction of non-zero entries, the encoder's weight gradient is one dense
 #: matmul; below it, a sparse one (measured on the 2-core CPU, d_in 576, d_sae 4,608, batch
@@ -148,12 +110,11 @@ def decode_sparse(
 class TopKSAE(SparseAutoencoder):
     """TopK SAE (see the module doc)."""
 
-    architecture: ClassVar[str] = "topk"
     unit_decoder: ClassVar[bool] = True
 
     def __init__(self, cfg: SAEConfig, train: TopKConfig | None = None) -> None:
         k = check_k(cfg.k, cfg.d_sae)
-        super().__init__(cfg, train or TopKConfig(k=k))
+        super().__init__(cfg, train)
         self.k = k
         self.train_cfg: TopKConfig
 
@@ -209,10 +170,8 @@ class BatchTopKSAE(TopKSAE):
     """BatchTopK SAE (see the module doc): batch-level top-k in training, a threshold at
     inference."""
 
-    architecture: ClassVar[str] = "batchtopk"
-
     def __init__(self, cfg: SAEConfig, train: TopKConfig | None = None) -> None:
-        super().__init__(cfg, train or BatchTopKConfig(k=check_k(cfg.k, cfg.d_sae)))
+        super().__init__(cfg, train)
         self.register_buffer("threshold", torch.zeros(cfg.d_sae))
         self.threshold: Tensor
 
@@ -291,3 +250,68 @@ class BatchTopKSAE(TopKSAE):
 
     def load_state_tensors(self, tensors: dict[str, Tensor]) -> None:
         self.threshold.copy_(tensors["threshold"].float())
+
+
+@register
+@dataclass(frozen=True)
+class TopKConfig(Architecture):
+    """Training settings of a TopK SAE."""
+
+    label: ClassVar[str] = "TopK"
+    summary: ClassVar[str] = "TopK, --k latents per token"
+    sae_class: ClassVar[type[SparseAutoencoder]] = TopKSAE
+    uses_k: ClassVar[bool] = True
+    saelens: ClassVar[str] = "topk"
+    order: ClassVar[int] = 10
+
+    k: int = setting(32, help="active latents per token")
+    aux_k: int | None = setting(None, check=at_least(1),
+                                help="dead latents AuxK uses per token (default d_model / 2)")
+    aux_coefficient: float = setting(1 / 32, check=non_negative,
+                                     help="weight of the AuxK loss (0 turns it off)")
+    name: str = arch_name("topk")
+
+    @classmethod
+    def to_saelens(cls, cfg: SAEConfig) -> dict[str, Any]:
+        return {"k": cfg.k}
+
+    @classmethod
+    def from_saelens(cls, cfg: Mapping[str, Any], ours: Mapping[str, Any],
+                     d_sae: int) -> dict[str, Any]:
+        k = cfg.get("k")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d_sae:
+            raise InterpError(f"a topk SAE needs k from 1 to d_sae = {d_sae}, got {k!r}")
+        return {"k": k}
+
+
+@register
+@dataclass(frozen=True)
+class BatchTopKConfig(TopKConfig):
+    """Training settings of a BatchTopK SAE.
+
+    Exported for inference as SAELens's ``"jumprelu"`` with its single threshold for every
+    latent, as SAELens saves its own BatchTopK SAEs; our provenance entry says it was
+    BatchTopK, so importing it back gives a BatchTopK SAE again.
+    """
+
+    label: ClassVar[str] = "BatchTopK"
+    summary: ClassVar[str] = "BatchTopK, --k latents per token on average"
+    sae_class: ClassVar[type[SparseAutoencoder]] = BatchTopKSAE
+    saelens: ClassVar[str] = "jumprelu"
+    saelens_import: ClassVar[bool] = False
+    saelens_tensors: ClassVar[tuple[str, ...]] = ("threshold",)
+    order: ClassVar[int] = 20
+
+    threshold_momentum: float = setting(
+        0.99, cli=False, check=in_range(0, 1, open_high=True),
+        help="Momentum of the inference threshold's moving average during training.")
+    name: str = arch_name("batchtopk")
+
+    @classmethod
+    def to_saelens(cls, cfg: SAEConfig) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def from_saelens(cls, cfg: Mapping[str, Any], ours: Mapping[str, Any],
+                     d_sae: int) -> dict[str, Any]:
+        return {"k": ours.get("k")}

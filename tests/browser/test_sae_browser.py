@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports.sae_browser import render_feature_browser
+from reports.sae_browser import sae_browser_report
+from saes.browser import BrowserData
 from tests.unit.saes.test_sae_browser import (
     D_SAE,
     MANIFEST,
@@ -19,7 +20,7 @@ def test_browser_in_headless_chromium(data, tmp_path):
     from tests.support.browser import assert_clean, visit
 
     path = tmp_path / "browser.html"
-    path.write_text(render_feature_browser(_hostile(data), MANIFEST))
+    path.write_text(sae_browser_report(BrowserData.from_dict(_hostile(data)), MANIFEST).html)
     cards = "article.fb-feature"
 
     def check(page):  # noqa: ANN001, ANN202

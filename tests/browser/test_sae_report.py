@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reports.sae import render_sae_report
+from reports.sae import sae_report
+from saes.metrics import SAEEvalResult
 from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.unit.reports.test_sae_report import (
     FIGURES,
@@ -20,7 +21,8 @@ def test_sae_report_in_headless_chromium(tmp_path):
     res = fake_result(d_sae=512, steps=480)
     res["model"] = SCRIPT
     path = tmp_path / "sae_report.html"
-    path.write_text(render_sae_report(res, fake_manifest()), encoding="utf-8")
+    path.write_text(sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html,
+                    encoding="utf-8")
 
     def check(page) -> dict:
         counts = {name: page.locator(f'svg.mpl-fig[data-figure="{name}"]').count()

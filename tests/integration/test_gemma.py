@@ -114,8 +114,7 @@ def test_gemma_tuned_lens_and_sae_train(gemma, real_corpus, tmp_path):
     from interp.lenses.logit import LogitLens
     from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens
     from interp.lenses.tuned import load_tuned_lens
-    from saes.train import TrainConfig as SAEConfig
-    from saes.train import train_sae
+    from saes.train import SAETrainConfig, train_sae
 
     torch.manual_seed(0)  # the same run whatever the earlier tests drew
     texts = load_texts("train")
@@ -130,8 +129,8 @@ def test_gemma_tuned_lens_and_sae_train(gemma, real_corpus, tmp_path):
     assert all(t < lo for t, lo in zip(ev["kl_tuned_lens"][:9], ev["kl_logit_lens"][:9],
                                        strict=True))
 
-    scfg = SAEConfig(layer=6, d_sae=1280, tokens=4096 * 4, batch_size=4096, seq_len=64,
-                     lr=2e-3, checkpoint_every=100)
+    scfg = SAETrainConfig(layer=6, d_sae=1280, tokens=4096 * 4, batch_size=4096, seq_len=64,
+                          lr=2e-3, checkpoint_every=100)
     torch.manual_seed(0)
     sres = train_sae(gemma, texts, tmp_path / "sae", scfg, progress=False)
     assert sres.complete

@@ -6,8 +6,8 @@ import pytest
 
 from saes.architectures import ReLUConfig
 from saes.loading import load_sae
-from saes.metrics import EvalConfig, evaluate_sae
-from saes.train import TrainConfig, train_sae
+from saes.metrics import SAEEvalConfig, evaluate_sae
+from saes.train import SAETrainConfig, train_sae
 from tests.unit.saes.test_sae import _identity_sae
 
 
@@ -20,18 +20,18 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, tmp
 
     heldout = load_texts("heldout")
     ident = _identity_sae(model.d_model, model.resid_hook(6))
-    exact = evaluate_sae(model, ident, heldout, EvalConfig(tokens=1024, ce_tokens=1024,
-                                                           n_bootstrap=50))
+    exact = evaluate_sae(model, ident, heldout, SAEEvalConfig(tokens=1024, ce_tokens=1024,
+                                                              n_bootstrap=50))
     assert abs(exact.delta_ce) < 1e-4 and exact.ce_loss_score == pytest.approx(1, abs=1e-4)
     assert exact.ce_zero_ablation - exact.ce_clean > 1.0  # ablating layer 6 hurts
 
-    cfg = TrainConfig(layer=6, d_sae=1152, arch=ReLUConfig(4.0), tokens=2048 * 80,
-                      batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=100)
+    cfg = SAETrainConfig(layer=6, d_sae=1152, arch=ReLUConfig(4.0), tokens=2048 * 80,
+                         batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=100)
     res = train_sae(model, load_texts("train"), tmp_path, cfg, progress=False)
     assert res.complete
     sae = load_sae(tmp_path / "sae", model).sae
-    ev = evaluate_sae(model, sae, heldout, EvalConfig(tokens=8192, ce_tokens=4096,
-                                                      n_bootstrap=200))
+    ev = evaluate_sae(model, sae, heldout, SAEEvalConfig(tokens=8192, ce_tokens=4096,
+                                                         n_bootstrap=200))
     print({k: ev.value(k) for k in ("l0", "explained_variance", "ce_loss_score",
                                     "ce_loss_score_mean_ablation", "delta_ce", "dead_fraction")})
     # measured here: L0 31, EV 0.74, CE-loss score 0.84 [0.82, 0.85] (mean ablation 0.70)

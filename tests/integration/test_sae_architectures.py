@@ -11,7 +11,7 @@ from saes.architectures import (
     TopKConfig,
 )
 from saes.loading import load_sae
-from saes.train import TrainConfig, train_sae
+from saes.train import SAETrainConfig, train_sae
 
 #: Short real-model runs (layer 6, d_sae 1152, 82k tokens from one activation cache,
 #: evaluated on 4,096 held-out tokens, CE on 2,048). Measured here:
@@ -44,15 +44,15 @@ L0_RANGE = {"topk": (31.5, 32.0), "batchtopk": (28.0, 36.0), "jumprelu": (15.0, 
 def test_real_model_short_run_per_architecture(name, model, real_corpus, activation_cache,
                                                tmp_path):
     from interp.data.corpus import corpus_hash, load_texts
-    from saes import EvalConfig, evaluate_sae
+    from saes import SAEEvalConfig, evaluate_sae
 
-    cfg = TrainConfig(layer=6, d_sae=1152, arch=REAL_ARCHS[name], tokens=2048 * 40,
-                      batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=1000)
+    cfg = SAETrainConfig(layer=6, d_sae=1152, arch=REAL_ARCHS[name], tokens=2048 * 40,
+                         batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=1000)
     res = train_sae(model, load_texts("train"), tmp_path, cfg, cache_dir=activation_cache,
                     data={"source": "corpus", "sha256": corpus_hash()}, progress=False)
     sae = load_sae(res.sae_path, model).sae
     ev = evaluate_sae(model, sae, load_texts("heldout"),
-                      EvalConfig(tokens=4096, ce_tokens=2048, n_bootstrap=200))
+                      SAEEvalConfig(tokens=4096, ce_tokens=2048, n_bootstrap=200))
     print(name, {k: round(ev.value(k), 4) for k in (
         "l0", "explained_variance", "ce_loss_score", "delta_ce", "dead_fraction")},
         ev.explained_variance_ci95, ev.ce_loss_score_ci95, f"{res.tokens_per_s:.0f} tok/s")

@@ -18,10 +18,10 @@ def real_topk_sae(model, real_corpus, activation_cache, tmp_path_factory):
     from interp.data.corpus import corpus_hash, load_texts
     from saes.architectures import TopKConfig
     from saes.loading import load_sae
-    from saes.train import TrainConfig, train_sae
+    from saes.train import SAETrainConfig, train_sae
 
-    cfg = TrainConfig(layer=6, d_sae=1152, arch=TopKConfig(k=32), tokens=2048 * 40,
-                      batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=1000)
+    cfg = SAETrainConfig(layer=6, d_sae=1152, arch=TopKConfig(k=32), tokens=2048 * 40,
+                         batch_size=2048, lr=2e-3, windows_per_chunk=256, checkpoint_every=1000)
     res = train_sae(model, load_texts("train"), tmp_path_factory.mktemp("real-topk"), cfg,
                     cache_dir=activation_cache,
                     data={"source": "corpus", "sha256": corpus_hash()}, progress=False)

@@ -116,14 +116,14 @@ def test_trainers_mark_their_phases_and_steps(tiny_model, tmp_path):
     """SAE and tuned-lens training: data/tokenise, forward, loss, backward and optimiser
     phases, one profiler step per training step, the phases covering the run."""
     from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens
-    from saes.train import TrainConfig, train_sae
+    from saes.train import SAETrainConfig, train_sae
     from tests.support.text_fixtures import paragraphs
 
     docs = paragraphs(60)
     with interp.profile(tmp_path / "sae", ProfileConfig(skip_steps=2, active_steps=4)) as p:
         train_sae(tiny_model, docs, tmp_path / "sae-run",
-                  TrainConfig(layer=1, d_sae=64, tokens=64 * 10, batch_size=64, seq_len=16,
-                              windows_per_chunk=8, checkpoint_every=100), progress=False)
+                  SAETrainConfig(layer=1, d_sae=64, tokens=64 * 10, batch_size=64, seq_len=16,
+                                 windows_per_chunk=8, checkpoint_every=100), progress=False)
     r = p.result
     assert r.steps == 10
     assert {"tokenise", "forward", "loss", "backward", "optimiser"} <= set(r.phases)

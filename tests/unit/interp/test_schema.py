@@ -256,6 +256,25 @@ def test_cli_errors_name_the_flag() -> None:
     assert out.exit_code == 2 and "adam" in out.output
 
 
+def test_cli_on_off_flag_pair() -> None:
+    """A bool field whose flag is ``--x/--no-x`` takes both spellings (True by default)."""
+
+    @dataclass(frozen=True)
+    class CacheConfig(Config):
+        cache: bool = setting(True, flag="--cache/--no-cache", help="Reuse the cache.")
+
+    @click.command()
+    @config_options(CacheConfig)
+    def cmd(**params: object) -> None:
+        click.echo(json.dumps(build_config(CacheConfig, params).to_dict()))
+
+    (param,) = cmd.params
+    assert param.opts == ["--cache"] and param.secondary_opts == ["--no-cache"]
+    for argv, want in (([], True), (["--cache"], True), (["--no-cache"], False)):
+        out = CliRunner().invoke(cmd, argv)
+        assert out.exit_code == 0 and json.loads(out.output) == {"cache": want}, argv
+
+
 def test_headline_never_reads_text_as_markup() -> None:
     """User text in a table (a prompt "The [/x] weather") prints as it is: rich would
     otherwise parse it as markup and fail on the unmatched closing tag."""

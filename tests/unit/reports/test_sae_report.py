@@ -15,7 +15,7 @@ import pytest
 from markupsafe import escape
 
 from interp.errors import InterpError
-from reports.sae import render_sae_report, sae_report
+from reports.sae import sae_report
 from saes.metrics import SAEEvalResult
 from tests.support.html_checks import parse, section
 
@@ -165,7 +165,7 @@ def res() -> dict:
 
 @pytest.fixture
 def page(res) -> str:
-    return render_sae_report(res, fake_manifest())
+    return sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
 
 
 # ------------------------------------------------------------------------ content
@@ -226,7 +226,8 @@ def test_density_histogram(page, res):
     assert "#5 31%" in dens  # the densest feature is named
     # Without the histogram, it is rebuilt from feature_density with the same totals.
     r2 = dict(res, density_histogram=None)
-    tips2 = hover(section(render_sae_report(r2, {}), "Feature density"), "density")
+    tips2 = hover(section(sae_report(SAEEvalResult.from_dict(r2), {}).html, "Feature density"),
+                  "density")
     counts2 = [int(re.search(r": (\d+) features", t).group(1)) for k, t in tips2.items()
                if k.startswith("bin-")]
     assert sum(counts2) == 60
@@ -257,7 +258,7 @@ def test_training_curves_mark_resampling(page):
 def test_training_settings_show_a_calibrated_threshold(res):
     res["training"]["calibration"] = {"threshold": 0.7578, "threshold_moving_average": 1.0023,
                                       "tokens": 16384}
-    tr = section(render_sae_report(res, fake_manifest()), "Training")
+    tr = section(sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html, "Training")
     assert ("0.7578, set from the final weights on 16,384 training tokens (the moving "
             "average during training was 1.002)") in tr
 
@@ -266,7 +267,8 @@ def test_report_takes_the_typed_result_and_keeps_its_figures(res, tmp_path):
     typed = SAEEvalResult.from_dict(res)
     report = sae_report(typed, fake_manifest())
     assert list(report.figures) == list(FIGURES)
-    assert report.html == render_sae_report(res, fake_manifest())  # a dict is read the same
+    # a dict read back gives the same page
+    assert report.html == sae_report(SAEEvalResult.from_dict(dict(res)), fake_manifest()).html
     report.save(tmp_path)
     for name in FIGURES:
         assert (tmp_path / "figures" / f"{name}.svg").is_file()
@@ -303,7 +305,7 @@ def test_targets_pass_and_fail(res):
     res["dead_fraction"] = 0.35  # fails dead_fraction_max 0.3
     res["explained_variance"] = 0.7  # exactly at the target: passes (≥)
     res["targets"]["kl_sae_max"] = 0.5  # an extra target by the suffix rule: passes
-    doc = render_sae_report(res, fake_manifest())
+    doc = sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
     m = marks(doc)
     assert m["l0_max"] == {"false"} and m["dead_fraction_max"] == {"false"}
     assert m["explained_variance"] == {"true"} and m["ce_loss_score"] == {"true"}
@@ -321,11 +323,11 @@ def test_targets_pass_and_fail(res):
 def test_target_inside_the_interval_and_delta_ce_holding_zero_are_within_noise(res):
     """A target verdict whose metric's 95% CI holds the target could go either way, and
     a ΔCE whose CI holds 0 is not shown to cost anything: both are badged."""
-    doc = render_sae_report(res, fake_manifest())
+    doc = sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
     assert "target-noise" not in doc and ">within noise</span>" not in doc
     res["explained_variance"], res["explained_variance_ci95"] = 0.71, [0.69, 0.73]
     res["delta_ce"], res["delta_ce_ci95"] = 0.01, [-0.02, 0.04]
-    doc = render_sae_report(res, fake_manifest())
+    doc = sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
     assert marks(doc)["explained_variance"] == {"true"}  # still judged on the estimate
     top = lead(doc)
     assert top.count('class="badge noise target-noise"') == 1
@@ -336,7 +338,7 @@ def test_target_inside_the_interval_and_delta_ce_holding_zero_are_within_noise(r
 
 def test_missing_value_gives_unknown_mark(res):
     res["ce_loss_score"] = None
-    doc = render_sae_report(res, fake_manifest())
+    doc = sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
     assert marks(doc)["ce_loss_score"] == {"unknown"}
     assert "meets 3 of 4 targets" in lead(doc)
 
@@ -359,7 +361,7 @@ def test_nan_and_none_render_as_dash(res):
     res["training"]["history"]["loss"] = [None, float("nan"), 1.0, 2.0]
     res["training"]["history"]["l0"] = [float("nan")] * 5
     res["training"]["elapsed_s"] = None
-    doc = render_sae_report(res, fake_manifest())
+    doc = sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
     assert not re.search(r"\bnan\b|\binf\b", doc, re.I) and "None" not in doc
     top = lead(doc)
     assert f"<dd>{MISSING} " in top  # L0 missing, with its unknown-target mark
@@ -374,7 +376,7 @@ def test_nan_and_none_render_as_dash(res):
 def test_without_training_or_targets(res):
     del res["training"]
     del res["targets"]
-    doc = render_sae_report(res, fake_manifest())
+    doc = sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
     heads = re.findall(r"<h2>(.*?)</h2>", doc)
     assert "Training" not in heads and heads[-1] == "Run manifest"
     assert not marks(doc) and "✓" not in doc and "✗" not in doc
@@ -387,17 +389,17 @@ def test_training_with_only_none_values_is_left_out(res):
     # What the CLI writes for an SAE whose artifact carries no training record.
     res["training"] = {k: None for k in ("train", "history", "resampled", "elapsed_s",
                                          "tokens_per_s")}
-    doc = render_sae_report(res, fake_manifest())
+    doc = sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
     assert "Training" not in re.findall(r"<h2>(.*?)</h2>", doc)
 
 
 def test_empty_result_still_renders():
-    doc = render_sae_report({}, {})
+    doc = sae_report(SAEEvalResult.from_dict({}), {}).html
     assert "<title>SAE evaluation — unknown model</title>" in doc
     assert "No headline metrics were recorded." in doc
     assert "no density data" in doc
     with pytest.raises(InterpError):
-        render_sae_report([], {})  # type: ignore[arg-type]
+        sae_report(SAEEvalResult.from_dict([]), {})  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------- escaping
@@ -411,7 +413,7 @@ def test_hostile_strings_are_escaped(res):
     res["hook_point"] = SCRIPT
     res["training"]["train"]["<b>key</b>"] = SCRIPT
     man = dict(fake_manifest(), model_id=SCRIPT, command=["interp", SCRIPT])
-    doc = render_sae_report(res, man)
+    doc = sae_report(SAEEvalResult.from_dict(res), man).html
     assert "<script" not in doc.lower() and "<b>" not in doc
     assert doc.count(str(escape(SCRIPT))) >= 5
     tree = parse(doc)

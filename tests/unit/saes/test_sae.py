@@ -20,11 +20,11 @@ import torch
 from interp.errors import InterpError
 from saes.architectures import BatchTopKConfig, JumpReLUConfig, ReLUConfig, TopKConfig
 from saes.loading import load_sae, sae_from_tensors
-from saes.metrics import EvalConfig, evaluate_sae
+from saes.metrics import SAEEvalConfig, evaluate_sae
 from saes.sae import SAEConfig, SparseAutoencoder
 from saes.splice import logits_with, sae_replacement
 from saes.store import ActivationStore, StoreConfig, capture_windows
-from saes.train import TrainConfig, train_sae
+from saes.train import SAETrainConfig, train_sae
 from tests.support.cli_runner import run
 from tests.support.text_fixtures import paragraphs
 
@@ -61,13 +61,13 @@ def _identity_sae(d: int, hook: str) -> SparseAutoencoder:
          "W_dec": torch.cat([eye, -eye], 0), "b_dec": torch.zeros(d)})
 
 
-def _tiny_cfg(**kw) -> TrainConfig:
+def _tiny_cfg(**kw) -> SAETrainConfig:
     base = dict(layer=1, d_sae=128, tokens=64 * 12, batch_size=64,
                 lr=1e-3, seq_len=16, windows_per_chunk=8, checkpoint_every=3,
                 dead_window=256)
     base["arch"] = ReLUConfig(kw.pop("l1_coefficient", 1.0))
     base.update(kw)
-    return TrainConfig(**base)
+    return SAETrainConfig(**base)
 
 
 # ------------------------------------------------------------------ SAE maths
@@ -110,13 +110,13 @@ def test_folding_the_input_scale_keeps_features_and_raw_reconstructions():
 
 def test_save_load_roundtrip_and_refusals(tiny_model, tmp_path):
     sae = _sae(tiny_model.d_model, 32, hook=tiny_model.resid_hook(1))
-    sae.cfg.model_id = tiny_model.model_id
+    sae.cfg = sae.cfg.replace(model_id=tiny_model.model_id)
     sae.save(tmp_path / "s")
     loaded = load_sae(tmp_path / "s", tiny_model)
     for name, t in sae.tensors().items():
         assert torch.equal(getattr(loaded.sae, name), t)
     wide = _sae(tiny_model.d_model * 2, 8)
-    wide.cfg.model_id = tiny_model.model_id
+    wide.cfg = wide.cfg.replace(model_id=tiny_model.model_id)
     wide.save(tmp_path / "wide")
     with pytest.raises(InterpError, match="d_in=128, but model .* has d_model=64"):
         load_sae(tmp_path / "wide", tiny_model)
@@ -310,19 +310,37 @@ def test_training_with_resampling_records_it(tiny_model, docs, tmp_path):
 
 
 @pytest.mark.parametrize("kw, message", [
-    ({"arch": ReLUConfig(0.0)}, "--l1 must be a positive"),
-    ({"arch": ReLUConfig(float("nan"))}, "--l1 must be a positive"),
-    ({"arch": ReLUConfig(-1.0)}, "--l1 must be a positive"),
-    ({"arch": TopKConfig(k=0), "d_sae": 64}, r"--k must be an integer from 1 to d_sae = 64"),
-    ({"arch": TopKConfig(k=65), "d_sae": 64}, r"--k must be an integer from 1 to d_sae = 64"),
-    ({"arch": BatchTopKConfig(k=-3)}, "--k must be an integer"),
-    ({"arch": JumpReLUConfig(l0_coefficient=float("nan"))}, "--l0-coefficient must be"),
-    ({"lr": float("inf")}, "--lr must be a positive"),
-    ({"lr_decay_fraction": 1.5}, "lr_decay_fraction must be in"),
+    (lambda: {"arch": ReLUConfig(0.0)}, "--l1 must be a positive"),
+    (lambda: {"arch": ReLUConfig(float("nan"))}, "--l1 must be a positive"),
+    (lambda: {"arch": ReLUConfig(-1.0)}, "--l1 must be a positive"),
+    (lambda: {"arch": TopKConfig(k=0), "d_sae": 64},
+     r"--k must be an integer from 1 to d_sae = 64"),
+    (lambda: {"arch": TopKConfig(k=65), "d_sae": 64},
+     r"--k must be an integer from 1 to d_sae = 64"),
+    (lambda: {"arch": BatchTopKConfig(k=-3)}, "--k must be an integer"),
+    (lambda: {"arch": JumpReLUConfig(l0_coefficient=float("nan"))}, "--l0-coefficient must be"),
+    (lambda: {"lr": float("inf")}, "--lr must be a positive"),
+    (lambda: {"lr_decay_fraction": 1.5}, "lr_decay_fraction must be in"),
 ])
 def test_bad_training_settings(kw, message):
-    with pytest.raises(InterpError, match=message):
-        TrainConfig(**kw)
+    """The library's error names the field (``ReLUConfig: l1_coefficient must be …``); the
+    command line prints the same error with the flag in its place (``--l1 must be …``).
+    The settings are built inside the check: an architecture's own settings are checked
+    when they are made."""
+    import re
+
+    import click
+
+    from interp.cli.sae import train
+    from interp.schema import ConfigError
+
+    with pytest.raises(ConfigError) as exc:
+        SAETrainConfig(**kw())
+    err = exc.value
+    assert str(err).startswith(f"{err.config}: {err.name} ") and "--" not in str(err)
+    flags = {p.name: p.opts[0] for p in train.params if isinstance(p, click.Option)}
+    shown = err.render(flags.get(err.name, err.name))  # what `interp sae train` prints
+    assert re.search(message, shown), shown
 
 
 # ------------------------------------------------------------------ metrics
@@ -330,7 +348,8 @@ def test_bad_training_settings(kw, message):
 
 def test_identity_sae_scores_perfectly_and_ablations_hurt(tiny_model, docs):
     sae = _identity_sae(tiny_model.d_model, tiny_model.resid_hook(1))
-    res = evaluate_sae(tiny_model, sae, docs, EvalConfig(tokens=300, seq_len=16, n_bootstrap=50))
+    res = evaluate_sae(tiny_model, sae, docs,
+                       SAEEvalConfig(tokens=300, seq_len=16, n_bootstrap=50))
     assert res.explained_variance == pytest.approx(1.0, abs=1e-5)
     assert res.cosine_similarity == pytest.approx(1.0, abs=1e-5)
     assert res.ce_loss_score == pytest.approx(1.0, abs=1e-4)
@@ -345,7 +364,7 @@ def test_metrics_equal_brute_force(tiny_model, docs):
     from interp.data.windows import pack_windows
 
     sae = _sae(tiny_model.d_model, 96, hook=tiny_model.resid_hook(1))
-    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 4, seq_len=16, n_bootstrap=50)
+    cfg = SAEEvalConfig(tokens=15 * 6, ce_tokens=14 * 4, seq_len=16, n_bootstrap=50)
     res = evaluate_sae(tiny_model, sae, docs, cfg)
     windows = pack_windows(tiny_model, docs, seq_len=16, n_windows=6)
     x = capture_windows(tiny_model, windows, 1).double()
@@ -376,8 +395,8 @@ def test_spliced_metrics_from_one_prefix_equal_full_forwards(tiny_model, docs, m
     from saes import metrics
 
     sae = _sae(tiny_model.d_model, 96, hook=tiny_model.resid_hook(1))
-    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2,
-                     cache_baselines=False)
+    cfg = SAEEvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2,
+                        cache_baselines=False)
     res = evaluate_sae(tiny_model, sae, docs, cfg)
     all_windows = pack_windows(tiny_model, docs, seq_len=16, n_windows=6)
     mean = capture_windows(tiny_model, all_windows, 1).mean(0)  # over the 6 EV windows
@@ -417,7 +436,7 @@ def test_baseline_cache_reuses_the_ablations_with_identical_metrics(
 
     monkeypatch.setattr(metrics, "logits_from_layer", counting)
     hook = tiny_model.resid_hook(1)
-    cfg = EvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2)
+    cfg = SAEEvalConfig(tokens=15 * 6, ce_tokens=14 * 5, seq_len=16, n_bootstrap=20, batch_size=2)
     first = evaluate_sae(tiny_model, _sae(tiny_model.d_model, 96, hook=hook), docs, cfg)
     assert first.baselines_cached is False and calls["n"] == 3 * 4  # 3 batches, 4 variants
     assert len(list((tmp_path / "sae-eval-baselines").glob("*.safetensors"))) == 1
@@ -428,8 +447,9 @@ def test_baseline_cache_reuses_the_ablations_with_identical_metrics(
     assert warm.baselines_cached is True and calls["n"] == 3 * 2  # clean and the SAE only
     cold = evaluate_sae(tiny_model, other, docs, replace(cfg, cache_baselines=False))
     assert cold.baselines_cached is False
-    assert warm.to_dict() | {"baselines_cached": None, "eval": None} == \
-        cold.to_dict() | {"baselines_cached": None, "eval": None}
+    # every metric equal (the settings and the manifest, with its timestamp, differ)
+    same = {"baselines_cached": None, "eval": None, "manifest": None}
+    assert warm.to_dict() | same == cold.to_dict() | same
     assert warm.ce_zero_ablation == first.ce_zero_ablation
 
     # other text, or other weights: a new key
@@ -634,7 +654,7 @@ def test_several_layers_from_one_pass_equal_separate_runs(tiny_model, docs, tmp_
         chunks = len(calls)
         calls.clear()
         alone = {layer: train_sae(tiny_model, docs, tmp_path / f"l{layer}",
-                                  TrainConfig(**{**cfg.__dict__, "layer": layer}),
+                                  SAETrainConfig(**{**cfg.__dict__, "layer": layer}),
                                   progress=False) for layer in (0, 2)}
     finally:
         store_mod.capture_windows_layers = real

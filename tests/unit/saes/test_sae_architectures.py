@@ -23,7 +23,7 @@ from saes.architectures.jumprelu import jumprelu, step
 from saes.architectures.topk import decode_sparse
 from saes.loading import load_sae, sae_from_tensors
 from saes.sae import SAEConfig
-from saes.train import TrainConfig, train_sae
+from saes.train import SAETrainConfig, train_sae
 from tests.support.text_fixtures import paragraphs
 
 ARCHS = {
@@ -39,11 +39,11 @@ def docs() -> list[str]:
     return paragraphs(150)
 
 
-def _cfg(arch, **kw) -> TrainConfig:
+def _cfg(arch, **kw) -> SAETrainConfig:
     base = dict(layer=1, d_sae=128, tokens=64 * 24, batch_size=64, lr=3e-3, seq_len=16,
                 windows_per_chunk=8, checkpoint_every=5, dead_window=256, arch=arch)
     base.update(kw)
-    return TrainConfig(**base)
+    return SAETrainConfig(**base)
 
 
 def _sae(name: str, d_in: int = 16, d_sae: int = 64, seed: int = 0):
@@ -70,11 +70,13 @@ def test_registry_names_every_architecture_and_round_trips_settings():
         arch_config("gated")
     with pytest.raises(InterpError, match="unknown SAE architecture"):
         SAEConfig(d_in=4, d_sae=8, hook_point="h", architecture="gated")
-    with pytest.raises(InterpError, match="--k must be an integer from 1 to d_sae = 8"):
+    # the library names the field (the CLI shows --k: tests/unit/interp/test_bad_inputs.py)
+    with pytest.raises(InterpError,
+                       match=r"SAEConfig: k must be an integer from 1 to d_sae = 8, got 9"):
         SAEConfig(d_in=4, d_sae=8, hook_point="h", architecture="topk", k=9)
-    # a TrainConfig read back from config.json rebuilds its architecture
-    cfg = TrainConfig(arch=TopKConfig(k=16), d_sae=64)
-    again = TrainConfig(**asdict(cfg))
+    # a SAETrainConfig read back from config.json rebuilds its architecture
+    cfg = SAETrainConfig(arch=TopKConfig(k=16), d_sae=64)
+    again = SAETrainConfig(**asdict(cfg))
     assert again.arch == TopKConfig(k=16) and again == cfg
 
 
@@ -323,12 +325,12 @@ def test_nan_threshold_is_refused_in_one_line():
 def test_eval_and_browser_read_every_architecture(name, tiny_model, docs, tmp_path):
     """``sae eval``'s metrics and the browser run on each architecture; a TopK SAE's
     held-out L0 is its k, and the result records the architecture."""
-    from saes import BrowserConfig, EvalConfig, collect_browser_data, evaluate_sae
+    from saes import BrowserConfig, SAEEvalConfig, collect_browser_data, evaluate_sae
 
     train_sae(tiny_model, docs, tmp_path, _cfg(ARCHS[name], tokens=64 * 6), progress=False)
     sae = load_sae(tmp_path / "sae", tiny_model).sae
-    res = evaluate_sae(tiny_model, sae, docs, EvalConfig(tokens=15 * 6, ce_tokens=14 * 4,
-                                                         seq_len=16, n_bootstrap=50))
+    res = evaluate_sae(tiny_model, sae, docs, SAEEvalConfig(tokens=15 * 6, ce_tokens=14 * 4,
+                                                            seq_len=16, n_bootstrap=50))
     d = res.to_dict()
     assert d["architecture"] == name and d.get("k") == sae.cfg.k
     assert math.isfinite(res.explained_variance) and math.isfinite(res.ce_loss_score)

@@ -20,9 +20,10 @@ from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.errors import InterpError
 from reports.html import paragraph, render_page
-from reports.sae_browser import SEARCH_JS, render_feature_browser, sae_browser_report
+from reports.sae_browser import SEARCH_JS, sae_browser_report
 from saes.browser import (
     BrowserConfig,
+    BrowserData,
     collect_browser_data,
     logit_effects,
     parse_feature_spec,
@@ -249,7 +250,7 @@ def test_script_is_allowed_by_its_hash_and_nothing_else():
 
 
 def test_page_is_escaped_and_self_contained(data):
-    html = render_feature_browser(_hostile(data), MANIFEST)
+    html = sae_browser_report(BrowserData.from_dict(_hostile(data)), MANIFEST).html
     assert PAYLOADS[0] not in html and "<img" not in html
     tags = parse(html)
     assert tags.tags.count("script") == 1
@@ -277,7 +278,7 @@ def _count(text: str) -> int:
 
 def test_summary_histogram_shows_alive_and_dead_features(data):
     d = data.to_dict()
-    tips = _density_hover(render_feature_browser(d, MANIFEST))
+    tips = _density_hover(sae_browser_report(BrowserData.from_dict(d), MANIFEST).html)
     bins = sorted((k for k in tips if k.startswith("bin-")), key=lambda k: int(k[4:]))
     assert [_count(tips[b]) for b in bins] == d["density_histogram"]["counts"]
     assert _count(tips["dead-bar"]) == len(DEAD)
@@ -289,7 +290,7 @@ def test_summary_histogram_shows_alive_and_dead_features(data):
 def test_browser_report_takes_the_typed_result_and_keeps_its_figure(data, tmp_path):
     report = sae_browser_report(data, MANIFEST)
     assert set(report.figures) == {"density"}
-    assert report.html == render_feature_browser(data.to_dict(), MANIFEST)
+    assert report.html == sae_browser_report(BrowserData.from_dict(data.to_dict()), MANIFEST).html
     report.save(tmp_path)
     assert (tmp_path / "figures" / "density.svg").is_file()
     assert (tmp_path / "figures" / "density.png").stat().st_size > 1000

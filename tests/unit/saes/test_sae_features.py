@@ -163,7 +163,8 @@ def test_sparse_probe_refuses_k_above_width(tiny_model, probe_set):
     sae = _sae(tiny_model, m=8)
     with pytest.raises(InterpError, match="k 20 > d_sae 8"):
         sparse_probe(tiny_model, sae, probe_set, SparseProbeConfig(ks=(1, 20)))
-    with pytest.raises(InterpError, match="--ks must be positive"):
+    # the library names the field (the CLI's "bad --ks": tests/unit/interp/test_bad_inputs.py)
+    with pytest.raises(InterpError, match=r"SparseProbeConfig: ks must be positive integers"):
         SparseProbeConfig(ks=(0, 2))
 
 

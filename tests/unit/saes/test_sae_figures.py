@@ -27,11 +27,10 @@ from saes.metrics import SAEEvalResult
 from saes.results import (
     DENSITY_BINS,
     DensityHistogram,
-    EvalRecord,
     TrainingRecord,
     format_with_ci,
 )
-from saes.train import TrainResult
+from saes.train import SAETrainResult
 from tests.unit.reports.test_sae_report import fake_result
 
 BAD, OK = "#c92a2a", "#2b7a3d"
@@ -58,7 +57,7 @@ def test_every_hover_text_has_its_artist(res):
 def test_density_figure_bars_dead_bar_threshold_and_floor():
     """The facts the old SVG histogram test checked: one bar per bin with its count (an
     empty bin has height 0), the dead features as a bar of their own, the one-token floor."""
-    rec = EvalRecord(n_tokens=500, dense_threshold=0.5,
+    rec = SAEEvalResult(n_tokens=500, dense_threshold=0.5,
                      density_histogram=DensityHistogram([-3.0, -2.0, -1.0, 0.0], [2, 0, 5], 3))
     fig = density_figure(rec)
     art, tips = _by_gid(fig), hover_titles(fig)
@@ -79,7 +78,7 @@ def test_density_figure_bars_dead_bar_threshold_and_floor():
 
 
 def test_density_figure_without_data_says_so():
-    fig = density_figure(EvalRecord.from_dict({}))
+    fig = density_figure(SAEEvalResult.from_dict({}))
     texts = [t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text"))]
     assert "no density data" in texts
     assert not [g for g in hover_titles(fig) if g.startswith("bin-")]
@@ -201,7 +200,7 @@ def test_train_result_frame_record_and_notebook_view(tmp_path):
     hist = {"loss": [3.0, 2.0], "mse": [2.0, 1.0], "l1": [1.0, 1.0], "l0": [9.0, 8.0],
             "dead_fraction": [0.0, 0.1], "explained_variance": [0.5, 0.6], "lr": [1e-3, 1e-3],
             "l1_coef": [1.0, 1.0]}
-    run = TrainResult(Path(tmp_path), 2, 4, False, 0, hist, 100.0, 2.5, None, [[2, 3]])
+    run = SAETrainResult(Path(tmp_path), 2, 4, False, 0, hist, 100.0, 2.5, None, [[2, 3]])
     frame = run.to_frame()
     assert list(frame["step"]) == [1, 2] and list(frame["l0"]) == [9.0, 8.0]
     assert run.record.events == [(2.0, 3.0)]

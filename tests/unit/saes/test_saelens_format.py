@@ -457,7 +457,7 @@ def _family_sae(name: str, seed: int = 0):
     cfg = SAEConfig(d_in=D_IN, d_sae=D_SAE, hook_point="blocks.3.hook_resid_post", layer=3,
                     model_id="tiny/m", architecture=name,
                     k=5 if name in ("topk", "batchtopk") else None)
-    sae = ARCHITECTURES[name][1](cfg)
+    sae = ARCHITECTURES[name].sae_class(cfg)
     sae.init_weights(torch.Generator().manual_seed(seed))
     with torch.no_grad():
         sae.b_enc.normal_(0, 0.3, generator=torch.Generator().manual_seed(seed + 1))
