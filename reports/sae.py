@@ -15,7 +15,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from interp.display import MISSING, ci_text, count, format_number, percent, signed
+from interp.display import MISSING, count, format_number, percent, signed
 from reports.html import (
     Report,
     ReportFigure,
@@ -37,6 +37,7 @@ from saes.results import (
     TARGET_RULES,
     TargetCheck,
     ci_known,
+    format_ci,
     format_metric,
     format_with_ci,
 )
@@ -45,10 +46,6 @@ __all__ = ["TARGETS", "sae_report"]
 
 #: Known targets: key in ``targets`` -> (metric key, comparison, label).
 TARGETS = TARGET_RULES
-
-
-def _ci_text(metric: str, ci: CI) -> str:
-    return ci_text(ci[0], ci[1], fmt=lambda x: format_metric(metric, x))
 
 
 def _cells(row: list[Any]) -> list[Any]:
@@ -121,7 +118,7 @@ def _dead_text(r: SAEEvalResult) -> str:
 def _lead(r: SAEEvalResult, checks: list[TargetCheck]) -> Markup:
     delta = signed(r.delta_ce)
     if math.isfinite(r.delta_ce) and ci_known(r.delta_ce_ci95):
-        delta += f" {_ci_text('delta_ce', r.delta_ce_ci95)}"
+        delta += f" {format_ci('delta_ce', r.delta_ce_ci95)}"
     delta_shown = escape(delta) + _delta_noise(r)
     facts: list[tuple[str, str, str]] = [
         ("L0 (active features / token)", format_with_ci("l0", r.l0, r.l0_ci95), "l0"),
@@ -160,7 +157,7 @@ def _reconstruction_rows(r: SAEEvalResult) -> list[list[Any]]:
         ("mse", "MSE", f"predicting the mean ≈ {format_number(base, 4)}"),
     ):
         rows.append(_cells([label, format_metric(key, r.value(key)),
-                            _ci_text(key, getattr(r, f"{key}_ci95")), _target_mark(r, key),
+                            format_ci(key, getattr(r, f"{key}_ci95")), _target_mark(r, key),
                             note]))
     return rows
 
@@ -171,7 +168,7 @@ def _ce_rows(r: SAEEvalResult) -> list[list[Any]]:
 
     delta = signed(r.delta_ce)
     if ci_known(r.delta_ce_ci95):
-        delta += f" {_ci_text('delta_ce', r.delta_ce_ci95)}"
+        delta += f" {format_ci('delta_ce', r.delta_ce_ci95)}"
     return [_cells(row) for row in [
         ["CE (nats/token)", r.ce_clean, r.ce_sae, r.ce_mean_ablation, r.ce_zero_ablation],
         ["ΔCE vs clean", "0", escape(delta) + _delta_noise(r), minus_clean(r.ce_mean_ablation),

@@ -25,11 +25,6 @@ from saes.sparse_probing import SparseProbeResult
 __all__ = ["sae_probe_report"]
 
 
-def _ci(values: list[float]) -> str:
-    """The mean over splits with its 95% Student-t interval (when there is one)."""
-    return with_ci(*mean_t_ci(values))
-
-
 def _rows(res: SparseProbeResult) -> list[list[Any]]:
     dense = mean_t_ci(res.dense_accuracy)[0]
     rows = []
@@ -37,7 +32,8 @@ def _rows(res: SparseProbeResult) -> list[list[Any]]:
         diff = res.difference(i)
         lo, hi = diff["ci95"]
         sparse_mean = mean_t_ci(res.sparse_accuracy[i])[0]
-        rows.append([str(k), _ci(res.sparse_accuracy[i]), _ci(res.random_accuracy[i]),
+        rows.append([str(k), with_ci(*mean_t_ci(res.sparse_accuracy[i])),
+                     with_ci(*mean_t_ci(res.random_accuracy[i])),
                      with_ci(diff["mean"], lo, hi, fmt=signed), noise_label(lo, hi),
                      signed(sparse_mean - dense)])
     return rows
@@ -51,10 +47,11 @@ def _lead(res: SparseProbeResult) -> Any:
                "no noise estimate (one split)" if k1["within_noise"] is None else
                f"95% CI {ci_text(lo, hi, fmt=signed)}")
     return kv_table({
-        "dense probe (residual stream)": _ci(res.dense_accuracy),
-        f"best k-sparse probe (k = {res.ks[best]})": _ci(res.sparse_accuracy[best]),
+        "dense probe (residual stream)": with_ci(*mean_t_ci(res.dense_accuracy)),
+        f"best k-sparse probe (k = {res.ks[best]})":
+            with_ci(*mean_t_ci(res.sparse_accuracy[best])),
         f"k = {res.ks[0]}: top latent − random latent": f"{signed(k1['mean'])} ({verdict})",
-        "chance (majority class)": _ci(res.majority_accuracy),
+        "chance (majority class)": with_ci(*mean_t_ci(res.majority_accuracy)),
         "held-out split": f"{res.split}, {len(res.dense_accuracy)} splits, "
                           f"{round(sum(res.n_test) / len(res.n_test))} test texts each",
         "SAE": f"{res.architecture}, d_sae {res.d_sae}, at {res.hook_point}",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 import numpy as np
 import pandas as pd
 
-from interp.display import MISSING, as_float, count, format_number, percent, with_ci
+from interp.display import MISSING, as_float, ci_text, count, format_number, percent, with_ci
 from interp.errors import InterpError
 from interp.schema import (
     Check,
@@ -63,6 +63,7 @@ __all__ = [
     "SAEEvalResult",
     "TargetCheck",
     "TrainingRecord",
+    "format_ci",
     "format_metric",
     "format_with_ci",
     "parse_feature_spec",
@@ -142,6 +143,11 @@ def format_metric(metric: str, value: float | None) -> str:
     if metric in FRACTIONS:
         return percent(value)
     return format_number(float(value), {"l0": 1, "mse": 4}.get(metric, 3))
+
+
+def format_ci(metric: str, ci: CI) -> str:
+    """``"[22.9, 24.0]"``: a 95% interval in ``metric``'s format (``—`` unless known)."""
+    return ci_text(ci[0], ci[1], fmt=lambda x: format_metric(metric, x))
 
 
 def format_with_ci(metric: str, value: float, ci: CI) -> str:
