@@ -541,7 +541,7 @@ class _Run:
                     else "no checkpoint was written")
             raise InterpError(
                 f"SAE loss became {float(loss_sum[0])} at step {step + 1}; stopped, {kept}; "
-                "try a lower --lr or --l1"
+                "try a lower learning rate (lr) or sparsity coefficient"
             )
         with phase("backward"):
             opt.zero_grad(set_to_none=True)

@@ -258,7 +258,7 @@ class TopKConfig(Architecture):
     """Training settings of a TopK SAE."""
 
     label: ClassVar[str] = "TopK"
-    summary: ClassVar[str] = "TopK, --k latents per token"
+    summary: ClassVar[str] = "TopK, k latents per token"
     sae_class: ClassVar[type[SparseAutoencoder]] = TopKSAE
     uses_k: ClassVar[bool] = True
     saelens: ClassVar[str] = "topk"
@@ -295,7 +295,7 @@ class BatchTopKConfig(TopKConfig):
     """
 
     label: ClassVar[str] = "BatchTopK"
-    summary: ClassVar[str] = "BatchTopK, --k latents per token on average"
+    summary: ClassVar[str] = "BatchTopK, k latents per token on average"
     sae_class: ClassVar[type[SparseAutoencoder]] = BatchTopKSAE
     saelens: ClassVar[str] = "jumprelu"
     saelens_import: ClassVar[bool] = False
