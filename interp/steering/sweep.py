@@ -215,7 +215,7 @@ class SweepConfig(Config):
                                   check=each(finite), parse=parse_numbers,
                                   cli_default=",".join(f"{a:g}" for a in DEFAULT_ALPHAS),
                                   help="Comma-separated coefficients (0 is always added).")
-    max_new_tokens: int = setting(24, check=at_least(1),
+    max_new_tokens: int = setting(24, check=at_least(1), cli_range=True,
                                   help="New tokens generated per continuation.")
     temperature: float = setting(0.0, check=non_negative,
                                  help="0 = greedy; otherwise sampling, once per seed.")
@@ -675,10 +675,7 @@ def run_sweep(
     """
     if config is None and "layers" not in settings:
         raise InterpError("give the layers to sweep (a SweepConfig or layers=...)")
-    if config is not None and settings:  # overrides: the config's fields, then these
-        settings = {**{f.name: getattr(config, f.name) for f in fields(config)}, **settings}
-        config = None
-    config = SweepConfig.resolve(config, settings)
+    config = SweepConfig.resolve(config, settings, override=True)
     if (pairs is None) == (vector is None):
         raise InterpError("give contrast pairs or a vector, not both and not neither")
     if not prompts:
