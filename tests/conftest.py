@@ -121,11 +121,12 @@ def _fast_tests_load_no_real_model(request: pytest.FixtureRequest, monkeypatch):
 
     def guarded(source):  # type: ignore[no-untyped-def]
         em = loading.find_embedded(None if source is None else str(source))
-        if em is not None:
-            pytest.fail(f"{request.node.nodeid} loads the embedded model {em.name} but is not "
-                        "marked slow: move it to tests/integration/ and use the session's "
-                        "`model` or `gemma` fixture", pytrace=False)
-        return real(source)
+        if em is None:
+            return real(source)
+        loading.check_installed(em)  # a missing package still fails in its one line
+        pytest.fail(f"{request.node.nodeid} loads the embedded model {em.name} but is not "
+                    "marked slow: move it to tests/integration/ and use the session's "
+                    "`model` or `gemma` fixture", pytrace=False)
 
     monkeypatch.setattr(loading, "resolve_source", guarded)
 
