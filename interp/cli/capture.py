@@ -13,7 +13,6 @@ from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir
 
-
 #: Said once on stderr when ``--layer`` is given a list or 'all' (its old meaning).
 LAYER_NOTE = "note: --layer takes one layer; a list means --layers"
 
