@@ -73,7 +73,7 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
         kwargs["multiple"] = True
         kwargs["type"] = _strip_optional(get_args(hint)[0])
         default = tuple(default) if default not in (None, MISSING) else ()
-    elif hint in (int, float) and info.cli_range:
+    elif hint in (int, float) and _wants_range(info, hint):
         kwargs["type"] = _range(info, hint)
     elif hint in (int, float, str):
         kwargs["type"] = hint
@@ -85,6 +85,12 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
         kwargs["default"] = default
         kwargs["show_default"] = default is not None and default != () and default != ""
     return click.option(*decls, **kwargs)
+
+
+def _wants_range(info: Any, hint: type) -> bool:
+    if info.cli_range is not None:
+        return bool(info.cli_range)
+    return hint is int and any(c.low is not None or c.high is not None for c in info.checks)
 
 
 def _range(info: Any, hint: type) -> click.ParamType:

@@ -128,6 +128,7 @@ class GenerationConfig(Config):
     """
 
     max_new_tokens: int = setting(64, check=_saying(at_least(1), "max new tokens per prompt"),
+                                  cli_range=False,  # the check's words reach the CLI
                                   help="At most this many new tokens per prompt.")
     temperature: float = setting(0.0, check=non_negative,
                                  help="0 = greedy; otherwise sampling with top-p.")
@@ -146,7 +147,7 @@ class GenerationConfig(Config):
     deterministic: bool = setting(False, help="Decode-verify-rollback: outputs independent "
                                               "of batch size.")
     #: W, from a sweep of W = 1, 4, 8, 16, 32 on a CPU (bench/README.md).
-    verify_every: int = setting(16, check=at_least(1),
+    verify_every: int = setting(16, check=at_least(1), cli_range=False,
                                 help="With --deterministic: tokens proposed per request "
                                      "between verifications (1: the fixed-shape verifier "
                                      "decodes alone).")

@@ -49,7 +49,7 @@ METRICS = ("kl", "ce", "entropy", "top1_agreement")
 class LensEvalConfig(Config):
     """Settings of one lens evaluation (recorded in ``results.json``)."""
 
-    tokens: int = setting(4096, help="Held-out tokens to evaluate.")
+    tokens: int = setting(4096, check=at_least(3), help="Held-out tokens to evaluate.")
     seq_len: int = setting(128, check=SEQ_LEN, help="Tokens per packed held-out window.")
     batch_size: int = setting(4, cli=False, check=at_least(1),
                               help="Text windows per forward pass.")

@@ -161,8 +161,9 @@ class SettingInfo:
     cli_default: Any = UNSET
     #: True: the option's click type is ``IntRange``/``FloatRange`` over the checks' bounds,
     #: so click itself refuses a value outside them ("Invalid value for '--rounds'"), as
-    #: options written with click ranges did. The config's checks still run after.
-    cli_range: bool = False
+    #: options written with click ranges did. The config's checks still run after. None
+    #: (the default): an int setting with bounds gets its range, a float setting does not.
+    cli_range: bool | None = None
 
 
 def setting(
@@ -177,7 +178,7 @@ def setting(
     parse: Callable[[str], Any] | None = None,
     default_factory: Callable[[], Any] | Any = MISSING,
     cli_default: Any = UNSET,
-    cli_range: bool = False,
+    cli_range: bool | None = None,
 ) -> Any:
     """A config field: its default, help text and checks, declared once."""
     checks = (check,) if isinstance(check, Check) else tuple(check)

@@ -265,7 +265,7 @@ class TopKConfig(Architecture):
     order: ClassVar[int] = 10
 
     k: int = setting(32, help="active latents per token")
-    aux_k: int | None = setting(None, check=at_least(1),
+    aux_k: int | None = setting(None, check=at_least(1), cli_range=False,
                                 help="dead latents AuxK uses per token (default d_model / 2)")
     aux_coefficient: float = setting(1 / 32, check=non_negative,
                                      help="weight of the AuxK loss (0 turns it off)")

@@ -33,7 +33,7 @@ from interp.schema import (
 @dataclass(frozen=True)
 class ToyConfig(Config):
     C: float = setting(0.1, help="Inverse L2 strength.", check=positive, flag="--C")
-    seeds: int = setting(5, help="Splits.", check=at_least(1))
+    seeds: int = setting(5, help="Splits.", check=at_least(1), cli_range=False)
     top_p: float = setting(1.0, help="Nucleus.", check=in_range(0, 1, open_low=True))
     solver: Literal["torch", "sklearn"] = setting("torch", help="Who fits.")
     random_weights: bool = setting(True, help="Random-weights control.",
@@ -224,7 +224,9 @@ def test_cli_range_is_a_click_range() -> None:
         rounds: int = setting(1, check=in_range(1, 20), cli_range=True, help="Rounds.")
         temperature: float = setting(0.0, check=at_least(0), cli_range=True, help="T.")
         limit: int | None = setting(None, check=at_least(1), cli_range=True, help="N.")
-        seeds: int = setting(5, check=at_least(1), help="Splits.")
+        seeds: int = setting(5, check=at_least(1), cli_range=False, help="Splits.")
+        splits: int = setting(2, check=at_least(1), help="An int with bounds: a range.")
+        lr: float = setting(0.1, check=at_least(0), help="A float: no range unless asked.")
 
     @click.command()
     @config_options(RangeConfig)
@@ -237,7 +239,9 @@ def test_cli_range_is_a_click_range() -> None:
     assert isinstance(types["temperature"], click.FloatRange)
     assert types["temperature"].min == 0.0 and types["temperature"].max is None
     assert isinstance(types["limit"], click.IntRange) and types["limit"].min == 1
-    assert not isinstance(types["seeds"], click.IntRange)  # not asked for: a plain int
+    assert not isinstance(types["seeds"], click.IntRange)  # turned off: a plain int
+    assert isinstance(types["splits"], click.IntRange) and types["splits"].min == 1
+    assert not isinstance(types["lr"], click.FloatRange)
     out = CliRunner().invoke(cmd, ["--rounds", "0"])
     assert out.exit_code == 2 and "Invalid value for '--rounds'" in out.output
     out = CliRunner().invoke(cmd, ["--temperature", "-1"])
