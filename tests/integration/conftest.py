@@ -75,3 +75,11 @@ def gemma():
     return interp.load(GEMMA3_270M.name)
 
 
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Real-model tests get 20 minutes each (the 300 s default is for the fast tier): on a
+    loaded 2-core machine the sycophancy and constitutional runs took over 300 s."""
+    for item in items:
+        if "tests/integration/" in str(item.fspath) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(1200))
