@@ -17,8 +17,7 @@ from interp.cli.common import (
 )
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
-from interp.probing.ablation import AblationConfig
-from interp.probing.results import ProbeConfig
+from interp.probing.results import AblationConfig, ProbeConfig
 from interp.profiling.session import phase
 
 

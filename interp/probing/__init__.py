@@ -8,20 +8,11 @@
 
 from __future__ import annotations
 
-from interp.probing.ablation import (
-    AblationConfig,
-    ablate_probe,
-    balanced_subsample,
-    run_ablation,
-)
-from interp.probing.probes import (
-    ProbeDataset,
-    fit_probe,
-    load_probe_dataset,
-    run_probe,
-    save_probe,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from interp.probing.results import (
+    AblationConfig,
     AblationResult,
     DatasetSummary,
     DirectionReport,
@@ -30,6 +21,40 @@ from interp.probing.results import (
     ProbeResult,
     Verdict,
 )
+
+#: Names imported on first use (PEP 562): the fitting code imports scikit-learn (about 1 s),
+#: which the CLI's start must not pay for while it only reads the configs.
+_LAZY = {
+    "ablate_probe": "interp.probing.ablation",
+    "balanced_subsample": "interp.probing.ablation",
+    "run_ablation": "interp.probing.ablation",
+    "ProbeDataset": "interp.probing.probes",
+    "fit_probe": "interp.probing.probes",
+    "load_probe_dataset": "interp.probing.probes",
+    "run_probe": "interp.probing.probes",
+    "save_probe": "interp.probing.probes",
+}
+
+if TYPE_CHECKING:
+    from interp.probing.ablation import ablate_probe, balanced_subsample, run_ablation
+    from interp.probing.probes import (
+        ProbeDataset,
+        fit_probe,
+        load_probe_dataset,
+        run_probe,
+        save_probe,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'interp.probing' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "AblationConfig",

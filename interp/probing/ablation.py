@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from interp.lenses.logit import kl_divergence
 from interp.models.loading import Model
 from interp.probing.probes import ProbeDataset, fit_probe, split_indices
 from interp.probing.results import (
+    AblationConfig,
     AblationEffect,
     AblationResult,
     DirectionReport,
@@ -41,7 +41,6 @@ from interp.probing.results import (
     ProbeResult,
 )
 from interp.runs.progress import make_progress
-from interp.schema import Config, at_least, setting
 
 
 def projection_hook(u: Float[Tensor, " d_model"]):
@@ -287,32 +286,6 @@ def _leace_report(runner: _Runner, x_layer: np.ndarray, labels: np.ndarray,
         "leace", eff, rnd, _percentile(eff.kl, kls) if kls else math.nan,
         _z(eff.kl, kls) if kls else math.nan, *_rank_logit_diff(eff, rnd),
     )
-
-
-@dataclass(frozen=True)
-class AblationConfig(Config):
-    """Settings of the ablation check of a probe (``interp probe --ablate``).
-
-    ``layer`` defaults to the probe's best layer, ``later_layer`` to 4 layers later,
-    ``batch_size`` to the probe's. ``n_examples`` caps the prompts (a balanced,
-    seeded subsample); ``leace`` adds LEACE erasure as a second method.
-    """
-
-    n_random: int = setting(10, flag="--random-directions", check=at_least(1),
-                            help="Variance-matched random directions.")
-    n_examples: int = setting(256, flag="--ablate-examples", check=at_least(10),
-                              help="Examples used by the ablation check.")
-    leace: bool = setting(False, help="With --ablate: also erase with LEACE "
-                                      "(concept-erasure), a second method.")
-    seed: int = setting(0, cli=False, check=at_least(0), help="Keys the subsample and the "
-                                                              "random directions.")
-    layer: int | None = setting(None, cli=False, check=at_least(0),
-                                help="Layer to ablate (default: the probe's best).")
-    later_layer: int | None = setting(None, cli=False, check=at_least(0),
-                                      help="Where the probe is read again (default: 4 "
-                                           "layers later).")
-    batch_size: int | None = setting(None, cli=False, check=at_least(1),
-                                     help="Prompts per forward pass (default: the probe's).")
 
 
 def balanced_subsample(labels: np.ndarray, n: int, seed: int = 0) -> np.ndarray:

@@ -125,6 +125,33 @@ class ProbeConfig(Config):
                         help="Keys every random choice (recorded in the manifest).")
 
 
+@dataclass(frozen=True)
+class AblationConfig(Config):
+    """Settings of the ablation check of a probe (``interp probe --ablate``; run by
+    :func:`interp.probing.ablation.ablate_probe`).
+
+    ``layer`` defaults to the probe's best layer, ``later_layer`` to 4 layers later,
+    ``batch_size`` to the probe's. ``n_examples`` caps the prompts (a balanced,
+    seeded subsample); ``leace`` adds LEACE erasure as a second method.
+    """
+
+    n_random: int = setting(10, flag="--random-directions", check=at_least(1),
+                            help="Variance-matched random directions.")
+    n_examples: int = setting(256, flag="--ablate-examples", check=at_least(10),
+                              help="Examples used by the ablation check.")
+    leace: bool = setting(False, help="With --ablate: also erase with LEACE "
+                                      "(concept-erasure), a second method.")
+    seed: int = setting(0, cli=False, check=at_least(0), help="Keys the subsample and the "
+                                                              "random directions.")
+    layer: int | None = setting(None, cli=False, check=at_least(0),
+                                help="Layer to ablate (default: the probe's best).")
+    later_layer: int | None = setting(None, cli=False, check=at_least(0),
+                                      help="Where the probe is read again (default: 4 "
+                                           "layers later).")
+    batch_size: int | None = setting(None, cli=False, check=at_least(1),
+                                     help="Prompts per forward pass (default: the probe's).")
+
+
 @dataclass
 class DatasetSummary:
     """The probe set a result was measured on (``results.json``'s ``dataset``)."""
@@ -440,7 +467,8 @@ def _direction_row(name: str, d: DirectionReport) -> dict[str, Any]:
 
 
 __all__ = [
-    "CONTROLS", "METRICS", "MIN_MARGIN", "SIGMAS", "AblationEffect", "AblationResult",
+    "CONTROLS", "METRICS", "MIN_MARGIN", "SIGMAS", "AblationConfig", "AblationEffect",
+    "AblationResult",
     "DatasetSummary", "DirectionReport", "LayerStats", "ProbeConfig", "ProbePosition",
     "ProbeResult", "Verdict",
 ]
