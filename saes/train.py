@@ -38,7 +38,6 @@ rank 0 writes the checkpoints and the final SAE.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,21 +49,11 @@ from torch import Tensor, nn
 
 from interp.display import MISSING
 from interp.errors import InterpError
-from interp.mfu import ModelShape, Work, forward_flops, sae_step_flops
+from interp.mfu import ModelShape, forward_flops, sae_step_flops
 from interp.mfu.flops import format_rate
-from interp.mfu.peak import peaks_for
 from interp.models.loading import Model
 from interp.profiling.session import phase
-from interp.profiling.session import step as profiling_step
 from interp.runs.manifest import model_manifest, sha256_texts
-from interp.runs.progress import make_progress
-from interp.runs.resume import (
-    check_resumable,
-    load_optimizer_tensors,
-    optimizer_tensors,
-    prepare_run_dir,
-    write_progress,
-)
 from interp.schema import (
     Config,
     Headline,
@@ -76,6 +65,7 @@ from interp.schema import (
     positive,
     setting,
 )
+from interp.training import ResumableRun, barrier, train_steps
 from saes.architectures import Architecture, ReLUConfig
 from saes.results import TrainingRecord
 from saes.sae import SAEConfig, SparseAutoencoder
@@ -90,7 +80,6 @@ from saes.store import (
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-CHECKPOINT_SUBDIR = "checkpoint"
 SAE_SUBDIR = "sae"
 CHECKPOINT_KIND = "sae_checkpoint"
 #: An SAE that calibrates inference state when training ends (BatchTopK's threshold) does
@@ -424,64 +413,84 @@ def train_saes(
     return dict(zip(checked, results, strict=True))
 
 
-class _Run:
-    """One SAE being trained: weights, optimiser, dead-feature counters, history, FLOPs,
-    and its run folder (checkpoints, progress, the SAE at the end)."""
+class _Run(ResumableRun):
+    """One SAE being trained: weights, optimiser, dead-feature counters, history and the
+    activation store it draws its batches from; :func:`interp.training.train_steps` owns
+    the run folder, checkpoints, progress and FLOPs."""
+
+    checkpoint_kind = CHECKPOINT_KIND
+    final_subdir = SAE_SUBDIR
+    what = "an SAE run"
+    loss_name = "SAE loss"
+    nonfinite_hint = "try a lower learning rate (lr) or sparsity coefficient"
 
     def __init__(self, model: Model, cfg: SAETrainConfig, out: Path, data: dict[str, Any],
                  rank: int, world: int) -> None:
-        from interp.runs.artifacts import load_artifact
-
         model.check_layer(cfg.layer)
-        self.model, self.cfg, self.out, self.data = model, cfg, out, data
-        self.rank, self.world = rank, world
-        self.want = _checkpoint_settings(cfg, data, model)
-        self.ckpt_dir, self.sae_dir = out / CHECKPOINT_SUBDIR, out / SAE_SUBDIR
-        prepare_run_dir(out, (CHECKPOINT_SUBDIR, SAE_SUBDIR), sweep=rank == 0)
+        self.model_dtype = str(model.dtype).removeprefix("torch.")
+        super().__init__(out, _checkpoint_settings(cfg, data, model), steps=cfg.steps,
+                         checkpoint_every=cfg.checkpoint_every, tokens_per_step=cfg.batch_size,
+                         model_id=model.model_id, d_model=model.d_model, device=model.device,
+                         dtypes=(self.model_dtype, "float32"), rank=rank, world=world)
+        self.model, self.cfg, self.data = model, cfg, data
+        self.sae_dir = self.final_dir
         self.hook = model.resid_hook(cfg.layer)
         torch.manual_seed(cfg.seed)
-        sae_cfg = cfg.sae_config(model)
-        self.sae = cfg.arch.sae_class(sae_cfg, cfg.arch)
-        self.opt = torch.optim.Adam(self.sae.parameters(), lr=cfg.lr,
-                                    betas=(cfg.beta1, cfg.beta2))
+        self.sae = cfg.arch.sae_class(cfg.sae_config(model), cfg.arch)
+        self.optimizer = torch.optim.Adam(self.sae.parameters(), lr=cfg.lr,
+                                          betas=(cfg.beta1, cfg.beta2))
         self.steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each fired
         self.history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
-        self.start, self.elapsed, self.resampled = 0, 0.0, []
-        self.work, self.work_known = Work(), True  # FLOPs so far, for MFU (interp.mfu)
+        self.resampled: list[list[int]] = []
         self.scale: float | None = None
-        if check_resumable(out, self.ckpt_dir, self.want, "an SAE run", lambda have: (
-                [f"model {have.get('model_id')!r} → {model.model_id!r}"]
-                if have.get("model_id") != model.model_id else [])):
-            art = load_artifact(self.ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
-            with torch.no_grad():
-                for name, t in self.sae.state_dict().items():  # parameters and buffers
-                    t.copy_(art.tensors[name])
-            self.steps_since = art.tensors["steps_since_fired"].clone()
-            load_optimizer_tensors(self.opt, art.tensors)
-            self.start = int(art.config["step"])
-            self.history = {k: list(v) for k, v in art.config["history"].items()}
-            self.elapsed = float(art.config.get("elapsed_s", 0.0))
-            self.scale = float(art.config["input_scale"])
-            self.resampled = list(art.config.get("resampled", []))
-            self.work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
-            self.work = Work(art.config.get("flops_by_dtype"))
+        self.resume()
         self.shape = ModelShape.of(model)
-        self.model_dtype = str(model.dtype).removeprefix("torch.")
-        self.peaks = peaks_for(model.device, tuple({self.model_dtype, "float32"}))
-        self.last_saved = self.start
         self.final_batches: dict[int, Tensor] = {}  # step -> scaled batch, for calibration
         self.module: nn.Module = _LossModule(self.sae)
         self.dead_steps = max(1, math.ceil(cfg.dead_window / cfg.batch_size))
+        self.store: ActivationStore | None = None
+        self.shared: SharedForward | None = None
+        self.deepest = cfg.layer
 
-    @property
-    def complete(self) -> bool:
-        return self.start >= self.cfg.steps and (self.sae_dir / "config.json").is_file()
+    # ---------------------------------------------------------------- checkpoint contents
+    def state_tensors(self) -> dict[str, Tensor]:
+        return {**{k: v.detach() for k, v in self.sae.state_dict().items()},
+                "steps_since_fired": self.steps_since}
 
-    def throughput(self, done_steps: int) -> dict[str, Any]:
-        out = self.work.summary(self.elapsed, self.peaks if self.work_known else None,
-                                tokens=done_steps * self.cfg.batch_size)
-        out["tokens_per_s"] = _rate(self.cfg, done_steps, self.elapsed)  # all processes
-        return out
+    def load_state(self, tensors: dict[str, Tensor], config: dict[str, Any]) -> None:
+        with torch.no_grad():
+            for name, t in self.sae.state_dict().items():  # parameters and buffers
+                t.copy_(tensors[name])
+        self.steps_since = tensors["steps_since_fired"].clone()
+        self.history = {k: list(v) for k, v in config["history"].items()}
+        self.scale = float(config["input_scale"])
+        self.resampled = list(config.get("resampled", []))
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return {"history": self.history, "input_scale": self.scale,
+                "resampled": self.resampled}
+
+    def artifact_options(self) -> dict[str, Any]:
+        return {"hook_point": self.hook,
+                "manifest": {"note": "SAE training checkpoint; the SAE is written at the end"}}
+
+    def differences(self, have: dict[str, Any]) -> list[str]:
+        model_id = self.model.model_id
+        return ([f"model {have.get('model_id')!r} → {model_id!r}"]
+                if have.get("model_id") != model_id else [])
+
+    # ---------------------------------------------------------------- training
+    def attach(self, store: ActivationStore, shared: SharedForward, deepest: int) -> None:
+        """Draw batches from ``store`` (fed by ``shared`` forwards up to layer ``deepest``);
+        a fresh run takes its input scale and ``b_dec`` from the first chunk, and the loss
+        is wrapped for DistributedDataParallel under torchrun."""
+        self.store, self.shared, self.deepest = store, shared, deepest
+        if self.scale is None:
+            self.init_from(store.first_chunk())
+        if self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.module = DistributedDataParallel(self.module)
 
     def init_from(self, first: Tensor) -> None:
         """A fresh run: input scale and b_dec from this process's first chunk(s)."""
@@ -493,36 +502,23 @@ class _Run:
         with torch.no_grad():
             self.sae.b_dec.copy_((total / int(stats[1])).float())
 
-    def wrap(self) -> None:
-        if self.world > 1:
-            from torch.nn.parallel import DistributedDataParallel
+    def batch(self, step: int) -> Tensor:
+        """The scaled batch of ``step``; the model FLOPs it cost, if it ran the model."""
+        assert self.store is not None and self.shared is not None and self.scale is not None
+        forwarded = self.shared.forward_tokens
+        x = self.store.batch(step) * self.scale
+        if self.shared.forward_tokens > forwarded:  # this batch ran the model
+            self.work.add(self.model_dtype, forward_flops(
+                self.shape, self.shared.forward_tokens - forwarded, self.cfg.seq_len,
+                layers=self.deepest + 1))
+        if self.sae.calibrates and step >= self.cfg.steps - CALIBRATION_STEPS:
+            self.final_batches[step] = x  # kept for the calibration at the end
+        return x
 
-            self.module = DistributedDataParallel(self.module)
-
-    def save_checkpoint(self, step: int, on_checkpoint: Callable[[int], None] | None) -> None:
-        from interp.runs.artifacts import save_artifact
-
-        if self.rank == 0:
-            save_artifact(
-                self.ckpt_dir,
-                {**{k: v.detach() for k, v in self.sae.state_dict().items()},
-                 "steps_since_fired": self.steps_since, **optimizer_tensors(self.opt)},
-                kind=CHECKPOINT_KIND,
-                config={**self.want, "step": step, "history": self.history,
-                        "elapsed_s": self.elapsed, "input_scale": self.scale,
-                        "resampled": self.resampled,
-                        **({"flops_by_dtype": self.work.flops} if self.work_known else {})},
-                model_id=self.model.model_id, d_model=self.model.d_model, hook_point=self.hook,
-                manifest={"note": "SAE training checkpoint; the SAE is written at the end"},
-            )
-        _barrier()
-        self.last_saved = step
-        if on_checkpoint is not None and self.rank == 0:
-            on_checkpoint(step)
-
-    def train_step(self, step: int, x: Tensor) -> None:
-        """One optimiser step on the scaled batch ``x`` (time added by the caller)."""
-        cfg, sae, opt = self.cfg, self.sae, self.opt
+    def train_step(self, step: int) -> float:
+        """One optimiser step on the batch of ``step``."""
+        x = self.batch(step)
+        cfg, sae, opt = self.cfg, self.sae, self.optimizer
         self.work.add("float32", sae_step_flops(self.model.d_model, cfg.d_sae, x.shape[0]))
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)
@@ -535,14 +531,8 @@ class _Run:
             if "threshold_sample" in parts:  # BatchTopK: one threshold for all ranks
                 parts["threshold_sample"] = (_all_reduce(
                     parts["threshold_sample"].double().clone()) / self.world).float()
-        if not math.isfinite(float(loss_sum[0])):
-            kept = (f"the last good checkpoint (step {self.last_saved}) is kept in "
-                    f"{self.ckpt_dir}" if (self.ckpt_dir / "config.json").is_file()
-                    else "no checkpoint was written")
-            raise InterpError(
-                f"SAE loss became {float(loss_sum[0])} at step {step + 1}; stopped, {kept}; "
-                "try a lower learning rate (lr) or sparsity coefficient"
-            )
+        if not math.isfinite(float(loss_sum[0])):  # before the step spoils the weights
+            raise self.nonfinite(float(loss_sum[0]), step)
         with phase("backward"):
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -570,19 +560,32 @@ class _Run:
                "lr": cfg.lr_at(step), "sparsity_coef": coef}
         for k in HISTORY_KEYS:
             self.history[k].append(rec[k])
+        return rec["loss"]
 
-    def finish(self, done: int, manifest: dict[str, Any],
-               last_batches: Callable[[], list[Tensor]]) -> SAETrainResult:
+    def info(self) -> str:
+        history = self.history
+        if not history["loss"]:
+            return ""
+        k = min(10, len(history["loss"]))
+
+        def avg(key: str) -> float:
+            return sum(history[key][-k:]) / k
+
+        return (f"loss {avg('loss'):.2f}  L0 {avg('l0'):.1f}  "
+                f"EV {avg('explained_variance'):.3f}  dead {history['dead_fraction'][-1]:.3f}  "
+                f"{format_rate(self.throughput(len(history['loss'])))}")
+
+    # ---------------------------------------------------------------- the end
+    def finish(self, done: int, manifest: dict[str, Any]) -> SAETrainResult:
         """Calibrate inference state, fold the input scale and save the SAE when every
-        step is done; the result. ``last_batches`` gives the scaled batches of the last
-        :data:`CALIBRATION_STEPS` steps (drawn only for an SAE that calibrates)."""
+        step is done; the result."""
         steps = self.cfg.steps
         summary = self.throughput(done)
         sae_path = self.sae_dir if done >= steps else None  # rank 0 saves it
         calibration: dict[str, float] = {}
         if done >= steps:
             if self.sae.calibrates:
-                batches = last_batches()
+                batches = self.last_batches()
                 calibration = self.sae.calibrate(
                     batches, lambda t: _all_reduce(t.double().clone()) / self.world)
                 calibration["tokens"] = self.world * sum(int(x.shape[0]) for x in batches)
@@ -591,7 +594,8 @@ class _Run:
             if self.rank == 0:
                 sae_path = self.sae.save(self.sae_dir, d_model=self.model.d_model,
                                          manifest=manifest,
-                                         extra={**self.want, "input_scale_folded": self.scale,
+                                         extra={**self.settings,
+                                                "input_scale_folded": self.scale,
                                                 "steps": done, "history": self.history,
                                                 "resampled": self.resampled,
                                                 "elapsed_s": self.elapsed,
@@ -599,8 +603,18 @@ class _Run:
                                                    if calibration else {}),
                                                 "tokens_per_s": summary["tokens_per_s"],
                                                 **_mfu_fields(summary)})
-            _barrier()
+            barrier(self.world)
         return self.result(done, sae_path, summary, calibration or None)
+
+    def last_batches(self) -> list[Tensor]:
+        """The scaled batches of the last :data:`CALIBRATION_STEPS` steps: those this
+        process trained on, kept in memory; any it did not (a run resumed after them) drawn
+        again from the store, which gives the same batch for a step every time."""
+        assert self.store is not None and self.scale is not None
+        steps = self.cfg.steps
+        return [self.final_batches[s] if s in self.final_batches
+                else self.store.batch(s) * self.scale
+                for s in range(max(0, steps - CALIBRATION_STEPS), steps)]
 
     def result(self, done: int, sae_path: Path | None,
                summary: dict[str, Any] | None = None,
@@ -608,10 +622,10 @@ class _Run:
         """The run's :class:`SAETrainResult` after ``done`` steps (``summary``: its
         :meth:`throughput`, when the caller has it already)."""
         summary = summary or self.throughput(done)
-        return SAETrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps, self.start,
-                           self.history, summary["tokens_per_s"], self.elapsed,
-                           sae_path, self.resampled, self.cfg, **_mfu_fields(summary),
-                           calibration=calibration)
+        return SAETrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps,
+                              self.start, self.history, summary["tokens_per_s"], self.elapsed,
+                              sae_path, self.resampled, self.cfg, **_mfu_fields(summary),
+                              calibration=calibration)
 
 
 def _train_runs(
@@ -627,59 +641,22 @@ def _train_runs(
     runs = [_Run(model, cfg, out, data, rank, world) for cfg, out in specs]
     if manifest is None:
         manifest = run_manifest_of(model, [cfg for cfg, _ in specs], data, docs)
-    steps = runs[0].cfg.steps
-    done_runs = {id(r) for r in runs if r.complete}
-    results: dict[int, SAETrainResult] = {id(r): r.result(r.start, r.sae_dir)
-                                          for r in runs if id(r) in done_runs}
-    active = [r for r in runs if id(r) not in done_runs]
-    if not active:
-        return [_with_manifest(results[id(r)], manifest) for r in runs]
-    shared = SharedForward(model, [r.cfg.layer for r in active])
-    stores = [ActivationStore(model, docs, r.cfg.store_config(), batch_size=r.cfg.batch_size,
-                              rank=rank, world=world, cache_dir=cache_dir,
-                              data_hash=str(data.get("sha256", "")), shared=shared)
-              for r in active]
-    for run, store in zip(active, stores, strict=True):
-        if run.scale is None:
-            run.init_from(store.first_chunk())
-        run.wrap()
-        if run.start == 0 and not (run.ckpt_dir / "config.json").is_file():
-            run.save_checkpoint(0, on_checkpoint)  # a kill from here on loses < one interval
-    first = min(r.start for r in active)
-    end = steps if stop_at is None else max(first, min(steps, int(stop_at)))
-    deepest = max(r.cfg.layer for r in active)
-    bar = make_progress(enabled=progress if rank == 0 else False, transient=False)
-    with bar:
-        tasks = [bar.add_task(f"SAE L{r.cfg.layer} d_sae={r.cfg.d_sae}", total=steps,
-                              completed=r.start, info=_info(r.history, r.throughput(r.start)))
-                 for r in active]
-        for step in range(first, end):
-            for run, store, task in zip(active, stores, tasks, strict=True):
-                if step < run.start:  # resumed from a later checkpoint than the others
-                    continue
-                t0 = time.perf_counter()
-                forwarded = shared.forward_tokens
-                assert run.scale is not None
-                x = store.batch(step) * run.scale
-                if shared.forward_tokens > forwarded:  # this batch ran the model
-                    run.work.add(run.model_dtype, forward_flops(
-                        run.shape, shared.forward_tokens - forwarded, run.cfg.seq_len,
-                        layers=deepest + 1))
-                if run.sae.calibrates and step >= steps - CALIBRATION_STEPS:
-                    run.final_batches[step] = x  # kept for the calibration at the end
-                run.train_step(step, x)
-                run.elapsed += time.perf_counter() - t0
-                bar.update(task, completed=step + 1,
-                           info=_info(run.history, run.throughput(step + 1)))
-                if rank == 0:
-                    write_progress(run.out, step=step + 1, steps=steps,
-                                   loss=run.history["loss"][-1],
-                                   checkpoint_step=run.last_saved)
-                if (step + 1) % run.cfg.checkpoint_every == 0 or step + 1 == end:
-                    run.save_checkpoint(step + 1, on_checkpoint)
-            profiling_step()
-    for run, store in zip(active, stores, strict=True):
-        results[id(run)] = run.finish(max(run.start, end), manifest, _last_batches(run, store))
+    results = {id(r): r.result(r.start, r.sae_dir) for r in runs if r.complete}
+    active = [r for r in runs if id(r) not in results]
+    if active:
+        shared = SharedForward(model, [r.cfg.layer for r in active])
+        deepest = max(r.cfg.layer for r in active)
+        for run in active:
+            run.attach(ActivationStore(model, docs, run.cfg.store_config(),
+                                       batch_size=run.cfg.batch_size, rank=rank, world=world,
+                                       cache_dir=cache_dir,
+                                       data_hash=str(data.get("sha256", "")), shared=shared),
+                       shared, deepest)
+        done = train_steps(active, stop_at=stop_at, progress=progress,
+                           labels=[f"SAE L{r.cfg.layer} d_sae={r.cfg.d_sae}" for r in active],
+                           on_checkpoint=on_checkpoint)
+        for run in active:
+            results[id(run)] = run.finish(max(run.start, done), manifest)
     return [_with_manifest(results[id(r)], manifest) for r in runs]
 
 
@@ -698,18 +675,6 @@ def _with_manifest(result: SAETrainResult, manifest: dict[str, Any]) -> SAETrain
     return result
 
 
-def _last_batches(run: _Run, store: ActivationStore) -> Callable[[], list[Tensor]]:
-    """The scaled batches of ``run``'s last :data:`CALIBRATION_STEPS` steps: those this
-    process trained on, kept in memory; any it did not (a run resumed after them) drawn
-    again from the store, which gives the same batch for a step every time."""
-    def draw() -> list[Tensor]:
-        assert run.scale is not None
-        steps = run.cfg.steps
-        return [run.final_batches[s] if s in run.final_batches else store.batch(s) * run.scale
-                for s in range(max(0, steps - CALIBRATION_STEPS), steps)]
-    return draw
-
-
 def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: summary[k] for k in ("mfu", "peak_flops", "flops")}
 
@@ -717,26 +682,3 @@ def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:
 def _var(x: Tensor) -> Tensor:
     """Σ‖x − x̄‖² per token (the explained-variance denominator), detached."""
     return (x - x.mean(0)).pow(2).sum(-1).mean().detach()
-
-
-def _barrier() -> None:
-    import torch.distributed as dist
-
-    if _dist()[1] > 1:
-        dist.barrier()
-
-
-def _rate(cfg: SAETrainConfig, steps: int, elapsed: float) -> float:
-    return steps * cfg.batch_size / elapsed if elapsed > 0 else 0.0
-
-
-def _info(history: dict[str, list[float]], throughput: dict[str, Any]) -> str:
-    if not history["loss"]:
-        return ""
-    k = min(10, len(history["loss"]))
-
-    def avg(key: str) -> float:
-        return sum(history[key][-k:]) / k
-
-    return (f"loss {avg('loss'):.2f}  L0 {avg('l0'):.1f}  EV {avg('explained_variance'):.3f}  "
-            f"dead {history['dead_fraction'][-1]:.3f}  {format_rate(throughput)}")

@@ -42,24 +42,14 @@ from torch import Tensor
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.display import percent
-from interp.errors import InterpError
 from interp.lenses.tuned import LENS_SUBDIR, Translators, TunedLens, unembedding_hash
-from interp.mfu import ModelShape, Work, forward_flops, tuned_lens_step_flops
+from interp.mfu import ModelShape, forward_flops, tuned_lens_step_flops
 from interp.mfu.flops import format_rate
-from interp.mfu.peak import peaks_for
 from interp.models.loading import Model
 from interp.models.unembedding import Unembed
 from interp.profiling.session import phase, phased
-from interp.profiling.session import step as profiling_step
 from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
-from interp.runs.resume import (
-    check_resumable,
-    load_optimizer_tensors,
-    optimizer_tensors,
-    prepare_run_dir,
-    write_progress,
-)
 from interp.schema import (
     Check,
     Config,
@@ -71,6 +61,7 @@ from interp.schema import (
     non_negative,
     setting,
 )
+from interp.training import ResumableRun, train_steps
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -317,6 +308,124 @@ def _checkpoint_config(cfg: TunedLensTrainConfig, data: dict[str, Any],
     return {"train": cfg.to_dict(), "data": data, "unembedding_sha256": unembed}
 
 
+class _LensRun(ResumableRun):
+    """The translators being trained, their optimiser and loss history;
+    :func:`interp.training.train_steps` owns the run folder, checkpoints and progress."""
+
+    checkpoint_kind = CHECKPOINT_KIND
+    final_subdir = LENS_SUBDIR
+    what = "a tuned-lens run"
+    loss_name = "tuned-lens loss"
+    nonfinite_hint = "try a lower learning rate (lr)"
+    checkpoint_at_start = False  # the least-squares start is checkpointed once it is fitted
+
+    def __init__(self, model: Model, cfg: TunedLensTrainConfig, out: Path,
+                 data: dict[str, Any]) -> None:
+        self.model, self.cfg, self.data = model, cfg, data
+        self.unembed_hash = unembedding_hash(model)
+        self.model_dtype = str(model.dtype).removeprefix("torch.")
+        super().__init__(out, _checkpoint_config(cfg, data, self.unembed_hash),
+                         steps=cfg.steps, checkpoint_every=cfg.checkpoint_every,
+                         tokens_per_step=cfg.batch_size * cfg.seq_len,
+                         model_id=model.model_id, d_model=model.d_model, device=model.device,
+                         dtypes=(self.model_dtype, "float32", cfg.unembed_dtype))
+        self.translators = Translators(model.n_layers - 1, model.d_model).to(model.device)
+        self.optimizer = _optimizer([self.translators.A, self.translators.b], cfg)
+        self.losses: list[float] = []
+        self.layer_losses: list[list[float]] = []
+        self.step_s = 0.0  # seconds of KL steps (the MFU's time: the init is left out)
+        self.resume()
+        self.start_known = 0 if self.work_known else self.start
+        self.shape = ModelShape.of(model)
+        self.unembed = Unembed(model)
+        self.matmul_dtype = getattr(torch, cfg.unembed_dtype)
+        self.windows: Tensor | None = None
+
+    # ---------------------------------------------------------------- checkpoint contents
+    def state_tensors(self) -> dict[str, Tensor]:
+        return {"A": self.translators.A.detach(), "b": self.translators.b.detach()}
+
+    def load_state(self, tensors: dict[str, Tensor], config: dict[str, Any]) -> None:
+        with torch.no_grad():
+            self.translators.A.copy_(tensors["A"])
+            self.translators.b.copy_(tensors["b"])
+        self.losses = list(config["losses"])
+        self.layer_losses = [list(x) for x in config["layer_losses"]]
+        self.step_s = float(config.get("step_s", 0))
+
+    def checkpoint_config(self) -> dict[str, Any]:
+        return {"losses": self.losses, "layer_losses": self.layer_losses,
+                "step_s": self.step_s}
+
+    def artifact_options(self) -> dict[str, Any]:
+        return {"seed": self.cfg.seed, "dataset_hash": self.data.get("sha256")}
+
+    def differences(self, have: dict[str, Any]) -> list[str]:
+        return (["the model's unembedding"]
+                if have.get("unembedding_sha256") != self.unembed_hash else [])
+
+    # ---------------------------------------------------------------- training
+    def throughput(self, done_steps: int) -> dict[str, Any]:
+        """MFU over the KL steps this process counted; tokens/s over all the run's time."""
+        tokens = done_steps * self.tokens_per_step
+        out = self.work.summary(self.step_s, self.peaks if self.work_known else None,
+                                tokens=(done_steps - self.start_known) * self.tokens_per_step)
+        out["tokens_per_s"] = tokens / self.elapsed if self.elapsed > 0 else 0.0
+        return out
+
+    def train_step(self, step: int) -> float:
+        t0 = time.perf_counter()
+        cfg, opt = self.cfg, self.optimizer
+        assert self.windows is not None
+        ids = self.windows[step * cfg.batch_size : (step + 1) * cfg.batch_size]
+        pos = sample_positions(cfg, step, ids.shape[0])
+        for group in opt.param_groups:
+            group["lr"] = cfg.lr_at(step)
+        with phase("optimiser"):
+            opt.zero_grad(set_to_none=True)
+        per_layer = lens_loss_step(self.model, self.translators, ids, pos, self.unembed,
+                                   self.matmul_dtype)
+        total = sum(per_layer)
+        if not math.isfinite(total):  # before the step spoils the translators
+            raise self.nonfinite(total, step)
+        with phase("optimiser"):
+            opt.step()
+        self.losses.append(total)
+        self.layer_losses.append(per_layer)
+        self.work.add(self.model_dtype, forward_flops(self.shape, ids.numel(), cfg.seq_len))
+        lens_flops, unembed_flops = tuned_lens_step_flops(
+            self.shape, self.translators.A.shape[0], pos.numel())
+        self.work.add("float32", lens_flops)
+        self.work.add(cfg.unembed_dtype if self.unembed.fast else self.model_dtype,
+                      unembed_flops)
+        self.step_s += time.perf_counter() - t0
+        return total
+
+    def info(self) -> str:
+        if not self.losses:
+            return ""
+        recent = self.losses[-10:]
+        per_layer = sum(recent) / len(recent) / max(1, len(self.layer_losses[-1]))
+        return (f"loss {sum(recent) / len(recent):.2f} (KL/layer {per_layer:.3f})  "
+                f"{format_rate(self.throughput(len(self.losses)))}")
+
+    def result(self, done: int, manifest: dict[str, Any]) -> TunedLensTrainResult:
+        """Save the lens when every step is done; the run's result after ``done`` steps."""
+        summary = self.throughput(done)
+        lens_path = self.final_dir if self.complete else None
+        if done >= self.steps and lens_path is None:
+            lens_path = TunedLens(self.model, self.translators).save(
+                self.final_dir,
+                config={**self.settings, "steps": done, "losses": self.losses,
+                        "layer_losses": self.layer_losses, "elapsed_s": self.elapsed,
+                        "tokens_per_s": summary["tokens_per_s"], **_mfu_fields(summary)},
+                manifest=manifest)
+        return TunedLensTrainResult(self.out, done, self.steps, done >= self.steps, self.start,
+                                    self.losses, self.layer_losses, summary["tokens_per_s"],
+                                    self.elapsed, lens_path, **_mfu_fields(summary),
+                                    manifest=manifest)
+
+
 def train_tuned_lens(
     model: Model,
     docs: Sequence[str],
@@ -347,156 +456,33 @@ def train_tuned_lens(
             here from the model, the settings and ``data``).
         on_checkpoint: called with the step after each checkpoint is on disk (tests).
     """
-    from interp.runs.artifacts import load_artifact, save_artifact
-
     cfg = TunedLensTrainConfig.resolve(config, settings)
-    out = Path(out_dir).expanduser()
     data = dict(data or {})
     man = manifest or model_manifest(
         model, seed=cfg.seed, config=cfg.to_dict(), dataset_hash=data.get("sha256"),
         texts=None if data.get("sha256") else docs,
         extra={"data_source": data["source"]} if "source" in data else None)
-    unembed = unembedding_hash(model)
-    want = _checkpoint_config(cfg, data, unembed)
-    ckpt_dir, lens_dir = out / CHECKPOINT_SUBDIR, out / LENS_SUBDIR
-    prepare_run_dir(out, (CHECKPOINT_SUBDIR, LENS_SUBDIR))
-    translators = Translators(model.n_layers - 1, model.d_model).to(model.device)
-    opt = _optimizer([translators.A, translators.b], cfg)
-    start, losses, layer_losses, elapsed = 0, [], [], 0.0
-    work, step_s, work_known = Work(), 0.0, True  # the KL steps' FLOPs and seconds (MFU)
-    if check_resumable(out, ckpt_dir, want, "a tuned-lens run", lambda have: (
-            ["the model's unembedding"] if have.get("unembedding_sha256") != unembed else [])):
-        art = load_artifact(ckpt_dir, kind=CHECKPOINT_KIND, d_model=model.d_model)
-        with torch.no_grad():
-            translators.A.copy_(art.tensors["A"])
-            translators.b.copy_(art.tensors["b"])
-        load_optimizer_tensors(opt, art.tensors)
-        start = int(art.config["step"])
-        losses = list(art.config["losses"])
-        layer_losses = [list(x) for x in art.config["layer_losses"]]
-        elapsed = float(art.config.get("elapsed_s", 0.0))
-        work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
-        work, step_s = Work(art.config.get("flops_by_dtype")), float(art.config.get("step_s", 0))
-
-    steps = cfg.steps
-    shape, model_dtype = ModelShape.of(model), str(model.dtype).removeprefix("torch.")
-    peaks = peaks_for(model.device, tuple({model_dtype, "float32", cfg.unembed_dtype}))
-
-    def throughput(done_steps: int) -> dict[str, Any]:
-        return work.summary(step_s, peaks if work_known else None,
-                            tokens=(done_steps - start_known) * cfg.batch_size * cfg.seq_len)
-
-    start_known = 0 if work_known else start
-
-    end = steps if stop_at is None else max(start, min(steps, int(stop_at)))
-    if start >= steps and (lens_dir / "config.json").is_file():
-        return TunedLensTrainResult(out, start, steps, True, start, losses, layer_losses,
-                                    _rate(cfg, start, elapsed), elapsed, lens_dir,
-                                    **_mfu_fields(throughput(start)), manifest=man)
-
-    need_init = cfg.init == "lstsq" and not (ckpt_dir / "config.json").is_file()
-    windows = pack_windows(
-        model, docs, seq_len=cfg.seq_len, n_windows=steps * cfg.batch_size, seed=cfg.seed
-    ) if start < end or need_init else None
-
-    last_saved = [start]
-
-    def save_checkpoint(step: int) -> None:
-        save_artifact(
-            ckpt_dir,
-            {"A": translators.A.detach(), "b": translators.b.detach(), **optimizer_tensors(opt)},
-            kind=CHECKPOINT_KIND,
-            config={**want, "step": step, "losses": losses, "layer_losses": layer_losses,
-                    "elapsed_s": elapsed, "step_s": step_s,
-                    **({"flops_by_dtype": work.flops} if work_known else {})},
-            model_id=model.model_id, d_model=model.d_model, seed=cfg.seed,
-            dataset_hash=data.get("sha256"),
-        )
-        last_saved[0] = step
-        if on_checkpoint is not None:
-            on_checkpoint(step)
-
-    unembed_fn = Unembed(model)
-    matmul_dtype = getattr(torch, cfg.unembed_dtype)
+    run = _LensRun(model, cfg, Path(out_dir).expanduser(), data)
+    if run.complete:
+        return run.result(run.start, man)
+    end = cfg.steps if stop_at is None else max(run.start, min(cfg.steps, int(stop_at)))
+    need_init = cfg.init == "lstsq" and not run.resumed
+    if run.start < end or need_init:
+        run.windows = pack_windows(model, docs, seq_len=cfg.seq_len,
+                                   n_windows=cfg.steps * cfg.batch_size, seed=cfg.seed)
     if need_init:
-        assert windows is not None
-        n_init = max(1, math.ceil(cfg.init_tokens / cfg.seq_len))
+        assert run.windows is not None
         t0 = time.perf_counter()
-        lstsq_init(model, translators, windows[:n_init], ridge=cfg.init_ridge,
-                   progress=progress)
-        elapsed += time.perf_counter() - t0
-        save_checkpoint(0)
-
-    bar = make_progress(enabled=progress, transient=False)
-    with bar:
-        task = bar.add_task("tuned lens", total=steps, completed=start,
-                            info=_info(losses, layer_losses, throughput(start)))
-        for step in range(start, end):
-            t0 = time.perf_counter()
-            assert windows is not None
-            ids = windows[step * cfg.batch_size : (step + 1) * cfg.batch_size]
-            pos = sample_positions(cfg, step, ids.shape[0])
-            for group in opt.param_groups:
-                group["lr"] = cfg.lr_at(step)
-            with phase("optimiser"):
-                opt.zero_grad(set_to_none=True)
-            per_layer = lens_loss_step(model, translators, ids, pos, unembed_fn, matmul_dtype)
-            total = sum(per_layer)
-            if not math.isfinite(total):
-                kept = (f"the last good checkpoint (step {last_saved[0]}) is kept in {ckpt_dir}"
-                        if (ckpt_dir / "config.json").is_file() else "no checkpoint was written")
-                raise InterpError(
-                    f"tuned-lens loss became {total} at step {step + 1}; stopped, {kept}; "
-                    "try a lower --lr"
-                )
-            with phase("optimiser"):
-                opt.step()
-            losses.append(total)
-            layer_losses.append(per_layer)
-            took = time.perf_counter() - t0
-            elapsed, step_s = elapsed + took, step_s + took
-            work.add(model_dtype, forward_flops(shape, ids.numel(), cfg.seq_len))
-            lens_flops, unembed_flops = tuned_lens_step_flops(
-                shape, translators.A.shape[0], pos.numel())
-            work.add("float32", lens_flops)
-            work.add(cfg.unembed_dtype if unembed_fn.fast else model_dtype, unembed_flops)
-            bar.update(task, completed=step + 1,
-                       info=_info(losses, layer_losses, throughput(step + 1)))
-            profiling_step()
-            write_progress(out, step=step + 1, steps=steps, loss=total,
-                           checkpoint_step=last_saved[0])
-            if (step + 1) % cfg.checkpoint_every == 0 or step + 1 == end:
-                save_checkpoint(step + 1)
-
-    done = max(start, end)
-    lens_path = None
-    if done >= steps:
-        lens = TunedLens(model, translators)
-        lens_path = lens.save(
-            lens_dir,
-            config={**want, "steps": done, "losses": losses, "layer_losses": layer_losses,
-                    "elapsed_s": elapsed, "tokens_per_s": _rate(cfg, done, elapsed),
-                    **_mfu_fields(throughput(done))},
-            manifest=man,
-        )
-    return TunedLensTrainResult(out, done, steps, done >= steps, start, losses, layer_losses,
-                                _rate(cfg, done, elapsed), elapsed, lens_path,
-                                **_mfu_fields(throughput(done)), manifest=man)
+        lstsq_init(model, run.translators, run.windows[:max(1, math.ceil(
+            cfg.init_tokens / cfg.seq_len))], ridge=cfg.init_ridge, progress=progress)
+        run.elapsed += time.perf_counter() - t0
+        run.save_checkpoint(0)
+        if on_checkpoint is not None:
+            on_checkpoint(0)
+    done = train_steps([run], stop_at=stop_at, progress=progress, labels=["tuned lens"],
+                       on_checkpoint=on_checkpoint)
+    return run.result(done, man)
 
 
 def _mfu_fields(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: summary[k] for k in ("mfu", "peak_flops", "flops")}
-
-
-def _rate(cfg: TunedLensTrainConfig, steps: int, elapsed: float) -> float:
-    return steps * cfg.batch_size * cfg.seq_len / elapsed if elapsed > 0 else 0.0
-
-
-def _info(losses: list[float], layer_losses: list[list[float]],
-          throughput: dict[str, Any]) -> str:
-    if not losses:
-        return ""
-    recent = losses[-10:]
-    per_layer = sum(recent) / len(recent) / max(1, len(layer_losses[-1]))
-    return (f"loss {sum(recent) / len(recent):.2f} (KL/layer {per_layer:.3f})  "
-            f"{format_rate(throughput)}")

@@ -57,6 +57,9 @@ class ResumableRun(ABC):
     final_subdir: ClassVar[str]
     #: What the refusal of another run's folder calls it ("an SAE run").
     what: ClassVar[str] = "a training run"
+    #: What the one-line error when the loss is not finite calls the loss ("SAE loss");
+    #: empty: the loss of :attr:`what` ("toy run loss").
+    loss_name: ClassVar[str] = ""
     #: The end of the one-line error when the loss is not finite.
     nonfinite_hint: ClassVar[str] = "try a lower learning rate"
     #: Write a checkpoint before the first step of a fresh run (False: the trainer writes
@@ -83,6 +86,7 @@ class ResumableRun(ABC):
         self.work, self.work_known = Work(), True  # FLOPs so far, for MFU
         self.peaks = peaks_for(device, tuple(dict.fromkeys(dtypes)))
         self.last_saved = 0
+        self.resumed = False  # set by resume(): a checkpoint of this run was loaded
 
     # ------------------------------------------------------------------ to implement
     @abstractmethod
@@ -133,6 +137,7 @@ class ResumableRun(ABC):
         self.elapsed = float(art.config.get("elapsed_s", 0.0))
         self.work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
         self.work = Work(art.config.get("flops_by_dtype"))
+        self.resumed = True
         return True
 
     def save_checkpoint(self, step: int) -> None:
@@ -159,10 +164,12 @@ class ResumableRun(ABC):
         return out
 
     def nonfinite(self, loss: float, step: int) -> InterpError:
+        """The one-line error for a loss that is not finite at ``step`` (0-based)."""
         kept = (f"the last good checkpoint (step {self.last_saved}) is kept in {self.ckpt_dir}"
                 if (self.ckpt_dir / "config.json").is_file() else "no checkpoint was written")
-        return InterpError(f"{self.what.removeprefix('a ').removeprefix('an ')} loss became "
-                           f"{loss} at step {step + 1}; stopped, {kept}; {self.nonfinite_hint}")
+        name = self.loss_name or f"{self.what.removeprefix('a ').removeprefix('an ')} loss"
+        return InterpError(f"{name} became {loss} at step {step + 1}; stopped, {kept}; "
+                           f"{self.nonfinite_hint}")
 
 
 def barrier(world: int) -> None:
@@ -192,8 +199,9 @@ def train_steps(
         return 0
     steps = runs[0].steps
     for run in runs:
-        if (run.checkpoint_at_start and run.start == 0
-                and not (run.ckpt_dir / "config.json").is_file()):
+        # decided from what this process loaded, never from the folder rank 0 is writing
+        # (a rank that saw rank 0's checkpoint appear would skip the barrier and hang)
+        if run.checkpoint_at_start and not run.resumed:
             run.save_checkpoint(0)
             if on_checkpoint is not None and run.rank == 0:
                 on_checkpoint(0)

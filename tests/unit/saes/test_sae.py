@@ -223,7 +223,7 @@ def _assert_same_sae(a: Path, b: Path) -> None:
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tiny_model, docs, tmp_path, monkeypatch):
-    import saes.train as tr
+    import interp.training.loop as tr  # the shared loop writes progress.json
 
     cfg = _tiny_cfg(resample_every=4)
     full = train_sae(tiny_model, docs, tmp_path / "full", cfg, progress=False)
