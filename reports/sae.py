@@ -31,16 +31,9 @@ from saes.figures import (
     score_figure,
     training_figure,
 )
+from saes.metric_format import CI, ci_known, format_ci, format_metric, format_with_ci
 from saes.metrics import SAEEvalResult
-from saes.results import (
-    CI,
-    TARGET_RULES,
-    TargetCheck,
-    ci_known,
-    format_ci,
-    format_metric,
-    format_with_ci,
-)
+from saes.results import TARGET_RULES, TargetCheck
 
 __all__ = ["TARGETS", "sae_report"]
 

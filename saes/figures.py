@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -39,16 +39,10 @@ from matplotlib.transforms import blended_transform_factory
 from interp.display import count, percent
 from interp.plotting import ACCENT, GRID, INK, MUTED, PALETTE, new_figure, styled
 from interp.stats.intervals import mean_t_ci
-from saes.results import (
-    CI,
-    BrowserData,
-    SAEEvalResult,
-    TargetCheck,
-    TrainingRecord,
-    ci_known,
-    format_metric,
-    format_with_ci,
-)
+from saes.metric_format import CI, ci_known, format_metric, format_with_ci
+
+if TYPE_CHECKING:  # the results call these figures: named here for type checkers only
+    from saes.results import BrowserData, SAEEvalResult, TargetCheck, TrainingRecord
 
 __all__ = [
     "ce_figure",
@@ -285,7 +279,7 @@ def density_figure(result: SAEEvalResult | BrowserData) -> Figure:
     """
     hist = result.histogram
     n_tokens = float(result.n_tokens) if result.n_tokens is not None else NAN
-    thr = result.dense_threshold if isinstance(result, SAEEvalResult) else NAN
+    thr = getattr(result, "dense_threshold", NAN)  # an evaluation's; the browser has none
     log_thr = math.log10(thr) if math.isfinite(thr) and thr > 0 else NAN
     floor = -math.log10(n_tokens) if math.isfinite(n_tokens) and n_tokens >= 1 else NAN
     has_bins = hist.valid and hist.total > 0
@@ -372,17 +366,20 @@ def training_figure(result: SAEEvalResult | TrainingRecord) -> Figure:
     For an evaluation, its held-out values and targets are dashed horizontal lines. The
     training dead fraction counts features silent over the dead window, not the eval tokens.
     """
-    record = result.training if isinstance(result, SAEEvalResult) else result
-    record = record or TrainingRecord()
-    panels = [p for p in PANELS if p[0] in (record.history or {})] or list(PANELS[:1])
+    evaluation = hasattr(result, "training")  # an SAEEvalResult, not its TrainingRecord
+    record = getattr(result, "training", result)  # None: an SAE trained elsewhere
+    history = (record.history if record is not None else None) or {}
+    panels = [p for p in PANELS if p[0] in history] or list(PANELS[:1])
     cols = 2 if len(panels) > 1 else 1
     rows = math.ceil(len(panels) / cols)
     fig = new_figure(8.0, 2.7 * rows + 0.2)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    events = [(s, n) for s, n in record.events if math.isfinite(s)]
+    events = [(s, n) for s, n in (record.events if record is not None else [])
+              if math.isfinite(s)]
     for i, (ax, (key, title, y_label)) in enumerate(zip(axes, panels, strict=False)):
-        refs = _refs(result, key) if isinstance(result, SAEEvalResult) else []
-        _curve(fig, ax, key, record.curve(key), PALETTE[i % len(PALETTE)], events, refs)
+        refs = _refs(result, key) if evaluation else []  # type: ignore[arg-type]
+        curve = record.curve(key) if record is not None else []
+        _curve(fig, ax, key, curve, PALETTE[i % len(PALETTE)], events, refs)
         ax.set_title(title, loc="left")
         ax.set_xlabel("step")
         ax.set_ylabel(y_label)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 import numpy as np
 import pandas as pd
 
-from interp.display import MISSING, as_float, ci_text, count, format_number, percent, with_ci
+from interp.display import MISSING, as_float, count, percent
 from interp.errors import InterpError
 from interp.schema import (
     Check,
@@ -45,6 +45,15 @@ from interp.schema import (
 from interp.schema.convert import json_info, structure
 from interp.schema.settings import type_hints
 from interp.stats.intervals import wilson
+from saes.metric_format import (
+    CI,
+    FRACTIONS,
+    NAN,
+    format_ci,
+    format_metric,
+    format_with_ci,
+)
+from saes.registry import ARCHITECTURES
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -70,13 +79,8 @@ __all__ = [
     "read_lenient",
 ]
 
-#: A 95% interval (lo, hi); (NaN, NaN) when unknown.
-CI = tuple[float, float]
-NAN = math.nan
 #: log10(density) histogram edges shared by the evaluation and the browser: 10⁻⁷ … 1.
 DENSITY_BINS: tuple[float, ...] = tuple(-7.0 + 0.25 * i for i in range(29))
-#: The metrics given as fractions (shown as percentages).
-FRACTIONS = frozenset({"dead_fraction", "dense_fraction"})
 #: The targets ``interp sae eval`` judges an SAE by (see :class:`TargetCheck`).
 DEFAULT_TARGETS: dict[str, float] = {"explained_variance": 0.7, "l0_max": 100,
                                      "dead_fraction_max": 0.3, "ce_loss_score": 0.8}
@@ -127,32 +131,6 @@ def _floats(value: Any) -> list[float]:
 def _int(value: Any) -> int | None:
     x = as_float(value)
     return int(x) if math.isfinite(x) else None
-
-
-def ci_known(ci: CI) -> bool:
-    return math.isfinite(ci[0]) and math.isfinite(ci[1])
-
-
-# -------------------------------------------------------------------- display formats
-
-
-def format_metric(metric: str, value: float | None) -> str:
-    """A metric in its display format: fractions as %, L0 to 0.1, MSE to 4 decimals."""
-    if value is None or not math.isfinite(value):
-        return MISSING
-    if metric in FRACTIONS:
-        return percent(value)
-    return format_number(float(value), {"l0": 1, "mse": 4}.get(metric, 3))
-
-
-def format_ci(metric: str, ci: CI) -> str:
-    """``"[22.9, 24.0]"``: a 95% interval in ``metric``'s format (``—`` unless known)."""
-    return ci_text(ci[0], ci[1], fmt=lambda x: format_metric(metric, x))
-
-
-def format_with_ci(metric: str, value: float, ci: CI) -> str:
-    """``"23.5 [22.9, 24.0]"``: the value, and its CI when both are known."""
-    return with_ci(value, ci[0], ci[1], fmt=lambda x: format_metric(metric, x))
 
 
 # ----------------------------------------------------------------------- densities
@@ -447,8 +425,6 @@ class SAEEvalResult(Result):
     def architecture_text(self) -> str:
         """``"TopK (k 32)"``, ``"ReLU"``: what the report names the SAE (ReLU when a
         record predates the architectures)."""
-        from saes.architectures import ARCHITECTURES
-
         spec = ARCHITECTURES.get(self.architecture or "relu")
         if spec is not None:
             return spec.text(self.k)

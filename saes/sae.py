@@ -68,7 +68,7 @@ class SAEConfig(Config):
     k: int | None = setting(None, help="Active latents per token (TopK, BatchTopK).")
 
     def check(self) -> None:
-        from saes.architectures import architecture
+        from saes.registry import architecture
 
         architecture(self.architecture).check_sae(self)
 
@@ -90,7 +90,7 @@ class SparseAutoencoder(nn.Module):
     def __init__(self, cfg: SAEConfig, train: Any = None) -> None:
         super().__init__()
         if train is None:  # the architecture's default settings (with the SAE's k)
-            from saes.architectures import architecture
+            from saes.registry import architecture
 
             spec = architecture(cfg.architecture)
             train = spec(k=cfg.k) if spec.uses_k else spec()  # type: ignore[call-arg]

@@ -31,18 +31,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from interp.errors import InterpError
 from interp.schema import Config
 from interp.schema.convert import from_data
 from interp.schema.settings import SETTING, SettingInfo
+from saes.registry import (
+    ARCHITECTURES,
+    architecture,
+    register,
+    saelens_architecture,
+    unregister,
+)
 from saes.sae import SAEConfig, SparseAutoencoder, check_k
-
-A = TypeVar("A", bound="type[Architecture]")
-
-#: Every registered architecture by name, in ``order`` (the ``--arch`` list's order).
-ARCHITECTURES: dict[str, type[Architecture]] = {}
 
 
 def arch_name(name: str) -> Any:
@@ -149,45 +151,6 @@ class Architecture(Config):
         if unknown:
             raise InterpError(f"{name} settings have unknown keys: {', '.join(unknown)}")
         return from_data(target, data)  # type: ignore[return-value]
-
-
-def register(cls: A) -> A:
-    """Class decorator: add an :class:`Architecture` subclass to the registry."""
-    name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"{cls.__name__} needs a name field: name: str = arch_name('…')")
-    if name in ARCHITECTURES and ARCHITECTURES[name] is not cls:
-        raise InterpError(f"SAE architecture {name!r} is registered already "
-                          f"({ARCHITECTURES[name].__name__})")
-    entries = {**ARCHITECTURES, name: cls}
-    ARCHITECTURES.clear()
-    ARCHITECTURES.update(sorted(entries.items(), key=lambda item: item[1].order))
-    return cls
-
-
-def unregister(name: str) -> None:
-    """Take an architecture out of the registry (tests that register a toy one)."""
-    ARCHITECTURES.pop(name, None)
-
-
-def architecture(name: str) -> type[Architecture]:
-    """The registered architecture called ``name``."""
-    try:
-        return ARCHITECTURES[name]
-    except KeyError:
-        raise InterpError(f"unknown SAE architecture {name!r}: use "
-                          f"{', '.join(ARCHITECTURES)}") from None
-
-
-def saelens_architecture(saelens: str, ours: Mapping[str, Any]) -> type[Architecture] | None:
-    """The architecture a SAELens folder of architecture ``saelens`` imports as: the one our
-    export recorded (``ours["architecture"]``) when it writes that format, else the one
-    that reads it natively; None when none does."""
-    mine = ARCHITECTURES.get(str(ours.get("architecture")))
-    if mine is not None and mine.saelens == saelens:
-        return mine
-    return next((a for a in ARCHITECTURES.values()
-                 if a.saelens == saelens and a.saelens_import), None)
 
 
 __all__ = ["ARCHITECTURES", "Architecture", "arch_name", "architecture", "register",
