@@ -367,7 +367,7 @@ def training_figure(result: SAEEvalResult | TrainingRecord) -> Figure:
     training dead fraction counts features silent over the dead window, not the eval tokens.
     """
     evaluation = hasattr(result, "training")  # an SAEEvalResult, not its TrainingRecord
-    record = getattr(result, "training", result)  # None: an SAE trained elsewhere
+    record: TrainingRecord | None = getattr(result, "training", result)  # None: not ours
     history = (record.history if record is not None else None) or {}
     panels = [p for p in PANELS if p[0] in history] or list(PANELS[:1])
     cols = 2 if len(panels) > 1 else 1
