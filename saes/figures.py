@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -367,7 +367,8 @@ def training_figure(result: SAEEvalResult | TrainingRecord) -> Figure:
     training dead fraction counts features silent over the dead window, not the eval tokens.
     """
     evaluation = hasattr(result, "training")  # an SAEEvalResult, not its TrainingRecord
-    record: TrainingRecord | None = getattr(result, "training", result)  # None: not ours
+    record = (cast("SAEEvalResult", result).training if evaluation  # None: not trained here
+              else cast("TrainingRecord", result))
     history = (record.history if record is not None else None) or {}
     panels = [p for p in PANELS if p[0] in history] or list(PANELS[:1])
     cols = 2 if len(panels) > 1 else 1
@@ -377,7 +378,7 @@ def training_figure(result: SAEEvalResult | TrainingRecord) -> Figure:
     events = [(s, n) for s, n in (record.events if record is not None else [])
               if math.isfinite(s)]
     for i, (ax, (key, title, y_label)) in enumerate(zip(axes, panels, strict=False)):
-        refs = _refs(result, key) if evaluation else []  # type: ignore[arg-type]
+        refs = _refs(cast("SAEEvalResult", result), key) if evaluation else []
         curve = record.curve(key) if record is not None else []
         _curve(fig, ax, key, curve, PALETTE[i % len(PALETTE)], events, refs)
         ax.set_title(title, loc="left")
