@@ -14,6 +14,7 @@ import click
 
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir
+from interp.schema.convert import json_safe
 
 
 def make_model_options(
@@ -136,21 +137,6 @@ def load_model(model_name: str | None, device: str, dtype: str, seed: int):
     torch.manual_seed(seed)
     with status(f"loading {model_name or 'smollm2-135m-instruct'}"), phase("load model"):
         return load(model_name, device=device, dtype=dtype)
-
-
-def json_safe(obj: Any) -> Any:
-    """NaN/inf → None so results.json stays strict JSON."""
-    import math
-
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_safe(v) for v in obj]
-    if hasattr(obj, "item") and not hasattr(obj, "__len__"):
-        return json_safe(obj.item())
-    return obj
 
 
 def write_run_results(run_dir: str, results: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+from interp.display import as_float
 from interp.errors import InterpError
 from interp.schema.hints import type_hints
 
@@ -150,15 +151,6 @@ def from_data(cls: type[T], data: Any) -> T:
     return cls(**kwargs)
 
 
-def _nan_float(value: Any) -> float:
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def structure(hint: Any, value: Any) -> Any:
     """``value`` read as type ``hint`` (see :func:`from_data`)."""
     if hint is Any or isinstance(hint, TypeVar):
@@ -179,7 +171,7 @@ def structure(hint: Any, value: Any) -> Any:
             raise InterpError(f"{value!r} is not one of {', '.join(map(repr, args))}")
         return value
     if hint is float:
-        return _nan_float(value)
+        return as_float(value)
     if hint is bool:
         if not isinstance(value, bool):
             raise TypeError(f"not a bool: {value!r}")
