@@ -10,6 +10,8 @@
   every test requesting a real-model fixture is marked ``slow`` here, at collection; a
   test not marked ``slow`` that loads an embedded model anyway fails. A bare ``pytest``
   runs the fast tier (``-m "not slow"`` in pyproject.toml); ``pytest -m slow`` the rest.
+  Tests marked ``processes`` (several interp processes: SIGKILL and resume, torchrun) are
+  in the slow tier too, for their process starts.
 """
 
 from __future__ import annotations
@@ -92,6 +94,14 @@ REAL_MODEL_FIXTURES = frozenset({"model", "gemma", "real_corpus", "activation_ca
 INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
 
 
+def multi_process(item: pytest.Item) -> bool:
+    """A test marked ``processes``: it starts several interp processes (kills them at random
+    steps and resumes, or trains under torchrun), each paying for its own start. The fast
+    tier checks what it can in one process (an interrupted run resumes to the same weights;
+    each rank's substream gives world-invariant batches)."""
+    return item.get_closest_marker("processes") is not None
+
+
 def uses_real_model(item: pytest.Item) -> bool:
     """A test of the slow tier: under tests/integration/, or requesting a real-model fixture."""
     return (INTEGRATION_DIR in item.path.parents
@@ -101,7 +111,7 @@ def uses_real_model(item: pytest.Item) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if uses_real_model(item):
+        if uses_real_model(item) or multi_process(item):
             item.add_marker(pytest.mark.slow)
 
 

@@ -394,6 +394,7 @@ def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path) -> list[str]:
             "--unembed-dtype", "float32", "--out", str(out)]
 
 
+@pytest.mark.processes
 def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_path):
     """Kill training with SIGKILL ≥ 5 times; every resume works, the result is unchanged."""
     env = {**os.environ, "INTERP_NO_PROGRESS": "1"}

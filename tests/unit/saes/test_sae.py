@@ -558,6 +558,7 @@ def _train_cmd(tiny_model_dir: Path, text_file: Path, out: Path, *extra: str,
             "--out", str(out), *extra]
 
 
+@pytest.mark.processes
 def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_path):
     """Kill SAE training with SIGKILL ≥ 5 times; every resume works, the result is unchanged."""
     from tests.support.kill_resume import kill_at_steps
@@ -582,6 +583,7 @@ def test_sigkill_at_random_points_then_resume(tiny_model_dir, text_file, tmp_pat
     assert results["complete"] and 0 < results["mfu"] < 1 and results["peak_flops"] > 0
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("layers", [("--layer", "1"), ("--layers", "0,2")],
                          ids=["one-layer", "two-layers"])
 def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path, layers):
@@ -613,6 +615,7 @@ def test_ddp_two_processes_match_one_process(tiny_model_dir, text_file, tmp_path
         assert torch.allclose(a.tensors[name], b.tensors[name], atol=1e-4), name
 
 
+@pytest.mark.processes
 def test_ddp_batchtopk_calibrates_one_threshold_across_processes(tiny_model_dir, text_file,
                                                                  tmp_path):
     """Under torchrun the end-of-training calibration is a collective: both processes
