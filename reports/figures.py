@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from interp.errors import InterpError
 from interp.plotting import png_bytes, svg_text
+from interp.runs.atomic import atomic_write_bytes, atomic_write_text
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 
@@ -94,10 +95,10 @@ def save_figure(
     """
     _check_name(name)
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     svg_path, png_path = folder / f"{name}.svg", folder / f"{name}.png"
-    svg_path.write_text(document if document is not None else svg_text(fig), encoding="utf-8")
-    png_path.write_bytes(png_bytes(fig))
+    # atomic: a failed write (a full disk) is one line and leaves the previous file
+    atomic_write_text(svg_path, document if document is not None else svg_text(fig))
+    atomic_write_bytes(png_path, png_bytes(fig))
     return svg_path, png_path
 
 

@@ -71,7 +71,7 @@ import torch
 from torch import Tensor
 
 from interp.errors import InterpError
-from interp.runs.atomic import atomic_folder, fsync_path, write_text_synced
+from interp.runs.atomic import atomic_folder, fsync_path, save_safetensors, write_text_synced
 from saes.architectures import ARCHITECTURES, architecture, saelens_architecture
 from saes.loading import LoadedSAE, load_sae, sae_from_tensors
 from saes.sae import SAEConfig, SparseAutoencoder
@@ -141,20 +141,16 @@ def export_saelens(
     except OSError as exc:
         raise InterpError(f"cannot create folder {parent}: {exc.strerror or exc}") from exc
 
-    import safetensors.torch
-
     from interp.runs.manifest import sha256_file
 
-    try:
-        with atomic_folder(target) as tmp:
-            weights = tmp / WEIGHTS_FILE
-            safetensors.torch.save_file(tensors, str(weights), metadata={"format": "pt"})
-            fsync_path(weights)
-            cfg = _saelens_cfg(sae, source, config, folded_scale, sha256_file(weights))
-            write_text_synced(tmp / CFG_FILE, json.dumps(cfg, indent=2) + "\n")
-            os.chmod(tmp, 0o755)  # mkdtemp makes 0700; the result is an ordinary folder
-    except OSError as exc:
-        raise InterpError(f"cannot write SAELens folder {target}: {_reason(exc)}") from exc
+    # a failed write (a full disk) is atomic_folder's one line; the old folder stays
+    with atomic_folder(target) as tmp:
+        weights = tmp / WEIGHTS_FILE
+        save_safetensors(tensors, weights, metadata={"format": "pt"})
+        fsync_path(weights)
+        cfg = _saelens_cfg(sae, source, config, folded_scale, sha256_file(weights))
+        write_text_synced(tmp / CFG_FILE, json.dumps(cfg, indent=2) + "\n")
+        os.chmod(tmp, 0o755)  # mkdtemp makes 0700; the result is an ordinary folder
     return target
 
 

@@ -314,14 +314,21 @@ class ActivationStore:
         import os
         import tempfile
 
-        import safetensors.torch
+        from interp.runs.atomic import save_safetensors, write_error
 
         target = self._shard_path(shard, chunk)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        kept = "the cached chunks written before are kept"
+        try:
+            fd, tmp = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        except OSError as exc:
+            raise write_error(target, exc, kept) from None
         os.close(fd)
         try:
-            safetensors.torch.save_file({"acts": acts.contiguous()}, tmp)
+            save_safetensors({"acts": acts.contiguous()}, tmp)
             os.replace(tmp, target)
+        except OSError as exc:  # a full disk: one line, no partial shard left behind
+            raise write_error(target, exc, kept) from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)

@@ -121,11 +121,17 @@ def finish(out_dir: str | Path | None = None) -> ProfileResult:
 
     result = analyse(s)
     if out_dir is not None:
+        from interp.runs.atomic import write_error
+
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         tmp = out / ".trace.json.tmp"
-        s.prof.export_chrome_trace(str(tmp))
-        tmp.replace(out / "trace.json")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            s.prof.export_chrome_trace(str(tmp))
+            tmp.replace(out / "trace.json")
+        except OSError as exc:  # a full disk: one line, no partial trace left
+            tmp.unlink(missing_ok=True)
+            raise write_error(out / "trace.json", exc) from None
         result.trace = str(out / "trace.json")
     return result
 

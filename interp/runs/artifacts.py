@@ -194,15 +194,11 @@ def save_artifact(
     except (FileExistsError, NotADirectoryError) as exc:
         raise InterpError(f"cannot create artifact {target}: a parent is not a folder") from exc
 
-    import safetensors.torch
-
-    from interp.runs.atomic import atomic_folder, fsync_path, write_text_synced
+    from interp.runs.atomic import atomic_folder, fsync_path, save_safetensors, write_text_synced
 
     with atomic_folder(target, before_swap=lambda: _check_replaceable(target)) as tmp:
         weights = tmp / WEIGHTS_FILE
-        safetensors.torch.save_file(
-            prepared, str(weights), metadata={"format": "pt", "interp_kind": kind}
-        )
+        save_safetensors(prepared, weights, metadata={"format": "pt", "interp_kind": kind})
         fsync_path(weights)
         doc["weights_sha256"] = sha256_file(weights)
         write_text_synced(tmp / CONFIG_FILE, _to_json(doc, "config") + "\n")

@@ -3,19 +3,86 @@
 Every output of interp (reports, results, corpus files, artifacts) is written to a
 temporary file in the destination folder, fsynced, then renamed over the target,
 so an interrupted write leaves the previous file (or nothing) in place.
+
+A write that fails (a full disk, a quota, a read-only or failing filesystem: any
+``OSError``) removes its temporary file or folder and raises one
+:class:`~interp.errors.InterpError` line naming the file and the reason
+(:func:`write_error`); the previous files are left as they were.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeGuard
 
 from interp.errors import InterpError
+
+if TYPE_CHECKING:
+    import torch
+
+KEPT = "the previous files are kept"
+
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
+"""The errnos of a write the disk refused (full, over quota, failing, read-only, too big)."""
+
+
+class WriteError(InterpError, OSError):
+    """A write the disk refused, as one line: an :class:`InterpError` that is still an
+    ``OSError`` (with its ``errno``) for callers that catch those."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+def raw_os_error(exc: BaseException | None) -> TypeGuard[OSError]:
+    """Whether ``exc`` is an ``OSError`` not yet turned into a :class:`WriteError` line."""
+    return isinstance(exc, OSError) and not isinstance(exc, InterpError)
+
+
+def write_error(path: str | os.PathLike[str], exc: OSError, kept: str = KEPT) -> WriteError:
+    """The one line for a failed write: ``cannot write PATH: no space left on device; …``.
+
+    ``path`` is the file (or folder) the user asked for, not the temporary file that
+    failed; ``kept`` says what is left (by default: the previous files are kept). A
+    :class:`WriteError` already made is returned as it is.
+    """
+    if isinstance(exc, WriteError):
+        return exc
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    reason = reason[:1].lower() + reason[1:]
+    return WriteError(f"cannot write {os.fspath(path)}: {reason}; {kept}", exc.errno)
+
+
+def save_safetensors(
+    tensors: Mapping[str, torch.Tensor], path: str | os.PathLike[str],
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """``safetensors.torch.save_file``, whose I/O failures become ``OSError`` s.
+
+    safetensors reports them as its own error type (``I/O error: No space left on
+    device (os error 28)``); the errno is read back from that text.
+    """
+    import safetensors.torch
+
+    try:
+        safetensors.torch.save_file(dict(tensors), os.fspath(path), metadata=metadata)
+    except OSError:
+        raise
+    except Exception as exc:
+        found = re.search(r"os error (\d+)", str(exc))
+        if found is None:
+            raise
+        code = int(found.group(1))
+        raise OSError(code, os.strerror(code), os.fspath(path)) from None
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:
@@ -31,7 +98,11 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InterpError(f"cannot create folder {target.parent}: {exc.strerror}") from exc
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise write_error(target, exc) from None
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -40,8 +111,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)  # mkstemp makes 0600; outputs are ordinary readable files
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if raw_os_error(exc):
+            raise write_error(target, exc) from None
         raise
     return target
 
@@ -83,10 +156,15 @@ def atomic_folder(
     an existing ``target`` is first moved aside (``.NAME.old-XXXX``) and deleted once the
     new folder is in place (``before_swap`` runs just before, e.g. to re-check that the
     old folder may be replaced). On any error the temporary folder is removed and the old
-    ``target`` is put back: readers see the old folder or the new one, never a mix.
+    ``target`` is put back: readers see the old folder or the new one, never a mix. An
+    ``OSError`` (in the body or the swap: a full disk, say) becomes :func:`write_error`'s
+    one line.
     """
     parent = target.parent
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
+    except OSError as exc:
+        raise write_error(target, exc) from None
     backup: Path | None = None
     swapped_in = False
     try:
@@ -100,12 +178,14 @@ def atomic_folder(
         os.rename(tmp, target)
         swapped_in = True
         fsync_path(parent)
-    except BaseException:
+    except BaseException as exc:
         if not swapped_in:
             shutil.rmtree(tmp, ignore_errors=True)
             if backup is not None and not os.path.lexists(target):
                 os.rename(backup, target)
                 backup = None
+        if raw_os_error(exc):
+            raise write_error(target, exc) from None
         raise
     finally:
         if backup is not None and swapped_in:

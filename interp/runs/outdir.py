@@ -12,8 +12,10 @@ when the command succeeds, so:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from interp.errors import InterpError
+from interp.runs.atomic import WRITE_ERRNOS, WriteError, raw_os_error, write_error
 
 
 def _umask() -> int:
@@ -55,16 +58,30 @@ class OutDir:
     def _stage(self, name: str) -> Path:
         if "/" in name or name.startswith("."):
             raise ValueError(f"bad output name {name!r}")
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.path)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.path)
+        except OSError as exc:
+            raise write_error(self.path / name, exc) from None
         os.close(fd)
-        os.chmod(tmp, 0o666 & ~_umask())
+        previous = self._staged.get(name)
+        if previous is not None:  # staged twice: the later text wins
+            previous.unlink(missing_ok=True)
         self._staged[name] = Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         return Path(tmp)
 
     def write_text(self, name: str, text: str) -> Path:
-        """Stage ``text`` as ``DIR/name``; it appears when the command succeeds."""
+        """Stage ``text`` as ``DIR/name``; it appears when the command succeeds.
+
+        A failed write (a full disk, say) removes the staged file and raises one line.
+        """
         tmp = self._stage(name)
-        tmp.write_text(text, encoding="utf-8")
+        try:
+            tmp.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            self._staged.pop(name, None)
+            raise write_error(self.path / name, exc) from None
         return self.path / name
 
     def write_json(self, name: str, obj: Any) -> Path:
@@ -77,21 +94,53 @@ class OutDir:
         It lives inside a hidden temporary folder in ``DIR`` and is renamed to
         ``DIR/name`` when the command succeeds.
         """
-        parent = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=self.path))
+        try:
+            parent = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=self.path))
+        except OSError as exc:
+            raise write_error(self.path / name, exc) from None
         self._staged_dirs[name] = parent
         return parent / name
 
     def _commit(self) -> None:
-        for name, tmp in self._staged.items():
-            os.replace(tmp, self.path / name)
-        for name, parent in self._staged_dirs.items():
-            built, final = parent / name, self.path / name
-            if final.is_dir():
-                old = parent / f"{name}.old"
-                os.replace(final, old)
-            elif final.exists():
-                raise InterpError(f"cannot write {final}: a file is in the way")
-            os.replace(built, final)
+        """Rename every staged file and folder into place: all of them or none.
+
+        Each previous file is kept under a hidden name (a hard link, or a copy where
+        links are not supported) and each previous folder is moved aside, until every
+        rename has succeeded; if one fails, those done are undone and the previous
+        files are back, byte for byte, before the error (one line) is raised.
+        """
+        done: list[_Placed] = []
+        current = self.path
+        try:
+            for name, tmp in self._staged.items():
+                current = final = self.path / name
+                entry = _Placed(final, _keep_file(final), is_dir=False)
+                done.append(entry)
+                os.replace(tmp, final)
+                entry.placed = True
+            for name, parent in self._staged_dirs.items():
+                built, final = parent / name, self.path / name
+                current = final
+                backup = None
+                if final.is_dir() and not final.is_symlink():
+                    backup = parent / f"{name}.old"
+                    os.replace(final, backup)
+                elif os.path.lexists(final):
+                    raise InterpError(f"cannot write {final}: a file is in the way")
+                entry = _Placed(final, backup, is_dir=True)
+                done.append(entry)
+                os.replace(built, final)
+                entry.placed = True
+        except BaseException as exc:
+            for entry in reversed(done):
+                entry.undo()
+            if raw_os_error(exc):
+                raise write_error(current, exc) from None
+            raise
+        for entry in done:
+            if entry.backup is not None and not entry.is_dir:
+                entry.backup.unlink(missing_ok=True)
+        for parent in self._staged_dirs.values():
             shutil.rmtree(parent, ignore_errors=True)
 
     def _rollback(self) -> None:
@@ -114,11 +163,63 @@ class OutDir:
         if exc_type is None:
             try:
                 self._commit()
-            except (OSError, InterpError) as err:
+            except InterpError:
                 self._rollback()
-                raise InterpError(f"cannot write outputs into {self.path}: {err}") from None
+                raise
+            except OSError as err:
+                self._rollback()
+                raise write_error(self.path, err) from None
         else:
+            staged = dict(self._staged_dirs)
             self._rollback()
+            if raw_os_error(exc) and getattr(exc, "errno", None) in WRITE_ERRNOS:
+                # a write into a staged folder (a figure, say) failed: one line
+                raise write_error(self.path, exc) from None
+            if isinstance(exc, WriteError):  # name DIR/NAME, not its hidden staging folder
+                message = str(exc)
+                for name, parent in staged.items():
+                    message = message.replace(str(parent / name), str(self.path / name))
+                if message != str(exc):
+                    raise WriteError(message, exc.errno) from None
+
+
+class _Placed:
+    """One output renamed into place by :meth:`OutDir._commit`, and how to take it back."""
+
+    def __init__(self, final: Path, backup: Path | None, *, is_dir: bool) -> None:
+        self.final, self.backup, self.is_dir, self.placed = final, backup, is_dir, False
+
+    def undo(self) -> None:
+        """Put the previous version back (or remove the new one if there was none)."""
+        try:
+            if self.is_dir:
+                if self.placed:
+                    shutil.rmtree(self.final, ignore_errors=True)
+                if self.backup is not None:
+                    os.replace(self.backup, self.final)
+            elif self.backup is not None:
+                if self.placed:
+                    os.replace(self.backup, self.final)
+                else:  # the previous file was never touched: drop its spare link
+                    self.backup.unlink(missing_ok=True)
+            elif self.placed:
+                self.final.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _keep_file(final: Path) -> Path | None:
+    """A hidden second name for the file at ``final`` (None if there is none)."""
+    if not os.path.lexists(final) or (final.is_dir() and not final.is_symlink()):
+        return None
+    backup = final.with_name(f".{final.name}.old-{secrets.token_hex(6)}")
+    try:
+        os.link(final, backup, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        shutil.copy2(final, backup, follow_symlinks=False)  # no hard links here
+    return backup
 
 
 def check_creatable(path: str | os.PathLike) -> Path:
