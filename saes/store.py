@@ -27,7 +27,11 @@ tokens, recomputing at most one chunk.
 
 **Disk cache.** With ``cache_dir`` each chunk's (unpermuted) activations are written once as
 a safetensors shard (atomically) under a folder keyed by everything above, and later runs
-— another λ, another width, a resume — read shards instead of running the model.
+— another λ, another width, a resume — read shards instead of running the model. A shard
+carries :data:`CACHE_VERSION` and its activations' sha256; one truncated, edited or of
+another version is recomputed with one line on stderr, never used. While a store uses an
+entry it holds the entry's lock (:mod:`interp.runs.lock`; rank 0 for all ranks): another
+process is refused in one line.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from jaxtyping import Float, Int
@@ -48,7 +54,16 @@ from interp.data.windows import iter_windows
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phase
+from interp.runs.progress import note
 from interp.schema import Config, at_least, setting
+from interp.training.loop import ranks_agree
+
+if TYPE_CHECKING:
+    from interp.runs.lock import Lock
+
+#: The activation cache's format: a shard carries it and its activations' sha256 in its
+#: safetensors metadata, and ``store.json`` carries it; another version is rebuilt.
+CACHE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -240,8 +255,15 @@ class ActivationStore:
         self.shared = shared or SharedForward(model, [cfg.layer])
         self._subs = {s: _Substream(self, s) for s in self.shards}
         self.cache = Path(cache_dir) / self.cache_key(data_hash) if cache_dir else None
+        self._lock: Lock | None = None
         if self.cache is not None:
             self._init_cache(data_hash)
+
+    def close(self) -> None:
+        """Let go of the activation cache entry's lock (also at exit or when collected)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     @property
     def forward_tokens(self) -> int:
@@ -279,12 +301,48 @@ class ActivationStore:
         except OSError as exc:
             raise InterpError(
                 f"cannot create activation cache {self.cache}: {exc.strerror}") from None
+        refused: InterpError | None = None
+        if self.rank == 0:  # one lock per run, taken by rank 0 (every rank reads and writes)
+            from interp.runs.lock import folder_lock
+
+            try:
+                self._lock = folder_lock(self.cache, subject=f"activation cache entry {self.cache}",
+                                         hint="wait for it or use another cache_dir").acquire()
+                weakref.finalize(self, self._lock.release)
+                self._check_entry()
+            except InterpError as exc:
+                refused = exc
+        if not ranks_agree(refused is None, self.world, self.model.device):
+            raise refused or InterpError(f"activation cache entry {self.cache} is in use by "
+                                         "another process (rank 0 could not lock it)")
         info = self.cache / "store.json"
-        if not info.is_file():
+        if self.rank == 0 and not info.is_file():
             atomic_write_text(info, json.dumps(
                 {**self.cfg.to_dict(), "model_id": self.model.model_id, "data": data_hash,
-                 "hook": self.model.resid_hook(self.cfg.layer), "d_model": self.model.d_model},
+                 "hook": self.model.resid_hook(self.cfg.layer), "d_model": self.model.d_model,
+                 "version": CACHE_VERSION},
                 indent=1))
+
+    def _check_entry(self) -> None:
+        """An entry of another version (or whose ``store.json`` is damaged) loses its shards,
+        with one line on stderr; they are computed again."""
+        assert self.cache is not None
+        info = self.cache / "store.json"
+        if not info.is_file():
+            return
+        try:
+            version = json.loads(info.read_text()).get("version")
+            problem = (None if version == CACHE_VERSION
+                       else f"of another version ({version or 'unversioned'}, "
+                            f"not {CACHE_VERSION})")
+        except (OSError, ValueError, AttributeError):
+            problem = "damaged (store.json unreadable)"
+        if problem is None:
+            return
+        note(f"activation cache entry {self.cache} is {problem}; rebuilding")
+        for shard in self.cache.glob("*.safetensors"):
+            shard.unlink(missing_ok=True)
+        info.unlink(missing_ok=True)
 
     def _shard_path(self, shard: int, chunk: int) -> Path:
         assert self.cache is not None
@@ -296,14 +354,24 @@ class ActivationStore:
         p = self._shard_path(shard, chunk)
         if not p.is_file():
             return None
-        import safetensors.torch
+        from safetensors import safe_open
 
+        problem = None
         try:
-            acts = safetensors.torch.load_file(str(p))["acts"]
-        except Exception:  # a damaged shard is recomputed, never trusted
-            p.unlink(missing_ok=True)
-            return None
-        if acts.shape != (self.cfg.tokens_per_shard_chunk, self.model.d_model):
+            with safe_open(str(p), framework="pt") as f:
+                meta = f.metadata() or {}
+                acts = f.get_tensor("acts")
+        except Exception:  # noqa: BLE001 - truncated, not safetensors, no "acts": damaged
+            problem, acts, meta = "damaged (unreadable)", None, {}
+        if problem is None and meta.get("version") != str(CACHE_VERSION):
+            problem = f"of another version ({meta.get('version') or 'unversioned'})"
+        elif problem is None and meta.get("sha256") != _digest(acts):
+            problem = "damaged (sha256 mismatch)"
+        elif problem is None and acts is not None and tuple(acts.shape) != (
+                self.cfg.tokens_per_shard_chunk, self.model.d_model):
+            problem = "damaged (wrong shape)"
+        if problem is not None or acts is None:  # recomputed, never trusted
+            note(f"activation cache shard {p} is {problem}; rebuilding it")
             p.unlink(missing_ok=True)
             return None
         return acts
@@ -325,13 +393,22 @@ class ActivationStore:
             raise write_error(target, exc, kept) from None
         os.close(fd)
         try:
-            save_safetensors({"acts": acts.contiguous()}, tmp)
+            save_safetensors({"acts": acts.contiguous()}, tmp, metadata={
+                "version": str(CACHE_VERSION), "sha256": _digest(acts)})
             os.replace(tmp, target)
         except OSError as exc:  # a full disk: one line, no partial shard left behind
             raise write_error(target, exc, kept) from None
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+def _digest(acts: Tensor | None) -> str:
+    """sha256 of a shard's activations (their bytes, as stored)."""
+    if acts is None:
+        return ""
+    flat = acts.detach().contiguous().cpu().reshape(-1).view(torch.uint8)
+    return hashlib.sha256(flat.numpy().data).hexdigest()
 
 
 def mean_sq_norm(x: Tensor) -> tuple[float, int]:

@@ -371,9 +371,25 @@ def train_sae(
             loss (training stops; the last good checkpoint is kept).
     """
     cfg = cfg or SAETrainConfig()
+    check_memory(model, cfg)
     return _train_runs(model, docs, [(cfg, Path(out_dir).expanduser())], data=data,
                        cache_dir=cache_dir, stop_at=stop_at, manifest=manifest,
                        progress=progress, on_checkpoint=on_checkpoint)[0]
+
+
+def check_memory(model: Model, cfg: SAETrainConfig, n_saes: int = 1) -> None:
+    """Refuse (one line, before any weight is made) SAEs whose training would not fit:
+    :func:`interp.runs.memory.sae_training_bytes` against the memory available."""
+    from interp.runs.memory import require, sae_training_bytes
+
+    need = sae_training_bytes(cfg.d_sae, model.d_model, batch=cfg.batch_size,
+                              chunk_tokens=cfg.windows_per_chunk * cfg.seq_len,
+                              n_saes=n_saes)
+    what = f"{n_saes} SAEs" if n_saes > 1 else "an SAE"
+    require(need, f"training {what} of d_sae={cfg.d_sae:,} on d_model={model.d_model} "
+            f"(batch_size={cfg.batch_size:,}, windows_per_chunk={cfg.windows_per_chunk:,} × "
+            f"seq_len={cfg.seq_len})", "lower d_sae, batch_size or windows_per_chunk",
+            device=model.device)
 
 
 def layer_dir(out_dir: str | Path, layer: int) -> Path:
@@ -407,6 +423,7 @@ def train_saes(
     checked = sorted({model.check_layer(layer) for layer in layers})
     if not checked:
         raise InterpError("no layers to train")
+    check_memory(model, cfg, n_saes=len(checked))
     runs = [(replace(cfg, layer=layer), layer_dir(out_dir, layer)) for layer in checked]
     results = _train_runs(model, docs, runs, data=data, cache_dir=cache_dir, stop_at=stop_at,
                           manifest=manifest, progress=progress, on_checkpoint=on_checkpoint)
@@ -451,6 +468,12 @@ class _Run(ResumableRun):
         self.store: ActivationStore | None = None
         self.shared: SharedForward | None = None
         self.deepest = cfg.layer
+
+    def close(self) -> None:
+        """Let go of the run folder's lock and the activation cache entry's."""
+        if self.store is not None:
+            self.store.close()
+        super().close()
 
     # ---------------------------------------------------------------- checkpoint contents
     def state_tensors(self) -> dict[str, Tensor]:
@@ -638,7 +661,24 @@ def _train_runs(
     shared model forwards (:class:`saes.store.SharedForward`)."""
     rank, world = _dist()
     data = dict(data or {})
-    runs = [_Run(model, cfg, out, data, rank, world) for cfg, out in specs]
+    runs: list[_Run] = []
+    try:
+        for cfg, out in specs:
+            runs.append(_Run(model, cfg, out, data, rank, world))
+        return _train_locked(model, docs, runs, specs, data=data, cache_dir=cache_dir,
+                             stop_at=stop_at, manifest=manifest, progress=progress,
+                             on_checkpoint=on_checkpoint, rank=rank, world=world)
+    finally:
+        for run in runs:
+            run.close()  # the run folders' locks
+
+
+def _train_locked(
+    model: Model, docs: Sequence[str], runs: list[_Run],
+    specs: Sequence[tuple[SAETrainConfig, Path]], *, data: dict[str, Any],
+    cache_dir: str | Path | None, stop_at: int | None, manifest: dict[str, Any] | None,
+    progress: bool | None, on_checkpoint: Callable[[int], None] | None, rank: int, world: int,
+) -> list[SAETrainResult]:
     if manifest is None:
         manifest = run_manifest_of(model, [cfg for cfg, _ in specs], data, docs)
     results = {id(r): r.result(r.start, r.sae_dir) for r in runs if r.complete}

@@ -463,6 +463,16 @@ def train_tuned_lens(
         texts=None if data.get("sha256") else docs,
         extra={"data_source": data["source"]} if "source" in data else None)
     run = _LensRun(model, cfg, Path(out_dir).expanduser(), data)
+    try:
+        return _train(run, model, docs, cfg, man, stop_at=stop_at, progress=progress,
+                      on_checkpoint=on_checkpoint)
+    finally:
+        run.close()  # the run folder's lock
+
+
+def _train(run: _LensRun, model: Model, docs: Sequence[str], cfg: TunedLensTrainConfig,
+           man: dict[str, Any], *, stop_at: int | None, progress: bool | None,
+           on_checkpoint: Callable[[int], None] | None) -> TunedLensTrainResult:
     if run.complete:
         return run.result(run.start, man)
     end = cfg.steps if stop_at is None else max(run.start, min(cfg.steps, int(stop_at)))

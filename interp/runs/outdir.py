@@ -20,9 +20,12 @@ import shutil
 import tempfile
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interp.errors import InterpError
+
+if TYPE_CHECKING:
+    from interp.runs.lock import Lock
 from interp.runs.atomic import WRITE_ERRNOS, WriteError, raw_os_error, write_error
 
 
@@ -34,6 +37,9 @@ def _umask() -> int:
 
 class OutDir:
     """Transactional output folder: ``with OutDir(path) as out: out.write_text(...)``."""
+
+    #: The folder's lock while the command runs (:mod:`interp.runs.lock`).
+    _lock: Lock | None = None
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path).expanduser()
@@ -53,7 +59,34 @@ class OutDir:
             self._created_dir = True
         if not os.access(self.path, os.W_OK):
             raise InterpError(f"cannot write to output folder {self.path}: permission denied")
+        from interp.runs.lock import folder_lock
+
+        lock = folder_lock(self.path, subject=f"output folder {self.path}",
+                           hint="wait for it or use another --out")
+        try:
+            lock.acquire()  # another process writing here: refused in one line
+        except InterpError:
+            if self._created_dir:
+                self._created_dir = False
+                try:
+                    self.path.rmdir()  # only if still empty
+                except OSError:
+                    pass
+            raise
+        self._lock = lock
+        if lock.took_over:  # a killed command's staged outputs: never committed, so debris
+            for debris in self.path.glob(".*.tmp"):
+                if debris.is_dir() and not debris.is_symlink():
+                    shutil.rmtree(debris, ignore_errors=True)
+                else:
+                    debris.unlink(missing_ok=True)
         return self
+
+    def _unlock(self) -> None:
+        """Let go of the folder's lock (before a created folder is removed if empty)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _stage(self, name: str) -> Path:
         if "/" in name or name.startswith("."):
@@ -144,6 +177,7 @@ class OutDir:
             shutil.rmtree(parent, ignore_errors=True)
 
     def _rollback(self) -> None:
+        self._unlock()
         for tmp in self._staged.values():
             tmp.unlink(missing_ok=True)
         for tmp in self._staged_dirs.values():
@@ -181,6 +215,7 @@ class OutDir:
                     message = message.replace(str(parent / name), str(self.path / name))
                 if message != str(exc):
                     raise WriteError(message, exc.errno) from None
+        self._unlock()
 
 
 class _Placed:

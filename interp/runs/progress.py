@@ -115,3 +115,8 @@ class Steps:
             elapsed = time.perf_counter() - self._start
             stderr_console.print(f"{self._finish} ({elapsed:.0f} s)", highlight=False,
                                  markup=False)
+
+
+def note(message: str) -> None:
+    """One line on stderr (a cache rebuilt, a stale lock taken over): never a bar."""
+    stderr_console.print(message, highlight=False, markup=False)

@@ -13,12 +13,15 @@ import json
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
 from interp.errors import InterpError
+
+if TYPE_CHECKING:
+    from interp.runs.lock import Lock
 
 PROGRESS_FILE = "progress.json"
 
@@ -84,6 +87,16 @@ def prepare_run_dir(out: Path, artifact_names: Iterable[str], *, sweep: bool = T
         raise InterpError(f"cannot train into {out}: it is a file, not a folder")
     if sweep:
         remove_debris(out, artifact_names)
+
+
+def lock_run_dir(out: Path) -> Lock:
+    """Take run folder ``out``'s lock (creating the folder; removed again on release if
+    nothing was written into it): another live process training into it is refused in one
+    line, a killed one's lock taken over (:mod:`interp.runs.lock`)."""
+    from interp.runs.lock import folder_lock
+
+    return folder_lock(out, subject=f"run folder {out}", hint="wait for it or use another --out",
+                       remove_folder=True).acquire()
 
 
 def check_resumable(

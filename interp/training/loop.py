@@ -5,7 +5,8 @@ and writes only its science: the tensors its checkpoint holds, one optimiser ste
 its progress bar says. :func:`train_steps` runs any number of such runs in lockstep (several
 SAE layers from one forward pass) and owns the rest, once for all of them:
 
-* the run folder (a file where a folder should be is refused; a killed save's debris swept);
+* the run folder (a file where a folder should be is refused; locked on rank 0, so a second
+  process training into it is refused in one line; a killed save's debris swept);
 * resuming: a checkpoint from the same settings and data is loaded (:meth:`ResumableRun.resume`),
   one from other settings is refused in one line naming what differs;
 * a checkpoint every ``checkpoint_every`` steps and at the last step, written atomically
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -35,10 +37,15 @@ from interp.runs.progress import make_progress
 from interp.runs.resume import (
     check_resumable,
     load_optimizer_tensors,
+    lock_run_dir,
     optimizer_tensors,
     prepare_run_dir,
+    remove_debris,
     write_progress,
 )
+
+if TYPE_CHECKING:
+    from interp.runs.lock import Lock
 
 CHECKPOINT_SUBDIR = "checkpoint"
 
@@ -80,13 +87,32 @@ class ResumableRun(ABC):
         self.rank, self.world = rank, world
         self.ckpt_dir = self.out / CHECKPOINT_SUBDIR
         self.final_dir = self.out / self.final_subdir
-        prepare_run_dir(self.out, (CHECKPOINT_SUBDIR, self.final_subdir), sweep=rank == 0)
+        prepare_run_dir(self.out, (CHECKPOINT_SUBDIR, self.final_subdir), sweep=False)
+        self._lock: Lock | None = None
+        refused: InterpError | None = None
+        if rank == 0:  # one lock per run, taken by the rank that writes
+            try:
+                self._lock = lock_run_dir(self.out)
+                weakref.finalize(self, self._lock.release)
+            except InterpError as exc:
+                refused = exc
+        if not ranks_agree(refused is None, world, device):
+            raise refused or InterpError(f"run folder {self.out} is in use by another process "
+                                         "(rank 0 could not lock it)")
+        if rank == 0:  # only once the folder is ours: a killed save's debris
+            remove_debris(self.out, (CHECKPOINT_SUBDIR, self.final_subdir))
         self.start = 0
         self.elapsed = 0.0
         self.work, self.work_known = Work(), True  # FLOPs so far, for MFU
         self.peaks = peaks_for(device, tuple(dict.fromkeys(dtypes)))
         self.last_saved = 0
         self.resumed = False  # set by resume(): a checkpoint of this run was loaded
+
+    def close(self) -> None:
+        """Let go of the run folder's lock (also at exit, or when the run is collected)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # ------------------------------------------------------------------ to implement
     @abstractmethod
@@ -127,10 +153,14 @@ class ResumableRun(ABC):
         """Load the run folder's checkpoint if it is this run's (refuse another run's)."""
         from interp.runs.artifacts import load_artifact
 
-        if not check_resumable(self.out, self.ckpt_dir, self.settings, self.what,
-                               self.differences):
-            return False
-        art = load_artifact(self.ckpt_dir, kind=self.checkpoint_kind, d_model=self.d_model)
+        try:
+            if not check_resumable(self.out, self.ckpt_dir, self.settings, self.what,
+                                   self.differences):
+                return False
+            art = load_artifact(self.ckpt_dir, kind=self.checkpoint_kind, d_model=self.d_model)
+        except BaseException:
+            self.close()  # refused: the folder is left as it was, lock file included
+            raise
         self.load_state(art.tensors, art.config)
         load_optimizer_tensors(self.optimizer, art.tensors)
         self.start = self.last_saved = int(art.config["step"])
@@ -178,6 +208,18 @@ def barrier(world: int) -> None:
         import torch.distributed as dist
 
         dist.barrier()
+
+
+def ranks_agree(ok: bool, world: int, device: Any = "cpu") -> bool:
+    """Whether every process of a torchrun group has ``ok`` (``ok`` itself with one), so a
+    refusal on one rank stops all of them instead of leaving the others at a barrier."""
+    if world <= 1:
+        return ok
+    import torch.distributed as dist
+
+    flag = torch.tensor([0 if ok else 1], device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return not bool(flag.item())
 
 
 def train_steps(
@@ -234,4 +276,4 @@ def train_steps(
     return max(first, end)
 
 
-__all__ = ["CHECKPOINT_SUBDIR", "ResumableRun", "barrier", "train_steps"]
+__all__ = ["CHECKPOINT_SUBDIR", "ResumableRun", "barrier", "ranks_agree", "train_steps"]
