@@ -4,18 +4,23 @@ A CPU has no datasheet figure worth trusting (turbo, AVX-512 down-clocking, the 
 count, AMX for bfloat16), so its peak is *measured*: the best of several large square
 matmuls in the given dtype with the current thread count. The figure is cached in
 ``$INTERP_CACHE/peak.json`` under the device name, dtype and thread count, so every run
-on this machine divides by the same number. A known GPU uses its datasheet's dense
-(no-sparsity) figure; an unknown one is measured the same way.
+on this machine divides by the same number (the file carries a version and the sha256
+of its entries: one damaged, edited or of another version is measured again, saying so).
+A known GPU uses its datasheet's dense (no-sparsity) figure; an unknown one is measured
+the same way.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import platform
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -129,18 +134,66 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
         if sheet and name in sheet:
             return PeakResult(device_name(dev), name, sheet[name], "datasheet")
     path = _cache_file()
-    try:
-        cache = json.loads(path.read_text()) if path.is_file() else {}
-    except (OSError, ValueError):
-        cache = {}  # a damaged cache is measured again and rewritten
+    cache = _read_cache(path)
     key = _cache_key(dev, name)
     if key in cache and not remeasure:
         return PeakResult(**cache[key])
     with phase("measure peak"):  # once per machine, dtype and thread count
         res = measure_peak(dev, name)
     cache[key] = to_data(res)
-    atomic_write_text(path, json.dumps(cache, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(path, json.dumps({**cache, STAMP_KEY: _stamp(cache)}, indent=1,
+                                       sort_keys=True) + "\n")
     return res
+
+
+#: The cache file's format; a file of another version is measured again.
+CACHE_VERSION = 2
+#: The key of ``peak.json``'s stamp (the format version and the sha256 of every entry),
+#: beside the entries themselves.
+STAMP_KEY = "_interp_cache"
+
+
+def _stamp(entries: dict[str, Any]) -> dict[str, Any]:
+    body = json.dumps(entries, sort_keys=True, separators=(",", ":")).encode()
+    return {"version": CACHE_VERSION, "sha256": hashlib.sha256(body).hexdigest()}
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    """The cached peaks, or ``{}`` when there are none; a file that is damaged, edited or
+    of another version is never used: one line on stderr says it is measured again."""
+    if not path.is_file():
+        return {}
+    problem = None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data, problem = None, "damaged (not readable JSON)"
+    if problem is None and not isinstance(data, dict):
+        problem = "damaged (not a JSON object)"
+    if problem is None:
+        assert isinstance(data, dict)
+        stamp = data.pop(STAMP_KEY, None)
+        version = stamp.get("version") if isinstance(stamp, dict) else None
+        if version != CACHE_VERSION:
+            problem = f"of another version ({version or 'unversioned'}, not {CACHE_VERSION})"
+        elif stamp.get("sha256") != _stamp(data)["sha256"]:  # type: ignore[union-attr]
+            problem = "damaged (sha256 mismatch)"
+        else:
+            for entry in data.values():
+                try:
+                    ok = math.isfinite(PeakResult(**entry).flops) and entry["flops"] > 0
+                except (TypeError, KeyError):
+                    ok = False
+                if not ok:
+                    problem = "damaged (an entry is not a peak)"
+                    break
+    if problem is None:
+        assert isinstance(data, dict)
+        return data
+    from interp.runs.progress import note
+
+    note(f"peak FLOP/s cache {path} is {problem}; measuring again")
+    return {}
 
 
 def peaks_for(device: str | torch.device, dtypes: tuple[str, ...]) -> dict[str, float]:

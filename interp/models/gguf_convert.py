@@ -9,7 +9,9 @@ gpt2, phi3, mistral and more. A GGUF-loaded model refuses ``save_pretrained``, s
 checkpoint is rebuilt from its config and state dict, then written with the tokenizer
 into a folder beside the target and renamed into place: an interrupted conversion
 never leaves a half-written model. A fixed English paragraph's loss is checked before
-the folder is kept (a wrong conversion still writes plausible text).
+the folder is kept (a wrong conversion still writes plausible text). The folder's stamp
+(:data:`STAMP_FILE`) lists every file's size and sha256, so a damaged cached folder is
+found (:func:`conversion_problem`) and rebuilt, never used.
 """
 
 from __future__ import annotations
@@ -270,6 +272,101 @@ def _save_tokenizer(tok: Any, folder: Path) -> None:
     tok.save_pretrained(str(folder))
 
 
+#: The stamp a converted folder carries: the converter's version, the source, and each
+#: file's size, sha256 and modification time (``files``).
+STAMP_FILE = "interp_conversion.json"
+
+
+def file_records(folder: Path) -> dict[str, dict[str, Any]]:
+    """``{name: {size, sha256, mtime_ns}}`` for every file of a converted folder."""
+    from interp.runs.manifest import sha256_file
+
+    out = {}
+    for p in sorted(folder.iterdir()):
+        if p.is_file() and p.name != STAMP_FILE and not p.name.startswith("."):
+            st = p.stat()
+            out[p.name] = {"size": st.st_size, "sha256": sha256_file(p),
+                           "mtime_ns": st.st_mtime_ns}
+    return out
+
+
+def conversion_problem(folder: Path) -> str | None:
+    """Why the converted folder ``folder`` must not be used (``None``: it is intact).
+
+    Its stamp must be readable and of this :data:`CONVERTER_VERSION`; every file it lists
+    must be there at its size, and one whose modification time changed must still have
+    its sha256 (the sha256 of 0.5 GB takes half a second, so an untouched file is not read;
+    a file found intact after all is stamped with its new time). A folder converted before
+    the stamp listed its files is checked for what shows without one: its JSON files
+    parse and each safetensors file is as long as its header says.
+    """
+    try:
+        info = json.loads((folder / STAMP_FILE).read_text())
+    except (OSError, ValueError):
+        return f"damaged ({STAMP_FILE} unreadable)"
+    if not isinstance(info, dict):
+        return f"damaged ({STAMP_FILE} is not an object)"
+    version = info.get("converter_version", 1)
+    if version != CONVERTER_VERSION:
+        return f"of another version (converter v{version}, not v{CONVERTER_VERSION})"
+    files = info.get("files")
+    if not isinstance(files, dict):
+        return _unlisted_problem(folder)
+    from interp.runs.manifest import sha256_file
+
+    moved = False
+    for name, rec in files.items():
+        p = folder / name
+        try:
+            st = p.stat()
+            size, digest = int(rec["size"]), str(rec["sha256"])
+        except OSError:
+            return f"damaged ({name} is missing)"
+        except (KeyError, TypeError, ValueError):
+            return f"damaged ({STAMP_FILE} lists {name} without its size and sha256)"
+        if st.st_size != size:
+            return f"damaged ({name} has {st.st_size:,} bytes, not {size:,})"
+        if st.st_mtime_ns != rec.get("mtime_ns"):
+            if sha256_file(p) != digest:
+                return f"damaged ({name}: sha256 mismatch)"
+            rec["mtime_ns"], moved = st.st_mtime_ns, True
+    if moved:  # copied or touched, found intact: do not hash it again next time
+        from interp.runs.atomic import atomic_write_text
+
+        try:
+            atomic_write_text(folder / STAMP_FILE, json.dumps(info, indent=2))
+        except (OSError, InterpError):
+            pass
+    return None
+
+
+def _unlisted_problem(folder: Path) -> str | None:
+    """What shows in a folder whose stamp lists no files (converted by an older interp)."""
+    import struct
+
+    for p in sorted(folder.iterdir()):
+        if p.name.endswith(".json") and p.is_file():
+            try:
+                json.loads(p.read_text())
+            except (OSError, ValueError):
+                return f"damaged ({p.name} is not readable JSON)"
+        elif p.suffix == ".safetensors":
+            try:
+                with p.open("rb") as f:
+                    (n,) = struct.unpack("<Q", f.read(8))
+                    header = json.loads(f.read(n))
+                ends = [int(v["data_offsets"][1]) for k, v in header.items()
+                        if k != "__metadata__"]
+                want = 8 + n + max(ends, default=0)
+            except (OSError, ValueError, struct.error, KeyError, TypeError, IndexError):
+                return f"damaged ({p.name} unreadable)"
+            if p.stat().st_size != want:
+                return f"damaged ({p.name} has {p.stat().st_size:,} bytes, not {want:,})"
+    if not (folder / "config.json").is_file():
+        return "damaged (config.json is missing)"
+    return None
+
+
 def convert_gguf(
     path: Path, out_dir: Path, *, max_nll: float | None = MAX_NLL, source: str | None = None,
     steps: Steps | None = None,
@@ -298,10 +395,10 @@ def convert_gguf(
         with _quiet_transformers():  # no "Writing model shards" bar either
             _rebuilt(model).save_pretrained(str(tmp), safe_serialization=True)
         _save_tokenizer(tok, tmp)
-        (tmp / "interp_conversion.json").write_text(json.dumps({
+        (tmp / STAMP_FILE).write_text(json.dumps({
             "converter_version": CONVERTER_VERSION, "source": source or str(path),
             "model_type": model.config.model_type, "check_nll": round(nll, 4),
-            "loader": "transformers gguf",
+            "loader": "transformers gguf", "files": file_records(tmp),
         }, indent=2))
         _swap_into_place(tmp, out_dir)
     except BaseException:

@@ -23,7 +23,7 @@ import os
 import re
 import socket
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from interp.models.embedded import (
 )
 from interp.runs.manifest import sha256_file
 from interp.runs.paths import cache_dir
-from interp.runs.progress import Steps
+from interp.runs.progress import Steps, note
 
 EMBEDDED_MODEL = DEFAULT.name
 _EMBEDDED_NAMES = ", ".join(em.name for em in EMBEDDED)
@@ -101,6 +101,38 @@ def _is_converted(folder: Path) -> bool:
     return (folder / "interp_conversion.json").exists()
 
 
+#: How long a load waits for another process converting the same model (then refuses).
+CONVERSION_WAIT_S = 1800.0
+
+
+def _ready(folder: Path, *, say: bool = True) -> bool:
+    """Whether ``folder`` holds an intact conversion of this converter's version; a damaged
+    one (truncated, edited, another version) is never used: one line says it is rebuilt."""
+    from interp.models.gguf_convert import conversion_problem
+
+    if not _is_converted(folder):
+        return False
+    problem = conversion_problem(folder)
+    if problem is not None and say:
+        note(f"converted model folder {folder} is {problem}; rebuilding")
+    return problem is None
+
+
+@contextlib.contextmanager
+def _conversion_lock(out: Path) -> Iterator[None]:
+    """One conversion into ``out`` at a time: a second process waits for the first (saying
+    so once), then uses its folder."""
+    from interp.runs.lock import Lock
+
+    lock = Lock(out.with_name(f".{out.name}.lock"), subject=f"the conversion into {out}",
+                hint="wait for it to finish, then run again")
+    lock.acquire(wait_s=CONVERSION_WAIT_S)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def _convert(
     gguf: Path, out: Path, expected_sha256: str | None, hint: str = "", source: str | None = None,
     steps: Steps | None = None,
@@ -142,12 +174,21 @@ def ensure_embedded(em: EmbeddedModel) -> Path:
 
     A progress bar shows the conversion (about 25 s for SmolLM2, a minute for
     Gemma-3-270M on two cores); ``INTERP_NO_PROGRESS=1`` turns it off. A model whose
-    packages are not installed fails with one line saying how to install them.
+    packages are not installed fails with one line saying how to install them. A cached
+    folder that is truncated, edited or of another converter version is converted again,
+    with one line saying so; a process converting the same model is waited for.
     """
     out = converted_dir(em.name)
-    if _is_converted(out):
+    if _ready(out):
         return out
     check_installed(em)  # one line, before any bar
+    with _conversion_lock(out):
+        if _ready(out, say=False):  # another process converted it meanwhile
+            return out
+        return _convert_embedded(em, out)
+
+
+def _convert_embedded(em: EmbeddedModel, out: Path) -> Path:
     with conversion_progress(em.name, 1 if em.chunks else 0) as steps:
         if em.chunks:
             steps.step(f"joining its {len(em.chunks)} chunk packages")
@@ -173,7 +214,11 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
         if not path.is_file():
             raise InterpError(f"cannot read GGUF file {text}: no such file")
         out = converted_dir(f"gguf-{path.stem.lower()}-{sha256_file(path)[:12]}")
-        return f"gguf:{path.name}", str(out if _is_converted(out) else _convert(path, out, None))
+        if not _ready(out):
+            with _conversion_lock(out):
+                if not _ready(out, say=False):
+                    _convert(path, out, None)
+        return f"gguf:{path.name}", str(out)
     if path.exists():
         if not path.is_dir():
             raise InterpError(f"cannot use {text} as a model: not a folder or a .gguf file")

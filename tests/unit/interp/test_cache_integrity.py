@@ -1,0 +1,184 @@
+"""Corrupted caches: a peak-FLOPs cache, an SAE-eval baseline entry or a converted model
+folder that is truncated, edited or of another version is detected, rebuilt and reported in
+one line on stderr, never used. (Activation-cache shards: tests/unit/interp/test_locks.py;
+the real model's converted folder: tests/integration/test_cache_integrity_real.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from interp.mfu import peak
+
+
+# ------------------------------------------------------------------ peak FLOP/s
+@pytest.fixture
+def fake_measure(monkeypatch, tmp_path):
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path))
+    calls: list[str] = []
+
+    def measure(device, dtype, **kw):
+        calls.append(dtype)
+        return peak.PeakResult("test cpu", dtype, 1.5e9, "measured", threads=2, matmul_size=64)
+
+    monkeypatch.setattr(peak, "measure_peak", measure)
+    return calls
+
+
+def test_damaged_peak_cache_is_measured_again(fake_measure, tmp_path, capsys):
+    first = peak.device_peak("cpu", "float32")
+    path = tmp_path / "peak.json"
+    good = path.read_text()
+    assert fake_measure == ["float32"] and json.loads(good)[peak.STAMP_KEY]["version"] == 2
+    assert peak.device_peak("cpu", "float32") == first and len(fake_measure) == 1
+    assert capsys.readouterr().err == ""  # intact: read back silently
+
+    data = json.loads(good)
+    key = next(k for k in data if k != peak.STAMP_KEY)
+    edited = {**data, key: {**data[key], "flops": 9.9e12}}  # a plausible figure, typed in
+    legacy = {key: data[key]}  # the unstamped format of earlier versions
+    other = {**data, peak.STAMP_KEY: {**data[peak.STAMP_KEY], "version": 1}}
+    cases = {
+        "truncated": (good[: len(good) // 2], "damaged (not readable JSON)"),
+        "edited": (json.dumps(edited), "damaged (sha256 mismatch)"),
+        "unstamped": (json.dumps(legacy), "of another version (unversioned"),
+        "re-versioned": (json.dumps(other), "of another version (1"),
+    }
+    for name, (text, reason) in cases.items():
+        path.write_text(text)
+        n = len(fake_measure)
+        again = peak.device_peak("cpu", "float32")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(fake_measure) == n + 1, f"{name}: must be measured again, never used"
+        assert again.flops == 1.5e9, name
+        assert len(err) == 1 and reason in err[0] and "measuring again" in err[0], (name, err)
+        assert str(path) in err[0]
+        rewritten = json.loads(path.read_text())
+        assert rewritten[peak.STAMP_KEY] == json.loads(good)[peak.STAMP_KEY], name
+
+
+# ------------------------------------------------------------------ SAE-eval baselines
+def test_damaged_baseline_entry_is_recomputed(monkeypatch, tmp_path, capsys):
+    from safetensors.numpy import save_file
+
+    from saes import baselines
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path))
+    per = {k: np.arange(5, dtype=np.float64) + i for i, k in enumerate(baselines.BASELINE_KEYS)}
+    path = baselines.save_baselines("k1", per)
+    good = path.read_bytes()
+    got = baselines.load_baselines("k1", 5)
+    assert got is not None and all(np.array_equal(got[k], per[k]) for k in per)
+    assert capsys.readouterr().err == ""
+
+    at = good.rindex(np.float64(3.0).tobytes())  # one stored number, changed in place
+    cases = {
+        "truncated": (good[: len(good) - 7], "damaged (unreadable)"),
+        "edited": (good[:at] + np.float64(3.5).tobytes() + good[at + 8:],
+                   "damaged (sha256 mismatch)"),
+    }
+    for name, (data, reason) in cases.items():
+        path.write_bytes(data)
+        assert baselines.load_baselines("k1", 5) is None, name
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and reason in err[0] and "rebuilding" in err[0], (name, err)
+    save_file(per, str(path))  # an entry of the unstamped format
+    assert baselines.load_baselines("k1", 5) is None
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "of another version (unversioned)" in err[0], err
+    baselines.save_baselines("k1", per)  # what the evaluation does after a miss
+    assert baselines.load_baselines("k1", 5) is not None and capsys.readouterr().err == ""
+
+
+def test_baseline_cache_rebuilds_through_the_evaluation(tiny_model, monkeypatch, tmp_path,
+                                                        capsys):
+    """An edited entry is not used by `evaluate_sae`: the ablations are computed again and
+    the metrics equal the intact run's."""
+    from saes import baselines
+    from saes.metrics import SAEEvalConfig, evaluate_sae
+    from tests.unit.saes.test_sae import _sae
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path))
+    docs = ["The capital of France is Paris. Water boils at 100 degrees. " * 12] * 3
+    hook = tiny_model.resid_hook(1)
+    cfg = SAEEvalConfig(tokens=15 * 4, ce_tokens=14 * 3, seq_len=16, n_bootstrap=10,
+                        batch_size=2)
+    sae = _sae(tiny_model.d_model, 32, hook=hook)
+    first = evaluate_sae(tiny_model, sae, docs, cfg)
+    (entry,) = (tmp_path / "sae-eval-baselines").glob("*.safetensors")
+    data = bytearray(entry.read_bytes())
+    data[-3] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    capsys.readouterr()
+    again = evaluate_sae(tiny_model, sae, docs, cfg)
+    err = [line for line in capsys.readouterr().err.splitlines() if "baseline" in line]
+    assert again.baselines_cached is False
+    assert len(err) == 1 and "sha256 mismatch" in err[0], err
+    assert again.ce_zero_ablation == first.ce_zero_ablation
+    assert baselines.load_baselines(entry.stem, 3) is not None  # rewritten intact
+
+
+# ------------------------------------------------------------------ converted models
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory) -> Path:
+    from tests.unit.interp.test_gguf_convert import make_model, train_tokenizer, write_gguf
+
+    tok = train_tokenizer()
+    return write_gguf(tmp_path_factory.mktemp("gguf") / "tiny.gguf", make_model(len(tok)), tok)
+
+
+def test_damaged_converted_model_is_rebuilt(tiny_gguf, tmp_path, monkeypatch, capsys):
+    from interp.models import gguf_convert as gc
+    from interp.models import loading
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    calls: list[Path] = []
+    real = gc.convert_gguf
+
+    def counting(path, out_dir, **kw):
+        calls.append(Path(out_dir))
+        return real(path, out_dir, **kw)
+
+    monkeypatch.setattr(gc, "convert_gguf", counting)
+    _, folder_s = loading.resolve_source(str(tiny_gguf))
+    folder = Path(folder_s)
+    stamp = json.loads((folder / gc.STAMP_FILE).read_text())
+    assert set(stamp["files"]) >= {"config.json", "model.safetensors", "tokenizer.json"}
+    assert gc.conversion_problem(folder) is None and len(calls) == 1
+    assert not list(folder.parent.glob(".*.lock")), "the conversion lock is gone"
+
+    weights = folder / "model.safetensors"
+    good = weights.read_bytes()
+    # a copy (new modification times) that is intact: used, and not hashed again next time
+    os.utime(weights, ns=(1, 1))
+    assert gc.conversion_problem(folder) is None
+    assert json.loads((folder / gc.STAMP_FILE).read_text())["files"]["model.safetensors"][
+        "mtime_ns"] == 1
+    # edited in place (same size), or the stamp of another converter: detected
+    weights.write_bytes(good[:-4] + bytes(4))
+    assert gc.conversion_problem(folder) == "damaged (model.safetensors: sha256 mismatch)"
+    weights.write_bytes(good)
+    (folder / gc.STAMP_FILE).write_text(json.dumps({**stamp, "converter_version": 1}))
+    assert gc.conversion_problem(folder) == (
+        f"of another version (converter v1, not v{gc.CONVERTER_VERSION})")
+    (folder / gc.STAMP_FILE).write_text(json.dumps(stamp))
+    # a folder stamped before files were listed: what shows is checked (a truncated file)
+    (folder / gc.STAMP_FILE).write_text(json.dumps({k: v for k, v in stamp.items()
+                                                    if k != "files"}))
+    assert gc.conversion_problem(folder) is None
+    weights.write_bytes(good[: len(good) // 2])
+    assert (gc.conversion_problem(folder) or "").startswith("damaged (model.safetensors has ")
+
+    # truncated: the next load says so in one line and converts again
+    capsys.readouterr()
+    _, again = loading.resolve_source(str(tiny_gguf))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert again == folder_s and len(calls) == 2
+    assert len(err) == 1 and err[0].startswith(f"converted model folder {folder} is damaged")
+    assert err[0].endswith("; rebuilding"), err
+    assert gc.conversion_problem(folder) is None
+    assert "files" in json.loads((folder / gc.STAMP_FILE).read_text())
