@@ -787,6 +787,27 @@ class _Engine:
         return accepted
 
 
+def _check_memory(model: Model, cfg: GenerationConfig, rows: Sequence[_Row]) -> None:
+    """Refuse (one line, before the first pass) a request whose logits would not fit.
+
+    A pass holds float32 logits over the vocabulary for each row and position fed: the
+    longest prompt at prefill, every position without the KV cache or in the verifier's
+    passes (``verify_batch`` rows); the cache itself is ``2 · n_layers`` tensors of
+    ``d_model`` per position and row.
+    """
+    from interp.runs.memory import FLOAT32, logits_bytes, require
+
+    batch = min(cfg.batch_size, len(rows))
+    total = max(len(r.prompt_ids) for r in rows) + cfg.max_new_tokens
+    positions = total if (cfg.deterministic or not cfg.use_cache) else total - cfg.max_new_tokens
+    fed = max(batch, cfg.verify_batch if cfg.deterministic else 0)
+    need = (logits_bytes(fed, positions, model.d_vocab)
+            + 2 * model.n_layers * fed * total * model.d_model * FLOAT32)
+    require(need, f"generating in batches of {batch} rows of up to {total} tokens over a "
+            f"{model.d_vocab:,}-token vocabulary", "lower batch_size or max_new_tokens",
+            device=model.device)
+
+
 def generate(
     model: Model,
     prompts: Sequence[str] | str,
@@ -834,6 +855,7 @@ def generate(
         seen[p] = occurrence + 1
         rows.append(_Row(index=i, prompt_ids=list(ids), key=_request_key(cfg.seed, text,
                                                                        occurrence)))
+    _check_memory(model, cfg, rows)
     stats = GenerationStats(prompts=len(rows))
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i].prompt_ids))
     batches = [order[s : s + cfg.batch_size] for s in range(0, len(order), cfg.batch_size)]

@@ -306,6 +306,20 @@ def evaluate_lenses(
     return ev
 
 
+def _check_memory(model: Model, cfg: LensEvalConfig) -> None:
+    """Refuse (one line, before any pass) batches whose read-outs would not fit: each holds
+    float32 log-probabilities over the vocabulary for every position about six times at once
+    (the logits, the model's log-softmax and probabilities, a lens's read-out, its exp and
+    the KL terms)."""
+    from interp.runs.memory import logits_bytes, require
+
+    batch = min(cfg.batch_size, cfg.n_windows)
+    require(logits_bytes(batch, cfg.seq_len, model.d_vocab, copies=6),
+            f"evaluating lenses on batches of {batch} windows of {cfg.seq_len} tokens over a "
+            f"{model.d_vocab:,}-token vocabulary", "lower batch_size or seq_len",
+            device=model.device)
+
+
 @torch.no_grad()
 def _evaluate(model: Model, lenses: Mapping[str, Lens], docs: Sequence[str],
               cfg: LensEvalConfig, progress: bool | None) -> LensEval:
@@ -313,6 +327,7 @@ def _evaluate(model: Model, lenses: Mapping[str, Lens], docs: Sequence[str],
         raise InterpError("no lens to evaluate")
     layers = list(range(model.n_layers))
     names = [model.resid_hook(layer) for layer in layers]
+    _check_memory(model, cfg)
     windows = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=cfg.n_windows,
                            seed=cfg.seed)
     vals = {name: {m: torch.zeros(cfg.n_windows, len(layers)) for m in METRICS}

@@ -156,6 +156,7 @@ def run_lens(
         raise InterpError(f"top-k must be between 1 and {model.d_vocab}, got {config.top_k}")
     tuned = config.load_tuned(model)
     layer_list = model.parse_layers(config.layers)
+    _check_memory(model, prompt, config, len(layer_list) * (2 if tuned is not None else 1))
     acts = capture(model, [prompt], layers=layer_list, positions="all", chat=config.chat,
                    with_logits=True, progress=False)
     logit = _read(model, prompt, acts, LogitLens(model), layer_list, config)
@@ -167,6 +168,23 @@ def run_lens(
         recorded["tuned_lens"] = None if tuned.path is None else str(tuned.path)
     readout.manifest = model_manifest(model, seed=config.seed, config=recorded, texts=[prompt])
     return readout
+
+
+def _check_memory(model: Model, prompt: str, config: LensConfig, readouts: int) -> None:
+    """Refuse (one line, before the forward pass) a prompt whose read-outs would not fit.
+
+    Each position holds float32 log-probabilities over the vocabulary about four times
+    at once (the model's logits and log-softmax, one layer's read-out and its KL terms),
+    plus every layer's read-out with ``keep_logprobs``.
+    """
+    from interp.runs.memory import logits_bytes, require
+
+    n = len(model.encode(model.format_prompt(prompt, config.chat)))
+    copies = 4 + (readouts if config.keep_logprobs else 0)
+    require(logits_bytes(1, n, model.d_vocab, copies),
+            f"reading {n} positions over a {model.d_vocab:,}-token vocabulary",
+            "shorten the prompt" + (" or turn keep_logprobs off" if config.keep_logprobs
+                                    else ""), device=model.device)
 
 
 def _read(model: Model, prompt: str, acts: Activations, lens: Lens, layers: list[int],

@@ -178,6 +178,9 @@ CASES = [
                                                   "--verify-every", "0"], "verify-every"),
     Case("generate-empty-file", lambda c: ["generate", "--file", c.file("e.txt", "\n\n"), *M(c),
                                            "--out", c.out], "empty dataset"),
+    Case("generate-beyond-memory", lambda c: ["generate", "hi", *M(c), "--max-new-tokens",
+                                              "1000000000", "--out", c.out],
+         "would need about"),
     Case("generate-unwritable-out", lambda c: ["generate", "hi", *M(c), "--out",
                                                _under_file(c)], "cannot create output folder"),
     # ------------------------------------------------------------------ probe
@@ -356,6 +359,12 @@ CASES = [
     Case("sae-train-bad-shards", lambda c: [
         "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--data-shards", "3",
         "--out", c.out], "multiple of the data shards", out_is_artifact=True),
+    Case("sae-train-d-sae-beyond-memory", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--d-sae", "2000000000",
+        "--out", c.out], "would need about", out_is_artifact=True),
+    Case("sae-train-layers-beyond-memory", lambda c: [
+        "sae", "train", *M(c), "--layers", "0,1", "--text", _text(c), "--d-sae", "1000000000",
+        "--out", c.out], "training 2 SAEs of d_sae=1,000,000,000"),
     Case("sae-train-unwritable-out", lambda c: [
         "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--out", _under_file(c)],
         "cannot create output folder", out_is_artifact=True),
