@@ -59,23 +59,31 @@ def test_truncated_conversion_is_rebuilt_after_waiting_for_the_lock(model, tmp_p
     ready, go = tmp_path / "ready", tmp_path / "go"
     holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(lock), str(ready), str(go)],
                               env=env, cwd=ROOT)
-    for _ in range(600):
-        if ready.exists():
-            break
-        time.sleep(0.1)
-    assert ready.exists()
     err_file = tmp_path / "load.err"
-    with err_file.open("w") as err:
-        loader = subprocess.Popen([sys.executable, "-c", _LOAD], env=env, cwd=ROOT,
-                                  stdout=subprocess.PIPE, stderr=err, text=True)
-        for _ in range(1200):
-            if "waiting for pid" in err_file.read_text() or loader.poll() is not None:
+    loader: subprocess.Popen[str] | None = None
+    try:
+        for _ in range(600):
+            if ready.exists():
                 break
             time.sleep(0.1)
-        assert loader.poll() is None, "the load must wait while another process converts"
+        assert ready.exists()
+        with err_file.open("w") as err:
+            loader = subprocess.Popen([sys.executable, "-c", _LOAD], env=env, cwd=ROOT,
+                                      stdout=subprocess.PIPE, stderr=err, text=True)
+            for _ in range(1200):
+                if "waiting for pid" in err_file.read_text() or loader.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert loader.poll() is None, "the load must wait while another process converts"
+            go.write_text("1")
+            assert holder.wait(timeout=60) == 0
+            out, _ = loader.communicate(timeout=900)
+    finally:  # never leave a process behind
         go.write_text("1")
-        assert holder.wait(timeout=60) == 0
-        out, _ = loader.communicate(timeout=900)
+        for proc in (holder, loader):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
     stderr = err_file.read_text()
     assert loader.returncode == 0, stderr
     assert "Traceback" not in stderr

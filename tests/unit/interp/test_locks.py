@@ -241,7 +241,10 @@ def _start_holder(out: Path, mode: str) -> tuple[subprocess.Popen[str], Path]:
         if ready.exists() or proc.poll() is not None:
             break
         time.sleep(0.1)
-    assert ready.exists(), proc.stderr.read() if proc.stderr else ""
+    if not ready.exists():
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"the holder did not start: {err}")
     return proc, go
 
 
@@ -257,17 +260,10 @@ def test_two_processes_on_one_out_folder(tiny_model_dir, tmp_path):
     intact; a killed holder's lock is taken over by the next run."""
     out = tmp_path / "out"
     holder, go = _start_holder(out, "finish")
-    second = _interp(["lens", "hello", "--model", str(tiny_model_dir), "--out", str(out)])
-    lines = second.stderr.strip().splitlines()
-    assert second.returncode == 2 and len(lines) == 1, second.stderr
-    assert lines[0] == (f"error: output folder {out} is in use by pid {holder.pid} "
-                        f"(started {json.loads((out / LOCK_NAME).read_text())['started']}): "
-                        "wait for it or use another --out")
-    assert "Traceback" not in second.stderr
-    go.write_text("1")
-    assert holder.wait(timeout=120) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["results.json"]
-    assert json.loads((out / "results.json").read_text()) == {"holder": True}
+    try:
+        _refused_then_finished(tiny_model_dir, out, holder, go)
+    finally:
+        _stop(holder, go)
 
     # a holder killed with SIGKILL leaves its lock; the next run takes it over
     go.unlink()
@@ -281,6 +277,31 @@ def test_two_processes_on_one_out_folder(tiny_model_dir, tmp_path):
     taken = [line for line in third.stderr.splitlines() if "no longer running" in line]
     assert len(taken) == 1 and f"from pid {killed.pid}" in taken[0], third.stderr
     assert sorted(p.name for p in out.iterdir()) == ["figures", "report.html", "results.json"]
+
+
+def _stop(proc: subprocess.Popen, go: Path) -> None:  # type: ignore[type-arg]
+    """Let a holder finish (killed if it does not): never left running after a failure."""
+    go.write_text("1")
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _refused_then_finished(tiny_model_dir: Path, out: Path, holder: subprocess.Popen[str],
+                           go: Path) -> None:
+    second = _interp(["lens", "hello", "--model", str(tiny_model_dir), "--out", str(out)])
+    lines = second.stderr.strip().splitlines()
+    assert second.returncode == 2 and len(lines) == 1, second.stderr
+    assert lines[0] == (f"error: output folder {out} is in use by pid {holder.pid} "
+                        f"(started {json.loads((out / LOCK_NAME).read_text())['started']}): "
+                        "wait for it or use another --out")
+    assert "Traceback" not in second.stderr
+    go.write_text("1")
+    assert holder.wait(timeout=120) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["results.json"]
+    assert json.loads((out / "results.json").read_text()) == {"holder": True}
 
 
 @pytest.mark.processes
@@ -299,6 +320,15 @@ def test_two_processes_on_one_run_folder(tiny_model_dir, tmp_path):
     ready, go = tmp_path / "ready", tmp_path / "go"
     holder = subprocess.Popen([sys.executable, "-c", code, str(out), str(ready), str(go)],
                               cwd=ROOT)
+    try:
+        _run_folder_refused(tiny_model_dir, out, text, holder, ready, go)
+    finally:
+        _stop(holder, go)
+    assert not out.exists()
+
+
+def _run_folder_refused(tiny_model_dir: Path, out: Path, text: Path,
+                        holder: subprocess.Popen[bytes], ready: Path, go: Path) -> None:
     for _ in range(600):
         if ready.exists():
             break
@@ -314,4 +344,3 @@ def test_two_processes_on_one_run_folder(tiny_model_dir, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]
     go.write_text("1")
     assert holder.wait(timeout=120) == 0
-    assert not out.exists()
