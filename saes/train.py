@@ -471,8 +471,9 @@ class _Run(ResumableRun):
 
     def close(self) -> None:
         """Let go of the run folder's lock and the activation cache entry's."""
-        if self.store is not None:
-            self.store.close()
+        store = getattr(self, "store", None)  # none yet when resume() refused the folder
+        if store is not None:
+            store.close()
         super().close()
 
     # ---------------------------------------------------------------- checkpoint contents
