@@ -135,9 +135,7 @@ def test_a_run_folder_is_locked_while_training(tmp_path, capsys):
     (out / LOCK_NAME).unlink()
     out.rmdir()
     run = ToyRun(out)
-    assert (out / LOCK_NAME).exists()
-    with pytest.raises(InterpError, match=f"in use by pid {os.getpid()} "):
-        _hold_in_child(out)
+    assert json.loads((out / LOCK_NAME).read_text())["pid"] == os.getpid()
     run.close()
     assert not (out / LOCK_NAME).exists()
     assert not out.exists(), "a run folder nothing was written into is not left behind"
@@ -167,9 +165,8 @@ def test_activation_cache_entry_is_locked_and_damage_is_rebuilt(tiny_model, tmp_
                             data_hash="abc")
     want = store.batch(0)
     entry = store.cache
-    assert entry is not None and (entry / LOCK_NAME).exists()
-    with pytest.raises(InterpError, match=f"in use by pid {os.getpid()} "):
-        _hold_in_child(entry)  # another process: refused while this store holds the entry
+    assert entry is not None
+    assert json.loads((entry / LOCK_NAME).read_text())["pid"] == os.getpid()
     store.close()
     assert not (entry / LOCK_NAME).exists()
     shard = entry / "s000-c000000.safetensors"
@@ -214,6 +211,29 @@ def _shard(path: Path) -> tuple[dict[str, str], bytes]:
 
 
 # ------------------------------------------------------------------ real processes
+@pytest.mark.processes
+def test_another_process_is_refused_a_held_run_folder_and_cache_entry(tiny_model, tmp_path):
+    """While this process trains into a run folder and fills an activation-cache entry,
+    another process is refused each in one line naming this process."""
+    from saes.store import ActivationStore, StoreConfig
+    from tests.unit.interp.test_training_loop import ToyRun
+
+    run = ToyRun(tmp_path / "run")
+    store = ActivationStore(tiny_model, ["The capital of France is Paris. " * 20],
+                            StoreConfig(layer=1, seq_len=16, windows_per_chunk=4),
+                            batch_size=30, cache_dir=tmp_path / "cache", data_hash="abc")
+    assert store.cache is not None
+    try:
+        for folder in (tmp_path / "run", store.cache):
+            with pytest.raises(InterpError, match=f"in use by pid {os.getpid()} ") as err:
+                _hold_in_child(folder)
+            assert "\n" not in str(err.value)
+    finally:
+        run.close()
+        store.close()
+    _hold_in_child(store.cache)  # let go: another process takes it now
+
+
 _HOLDER = """
 import sys, time
 from pathlib import Path
