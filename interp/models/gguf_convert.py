@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from interp.errors import InterpError
+from interp.runs.atomic import os_error_of, write_error
 
 if TYPE_CHECKING:
     from interp.runs.progress import Steps
@@ -394,8 +395,11 @@ def convert_gguf(
             f"{path}: the converted model's loss on a plain English paragraph is {nll:.2f} "
             f"nats/token (> {max_nll}); the conversion is wrong, so nothing was cached"
         )
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    except OSError as exc:
+        raise write_error(out_dir, exc, "nothing was cached") from None
     _step(steps, CONVERSION_STEPS[3])
     try:
         with _quiet_transformers():  # no "Writing model shards" bar either
@@ -407,7 +411,10 @@ def convert_gguf(
             "loader": "transformers gguf", "files": file_records(tmp),
         }, indent=2))
         _swap_into_place(tmp, out_dir)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        os_error = os_error_of(exc)  # a full disk: one line, nothing half-written kept
+        if os_error is not None:
+            raise write_error(out_dir, os_error, "nothing was cached") from None
         raise
     return out_dir

@@ -78,11 +78,22 @@ def save_safetensors(
     except OSError:
         raise
     except Exception as exc:
-        found = re.search(r"os error (\d+)", str(exc))
-        if found is None:
+        os_error = os_error_of(exc)
+        if os_error is None:
             raise
-        code = int(found.group(1))
-        raise OSError(code, os.strerror(code), os.fspath(path)) from None
+        raise os_error from None
+
+
+def os_error_of(exc: BaseException) -> OSError | None:
+    """The ``OSError`` behind ``exc`` not yet made a :class:`WriteError`: ``exc`` itself,
+    or one read back from a library's text (safetensors: ``… (os error 28)``); else None."""
+    if isinstance(exc, OSError):
+        return None if isinstance(exc, InterpError) else exc
+    found = re.search(r"os error (\d+)", str(exc))
+    if found is None:
+        return None
+    code = int(found.group(1))
+    return OSError(code, os.strerror(code))
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:

@@ -441,3 +441,29 @@ def test_cli_checkpoint_write_fails_then_resumes(tiny_model_dir, tmp_path, capsy
     code, out, err = run(args, capsys)
     assert code == 0, err
     assert "resum" in (out + err).lower()
+
+
+@pytest.mark.parametrize("where", ["weights", "stamp"])
+def test_model_conversion_write(where, tmp_path, monkeypatch):
+    """Converting a GGUF onto a full disk: one line, the previous conversion kept."""
+    import safetensors.torch
+    import transformers.modeling_utils
+
+    from interp.models.gguf_convert import convert_gguf
+    from tests.unit.interp.test_gguf_convert import make_model, train_tokenizer, write_gguf
+
+    tok = train_tokenizer()
+    path = write_gguf(tmp_path / "tiny.gguf", make_model(len(tok)), tok)
+    out = convert_gguf(path, tmp_path / "cache" / "converted", max_nll=None)
+    before = snapshot(tmp_path / "cache")
+    with monkeypatch.context() as mp:
+        if where == "weights":  # transformers holds its own name for save_file
+            fail_safetensors(mp, errno.ENOSPC)
+            mp.setattr(transformers.modeling_utils, "safe_save_file", safetensors.torch.save_file)
+        else:
+            fail_text_writes(mp, errno.ENOSPC)
+        with pytest.raises(InterpError) as info:
+            convert_gguf(path, out, max_nll=None)
+    line = assert_one_line(info.value, errno.ENOSPC, str(out))
+    assert line.endswith("nothing was cached")
+    assert debris(tmp_path) == [] and snapshot(tmp_path / "cache") == before
