@@ -1,5 +1,6 @@
 """The real model's converted folder: damaged, it is rebuilt (saying so in one line); while
 another process holds its conversion lock, a load waits for it instead of converting too.
+And `interp lens` on the real model into an --out folder another process is writing: refused.
 
 The session's conversion is copied into a temporary INTERP_CACHE before it is damaged: the
 session's own cache is never touched.
@@ -99,3 +100,45 @@ def test_truncated_conversion_is_rebuilt_after_waiting_for_the_lock(model, tmp_p
     assert "files" in json.loads((folder / STAMP_FILE).read_text())
     assert not lock.exists()
     assert conversion_problem(src) is None  # the session's cache untouched
+
+
+_OUT_HOLDER = """
+import sys, time
+from pathlib import Path
+from interp.runs.outdir import OutDir
+with OutDir(sys.argv[1]) as o:
+    o.write_text("results.json", '{"holder": true}')
+    Path(sys.argv[2]).write_text("1")
+    while not Path(sys.argv[3]).exists():
+        time.sleep(0.1)
+"""
+
+
+@pytest.mark.processes
+def test_real_model_run_into_a_busy_out_folder_is_refused(model, tmp_path):
+    out, ready, go = tmp_path / "out", tmp_path / "ready", tmp_path / "go"
+    holder = subprocess.Popen([sys.executable, "-c", _OUT_HOLDER, str(out), str(ready),
+                               str(go)], cwd=ROOT)
+    try:
+        for _ in range(600):
+            if ready.exists():
+                break
+            time.sleep(0.1)
+        assert ready.exists()
+        env = {**os.environ, "INTERP_NO_PROGRESS": "1"}
+        second = subprocess.run(
+            [str(Path(sys.executable).with_name("interp")), "lens", "The capital of France is",
+             "--out", str(out)], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    finally:
+        go.write_text("1")
+        try:
+            holder.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            holder.kill()
+            holder.wait()
+    lines = second.stderr.strip().splitlines()
+    assert second.returncode == 2 and len(lines) == 1, second.stderr
+    assert lines[0].startswith(f"error: output folder {out} is in use by pid {holder.pid} ")
+    assert holder.returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["results.json"]
+    assert json.loads((out / "results.json").read_text()) == {"holder": True}
