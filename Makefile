@@ -69,7 +69,11 @@ TUNED_LENS_TOKENS ?= 10240
 # The layer-6 SAE (d_sae 4608) trains for about 30 minutes here (≤ 45 min is the target).
 SAE_TOKENS ?= 3000000
 SAE_L1 ?= 4
+# The CLI fuzzing in depth: more hostile values per option, every case run to its end.
+FUZZ_EXAMPLES ?= 8
 accept: setup
+	INTERP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) INTERP_FUZZ_DEEP=1 INTERP_FUZZ_CASE_SECONDS=60 \
+		$(PYTEST_FAST) tests/unit/interp/test_cli_fuzz.py
 	$(BIN)/interp probe --layers all --out accept-out/capitals
 	$(BIN)/interp probe --dataset datasets/probes/sentiment.jsonl --layer 24 --ablate \
 		--out accept-out/sentiment

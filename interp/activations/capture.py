@@ -181,7 +181,16 @@ class CaptureBatch:
     logits: Tensor | None = None
 
 
+#: The largest position index taken (a prompt is never longer; past it, tensor indices
+#: overflow).
+MAX_POSITION = 2**31 - 1
+
+
 def _check_positions(positions: Position) -> None:
+    if isinstance(positions, int) and not isinstance(positions, bool) and (
+            abs(positions) > MAX_POSITION):
+        raise InterpError(f"position {positions} is out of range: no prompt is that long "
+                          f"(|position| ≤ {MAX_POSITION:,})")
     if positions in ("last", "all", "mean") or (
         isinstance(positions, int) and not isinstance(positions, bool)
     ):
@@ -516,10 +525,12 @@ def parse_positions(text: str | int) -> Position:
     if isinstance(text, int) or text in ("last", "mean", "all"):
         return text  # type: ignore[return-value]
     try:
-        return int(text)
+        value = int(text)
     except (TypeError, ValueError):
         raise InterpError(
-            f"bad --positions {text!r}: use last, mean, all or an integer") from None
+            f"bad --positions {str(text)[:60]!r}: use last, mean, all or an integer") from None
+    _check_positions(value)
+    return value
 
 
 #: A memory limit: a positive number of GB (the message says what it limits, whatever

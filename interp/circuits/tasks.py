@@ -103,31 +103,32 @@ def load_task(spec: str, limit: int | None = None) -> Task:
         path = datasets_dir() / "circuits" / f"{spec}.jsonl"
     if not path.is_file():
         raise InterpError(f"task file not found: {path}")
+    from interp.data.readers import open_text  # the readers' one-line errors (not UTF-8, …)
+
     pairs: list[Pair] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name} line {n}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InterpError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise InterpError(f"{where}: each line must be a JSON object")
-            missing = [k for k in _KEYS if not isinstance(row.get(k), str) or not row[k]]
-            if missing:
-                raise InterpError(f"{where}: missing or empty {', '.join(missing)}")
-            if row["answer"] == row["wrong"]:
-                raise InterpError(f"{where}: answer and wrong are the same token {row['answer']!r}")
-            labels = row.get("labels")
-            pairs.append(Pair(
-                clean=row["clean"], corrupted=row["corrupted"], answer=row["answer"],
-                wrong=row["wrong"],
-                labels=None if labels is None else _parse_labels(labels, where, row["clean"]),
-            ))
-            if limit is not None and len(pairs) >= limit:
-                break
+    for n, line in enumerate(open_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name} line {n}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InterpError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise InterpError(f"{where}: each line must be a JSON object")
+        missing = [k for k in _KEYS if not isinstance(row.get(k), str) or not row[k]]
+        if missing:
+            raise InterpError(f"{where}: missing or empty {', '.join(missing)}")
+        if row["answer"] == row["wrong"]:
+            raise InterpError(f"{where}: answer and wrong are the same token {row['answer']!r}")
+        labels = row.get("labels")
+        pairs.append(Pair(
+            clean=row["clean"], corrupted=row["corrupted"], answer=row["answer"],
+            wrong=row["wrong"],
+            labels=None if labels is None else _parse_labels(labels, where, row["clean"]),
+        ))
+        if limit is not None and len(pairs) >= limit:
+            break
     if not pairs:
         raise InterpError(f"task file {path} holds no pairs")
     has_labels = {p.labels is not None for p in pairs}

@@ -12,6 +12,7 @@ Conventions every verb follows:
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sys
@@ -87,8 +88,23 @@ def _register_verbs() -> None:
 _register_verbs()
 
 
+#: Characters that would break the one error line (str.splitlines breaks on all of them).
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: a line break or control character that came in with a
+    user's value (a prompt, a file name) is shown escaped."""
+    import unicodedata
+
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if ch in _LINE_BREAKS or unicodedata.category(ch) in ("Cc", "Cs") else ch
+        for ch in message)
+
+
 def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {one_line(message)}", err=True)
     sys.exit(code)
 
 
@@ -104,9 +120,23 @@ def _run(argv: list[str] | None) -> None:
     finish_profile(failed=False)
 
 
+def check_utf8_arguments(argv: list[str]) -> None:
+    """Refuse (one line) an argument that is not valid UTF-8: Python hands such bytes over as
+    lone surrogates, which no tokenizer, JSON file or report can carry."""
+    for n, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            shown = shown[:60] + ("…" if len(shown) > 60 else "")
+            raise InterpError(f"argument {n} ({shown}) is not valid UTF-8 (at character "
+                              f"{exc.start}): give text and file names in UTF-8") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: user errors → one line on stderr, exit 2."""
     try:
+        check_utf8_arguments(sys.argv[1:] if argv is None else list(argv))
         _run(argv)
     except ConfigError as exc:  # a library's check: name the flag the user typed
         from interp.cli.options import config_error_line
@@ -122,13 +152,25 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"cannot read {exc.filename}: no such file")
     except PermissionError as exc:
         _fail(f"cannot access {exc.filename}: permission denied")
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        _fail(f"cannot use {exc.filename}: {exc.strerror}")
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            _internal(exc)
+        name = str(exc.filename or "")
+        _fail(f"cannot use {name[:60]}{'…' if len(name) > 60 else ''}: file name too long")
     except KeyboardInterrupt:
         _fail("interrupted", 130)
     except Exception as exc:  # a bug: keep it to one line unless debugging
-        if os.environ.get("INTERP_DEBUG"):
-            raise
-        _fail(f"internal error: {type(exc).__name__}: {exc} (set INTERP_DEBUG=1 for a "
-              "traceback and please report it)", 1)
+        _internal(exc)
+
+
+def _internal(exc: Exception) -> None:
+    """A bug: one line (exit 1) unless ``INTERP_DEBUG`` asks for the traceback."""
+    if os.environ.get("INTERP_DEBUG"):
+        raise exc
+    _fail(f"internal error: {type(exc).__name__}: {exc} (set INTERP_DEBUG=1 for a "
+          "traceback and please report it)", 1)
 
 
 if __name__ == "__main__":

@@ -38,13 +38,14 @@ def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
         click.option("--model", "model_name", default=None, metavar="NAME|PATH",
                      help="Embedded model name (default smollm2-135m-instruct), a local HF "
                      "checkpoint folder, a .gguf file, or a hub name when online."),
-        click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:N."),
+        click.option("--device", default="cpu", show_default=True, callback=check_device,
+                     help="cpu, cuda, cuda:N."),
         click.option("--dtype", default="float32", show_default=True,
                      type=click.Choice(["float32", "bfloat16", "float16"]),
                      help="Model weights dtype."),
         click.option("--batch-size", default=batch_size, show_default=True,
                      type=click.IntRange(min=1), help=batch_help),
-        click.option("--seed", default=0, show_default=True, type=int,
+        click.option("--seed", default=0, show_default=True, type=SEED_RANGE,
                      help="Random seed (recorded in the manifest)."),
         click.option("--profile", "profile_dir", default=None, expose_value=False,
                      type=click.Path(file_okay=False), callback=_start_profile,
@@ -54,6 +55,19 @@ def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
     for dec in reversed(decorators):
         fn = dec(fn)
     return fn
+
+
+#: Seeds every library here takes (numpy's and scikit-learn's stop at 2³² − 1).
+SEED_RANGE = click.IntRange(min=0, max=2**32 - 1)
+
+
+def check_device(_ctx: click.Context | None, _param: click.Parameter | None, value: str) -> str:
+    """``--device``: refused up front when no model can run on it (``meta``, an absent GPU),
+    not deep inside a run."""
+    from interp.models.loading import parse_device
+
+    parse_device(value)
+    return value
 
 
 #: Where the running command's profile goes (``--profile DIR``), set while it runs.

@@ -105,7 +105,7 @@ def compare(a: str, b: str, out_dir: str | None, as_json: bool, show_all: bool) 
     from reports.noise import compare_report
 
     if out_dir is not None:
-        check_creatable(out_dir)
+        check_creatable(out_dir, inputs=(a, b))
     result = compare_results(a, b)
     data = json_safe(result.to_dict())
     if out_dir is not None:

@@ -272,8 +272,10 @@ def _print_training(res: SAETrainResult, prefix: str = "") -> None:
 
 def sae_path(path: str) -> Path:
     """A run folder → its ``sae/``; an SAE folder stays."""
+    from interp.runs.paths import check_path_name
     from saes.train import SAE_SUBDIR
 
+    check_path_name(path, "SAE folder")
     p = Path(path).expanduser()
     if not p.exists():
         raise InterpError(f"no SAE at {p}: no such folder")
@@ -349,6 +351,7 @@ def browse(
     path = sae_path(sae_dir)
     cfg = build_config(BrowserConfig, settings, batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
+    check_creatable(out_dir, inputs=(sae_dir, path))
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         browser = collect_browser_data(model, load_sae(path, model, device=device), docs, cfg,
@@ -366,6 +369,7 @@ def export_cmd(sae_dir: str, out_dir: str) -> None:
     """Write an SAE in SAELens's layout, for `SAE.load_from_disk`."""
     from saes.saelens import export_saelens
 
+    check_creatable(out_dir, inputs=(sae_dir,))
     path = export_saelens(sae_path(sae_dir), out_dir)
     click.echo(f"SAELens folder: {path}")
 
@@ -379,6 +383,7 @@ def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
     """Read a SAELens SAE folder into an interp SAE."""
     from saes.saelens import import_saelens
 
+    check_creatable(out_dir, inputs=(saelens_dir,))
     path = import_saelens(saelens_dir, out_dir, model_id=model_id)
     click.echo(f"interp SAE: {path}")
 
@@ -406,6 +411,7 @@ def probe_cmd(
     path = sae_path(sae_dir)
     data = load_probe_dataset(dataset, text_column=text_column, label_column=label_column,
                               group_column=group_column or None)
+    check_creatable(out_dir, inputs=(sae_dir, path))
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         res = sparse_probe(model, load_sae(path, model, device=device), data, cfg)

@@ -67,6 +67,9 @@ def steer_train(pairs: str | None, layer: int | None, method: str, positive_key:
         return
     if pairs is None or layer is None:
         raise InterpError("give --pairs and --layer (or --sae DIR --feature N)")
+    from interp.runs.outdir import check_out_place
+
+    check_out_place(out_path)
     cp = load_pairs(pairs, positive_key, negative_key)
     model = load_model(model_name, device, dtype, seed)
     vec = train_vector(model, cp, layer, method=method, batch_size=batch_size)

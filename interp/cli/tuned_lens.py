@@ -93,6 +93,8 @@ def eval_cmd(
     cfg = build_config(LensEvalConfig, settings, batch_size=batch_size, seed=seed)
     if lens_path is not None:
         resolve_lens_path(lens_path, None)  # a missing lens fails before anything slow
+        if out_dir is not None:  # a run folder's own results.json is not to be replaced
+            check_creatable(out_dir, inputs=(lens_path,))
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     with open_out(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)

@@ -541,6 +541,8 @@ def build(
     from interp.runs.outdir import check_creatable
 
     check_creatable(out)  # before minutes of downloads, not after
+    if debs is None and shutil.which("apt-get") is None:  # said before any progress bar
+        raise InterpError("`apt-get` not found: building the corpus needs Debian's apt")
     console = Console(stderr=True)
     bar = Progress(
         TextColumn("[bold]corpus[/] {task.description}"),

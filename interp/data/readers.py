@@ -22,6 +22,9 @@ SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
 
 
 def open_text(path: Path) -> str:
+    from interp.runs.paths import check_path_name
+
+    check_path_name(path, "cannot read: file name")
     if not path.exists():
         raise InterpError(f"cannot read {path}: no such file")
     if path.is_dir():

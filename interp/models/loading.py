@@ -77,14 +77,25 @@ def parse_dtype(dtype: str | torch.dtype) -> torch.dtype:
         ) from None
 
 
+#: The device types a model can run on (``meta``, ``cpu``'s siblings and the rest cannot).
+RUNNABLE_DEVICES = ("cpu", "cuda", "mps")
+
+
 def parse_device(device: str | torch.device) -> torch.device:
     """Validate a device string; fails with one line when it is not available."""
     try:
         dev = torch.device(device)
-    except RuntimeError:
-        raise InterpError(f"unknown device {device!r}: use cpu, cuda or cuda:N") from None
+    except (RuntimeError, TypeError, ValueError):
+        raise InterpError(f"unknown device {str(device)[:60]!r}: use cpu, cuda or cuda:N"
+                          ) from None
+    if dev.type not in RUNNABLE_DEVICES:
+        # "meta" and friends parse, then fail deep inside a run (Tensor.item() on meta)
+        raise InterpError(f"device {str(device)!r} cannot run a model: use cpu, cuda or cuda:N")
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InterpError(f"device {device!r} requested but CUDA is not available here")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise InterpError(f"device {device!r} requested but this machine has "
+                          f"{torch.cuda.device_count()} CUDA device(s)")
     if dev.type == "mps" and not torch.backends.mps.is_available():
         raise InterpError(f"device {device!r} requested but MPS is not available here")
     return dev
@@ -209,6 +220,9 @@ def resolve_source(source: str | os.PathLike | None) -> tuple[str, str]:
     text = str(source)
     if not text.strip():
         raise InterpError("empty model name")
+    from interp.runs.paths import check_path_name
+
+    check_path_name(text, "model name")  # before the file system says "File name too long"
     path = Path(text).expanduser()
     if path.suffix.lower() == ".gguf":
         if not path.is_file():

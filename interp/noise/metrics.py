@@ -23,6 +23,13 @@ MAX_LIST = 64
 
 def read_results(folder: str | Path) -> dict[str, Any]:
     """``folder/results.json`` as a dict; one line when it is missing or not JSON."""
+    from interp.runs.paths import check_path_name
+
+    check_path_name(folder, "result folder")
+    if not Path(folder).exists():
+        raise InterpError(f"{folder}: no such folder")
+    if not Path(folder).is_dir():
+        raise InterpError(f"{folder}: not a folder (give a result folder, with results.json)")
     path = Path(folder) / "results.json"
     if not path.is_file():
         raise InterpError(f"{folder}: no results.json (not an interp result folder)")

@@ -257,13 +257,15 @@ def _keep_file(final: Path) -> Path | None:
     return backup
 
 
-def check_creatable(path: str | os.PathLike) -> Path:
+def check_creatable(path: str | os.PathLike, *, inputs: tuple[str | os.PathLike, ...] = (),
+                    ) -> Path:
     """Fail early (one line) if folder ``path`` could not be created or written; create nothing.
 
     For commands whose output folder must outlive a failure (resumable training runs),
-    so they cannot use the transactional :class:`OutDir`.
+    so they cannot use the transactional :class:`OutDir`. See :func:`check_out_place` for the
+    places refused as output folders (``inputs``: the command's input folders).
     """
-    p = Path(path).expanduser()
+    p = check_out_place(path, inputs=inputs)
     if p.exists() and not p.is_dir():
         raise InterpError(f"cannot write to --out {p}: it is a file, not a folder")
     ancestor = p
@@ -273,4 +275,37 @@ def check_creatable(path: str | os.PathLike) -> Path:
         raise InterpError(f"cannot create output folder {p}: {ancestor} is a file")
     if not os.access(ancestor, os.W_OK):
         raise InterpError(f"cannot write to output folder {p}: permission denied")
+    return p
+
+
+def check_out_place(path: str | os.PathLike, *, inputs: tuple[str | os.PathLike, ...] = (),
+                    ) -> Path:
+    """``path`` as a folder to write into, refused (one line) when it is a place no command's
+    outputs belong: an empty name, the current folder, the source tree's root or any folder
+    above the ``interp`` package, interp's cache or its models, an input's own folder
+    (``inputs``), or a name too long for the file system."""
+    from interp.runs.paths import cache_dir_path, check_path_name
+
+    text = os.fspath(path)
+    if not str(text).strip():
+        raise InterpError("empty output folder name: name the folder to write into")
+    check_path_name(text, "output folder")
+    p = Path(text).expanduser()
+    where = Path(os.path.abspath(p))
+    real = where.resolve()
+    if real == Path.cwd().resolve():
+        raise InterpError(f"output folder {p} is the current folder: name a folder of its own "
+                          "(e.g. out/)")
+    package = Path(__file__).resolve().parents[1]
+    if real in package.parents:
+        raise InterpError(f"output folder {p} holds interp's own source ({package}): name a "
+                          "folder of its own")
+    cache = cache_dir_path().resolve()
+    if real == cache or real == cache / "models" or cache / "models" in real.parents:
+        raise InterpError(f"output folder {p} is interp's cache ({cache}): name a folder of "
+                          "its own")
+    for given in inputs:
+        if real == Path(os.path.abspath(Path(os.fspath(given)).expanduser())).resolve():
+            raise InterpError(f"output folder {p} is the input folder {given}: writing there "
+                              "would mix outputs with the input; name another folder")
     return p

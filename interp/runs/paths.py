@@ -14,10 +14,39 @@ def cache_dir() -> Path:
     Created on first use. Tests point ``INTERP_CACHE`` at a temporary folder so
     they never write the user's cache.
     """
-    root = os.environ.get("INTERP_CACHE")
-    path = Path(root).expanduser() if root else Path.home() / ".cache" / "interp"
+    path = cache_dir_path()
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def cache_dir_path() -> Path:
+    """Where :func:`cache_dir` is, without creating it."""
+    root = os.environ.get("INTERP_CACHE")
+    return Path(root).expanduser() if root else Path.home() / ".cache" / "interp"
+
+
+#: The longest path and file name the file system takes (Linux: PATH_MAX, NAME_MAX, bytes).
+PATH_MAX, NAME_MAX = 4096, 255
+
+
+def check_path_name(text: str | os.PathLike, what: str) -> None:
+    """Refuse (one line) a path the file system could not take: too long as a whole or in
+    one of its names, or holding a NUL byte; before it reaches the file system, whose error
+    ("File name too long") would not say which argument it was."""
+    try:
+        raw = os.fsencode(text)
+    except UnicodeEncodeError:
+        raise InterpError(f"{what} {os.fspath(text)[:60]!r} is not a valid file name") from None
+    shown = os.fsdecode(raw[:60]) + ("…" if len(raw) > 60 else "")
+    if b"\0" in raw:
+        raise InterpError(f"{what} {shown!r} holds a NUL byte")
+    if len(raw) >= PATH_MAX:
+        raise InterpError(f"{what} {shown!r} is too long: {len(raw):,} bytes (the file system "
+                          f"takes under {PATH_MAX:,})")
+    longest = max(raw.split(b"/"), key=len)
+    if len(longest) > NAME_MAX:
+        raise InterpError(f"{what} {shown!r} is too long: one name in it has {len(longest)} "
+                          f"bytes (the file system takes {NAME_MAX})")
 
 
 def datasets_dir() -> Path:

@@ -271,7 +271,9 @@ CASES = [
     Case("seeds-unwritable-out", lambda c: [
         "seeds", "2", "--out", _under_file(c), "--", "lens", "hi", *M(c)], "cannot create"),
     Case("compare-no-results", lambda c: [
-        "compare", str(c.tmp / "x"), str(c.tmp / "y")], "no results.json"),
+        "compare", _folder(c, "x"), _folder(c, "y")], "no results.json"),
+    Case("compare-missing-folder", lambda c: [
+        "compare", str(c.tmp / "x"), str(c.tmp / "y")], "x: no such folder"),
     Case("compare-different-verbs", lambda c: [
         "compare", _result(c, "a", {"x": 1.0, "y": 2.0, "z": 3.0}),
         _result(c, "b", {"p": 1.0, "q": 2.0, "z": 3.0}), "--out", c.out],
@@ -494,7 +496,74 @@ CASES = [
     Case("attention-no-chat-template", lambda c: [
         "attention", "hello", "--model", c.no_template, "--layer", "0", "--chat",
         "--out", c.out], "chat template"),
+    # ----------------------------------------- found by the fuzzing (test_cli_fuzz.py)
+    Case("lens-meta-device", lambda c: [
+        "lens", "hi", *M(c), "--device", "meta", "--out", c.out], "cannot run a model"),
+    Case("steer-generate-meta-device", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), *M(c), "--device", "meta"],
+        "device 'meta' cannot run a model"),
+    Case("sae-eval-meta-device", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--device", "meta",
+        "--out", c.out], "cannot run a model"),
+    Case("sae-browse-absent-gpu", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--device", "cuda:7", "--out", c.out], "cuda:7"),
+    Case("lens-over-long-model-name", lambda c: [
+        "lens", "hi", "--model", "m" * 10_000, "--out", c.out], "model name 'mmm"),
+    Case("models-verify-over-long-name", lambda c: [
+        "models", "--verify", "m" * 10_000], "is too long: 10,000 bytes"),
+    Case("lens-prompt-not-utf8", lambda c: [
+        "lens", "caf\udce9", *M(c), "--out", c.out], "argument 2 (caf\\udce9) is not valid UTF-8"),
+    Case("generate-stop-not-utf8", lambda c: [
+        "generate", "hi", *M(c), "--stop", "\udcff", "--out", c.out], "is not valid UTF-8"),
+    Case("patch-binary-task", lambda c: [
+        "patch", *M(c), "--task", _binary(c, "t.jsonl"), "--out", c.out], "not UTF-8 text"),
+    Case("capture-position-too-large", lambda c: [
+        "capture", "hi", *M(c), "--layer", "0", "--positions", str(10**30), "--out", c.out],
+        "is out of range"),
+    Case("tuned-lens-eval-seed-too-large", lambda c: [
+        "tuned-lens", "eval", *M(c), "--seed", "1180591620717411303423", "--out", c.out],
+        "--seed"),
+    Case("compare-empty-out", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0}), _result(c, "b", {"x": 2.0}), "--out", ""],
+        "empty output folder name"),
+    Case("sae-export-empty-out", lambda c: [
+        "sae", "export", _tiny_sae(c), "--out", ""], "empty output folder name",
+        out_is_artifact=True),
+    Case("lens-out-is-current-folder", lambda c: [
+        "lens", "hi", *M(c), "--out", "."], "is the current folder"),
+    Case("generate-out-above-the-package", lambda c: [
+        "generate", "hi", *M(c), "--out", str(Path(__file__).resolve().parents[4])],
+        "holds interp's own source"),
+    Case("capture-out-is-the-cache", lambda c: [
+        "capture", "hi", *M(c), "--layer", "0", "--out", _cache()], "is interp's cache"),
+    Case("compare-out-is-an-input", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0}), _result(c, "b", {"x": 2.0}), "--out",
+        str(c.tmp / "a")], "is the input folder"),
+    Case("sae-export-out-is-the-sae", lambda c: [
+        "sae", "export", _tiny_sae(c), "--out", _tiny_sae(c)], "is the input folder",
+        out_is_artifact=True),
+    Case("sae-eval-line-break-in-name", lambda c: [
+        "sae", "eval", str(c.tmp / "a\x1eb\nc"), *M(c), "--out", c.out], "a\\x1eb c"),
+    Case("steer-train-over-long-out", lambda c: [
+        "steer", "train", "--pairs", c.file("p.jsonl", _pairs()), "--layer", "1", *M(c),
+        "--out", str(c.tmp / ("n" * 300))], "is too long", out_is_artifact=True),
 ]
+
+
+def _folder(ctx: Ctx, name: str) -> str:
+    (ctx.tmp / name).mkdir()
+    return str(ctx.tmp / name)
+
+
+def _binary(ctx: Ctx, name: str) -> str:
+    (ctx.tmp / name).write_bytes(bytes(range(256)) * 4)
+    return str(ctx.tmp / name)
+
+
+def _cache() -> str:
+    from interp.runs.paths import cache_dir
+
+    return str(cache_dir())
 
 
 def _pair(corrupted: str = "The capital of Italy is", answer: str = " Paris") -> str:

@@ -112,8 +112,11 @@ def test_compare_refuses_mismatched_inputs(tmp_path):
     g = _group(tmp_path / "g", [{"x": 1.0}, {"x": 2.0}])
     with pytest.raises(InterpError, match="not one of each"):
         compare_results(a, g)
+    (tmp_path / "nothing").mkdir()
     with pytest.raises(InterpError, match="no results.json"):
         compare_results(a, tmp_path / "nothing")
+    with pytest.raises(InterpError, match="missing: no such folder"):  # missing, said so
+        compare_results(a, tmp_path / "missing")
 
 
 # ------------------------------------------------------------------ the CLI end to end
