@@ -138,6 +138,7 @@ def score_continuations(
     for i, ids in enumerate(p_ids):
         if not ids:
             raise InterpError(f"prompt {i} has no tokens")
+    _check_memory(model, p_ids, c_ids, 1 if deterministic else batch_size)
     n = len(prompts)
     logprob = torch.zeros(n, k, dtype=torch.float32)
     n_tokens = torch.tensor([[len(c) for c in row] for row in c_ids], dtype=torch.long)
@@ -149,6 +150,27 @@ def score_continuations(
 
 
 # ------------------------------------------------------------------------ fast path
+def _check_memory(model: Model, p_ids: list[list[int]], c_ids: list[list[list[int]]],
+                  batch_size: int) -> None:
+    """Refuse (one line, before the first pass) scoring whose logits would not fit.
+
+    A batch's prompt pass holds float32 logits over the vocabulary at every prompt
+    position, and its continuation pass at every continuation position of its ``b·k``
+    rows (each about twice: logits and log-softmax), beside the KV cache of all rows.
+    """
+    from interp.runs.memory import FLOAT32, logits_bytes, require
+
+    b = min(batch_size, len(p_ids))
+    k = len(c_ids[0]) if c_ids else 1
+    prompt = max(len(p) for p in p_ids)
+    cont = max((len(c) for row in c_ids for c in row), default=1)
+    need = (max(logits_bytes(b, prompt, model.d_vocab), logits_bytes(b * k, cont, model.d_vocab))
+            + 2 * model.n_layers * b * k * (prompt + cont) * model.d_model * FLOAT32)
+    require(need, f"scoring {k} continuation(s) of up to {cont} tokens after prompts of up to "
+            f"{prompt} tokens in batches of {b} over a {model.d_vocab:,}-token vocabulary",
+            "lower batch_size or shorten the prompts", device=model.device)
+
+
 def _score_cached(
     model: Model, p_ids: list[list[int]], c_ids: list[list[list[int]]], out: Tensor,
     batch_size: int, progress: bool | None, description: str,

@@ -139,3 +139,20 @@ def test_defaults_fit_here(monkeypatch):
                    "SAE defaults", "")
     memory.require(logits_bytes(16, 64 + 64, vocab), "generation defaults", "")
     memory.require(logits_bytes(4, 128, 262_144, copies=6), "Gemma lens eval defaults", "")
+
+
+def test_scoring_refused_before_any_forward(tiny_model, monkeypatch):
+    from evals.scoring import score_continuations
+
+    monkeypatch.setattr(tiny_model.bridge, "forward", lambda *a, **k: pytest.fail("ran"))
+    prompts = ["The capital of France is", "Water boils at"]
+    conts = [[" Paris", " Rome"], [" 100 degrees", " 0 degrees"]]
+    p = max(len(tiny_model.encode(x)) for x in prompts)
+    c = max(len(ids) for row in conts for ids in (tiny_model.encode(x) for x in row))
+    m = tiny_model
+    want = (max(logits_bytes(2, p, m.d_vocab), logits_bytes(4, c, m.d_vocab))
+            + 2 * m.n_layers * 4 * (p + c) * m.d_model * 4)
+    _budget(monkeypatch, want - 1)
+    with pytest.raises(InterpError, match="lower batch_size or shorten the prompts") as info:
+        score_continuations(m, prompts, conts, batch_size=8, progress=False)
+    assert _quoted(str(info.value))[0] == size_text(want)
