@@ -79,6 +79,17 @@ def test_a_dead_holders_lock_is_taken_over(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["results.json"]
 
 
+def test_waiting_for_a_holder_says_so_once_then_refuses(tmp_path, capsys):
+    _plant(tmp_path / "f", os.getppid())
+    lock = folder_lock(tmp_path / "f", subject="the conversion into f", hint="wait")
+    t0 = time.monotonic()
+    with pytest.raises(InterpError, match=r"^the conversion into f is in use by pid"):
+        lock.acquire(wait_s=0.6)
+    assert time.monotonic() - t0 >= 0.6
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"waiting for pid {os.getppid()} "), err
+
+
 def test_a_reused_pid_is_not_a_holder(tmp_path, capsys):
     """A lock whose pid now belongs to another process (other start time) is stale."""
     lock = _plant(tmp_path / "f", os.getppid())
@@ -232,6 +243,7 @@ def test_another_process_is_refused_a_held_run_folder_and_cache_entry(tiny_model
         run.close()
         store.close()
     _hold_in_child(store.cache)  # let go: another process takes it now
+    assert not (store.cache / LOCK_NAME).exists(), "a process that exits leaves no lock"
 
 
 _HOLDER = """
