@@ -193,7 +193,8 @@ class Lock:
                 pass
             except OSError as exc:
                 raise InterpError(f"cannot lock {self.subject}: {exc.strerror or exc}") from None
-        for _ in range(20):
+        give_up = time.monotonic() + _PARTIAL_GRACE_S + 3.0  # past a creator's write
+        while time.monotonic() < give_up:
             data = self._content()
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
