@@ -247,7 +247,8 @@ def _keep_file(final: Path) -> Path | None:
     """A hidden second name for the file at ``final`` (None if there is none)."""
     if not os.path.lexists(final) or (final.is_dir() and not final.is_symlink()):
         return None
-    backup = final.with_name(f".{final.name}.old-{secrets.token_hex(6)}")
+    # ".tmp" at the end: a killed command's spare names are swept with its staged files
+    backup = final.with_name(f".{final.name}.old-{secrets.token_hex(6)}.tmp")
     try:
         os.link(final, backup, follow_symlinks=False)
     except OSError as exc:
