@@ -426,6 +426,19 @@ class _LensRun(ResumableRun):
                                     manifest=manifest)
 
 
+def check_memory(model: Model, cfg: TunedLensTrainConfig) -> None:
+    """Refuse (one line, before any work) steps whose logits would not fit: the model's
+    float32 logits at every position of a batch, and at the sampled positions the final
+    log-probabilities and one layer's lens logits with their gradient (about 4 copies)."""
+    from interp.runs.memory import logits_bytes, require
+
+    need = (logits_bytes(cfg.batch_size, cfg.seq_len, model.d_vocab, copies=1)
+            + logits_bytes(cfg.batch_size, cfg.positions_per_window, model.d_vocab, copies=4))
+    require(need, f"training a tuned lens on batches of {cfg.batch_size} windows of "
+            f"{cfg.seq_len} tokens over a {model.d_vocab:,}-token vocabulary",
+            "lower batch_size, seq_len or positions_per_window", device=model.device)
+
+
 def train_tuned_lens(
     model: Model,
     docs: Sequence[str],
@@ -457,6 +470,7 @@ def train_tuned_lens(
         on_checkpoint: called with the step after each checkpoint is on disk (tests).
     """
     cfg = TunedLensTrainConfig.resolve(config, settings)
+    check_memory(model, cfg)
     data = dict(data or {})
     man = manifest or model_manifest(
         model, seed=cfg.seed, config=cfg.to_dict(), dataset_hash=data.get("sha256"),

@@ -309,6 +309,10 @@ CASES = [
     Case("tuned-lens-train-nan-weight-decay", lambda c: [
         "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"),
         "--weight-decay", "nan", "--out", c.out], "weight decay", out_is_artifact=True),
+    Case("tuned-lens-train-beyond-memory", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"),
+        "--batch-size", "100000000", "--out", c.out], "would need about",
+        out_is_artifact=True),
     Case("tuned-lens-train-missing-text", lambda c: [
         "tuned-lens", "train", *M(c), "--text", str(c.tmp / "none.txt"), "--out", c.out],
         "cannot read text file", out_is_artifact=True),

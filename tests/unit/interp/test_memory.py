@@ -156,3 +156,18 @@ def test_scoring_refused_before_any_forward(tiny_model, monkeypatch):
     with pytest.raises(InterpError, match="lower batch_size or shorten the prompts") as info:
         score_continuations(m, prompts, conts, batch_size=8, progress=False)
     assert _quoted(str(info.value))[0] == size_text(want)
+
+
+def test_tuned_lens_training_refused_before_any_work(tiny_model, tmp_path, monkeypatch):
+    from interp.lenses import training
+
+    cfg = training.TunedLensTrainConfig(tokens=4 * 16 * 3, batch_size=4, seq_len=16,
+                                        positions_per_window=8)
+    want = (logits_bytes(4, 16, tiny_model.d_vocab, copies=1)
+            + logits_bytes(4, 8, tiny_model.d_vocab, copies=4))
+    _budget(monkeypatch, want - 1)
+    with pytest.raises(InterpError, match="lower batch_size, seq_len or positions_per") as i:
+        training.train_tuned_lens(tiny_model, paragraphs(20), tmp_path / "run", cfg,
+                                  progress=False)
+    assert _quoted(str(i.value))[0] == size_text(want)
+    assert not (tmp_path / "run").exists()
