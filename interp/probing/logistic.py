@@ -141,7 +141,15 @@ def fit_logistic(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        precond = torch.cholesky_inverse(torch.linalg.cholesky(gram))
+        factor, info = torch.linalg.cholesky_ex(gram)
+        if bool((info > 0).any()):
+            # a huge C leaves 1/C below float32's resolution of a rank-deficient gram (fewer
+            # rows than features): a floor keeps it a preconditioner (the optimum is set by
+            # the objective's own penalty, not by this)
+            floor = 1e-4 * gram.diagonal(dim1=1, dim2=2).mean(-1).clamp_min(1.0)
+            gram.diagonal(dim1=1, dim2=2).add_(floor[:, None])
+            factor = torch.linalg.cholesky(gram)
+        precond = torch.cholesky_inverse(factor)
     finally:
         torch.set_num_threads(threads)
 

@@ -325,6 +325,21 @@ def test_fit_logistic_rejects_bad_input(case, message):
         fit_logistic(x, y.reshape(1, 1, -1) if case != "shape" else y[None], train, C=C)
 
 
+def test_fit_logistic_takes_a_huge_C_on_fewer_rows_than_features():
+    """Found by the CLI fuzzing (``probe --C 2147483648``): with 1/C below float32's
+    resolution, the preconditioner of a rank-deficient problem was not positive definite and
+    the fit died in a Cholesky factorisation; now it fits, separating the training rows."""
+    from interp.probing.logistic import fit_logistic
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 40, 64, generator=g)
+    y = torch.tensor([[0.0, 1.0] * 20]).reshape(1, 1, -1)
+    train = torch.ones(1, 1, 40, dtype=torch.bool)
+    fit = fit_logistic(x, y, train, C=2147483648.0)
+    pred = (fit.decision[0, 0] > 0).float()
+    assert torch.isfinite(fit.decision).all() and bool((pred == y[0, 0]).all())
+
+
 def test_run_probe_rejects_an_unknown_solver(tiny_model):
     with pytest.raises(InterpError, match="unknown solver 'bogus'"):
         run_probe(tiny_model, synthetic_sentiment(), layers=[1], solver="bogus",  # type: ignore[arg-type]
