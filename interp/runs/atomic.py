@@ -49,7 +49,7 @@ def raw_os_error(exc: BaseException | None) -> TypeGuard[OSError]:
 
 
 def write_error(path: str | os.PathLike[str], exc: OSError, kept: str = KEPT) -> WriteError:
-    """The one line for a failed write: ``cannot write PATH: no space left on device; …``.
+    """The one line for a failed write: ``cannot write PATH: No space left on device; …``.
 
     ``path`` is the file (or folder) the user asked for, not the temporary file that
     failed; ``kept`` says what is left (by default: the previous files are kept). A
@@ -58,7 +58,6 @@ def write_error(path: str | os.PathLike[str], exc: OSError, kept: str = KEPT) ->
     if isinstance(exc, WriteError):
         return exc
     reason = exc.strerror or str(exc) or type(exc).__name__
-    reason = reason[:1].lower() + reason[1:]
     return WriteError(f"cannot write {os.fspath(path)}: {reason}; {kept}", exc.errno)
 
 
