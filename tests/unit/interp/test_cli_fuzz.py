@@ -15,10 +15,10 @@ lists), runs the verb in-process through the console entry point and asserts the
   empty; the shared inputs stay byte-identical).
 
 Seeded (``derandomize``) and bounded: ``INTERP_FUZZ_EXAMPLES`` examples per (verb, option)
-(default 1 in the fast tier; ``make accept`` raises it). The fast tier stops each case where
-its model would load (every up-front check is fuzzed; the verbs without a model run to their
-end); ``INTERP_FUZZ_DEEP=1`` runs every case to its end. The hand-picked semantic cases stay
-in ``test_bad_inputs.py``.
+(default 6 in the fast tier, about 20 s here; ``make accept`` sets its own). The fast tier
+stops each case where its model would load (every up-front check is fuzzed; the verbs without
+a model run to their end); ``INTERP_FUZZ_DEEP=1`` runs every case to its end. The hand-picked
+semantic cases stay in ``test_bad_inputs.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 
 from tests.support.cli_runner import run
 
-EXAMPLES = int(os.environ.get("INTERP_FUZZ_EXAMPLES", "1"))
+EXAMPLES = int(os.environ.get("INTERP_FUZZ_EXAMPLES", "6"))
 #: ``INTERP_FUZZ_DEEP=1`` (``make accept``) runs every case to its end (up to
 #: :data:`CASE_SECONDS`); the fast tier stops a case where its model would load: every check
 #: made before that point is fuzzed, and the verbs without a model run to their end.
@@ -276,7 +276,8 @@ def _paths(case: Case) -> list[str]:
     return ["", ".", str(d / "missing.jsonl"), str(d / "missing" / "deeper"),
             str(d / "empty.jsonl"), str(d / "binary.jsonl"), str(d / "latin1.txt"),
             str(d / "folder"), str(d / "binary.jsonl" / "under-a-file"), f"{d}/{LONG_NAME}",
-            LONG, str(d / "caf\udce9"), str(d / "bad.gguf"), str(d / "missing.gguf")]
+            LONG, str(d / "caf\udce9"), str(d / "bad.gguf"), str(d / "missing.gguf"),
+            str(REPO), str(REPO.parent), os.environ.get("INTERP_CACHE", str(d / "cache"))]
 
 
 def _hostile_files(case: Case) -> None:
