@@ -204,7 +204,12 @@ def open_out(out_dir: str | None) -> OutDir | NoOut:
 
     Verbs test ``isinstance(out, OutDir)`` before writing files.
     """
-    return NoOut() if out_dir is None else OutDir(out_dir)
+    if out_dir is None:
+        return NoOut()
+    from interp.runs.outdir import check_out_place
+
+    check_out_place(out_dir)  # "" is refused as empty (an OutDir would read it as ".")
+    return OutDir(out_dir)
 
 
 class NoOut:

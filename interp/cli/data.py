@@ -99,6 +99,10 @@ def corpus() -> None:
 def corpus_build(out_dir: str | None, force: bool) -> None:
     """Download the documentation packages and build train/heldout splits."""
     from interp.data import corpus as corpus_mod
+    if out_dir is not None:  # --out "" is refused, not read as the default folder
+        from interp.runs.outdir import check_out_place
+
+        check_out_place(out_dir)
     if corpus_mod.is_built(out_dir) and not force:
         log(f"corpus already built at {out_dir or corpus_mod.default_dir()} (use --force)")
     else:

@@ -313,7 +313,8 @@ def eval_cmd(
     path = sae_path(sae_dir)
     cfg = build_config(SAEEvalConfig, settings, batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
-    target = out_dir or str(path)
+    target = str(path) if out_dir is None else out_dir  # --out "" is refused, not the default
+    check_creatable(target)
     with OutDir(target) as out:
         model = load_model(model_name, device, dtype, seed)
         res = evaluate_sae(model, load_sae(path, model, device=device), docs, cfg, data=data)

@@ -533,6 +533,13 @@ CASES = [
     Case("sae-export-empty-out", lambda c: [
         "sae", "export", _tiny_sae(c), "--out", ""], "empty output folder name",
         out_is_artifact=True),
+    Case("sae-eval-empty-out", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--out", ""],
+        "empty output folder name"),
+    Case("lens-empty-out", lambda c: ["lens", "hi", *M(c), "--out", ""],
+         "empty output folder name"),
+    Case("corpus-build-empty-out", lambda c: ["corpus", "build", "--out", ""],
+         "empty output folder name"),
     Case("lens-out-is-current-folder", lambda c: [
         "lens", "hi", *M(c), "--out", "."], "is the current folder"),
     Case("generate-out-above-the-package", lambda c: [
