@@ -36,6 +36,7 @@ from interp.activations.capture import capture
 from interp.display import format_number, signed
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.probing.results import SEED_STRIDE
 from interp.profiling.session import phase
 from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
@@ -87,7 +88,10 @@ class SparseProbeConfig(Config):
         (1, 2, 5, 20), parse=parse_ks, cli_default="1,2,5,20",
         check=Check(_positive_ints, "must be positive integers"),
         help="Comma-separated numbers of latents the sparse probes may use.")
-    seeds: int = setting(5, cli_range=True, check=at_least(1), help="Held-out splits.")
+    # bounded like the probe tool's splits: --seeds 2147483648 filled memory (found by the
+    # CLI fuzzing) before a single probe ran
+    seeds: int = setting(5, cli_range=True, check=in_range(1, SEED_STRIDE),
+                         help="Held-out splits.")
     test_size: float = setting(0.25, cli=False,
                                check=in_range(0, 1, open_low=True, open_high=True),
                                help="Held-out fraction of each split.")

@@ -430,6 +430,9 @@ CASES = [
     Case("sae-probe-bad-ks", lambda c: [
         "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
         "--ks", "0,2", *M(c), "--out", c.out], "bad --ks"),
+    Case("sae-probe-seeds-too-many", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--seeds", "2147483648", *M(c), "--out", c.out], "--seeds"),
     Case("sae-probe-one-class", lambda c: [
         "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([1] * 40)),
         *M(c), "--out", c.out], "single class"),

@@ -403,12 +403,15 @@ def run_limited(argv: list[str], capsys) -> tuple[int | None, str]:
     old = signal.signal(signal.SIGALRM, _overrun)
     # repeating: a library that catches BaseException and carries on is stopped again
     signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS, 0.5)
+    code: int | None = None
     try:
-        code, _, err = run(argv, capsys)
+        try:
+            code, _, err = run(argv, capsys)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # disarmed first, before anything else
     except (Overrun, ModelLoad):
         return None, capsys.readouterr().err
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
     return code, err
 
