@@ -50,7 +50,8 @@ DEEP = os.environ.get("INTERP_FUZZ_DEEP", "") not in ("", "0")
 CASE_SECONDS = float(os.environ.get("INTERP_FUZZ_CASE_SECONDS", "60"))
 OVERRUNS: list[str] = []
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=list(HealthCheck),
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow, HealthCheck.data_too_large],
                     phases=[Phase.explicit, Phase.generate, Phase.shrink])
 #: Exit codes a verb may end with besides 0 and 2 (``models --verify``: a model that fails
 #: its checks exits 1 after printing its table, by design).
