@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -132,7 +133,9 @@ def recorded_conversion(tmp_path, monkeypatch):
         for name in gc.CONVERSION_STEPS:
             steps.step(name)
         out_dir.mkdir(parents=True)
-        (out_dir / "interp_conversion.json").write_text("{}")
+        # a stamp as the converter writes it (the loader checks it before using the folder)
+        stamp = {"converter_version": gc.CONVERTER_VERSION, "files": gc.file_records(out_dir)}
+        (out_dir / gc.STAMP_FILE).write_text(json.dumps(stamp))
         return out_dir
 
     monkeypatch.setattr(loading, "conversion_progress", spy_progress)
