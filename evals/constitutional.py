@@ -67,6 +67,7 @@ from interp.schema import (
     in_range,
     json_meta,
     non_negative,
+    seed_range,
     setting,
 )
 
@@ -238,8 +239,9 @@ class ConstitutionalConfig(Config):
     max_new_tokens: int = setting(96, check=at_least(1), cli_range=True,
                                   help="Tokens per answer, critique and revision.")
     temperature: float = setting(0.0, check=non_negative, cli_range=True, help="0 = greedy.")
-    seed: int = setting(0, cli=False, help="Principle draws and sampling (recorded in the "
-                                           "manifest).")
+    seed: int = setting(0, check=seed_range, cli=False,
+                        help="Principle draws and sampling (recorded in the "
+                        "manifest).")
     batch_size: int = setting(16, cli=False, check=at_least(1),
                               help="Prompts per generation and judging batch.")
     deterministic: bool = setting(False,

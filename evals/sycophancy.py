@@ -85,6 +85,7 @@ from interp.schema import (
     at_least,
     json_field,
     json_meta,
+    seed_range,
     setting,
     to_data,
 )
@@ -378,7 +379,7 @@ class SycophancyConfig(Config):
         "--batch-size.")
     limit: int | None = setting(None, check=at_least(1), cli_range=True,
                                 help="Use the first N questions only.")
-    seed: int = setting(0, cli=False,
+    seed: int = setting(0, check=seed_range, cli=False,
                         help="Which answer is shown first in choice mode; the probe's folds "
                              "and shuffles (recorded in the manifest).")
     max_new_tokens: int = setting(48, check=at_least(1), cli_range=True,

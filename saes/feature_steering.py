@@ -34,7 +34,7 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phase
 from interp.runs.progress import make_progress
-from interp.schema import Config, at_least, setting
+from interp.schema import Config, at_least, seed_range, setting
 from interp.steering.vectors import SteeringVector
 from saes.sae import SparseAutoencoder
 
@@ -52,7 +52,7 @@ class FeatureVectorConfig(Config):
                           help="Held-out tokens that set the feature's typical maximum.")
     seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.")
     batch_size: int = setting(8, check=at_least(1), help="Text windows per forward pass.")
-    seed: int = setting(0, help="Seeds the windows.")
+    seed: int = setting(0, check=seed_range, help="Seeds the windows.")
 
     @property
     def n_windows(self) -> int:

@@ -40,6 +40,7 @@ from interp.schema import (
     in_range,
     json_field,
     json_meta,
+    seed_range,
     setting,
 )
 from interp.schema.convert import json_info, structure
@@ -296,7 +297,7 @@ class SAEEvalConfig(Config):
                            help="Tokens per text window.")
     batch_size: int = setting(8, cli=False, check=at_least(1),
                               help="Text windows per forward pass.")
-    seed: int = setting(0, cli=False, help="Seeds the windows and the bootstrap.")
+    seed: int = setting(0, check=seed_range, cli=False, help="Seeds the windows and the bootstrap.")
     dense_threshold: float = setting(0.1, cli=False, check=in_range(0, 1, open_low=True,
                                                                     open_high=True),
                                      help="A feature firing on more than this fraction of "
@@ -599,7 +600,8 @@ class BrowserConfig(Config):
         "alive:300", check=Check(_feature_spec_ok, "must be 'all', 'alive:N' or a comma "
                                                    "list of indices"),
         help="Feature cards: 'all', 'alive:N' (a seeded sample of live ones) or '3,17,99'.")
-    seed: int = setting(0, cli=False, help="Seeds the windows and the 'alive:N' sample.")
+    seed: int = setting(0, check=seed_range, cli=False,
+                        help="Seeds the windows and the 'alive:N' sample.")
 
     @property
     def n_windows(self) -> int:

@@ -49,6 +49,7 @@ from interp.schema import (
     in_range,
     json_field,
     positive,
+    seed_range,
     setting,
 )
 from interp.stats.intervals import mean_t_ci
@@ -102,7 +103,8 @@ class SparseProbeConfig(Config):
     random_draws: int = setting(5, cli_range=True, check=at_least(1),
                                 help="Draws of k random latents per split (averaged).")
     batch_size: int = setting(16, cli=False, check=at_least(1), help="Texts per forward pass.")
-    seed: int = setting(0, cli=False, help="Keys the splits and the random latents.")
+    seed: int = setting(0, check=seed_range, cli=False,
+                        help="Keys the splits and the random latents.")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -55,7 +55,7 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phase
 from interp.runs.progress import note
-from interp.schema import Config, at_least, setting
+from interp.schema import Config, at_least, seed_range, setting
 from interp.training.loop import ranks_agree
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class StoreConfig(Config):
     windows_per_chunk: int = setting(1024, check=at_least(1),
                                      help="Windows shuffled together.")
     data_shards: int = setting(1, check=at_least(1), help="Substreams of the text.")
-    seed: int = setting(0, help="Seeds the shuffle.")
+    seed: int = setting(0, check=seed_range, help="Seeds the shuffle.")
     forward_batch: int = setting(8, check=at_least(1), help="Windows per model forward.")
 
     def check(self) -> None:

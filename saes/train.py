@@ -63,6 +63,7 @@ from interp.schema import (
     in_range,
     json_field,
     positive,
+    seed_range,
     setting,
 )
 from interp.training import ResumableRun, barrier, train_steps
@@ -135,7 +136,8 @@ class SAETrainConfig(Config):
                                          "are resampled.")
     checkpoint_every: int = setting(50, cli_range=True, check=at_least(1),
                                     help="Steps between checkpoints.")
-    seed: int = setting(0, cli=False, help="Seeds the initialisation and the data order.")
+    seed: int = setting(0, check=seed_range, cli=False,
+                        help="Seeds the initialisation and the data order.")
     seq_len: int = setting(128, cli_range=True, check=at_least(3),
                            help="Tokens per text window.")
     windows_per_chunk: int = setting(

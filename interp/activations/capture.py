@@ -41,6 +41,7 @@ from interp.schema import (
     at_least,
     json_field,
     positive,
+    seed_range,
     setting,
 )
 
@@ -570,7 +571,7 @@ class CaptureConfig(Config):
         None, check=_memory_limit,
         help="Refuse captures needing more memory [default: $INTERP_MAX_MEMORY_GB or "
         "half the RAM].")
-    seed: int | None = setting(None, cli=False,
+    seed: int | None = setting(None, check=seed_range, cli=False,
                                help="Recorded in the manifest (a capture draws nothing at "
                                     "random).")
 

@@ -36,6 +36,7 @@ from interp.schema import (
     json_meta,
     non_negative,
     not_empty,
+    seed_range,
     setting,
 )
 from interp.stats.intervals import Z95, mean_ci
@@ -130,7 +131,8 @@ class PatchConfig(Config):
         help="Leave out pairs whose clean − corrupted logit difference gap is smaller.")
     n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100), cli_range=True,
                           help="Bootstrap resamples for the agreement CIs.")
-    seed: int = setting(0, cli=False, help="Seeds the bootstrap (recorded in the manifest).")
+    seed: int = setting(0, check=seed_range, cli=False,
+                        help="Seeds the bootstrap (recorded in the manifest).")
     dla: bool = setting(True, flag="--no-dla", help="Skip direct logit attribution.")
     top_heads: int = setting(4, check=non_negative, cli_range=True,
                              help="Attention patterns of this many top heads in the report.")
@@ -298,7 +300,7 @@ class AttentionConfig(Config):
         None, flag="--head", parse=parse_heads, metavar="H[,H...]",
         help="Heads to show, comma-separated (default: every head of the layer).")
     chat: bool = setting(False, help="Wrap the prompt in the model's chat template.")
-    seed: int | None = setting(None, cli=False, help="Recorded in the manifest.")
+    seed: int | None = setting(None, check=seed_range, cli=False, help="Recorded in the manifest.")
 
     transient: ClassVar[tuple[str, ...]] = ("seed",)
 

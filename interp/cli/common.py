@@ -15,6 +15,7 @@ import click
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir
 from interp.schema.convert import json_safe
+from interp.schema.settings import SEED_MAX
 
 
 def make_model_options(
@@ -57,8 +58,8 @@ def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
     return fn
 
 
-#: Seeds every library here takes (numpy's and scikit-learn's stop at 2³² − 1).
-SEED_RANGE = click.IntRange(min=0, max=2**32 - 1)
+#: Seeds every library here takes (the configs' ``seed_range`` check).
+SEED_RANGE = click.IntRange(min=0, max=SEED_MAX)
 
 
 def check_device(_ctx: click.Context | None, _param: click.Parameter | None, value: str) -> str:

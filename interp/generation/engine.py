@@ -84,6 +84,7 @@ from interp.schema import (
     in_range,
     json_field,
     non_negative,
+    seed_range,
     setting,
 )
 from interp.schema.convert import fields_data
@@ -136,7 +137,7 @@ class GenerationConfig(Config):
                                               "the top-p probability mass kept"),
                            help="Top-p (nucleus) sampling: keep the most likely tokens up to "
                                 "this probability mass.")
-    seed: int = setting(0, cli=False, help="Keys the per-request random streams.")
+    seed: int = setting(0, check=seed_range, cli=False, help="Keys the per-request random streams.")
     stop: tuple[str, ...] = setting((), check=_NON_EMPTY_STRINGS,
                                     help="Stop string (repeatable); the text is cut before "
                                          "the first one.")

@@ -37,7 +37,16 @@ from interp.lenses.tuned import TunedLens
 from interp.models.loading import Model
 from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
-from interp.schema import Config, Headline, Result, at_least, json_field, json_meta, setting
+from interp.schema import (
+    Config,
+    Headline,
+    Result,
+    at_least,
+    json_field,
+    json_meta,
+    seed_range,
+    setting,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -53,7 +62,8 @@ class LensEvalConfig(Config):
     seq_len: int = setting(128, check=SEQ_LEN, help="Tokens per packed held-out window.")
     batch_size: int = setting(4, cli=False, check=at_least(1),
                               help="Text windows per forward pass.")
-    seed: int = setting(0, cli=False, help="Picks the held-out windows (and the bootstrap).")
+    seed: int = setting(0, check=seed_range, cli=False,
+                        help="Picks the held-out windows (and the bootstrap).")
     summary_last: int = setting(20, check=at_least(0),
                                 help="The headline ratio averages KL over layers 0…this.")
     bootstrap: int = setting(1000, cli=False, check=at_least(1),

@@ -27,7 +27,16 @@ from interp.lenses.logit import Lens, LensResult, LogitLens, entropy, kl_diverge
 from interp.lenses.tuned import TunedLens, load_tuned_lens
 from interp.models.loading import Model
 from interp.runs.manifest import model_manifest
-from interp.schema import Check, Config, Headline, Result, json_field, json_meta, setting
+from interp.schema import (
+    Check,
+    Config,
+    Headline,
+    Result,
+    json_field,
+    json_meta,
+    seed_range,
+    setting,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -57,7 +66,7 @@ class LensConfig(Config):
         False, cli=False,
         help="Also keep every lens's full [layers, positions, vocab] log-probabilities "
              "(memory heavy).")
-    seed: int = setting(0, cli=False,
+    seed: int = setting(0, check=seed_range, cli=False,
                         help="Recorded in the manifest (a lens draws nothing at random).")
 
     def check(self) -> None:

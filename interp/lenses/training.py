@@ -59,6 +59,7 @@ from interp.schema import (
     in_range,
     json_meta,
     non_negative,
+    seed_range,
     setting,
 )
 from interp.training import ResumableRun, train_steps
@@ -110,7 +111,7 @@ class TunedLensTrainConfig(Config):
         0.1, cli=False, check=in_range(0, 1, open_high=True),
         help="Share of the steps with a linear warm-up (then a linear decay to 0).")
     checkpoint_every: int = setting(10, check=at_least(1), help="Steps between checkpoints.")
-    seed: int = setting(0, cli=False,
+    seed: int = setting(0, check=seed_range, cli=False,
                         help="Keys the windows and the sampled positions (and the manifest).")
     unembed_dtype: Literal["bfloat16", "float32"] = setting(
         "bfloat16", help="dtype of the unembedding matmul in the loss.")

@@ -29,6 +29,7 @@ from interp.schema import (
     json_field,
     json_meta,
     positive,
+    seed_range,
     setting,
 )
 
@@ -141,7 +142,7 @@ class AblationConfig(Config):
                               help="Examples used by the ablation check.")
     leace: bool = setting(False, help="With --ablate: also erase with LEACE "
                                       "(concept-erasure), a second method.")
-    seed: int = setting(0, cli=False, check=at_least(0), help="Keys the subsample and the "
+    seed: int = setting(0, cli=False, check=seed_range, help="Keys the subsample and the "
                                                               "random directions.")
     layer: int | None = setting(None, cli=False, check=at_least(0),
                                 help="Layer to ablate (default: the probe's best).")

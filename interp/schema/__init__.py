@@ -8,6 +8,7 @@ Plumbing only: no tool imports another through here, and nothing here knows a to
 from interp.schema.convert import from_data, json_field, json_meta, json_safe, to_data
 from interp.schema.result import Headline, Result
 from interp.schema.settings import (
+    SEED_MAX,
     Check,
     Config,
     ConfigError,
@@ -21,11 +22,13 @@ from interp.schema.settings import (
     not_empty,
     one_of,
     positive,
+    seed_range,
     setting,
 )
 
 __all__ = [
     "Check", "Config", "ConfigError", "Headline", "Result", "at_least", "at_most", "each",
     "finite", "fraction", "from_data", "in_range", "json_field", "json_meta", "json_safe",
-    "non_negative", "not_empty", "one_of", "positive", "setting", "to_data",
+    "non_negative", "not_empty", "one_of", "positive", "SEED_MAX", "seed_range", "setting",
+    "to_data",
 ]

@@ -106,6 +106,13 @@ not_empty = Check(lambda x: len(x) > 0 and (not isinstance(x, str) or x.strip() 
                   "must not be empty")
 
 
+#: The largest seed: numpy's and scikit-learn's generators take 0 … 2³² − 1.
+SEED_MAX = 2**32 - 1
+#: A seed every library here takes (the CLI's ``--seed`` range derives from it).
+seed_range = Check(lambda x: isinstance(x, int) and 0 <= x <= SEED_MAX,
+                   f"must be an integer in [0, {SEED_MAX}]", low=0, high=SEED_MAX)
+
+
 def at_least(low: float) -> Check:
     """``value ≥ low`` (and finite)."""
     return Check(lambda x: _finite(x) and x >= low, f"must be ≥ {low:g}", low=low)

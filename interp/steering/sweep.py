@@ -50,6 +50,7 @@ from interp.schema import (
     non_negative,
     not_empty,
     positive,
+    seed_range,
     setting,
 )
 from interp.schema.convert import from_data
@@ -219,7 +220,8 @@ class SweepConfig(Config):
                                   help="New tokens generated per continuation.")
     temperature: float = setting(0.0, check=non_negative,
                                  help="0 = greedy; otherwise sampling, once per seed.")
-    seeds: list[int] = setting(default_factory=lambda: [0], check=not_empty, parse=parse_ints,
+    seeds: list[int] = setting(default_factory=lambda: [0], check=[not_empty, each(seed_range)],
+                               parse=parse_ints,
                                cli_default="0", help="Sampling seeds, comma list.")
     chat: bool = setting(False, help="Wrap prompts in the model's chat template.")
     batch_size: int = setting(32, cli=False, check=at_least(1),
@@ -239,7 +241,7 @@ class SweepConfig(Config):
                                           help="The sweet spot's mean perplexity stays "
                                                "within this × α = 0.")
     positions: Positions = setting("all", help="Which tokens the vector is added to.")
-    seed: int = setting(0, cli=False,
+    seed: int = setting(0, check=seed_range, cli=False,
                         help="The run's seed as its manifest records it (the CLI's --seed); "
                              "the sampling streams are keyed by seeds.")
 

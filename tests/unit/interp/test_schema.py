@@ -326,3 +326,44 @@ def test_shared_formatters() -> None:
     assert ci_text(0.9, 0.8) == "[0.800, 0.900]" and ci_text(0.1, math.inf) == "—"
     assert percent(0.0625) == "6.25%"
     assert {"fmt", "signed", "pm", "ci", "pct"} <= set(FILTERS)
+
+
+def _all_configs() -> list[type[Config]]:
+    """Every config class of the four packages' tools (imported here, so the list is whole)."""
+    import importlib
+    import pkgutil
+
+    for pkg in ("interp", "saes", "evals"):
+        root = importlib.import_module(pkg)
+        for info in pkgutil.walk_packages(root.__path__, f"{pkg}."):
+            if ".cli" not in info.name and not info.name.endswith("__main__"):
+                importlib.import_module(info.name)
+    seen, todo = [], list(Config.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        seen.append(cls)
+        todo.extend(cls.__subclasses__())
+    return [c for c in seen if c.__module__.split(".")[0] in {"interp", "saes", "evals"}]
+
+
+def test_every_seed_setting_refuses_what_no_generator_takes() -> None:
+    """A seed outside 0 … 2³² − 1 (numpy's and scikit-learn's range) is refused by the
+    config itself, so a Python caller gets the CLI's check (issue 28), never an overflow
+    deep inside a run."""
+    import dataclasses
+
+    from interp.schema import SEED_MAX
+
+    checked = []
+    for cls in _all_configs():
+        for f in dataclasses.fields(cls):
+            if f.name not in {"seed", "seeds"} or f.type in {"int", int} and f.name == "seeds":
+                continue
+            rules = cls.__dataclass_fields__[f.name].metadata["interp.setting"].checks
+            bad = [SEED_MAX + 1, -1] if f.name == "seed" else [[0, SEED_MAX + 1], [-1]]
+            for value in bad:
+                assert any(r.fails(value) for r in rules), (cls.__name__, f.name, value)
+            ok = 0 if f.name == "seed" else [0]
+            assert not any(r.fails(ok) for r in rules), (cls.__name__, f.name)
+            checked.append(f"{cls.__name__}.{f.name}")
+    assert len(checked) >= 15, checked
