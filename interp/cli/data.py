@@ -115,10 +115,9 @@ def corpus_build(out_dir: str | None, force: bool) -> None:
 def corpus_info(path: str | None) -> None:
     """Show what the built corpus holds."""
     from interp.data import corpus as corpus_mod
-    if not corpus_mod.is_built(path):
-        raise InterpError(
-            f"corpus not built at {path or corpus_mod.default_dir()}: run `interp corpus build`"
-        )
+    if not corpus_mod.is_built(path):  # an empty --path is refused as empty in there
+        where = corpus_mod.default_dir() if path is None else path
+        raise InterpError(f"corpus not built at {where}: run `interp corpus build`")
     _print_corpus_info(corpus_mod.manifest(path))
 
 

@@ -129,7 +129,11 @@ def default_dir() -> Path:
 
 
 def _dir(path: str | Path | None) -> Path:
-    return Path(path).expanduser() if path is not None else default_dir()
+    if path is None:
+        return default_dir()
+    if not str(path).strip():  # Path("") is ".": never read the current folder as a corpus
+        raise InterpError("the corpus path is empty: give a folder, or none for the default")
+    return Path(path).expanduser()
 
 
 # --------------------------------------------------------------------------- text rules

@@ -300,6 +300,8 @@ CASES = [
         "generate", "hi", "--model", c.no_tokenizer, "--out", c.out], "folder has no tokenizer"),
     Case("corpus-info-missing", lambda c: ["corpus", "info", "--path", str(c.tmp / "none")],
          "not built"),
+    Case("corpus-info-empty-path", lambda c: ["corpus", "info", "--path", ""],
+         "the corpus path is empty"),
     Case("corpus-build-unwritable-out", lambda c: ["corpus", "build", "--out", _under_file(c)],
          "cannot create output folder"),
     # ------------------------------------------------------------------ tuned lens

@@ -376,6 +376,9 @@ def test_default_location_and_load_texts(tmp_path, fake_deb):
     assert corpus.load_texts() == [r["text"] for r in recs["train"]]
     assert corpus.load_texts("heldout") == [r["text"] for r in recs["heldout"]]
     assert corpus.manifest()["files"]["train.jsonl"]["paragraphs"] == len(recs["train"])
+    for empty in ("", " "):  # never the current folder read as a corpus (issue 28)
+        with pytest.raises(InterpError, match="the corpus path is empty"):
+            corpus.load_texts(path=empty)
 
 
 def test_is_built_rejects_truncated_outputs(tmp_path, fake_deb):
