@@ -13,7 +13,8 @@ The key hashes the model id, dtype and device type, a strided sample of every we
 (any fine-tune changes it), the hook point, the window token ids and the mean vector.
 Files live in ``$INTERP_CACHE/sae-eval-baselines/<key>.safetensors`` (atomic writes, each with
 its format version and sha256: one truncated, edited or of another version is recomputed;
-delete the folder to drop them; ``EvalConfig(cache_baselines=False)`` or
+one that cannot be written, to a full disk or a read-only cache, is one line on stderr and
+the evaluation goes on; delete the folder to drop them; ``EvalConfig(cache_baselines=False)`` or
 ``interp sae eval --no-baseline-cache`` bypasses them).
 """
 
@@ -31,7 +32,7 @@ from safetensors.torch import load, save
 from torch import Tensor
 
 from interp.models.loading import Model
-from interp.runs.atomic import atomic_write_bytes
+from interp.runs.atomic import atomic_write_bytes, cache_write
 from interp.runs.paths import cache_dir
 from interp.runs.progress import note
 
@@ -103,12 +104,14 @@ def load_baselines(key: str, n_windows: int) -> dict[str, np.ndarray] | None:
     return {k: t.numpy() for k, t in tensors.items()}
 
 
-def save_baselines(key: str, per: dict[str, np.ndarray]) -> Path:
+def save_baselines(key: str, per: dict[str, np.ndarray]) -> Path | None:
     """Store the arrays of :data:`BASELINE_KEYS` from ``per`` under ``key`` (with the
-    format's version and their sha256)."""
+    format's version and their sha256); the file, or None when it could not be written
+    (a full disk, a read-only cache: one line on stderr, no partial file, the evaluation
+    goes on with the numbers it computed)."""
     path = baseline_path(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: torch.from_numpy(np.ascontiguousarray(per[k], dtype=np.float64))
                for k in BASELINE_KEYS}
     data = save(tensors, metadata={"version": str(CACHE_VERSION), "sha256": _digest(tensors)})
-    return atomic_write_bytes(path, data)
+    written = cache_write(lambda: atomic_write_bytes(path, data), "the SAE-eval baselines")
+    return path if written else None

@@ -29,7 +29,9 @@ tokens, recomputing at most one chunk.
 a safetensors shard (atomically) under a folder keyed by everything above, and later runs
 — another λ, another width, a resume — read shards instead of running the model. A shard
 carries :data:`CACHE_VERSION` and its activations' sha256; one truncated, edited or of
-another version is recomputed with one line on stderr, never used. While a store uses an
+another version is recomputed with one line on stderr, never used. The cache only saves
+time: a shard that cannot be written (a full disk, a read-only folder) is one line on
+stderr, no partial file, and the run goes on without writing more. While a store uses an
 entry it holds the entry's lock (:mod:`interp.runs.lock`; rank 0 for all ranks): another
 process is refused in one line.
 """
@@ -256,6 +258,7 @@ class ActivationStore:
         self._subs = {s: _Substream(self, s) for s in self.shards}
         self.cache = Path(cache_dir) / self.cache_key(data_hash) if cache_dir else None
         self._lock: Lock | None = None
+        self._writable = True  # False after a cache write failed: no more are tried
         if self.cache is not None:
             self._init_cache(data_hash)
 
@@ -298,9 +301,11 @@ class ActivationStore:
         assert self.cache is not None
         try:
             self.cache.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise InterpError(
-                f"cannot create activation cache {self.cache}: {exc.strerror}") from None
+        except OSError as exc:  # a read-only or full cache folder: the run goes on without
+            note(f"activations not cached (cannot create activation cache {self.cache}: "
+                 f"{exc.strerror or exc}); going on without the cache")
+            self.cache = None
+            return
         refused: InterpError | None = None
         if self.rank == 0:  # one lock per run, taken by rank 0 (every rank reads and writes)
             from interp.runs.lock import folder_lock
@@ -317,11 +322,14 @@ class ActivationStore:
                                          "another process (rank 0 could not lock it)")
         info = self.cache / "store.json"
         if self.rank == 0 and not info.is_file():
-            atomic_write_text(info, json.dumps(
+            from interp.runs.atomic import cache_write
+
+            text = json.dumps(
                 {**self.cfg.to_dict(), "model_id": self.model.model_id, "data": data_hash,
                  "hook": self.model.resid_hook(self.cfg.layer), "d_model": self.model.d_model,
                  "version": CACHE_VERSION},
-                indent=1))
+                indent=1)
+            self._writable = cache_write(lambda: atomic_write_text(info, text), "activations")
 
     def _check_entry(self) -> None:
         """An entry of another version (or whose ``store.json`` is damaged) loses its shards,
@@ -377,8 +385,17 @@ class ActivationStore:
         return acts
 
     def _write_cached(self, shard: int, chunk: int, acts: Tensor) -> None:
-        if self.cache is None:
+        """Cache a chunk's activations. The cache only saves time: a write that fails (a
+        full disk, a read-only folder) is one line on stderr, leaves no partial shard, and
+        the run goes on with the activations it computed, writing no more shards."""
+        if self.cache is None or not self._writable:
             return
+        from interp.runs.atomic import cache_write
+
+        self._writable = cache_write(lambda: self._write_shard(shard, chunk, acts),
+                                     "activations")
+
+    def _write_shard(self, shard: int, chunk: int, acts: Tensor) -> None:
         import os
         import tempfile
 

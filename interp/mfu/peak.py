@@ -5,7 +5,9 @@ count, AMX for bfloat16), so its peak is *measured*: the best of several large s
 matmuls in the given dtype with the current thread count. The figure is cached in
 ``$INTERP_CACHE/peak.json`` under the device name, dtype and thread count, so every run
 on this machine divides by the same number (the file carries a version and the sha256
-of its entries: one damaged, edited or of another version is measured again, saying so).
+of its entries: one damaged, edited or of another version is measured again, saying so;
+a figure that cannot be written, to a full disk or a read-only cache, is used all the same,
+saying so).
 A known GPU uses its datasheet's dense (no-sparsity) figure; an unknown one is measured
 the same way.
 """
@@ -117,7 +119,7 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
                 remeasure: bool = False) -> PeakResult:
     """This device's peak in ``dtype``: the datasheet for a known GPU, else measured once
     and cached (``remeasure`` measures again and replaces the cached figure)."""
-    from interp.runs.atomic import atomic_write_text
+    from interp.runs.atomic import atomic_write_text, cache_write
 
     try:
         dev = torch.device(device)
@@ -141,8 +143,9 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
     with phase("measure peak"):  # once per machine, dtype and thread count
         res = measure_peak(dev, name)
     cache[key] = to_data(res)
-    atomic_write_text(path, json.dumps({**cache, STAMP_KEY: _stamp(cache)}, indent=1,
-                                       sort_keys=True) + "\n")
+    text = json.dumps({**cache, STAMP_KEY: _stamp(cache)}, indent=1, sort_keys=True) + "\n"
+    # only a speed-up: a full disk or a read-only cache is one line, not the run's end
+    cache_write(lambda: atomic_write_text(path, text), "the peak FLOP/s")
     return res
 
 

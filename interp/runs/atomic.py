@@ -61,6 +61,25 @@ def write_error(path: str | os.PathLike[str], exc: OSError, kept: str = KEPT) ->
     return WriteError(f"cannot write {os.fspath(path)}: {reason}; {kept}", exc.errno)
 
 
+def cache_write(write: Callable[[], object], what: str) -> bool:
+    """Run ``write``, the write of a cache entry that only saves time (a peak figure, an
+    SAE-eval baseline, an activation shard): a failure (a full disk, a read-only cache
+    folder: any ``OSError`` or :class:`InterpError` line) does not stop the command. One
+    line on stderr says ``what`` was not cached and why; the computed value is used as it
+    is. The writers are atomic, so no partial file is left. Whether it was written.
+    """
+    try:
+        write()
+    except (OSError, InterpError) as exc:
+        from interp.runs.progress import note
+
+        reason = str(exc) if isinstance(exc, InterpError) else (
+            exc.strerror or str(exc) or type(exc).__name__)
+        note(f"{what} not cached ({reason}); going on without the cache")
+        return False
+    return True
+
+
 def save_safetensors(
     tensors: Mapping[str, torch.Tensor], path: str | os.PathLike[str],
     metadata: dict[str, str] | None = None,

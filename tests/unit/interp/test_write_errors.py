@@ -322,7 +322,22 @@ def test_first_write_leaves_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_activation_cache_write(tiny_model, tmp_path, monkeypatch):
+# ------------------------------------------------------------------ caches that only save time
+# A cache write that fails is one line on stderr, and the command goes on with the value
+# it computed: no partial file, the previous entries kept.
+
+
+def _one_note(capsys: pytest.CaptureFixture[str], code: int, *names: str) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "not cached" in err[0] and "going on without the cache" in err[0], err
+    assert os.strerror(code) in err[0] and "Traceback" not in err[0], err
+    for name in names:
+        assert name in err[0], err
+    return err[0]
+
+
+def test_activation_cache_write(tiny_model, tmp_path, monkeypatch, capsys):
     from saes.store import ActivationStore, StoreConfig
 
     docs = paragraphs(60, seed=4)
@@ -332,11 +347,108 @@ def test_activation_cache_write(tiny_model, tmp_path, monkeypatch):
     store.batch(0)  # chunk 0 cached
     before = snapshot(tmp_path)
     assert any(name.endswith("c000000.safetensors") for name in before)
-    fail_safetensors(monkeypatch, errno.ENOSPC)
-    with pytest.raises(InterpError) as info:
-        store.batch(3)  # needs chunk 1
-    assert_one_line(info.value, errno.ENOSPC, "s000-c000001.safetensors")
+    capsys.readouterr()
+    with monkeypatch.context() as mp:
+        fail_safetensors(mp, errno.ENOSPC)
+        got = store.batch(3)  # needs chunk 1: computed, not cached
+        later = store.batch(6)  # chunk 2: not tried again (no second line)
+    _one_note(capsys, errno.ENOSPC, "s000-c000001.safetensors")
     assert debris(tmp_path) == [] and snapshot(tmp_path) == before
+    plain = ActivationStore(tiny_model, docs, cfg, batch_size=50)
+    assert torch.equal(got, plain.batch(3)) and torch.equal(later, plain.batch(6))
+
+
+def test_activation_cache_folder_read_only(tiny_model, tmp_path, monkeypatch, capsys):
+    """A cache folder that cannot be created: the store runs uncached, saying so once."""
+    from saes.store import ActivationStore, StoreConfig
+
+    real_mkdir = pathlib.Path.mkdir
+
+    def read_only(self: Path, *args, **kwargs) -> None:
+        if tmp_path in self.parents or self == tmp_path:
+            raise _oserror(errno.EROFS)
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "mkdir", read_only)
+    cfg = StoreConfig(layer=1, seq_len=16, windows_per_chunk=8)
+    store = ActivationStore(tiny_model, paragraphs(60, seed=4), cfg, batch_size=50,
+                            cache_dir=tmp_path / "acts", data_hash="abc")
+    assert store.cache is None and store.batch(0).shape[0] == 50
+    _one_note(capsys, errno.EROFS, str(tmp_path / "acts"))
+    assert not (tmp_path / "acts").exists()
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EROFS])
+def test_peak_cache_write(code, tmp_path, monkeypatch, capsys):
+    from interp.mfu import peak
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path))
+    monkeypatch.setattr(peak, "measure_peak", lambda device, dtype, **kw: peak.PeakResult(
+        "test cpu", dtype, 1.5e9, "measured", threads=2, matmul_size=64))
+    peak.device_peak("cpu", "float32")  # cached
+    before = snapshot(tmp_path)
+    with monkeypatch.context() as mp:
+        fail_fsync(mp, code)
+        got = peak.device_peak("cpu", "bfloat16")  # measured: its figure cannot be cached
+    assert got.flops == 1.5e9 and got.dtype == "bfloat16"
+    _one_note(capsys, code, "peak FLOP/s", str(tmp_path / "peak.json"))
+    assert debris(tmp_path) == [] and snapshot(tmp_path) == before
+
+
+def test_baseline_cache_write(tmp_path, monkeypatch, capsys):
+    import numpy as np
+
+    from saes import baselines
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path))
+    per = {k: np.arange(5, dtype=np.float64) for k in baselines.BASELINE_KEYS}
+    assert baselines.save_baselines("k0", per) is not None
+    before = snapshot(tmp_path)
+    with monkeypatch.context() as mp:
+        fail_fsync(mp, errno.ENOSPC)
+        assert baselines.save_baselines("k1", per) is None
+    _one_note(capsys, errno.ENOSPC, "SAE-eval baselines", "k1.safetensors")
+    assert debris(tmp_path) == [] and snapshot(tmp_path) == before
+    assert baselines.load_baselines("k1", 5) is None  # nothing half-written is found
+
+
+def test_cli_sae_eval_baseline_cache_full(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    """`sae eval` on a disk where only the baseline cache cannot be written: the evaluation
+    ends, its report is written, and one line says the baselines were not cached."""
+    from saes import baselines
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    real = baselines.atomic_write_bytes
+
+    def full(path, data, mode=0o644):
+        if "sae-eval-baselines" in str(path):
+            fail_fsync(monkeypatch, errno.ENOSPC)
+            try:
+                return real(path, data, mode)
+            finally:
+                monkeypatch.setattr(os, "fsync", _real_fsync)
+        return real(path, data, mode)
+
+    monkeypatch.setattr(baselines, "atomic_write_bytes", full)
+    from saes.sae import SAEConfig, SparseAutoencoder
+
+    sae = SparseAutoencoder(SAEConfig(d_in=64, d_sae=16, hook_point="blocks.1.hook_resid_post",
+                                      layer=1, model_id=str(tiny_model_dir)))
+    sae.init_weights(torch.Generator().manual_seed(0))
+    sae_dir = str(sae.save(tmp_path / "sae", manifest={}))
+    out = tmp_path / "out"
+    code, _, err = run(["sae", "eval", sae_dir, "--model", str(tiny_model_dir),
+                        "--text", _text(tmp_path), "--tokens", "120", "--ce-tokens", "60",
+                        "--seq-len", "16", "--out", str(out)], capsys)
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "not cached" in line]
+    assert len(lines) == 1 and "SAE-eval baselines" in lines[0], err
+    assert (out / "results.json").is_file() and "Traceback" not in err
+    assert not list((tmp_path / "cache").rglob("*.safetensors"))
+    assert debris(tmp_path) == []
+
+
+_real_fsync = os.fsync
 
 
 # ------------------------------------------------------------------ through the CLI
