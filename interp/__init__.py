@@ -30,6 +30,7 @@ from interp.activations.capture import (
 )
 from interp.errors import InterpError
 from interp.generation.engine import GenerationConfig, GenerationResult, generate
+from interp.lazy import lazy_names
 from interp.lenses.logit import LensResult, LogitLens
 from interp.lenses.readout import LensConfig, LensReadout, run_lens
 from interp.models.loading import Model, list_models, load
@@ -37,44 +38,44 @@ from interp.models.loading import Model, list_models, load
 #: Entry points imported on first use (PEP 562), so that ``import interp`` (and every
 #: CLI start) does not pay for scikit-learn, VADER and the trainers it may not need.
 _LAZY = {
-    "PatchConfig": ("interp.circuits.results", "PatchConfig"),
-    "PatchResult": ("interp.circuits.results", "PatchResult"),
-    "AttentionConfig": ("interp.circuits.results", "AttentionConfig"),
-    "AttentionResult": ("interp.circuits.results", "AttentionResult"),
-    "run_patch": ("interp.circuits.experiment", "run_patch"),
-    "run_attention": ("interp.circuits.attention", "run_attention"),
-    "profile": ("interp.profiling.session", "profile"),
-    "ProfileConfig": ("interp.profiling.results", "ProfileConfig"),
-    "ProfileResult": ("interp.profiling.results", "ProfileResult"),
-    "VerifyConfig": ("interp.verify.results", "VerifyConfig"),
-    "VerifyResult": ("interp.verify.results", "VerifyResult"),
-    "verify_model": ("interp.verify.checks", "verify_model"),
-    "LensEvalConfig": ("interp.lenses.evaluation", "LensEvalConfig"),
-    "LensEval": ("interp.lenses.evaluation", "LensEval"),
-    "evaluate_lenses": ("interp.lenses.evaluation", "evaluate_lenses"),
-    "evaluate_tuned_lens": ("interp.lenses.evaluation", "evaluate_tuned_lens"),
-    "TunedLensTrainConfig": ("interp.lenses.training", "TunedLensTrainConfig"),
-    "TunedLensTrainResult": ("interp.lenses.training", "TunedLensTrainResult"),
-    "train_tuned_lens": ("interp.lenses.training", "train_tuned_lens"),
-    "TunedLens": ("interp.lenses.tuned", "TunedLens"),
-    "load_tuned_lens": ("interp.lenses.tuned", "load_tuned_lens"),
-    "AblationConfig": ("interp.probing.ablation", "AblationConfig"),
-    "ablate_probe": ("interp.probing.ablation", "ablate_probe"),
-    "run_ablation": ("interp.probing.ablation", "run_ablation"),
-    "load_probe_dataset": ("interp.probing.probes", "load_probe_dataset"),
-    "run_probe": ("interp.probing.probes", "run_probe"),
-    "AblationResult": ("interp.probing.results", "AblationResult"),
-    "ProbeConfig": ("interp.probing.results", "ProbeConfig"),
-    "ProbeResult": ("interp.probing.results", "ProbeResult"),
-    "SweepConfig": ("interp.steering.sweep", "SweepConfig"),
-    "SweepResult": ("interp.steering.sweep", "SweepResult"),
-    "run_sweep": ("interp.steering.sweep", "run_sweep"),
-    "sweep_prompts": ("interp.steering.sweep", "sweep_prompts"),
-    "SteeringVector": ("interp.steering.vectors", "SteeringVector"),
-    "load_pairs": ("interp.steering.vectors", "load_pairs"),
-    "load_vector": ("interp.steering.vectors", "load_vector"),
-    "steer": ("interp.steering.vectors", "steer"),
-    "train_vector": ("interp.steering.vectors", "train_vector"),
+    "PatchConfig": "interp.circuits.results",
+    "PatchResult": "interp.circuits.results",
+    "AttentionConfig": "interp.circuits.results",
+    "AttentionResult": "interp.circuits.results",
+    "run_patch": "interp.circuits.experiment",
+    "run_attention": "interp.circuits.attention",
+    "profile": "interp.profiling.session",
+    "ProfileConfig": "interp.profiling.results",
+    "ProfileResult": "interp.profiling.results",
+    "VerifyConfig": "interp.verify.results",
+    "VerifyResult": "interp.verify.results",
+    "verify_model": "interp.verify.checks",
+    "LensEvalConfig": "interp.lenses.evaluation",
+    "LensEval": "interp.lenses.evaluation",
+    "evaluate_lenses": "interp.lenses.evaluation",
+    "evaluate_tuned_lens": "interp.lenses.evaluation",
+    "TunedLensTrainConfig": "interp.lenses.training",
+    "TunedLensTrainResult": "interp.lenses.training",
+    "train_tuned_lens": "interp.lenses.training",
+    "TunedLens": "interp.lenses.tuned",
+    "load_tuned_lens": "interp.lenses.tuned",
+    "AblationConfig": "interp.probing.ablation",
+    "ablate_probe": "interp.probing.ablation",
+    "run_ablation": "interp.probing.ablation",
+    "load_probe_dataset": "interp.probing.probes",
+    "run_probe": "interp.probing.probes",
+    "AblationResult": "interp.probing.results",
+    "ProbeConfig": "interp.probing.results",
+    "ProbeResult": "interp.probing.results",
+    "SweepConfig": "interp.steering.sweep",
+    "SweepResult": "interp.steering.sweep",
+    "run_sweep": "interp.steering.sweep",
+    "sweep_prompts": "interp.steering.sweep",
+    "SteeringVector": "interp.steering.vectors",
+    "load_pairs": "interp.steering.vectors",
+    "load_vector": "interp.steering.vectors",
+    "steer": "interp.steering.vectors",
+    "train_vector": "interp.steering.vectors",
 }
 
 if TYPE_CHECKING:
@@ -115,20 +116,7 @@ if TYPE_CHECKING:
     from interp.verify.results import VerifyConfig, VerifyResult
 
 
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'interp' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "AblationConfig",
