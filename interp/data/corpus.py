@@ -36,9 +36,11 @@ Split
 Output
     ``train.jsonl`` and ``heldout.jsonl`` (one ``{"text": ..., "source": package}`` per
     line), ``licenses/PKG.copyright`` and, written last, ``manifest.json`` (package
-    versions, ``.deb`` hashes, counts, output hashes, builder version, split rule). Every
-    file is written atomically, so an interrupted build never looks complete. Two builds
-    from the same ``.deb`` files are byte-identical.
+    versions, ``.deb`` hashes, counts, output hashes, builder version, split rule). The
+    files are staged beside the previous corpus and renamed into place together once all
+    are written, so an interrupted build or a full disk leaves the previous corpus as it
+    was (a write error is one line), never a mix. Two builds from the same ``.deb`` files
+    are byte-identical.
 
 Licences
     The text stays under the free licences of its Debian packages (PSF licence for the
@@ -64,11 +66,15 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from interp.errors import InterpError
-from interp.runs.atomic import atomic_write_bytes
+from interp.runs.atomic import atomic_write_bytes, write_error
 from interp.runs.manifest import sha256_file
 from interp.runs.paths import cache_dir
+
+if TYPE_CHECKING:
+    from interp.runs.outdir import OutDir
 
 __all__ = [
     "BUILDER_VERSION",
@@ -469,6 +475,19 @@ _file_sha256 = sha256_file
 _atomic_write = atomic_write_bytes
 
 
+def _write(staged: OutDir, name: str, data: bytes) -> None:
+    """Stage one output file of the corpus (renamed into place with the others)."""
+    staged.write_bytes(name, data)
+
+
+def _write_file(path: Path, data: bytes, shown: Path) -> None:
+    """Write a file inside a staged folder; a failure names ``shown`` (its final place)."""
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise write_error(shown, exc) from None
+
+
 def _run(cmd: list[str], *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
@@ -534,7 +553,8 @@ def build(
 
     ``packages`` are fetched with ``apt-get download`` (``NAME`` or ``NAME=VERSION``). If
     ``debs`` is given, those local ``.deb`` files are used instead and nothing is
-    downloaded. Outputs are written atomically, ``manifest.json`` last.
+    downloaded. Outputs are staged and renamed into place together (``manifest.json`` last): a
+    write error (a full disk) is one line and leaves the previous corpus as it was.
     """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -624,41 +644,44 @@ def build(
             bar.advance(task)
 
         task = bar.add_task("writing", total=len(SPLITS) + 1)
-        out.mkdir(parents=True, exist_ok=True)
-        # An old manifest would vouch for files we are about to replace: drop it first.
-        (out / _MANIFEST).unlink(missing_ok=True)
-        for rel, data in licences.items():
-            _atomic_write(out / rel, data)
-        lic_dir = out / _LICENSES
-        if lic_dir.is_dir():
-            for stale in lic_dir.glob("*.copyright"):
-                if f"{_LICENSES}/{stale.name}" not in licences:
-                    stale.unlink()
-        files: dict[str, dict] = {}
-        for split in SPLITS:
-            data = _jsonl(records[split])
-            _atomic_write(out / _FILES[split], data)
-            files[_FILES[split]] = {
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "bytes": len(data),
-                "paragraphs": len(records[split]),
-                "words": sum(len(t.split()) for t, _ in records[split]),
+        from interp.runs.outdir import OutDir
+
+        # Staged beside the previous corpus and renamed into place together once all are
+        # written: a full disk or a kill leaves the previous corpus as it was, no part files.
+        with OutDir(out) as staged:
+            lic_dir = staged.stage_dir(_LICENSES)
+            try:
+                lic_dir.mkdir()
+            except OSError as exc:
+                raise write_error(out / _LICENSES, exc) from None
+            for rel, data in licences.items():
+                _write_file(lic_dir / Path(rel).name, data, out / rel)
+            files: dict[str, dict] = {}
+            for split in SPLITS:
+                data = _jsonl(records[split])
+                _write(staged, _FILES[split], data)
+                files[_FILES[split]] = {
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "bytes": len(data),
+                    "paragraphs": len(records[split]),
+                    "words": sum(len(t.split()) for t, _ in records[split]),
+                }
+                bar.advance(task)
+            result = {
+                "name": CORPUS_NAME,
+                "builder_version": BUILDER_VERSION,
+                "split_rule": SPLIT_RULE,
+                "filters": {
+                    "min_chars": MIN_CHARS,
+                    "min_words": MIN_WORDS,
+                    "dedup": "sha256 of the normalised paragraph, first occurrence kept",
+                },
+                "packages": package_info,
+                "files": files,
             }
-            bar.advance(task)
-        result = {
-            "name": CORPUS_NAME,
-            "builder_version": BUILDER_VERSION,
-            "split_rule": SPLIT_RULE,
-            "filters": {
-                "min_chars": MIN_CHARS,
-                "min_words": MIN_WORDS,
-                "dedup": "sha256 of the normalised paragraph, first occurrence kept",
-            },
-            "packages": package_info,
-            "files": files,
-        }
-        data = (json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode()
-        _atomic_write(out / _MANIFEST, data)
+            data = (json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False)
+                    + "\n").encode()
+            _write(staged, _MANIFEST, data)
         bar.advance(task)
     return result
 

@@ -117,6 +117,17 @@ class OutDir:
             raise write_error(self.path / name, exc) from None
         return self.path / name
 
+    def write_bytes(self, name: str, data: bytes) -> Path:
+        """Stage ``data`` as ``DIR/name``, as :meth:`write_text` stages text."""
+        tmp = self._stage(name)
+        try:
+            tmp.write_bytes(data)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            self._staged.pop(name, None)
+            raise write_error(self.path / name, exc) from None
+        return self.path / name
+
     def write_json(self, name: str, obj: Any) -> Path:
         """Stage ``obj`` as pretty JSON (NaN/inf are refused)."""
         return self.write_text(name, json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False))

@@ -322,36 +322,50 @@ def test_manifest_records_packages_licences_and_hashes(tmp_path, fake_deb, extra
     assert len(corpus.corpus_hash(out)) == 64
 
 
-def test_interrupted_build_never_looks_complete(tmp_path, fake_deb, monkeypatch):
+def test_interrupted_build_never_looks_complete(tmp_path, fake_deb, extra_deb, monkeypatch):
+    """A build killed while writing: a first build leaves nothing that looks built; a
+    rebuild leaves the previous corpus byte for byte (never a mix of old and new files)."""
     out = tmp_path / "out"
-    corpus.build(out, debs=[fake_deb], progress=False)
-    assert corpus.is_built(out)
-
-    real_write = corpus._atomic_write
+    real_write = corpus._write
     order: list[str] = []
 
-    def recording_write(path, data):
-        order.append(Path(path).name)
-        real_write(path, data)
+    def recording_write(staged, name, data):
+        order.append(name)
+        real_write(staged, name, data)
 
-    monkeypatch.setattr(corpus, "_atomic_write", recording_write)
-    corpus.build(out, debs=[fake_deb], progress=False)
-    assert order[-1] == "manifest.json"
-    assert order.count("manifest.json") == 1
-
-    def dying_write(path, data):
-        if Path(path).name == "heldout.jsonl":
+    def dying_write(staged, name, data):
+        if name == "heldout.jsonl":
             raise KeyboardInterrupt  # the build is killed half-way through writing
-        real_write(path, data)
+        real_write(staged, name, data)
 
-    monkeypatch.setattr(corpus, "_atomic_write", dying_write)
-    with pytest.raises(KeyboardInterrupt):
-        corpus.build(out, debs=[fake_deb], progress=False)
+    with monkeypatch.context() as mp:
+        mp.setattr(corpus, "_write", dying_write)
+        with pytest.raises(KeyboardInterrupt):
+            corpus.build(out, debs=[fake_deb], progress=False)
     assert not (out / "manifest.json").exists()
     assert not corpus.is_built(out)
     with pytest.raises(InterpError, match="not built"):
         corpus.load_texts(path=out)
-    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+    assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name]
+
+    corpus.build(out, debs=[fake_deb], progress=False)
+    assert corpus.is_built(out)
+    with monkeypatch.context() as mp:
+        mp.setattr(corpus, "_write", recording_write)
+        corpus.build(out, debs=[fake_deb], progress=False)
+    assert order[-1] == "manifest.json"
+    assert order.count("manifest.json") == 1
+
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    texts = corpus.load_texts(path=out)
+    with monkeypatch.context() as mp:
+        mp.setattr(corpus, "_write", dying_write)
+        with pytest.raises(KeyboardInterrupt):  # a rebuild with more text, killed
+            corpus.build(out, debs=[fake_deb, extra_deb], progress=False)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before
+    assert corpus.is_built(out) and corpus.load_texts(path=out) == texts
+    assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name or ".old" in p.name]
 
 
 def test_atomic_write_leaves_no_temp_file_on_failure(tmp_path, monkeypatch):

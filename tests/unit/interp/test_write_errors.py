@@ -579,3 +579,80 @@ def test_model_conversion_write(where, tmp_path, monkeypatch):
     line = assert_one_line(info.value, errno.ENOSPC, str(out))
     assert line.endswith("nothing was cached")
     assert debris(tmp_path) == [] and snapshot(tmp_path / "cache") == before
+
+
+# ------------------------------------------------------------------ the corpus build
+
+
+@pytest.fixture
+def corpus_debs(tmp_path) -> tuple[Path, Path]:
+    from tests.unit.interp.test_corpus import DPKG_DEB, fake_doc_files, make_deb
+
+    if DPKG_DEB is None:
+        pytest.skip("dpkg-deb is not installed")
+    extra = {"usr/share/doc/interp-fake-extra/copyright": "Extra licence\n",
+             "usr/share/doc/interp-fake-extra/extra.html":
+                 "<html><body><p>" + " ".join(["The extra package adds words."] * 12)
+                 + "</p></body></html>"}
+    return (make_deb(tmp_path / "debs", "interp-fake-doc", fake_doc_files()),
+            make_deb(tmp_path / "debs", "interp-fake-extra", extra))
+
+
+CORPUS_FAILURES = {
+    "text-write": fail_text_writes,  # a staged file cut off half-way
+    "commit-rename": lambda mp, code: fail_replace(mp, code, after=1),  # the second rename
+    "everything": lambda mp, code: fail_everything(mp, code),
+}
+
+
+@pytest.mark.parametrize("how", list(CORPUS_FAILURES))
+def test_corpus_build_full_disk(how, corpus_debs, tmp_path, monkeypatch):
+    """A rebuild (with another package) on a full disk: one line, the previous corpus byte
+    for byte, no staged or spare files."""
+    from interp.data import corpus
+
+    out = tmp_path / "corpus"
+    corpus.build(out, debs=[corpus_debs[0]], progress=False)
+    before = snapshot(out)
+    texts = corpus.load_texts(path=out)
+    with monkeypatch.context() as mp:
+        CORPUS_FAILURES[how](mp, errno.ENOSPC)
+        with pytest.raises(InterpError) as info:
+            corpus.build(out, debs=list(corpus_debs), progress=False)
+    assert_one_line(info.value, errno.ENOSPC, str(out))
+    assert snapshot(out) == before and debris(tmp_path) == []
+    assert corpus.is_built(out) and corpus.load_texts(path=out) == texts
+
+
+def test_corpus_first_build_full_disk(corpus_debs, tmp_path, monkeypatch):
+    from interp.data import corpus
+
+    out = tmp_path / "corpus"
+    fail_everything(monkeypatch)
+    with pytest.raises(InterpError) as info:
+        corpus.build(out, debs=[corpus_debs[0]], progress=False)
+    assert_one_line(info.value, errno.ENOSPC, str(out))
+    assert not out.exists() and debris(tmp_path) == []
+
+
+def test_cli_corpus_build_full_disk(corpus_debs, tmp_path, capsys, monkeypatch):
+    """`interp corpus build --force` on a full disk: exit 2, one line, the corpus kept."""
+    import shutil as sh
+
+    from interp.data import corpus
+
+    def download(packages, dest):  # apt-get download, offline: the fake package
+        return [Path(sh.copy(corpus_debs[0], dest))]
+
+    monkeypatch.setattr(corpus, "_download", download)
+    out = tmp_path / "corpus"
+    code, _, err = run(["corpus", "build", "--out", str(out)], capsys)
+    assert code == 0, err
+    before = snapshot(out)
+    with monkeypatch.context() as mp:
+        fail_everything(mp)
+        code, _, err = run(["corpus", "build", "--out", str(out), "--force"], capsys)
+    lines = [line for line in err.strip().splitlines() if line.startswith("error")]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert_one_line(lines[0], errno.ENOSPC, str(out))
+    assert snapshot(out) == before and debris(tmp_path) == []
