@@ -49,7 +49,9 @@ def models(as_json: bool, verify_name: str | None, out_dir: str | None, device: 
     for col in ("name", "kind", "installed", "cached", "path"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], r["kind"], _yn(r["installed"]), _yn(r["cached"]), r["path"])
+        cached = (f"no: {r['damaged']}; converted again on its next load" if r["damaged"]
+                  else _yn(r["cached"]))
+        table.add_row(r["name"], r["kind"], _yn(r["installed"]), cached, r["path"])
     Console(soft_wrap=False, width=160).print(table)
     log("any local HF checkpoint folder or hub name also works with --model; "
         "`interp models --verify NAME` checks one")
@@ -103,9 +105,15 @@ def corpus_build(out_dir: str | None, force: bool) -> None:
         from interp.runs.outdir import check_out_place
 
         check_out_place(out_dir)
-    if corpus_mod.is_built(out_dir) and not force:
-        log(f"corpus already built at {out_dir or corpus_mod.default_dir()} (use --force)")
+    problem = corpus_mod.corpus_problem(out_dir)
+    where = out_dir or corpus_mod.default_dir()
+    if problem is None and not force:
+        log(f"corpus already built at {where} (use --force)")
     else:
+        if problem not in (None, corpus_mod.NOT_BUILT) and not force:
+            from interp.runs.progress import note
+
+            note(f"corpus at {where} is {problem}; rebuilding")
         corpus_mod.build(Path(out_dir) if out_dir else None)
     _print_corpus_info(corpus_mod.manifest(out_dir))
 
@@ -115,9 +123,12 @@ def corpus_build(out_dir: str | None, force: bool) -> None:
 def corpus_info(path: str | None) -> None:
     """Show what the built corpus holds."""
     from interp.data import corpus as corpus_mod
-    if not corpus_mod.is_built(path):  # an empty --path is refused as empty in there
+    problem = corpus_mod.corpus_problem(path)  # an empty --path is refused as empty in there
+    if problem == corpus_mod.NOT_BUILT:
         where = corpus_mod.default_dir() if path is None else path
         raise InterpError(f"corpus not built at {where}: run `interp corpus build`")
+    if problem is not None:  # truncated, edited or another version's: one line, how to rebuild
+        corpus_mod.check_corpus(path)
     _print_corpus_info(corpus_mod.manifest(path))
 
 

@@ -40,7 +40,10 @@ Output
     files are staged beside the previous corpus and renamed into place together once all
     are written, so an interrupted build or a full disk leaves the previous corpus as it
     was (a write error is one line), never a mix. Two builds from the same ``.deb`` files
-    are byte-identical.
+    are byte-identical. Reading the corpus (:func:`load_texts`) checks every file against the
+    manifest's sizes and sha256 and its builder version (:func:`corpus_problem`): a
+    truncated, edited or other version's corpus is refused in one line naming the command
+    that rebuilds it, never used.
 
 Licences
     The text stays under the free licences of its Debian packages (PSF licence for the
@@ -83,10 +86,13 @@ __all__ = [
     "HELDOUT_PERCENT",
     "MIN_CHARS",
     "MIN_WORDS",
+    "NOT_BUILT",
     "SPLITS",
     "SPLIT_RULE",
     "build",
+    "check_corpus",
     "corpus_hash",
+    "corpus_problem",
     "default_dir",
     "extract_paragraphs",
     "is_heldout",
@@ -713,6 +719,66 @@ def is_built(path: str | Path | None = None) -> bool:
         return False
 
 
+#: What :func:`corpus_problem` says of a folder with no manifest.
+NOT_BUILT = "not built"
+
+
+def corpus_problem(path: str | Path | None = None) -> str | None:
+    """Why the corpus at ``path`` (default location unless given) must not be used, or
+    ``None`` when it is intact: :data:`NOT_BUILT` without a manifest, ``"damaged (…)"``
+    when the manifest is unreadable or a file it lists is missing, of another size or
+    sha256 (truncated or edited), ``"of another version (…)"`` when another
+    :data:`BUILDER_VERSION` built it. Every listed file is hashed (about 0.1 s for the
+    default corpus)."""
+    folder = _dir(path)
+    if not (folder / _MANIFEST).is_file():
+        return NOT_BUILT
+    try:
+        data = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"damaged ({_MANIFEST} unreadable)"
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(files, dict):
+        return f"damaged ({_MANIFEST} lists no files)"
+    version = data.get("builder_version")
+    if version != BUILDER_VERSION:
+        return f"of another version (builder v{version}, not v{BUILDER_VERSION})"
+    for split in SPLITS:
+        if _FILES[split] not in files:
+            return f"damaged ({_MANIFEST} does not list {_FILES[split]})"
+    for name, info in sorted(files.items()):
+        p = folder / name
+        try:
+            size, digest = int(info["bytes"]), str(info["sha256"])
+        except (KeyError, TypeError, ValueError):
+            return f"damaged ({_MANIFEST} lists {name} without its size and sha256)"
+        try:
+            actual = p.stat().st_size
+            if actual != size:
+                return f"damaged ({name} has {actual:,} bytes, not {size:,})"
+            if _file_sha256(p) != digest:
+                return f"damaged ({name}: sha256 mismatch)"
+        except OSError:
+            return f"damaged ({name} is missing or unreadable)"
+    return None
+
+
+def check_corpus(path: str | Path | None = None) -> Path:
+    """The folder of an intact corpus at ``path``; else one line: not built, or damaged
+    or of another version (never used), with the command that rebuilds it."""
+    folder = _dir(path)
+    problem = corpus_problem(folder)
+    if problem == NOT_BUILT:
+        raise InterpError(
+            f"default corpus not built at {folder}: run `interp corpus build` (or `make setup`)"
+        )
+    if problem is not None:
+        where = "" if path is None else f" --out {folder}"
+        raise InterpError(f"corpus at {folder} is {problem}; it is not used: rebuild it with "
+                          f"`interp corpus build --force{where}`")
+    return folder
+
+
 def corpus_hash(path: str | Path | None = None) -> str:
     """A sha256 naming the corpus content, from the manifest's output-file hashes."""
     files = manifest(path)["files"]
@@ -836,11 +902,7 @@ def load_texts(
                 f"selected none of its {len(docs)}; give it more paragraphs"
             )
         return chosen
-    folder = _dir(path)
-    if not is_built(folder):
-        raise InterpError(
-            f"default corpus not built at {folder}: run `interp corpus build` (or `make setup`)"
-        )
+    folder = check_corpus(path)  # a truncated, edited or other version's corpus: refused
     docs = []
     with open(folder / _FILES[split], encoding="utf-8") as f:
         for line in f:

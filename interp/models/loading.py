@@ -532,21 +532,28 @@ def load(
 
 
 def list_models() -> list[dict[str, Any]]:
-    """What can be loaded here: the embedded models and every cached conversion."""
+    """What can be loaded here: the embedded models and every cached conversion.
+
+    A cached conversion that fails its stamp's check (truncated, edited: see
+    :func:`interp.models.gguf_convert.conversion_problem`) is not ``cached``: its row's
+    ``damaged`` says why (it is converted again on its next load); else ``damaged`` is None.
+    """
     from interp.models.embedded import is_installed
-    from interp.models.gguf_convert import CONVERTER_VERSION
+    from interp.models.gguf_convert import CONVERTER_VERSION, conversion_problem
 
     rows: list[dict[str, Any]] = []
     embedded_dirs = set()
     for em in EMBEDDED:
         conv = converted_dir(em.name)
         embedded_dirs.add(conv)
+        problem = conversion_problem(conv) if _is_converted(conv) else None
         rows.append({
             "name": em.name,
             "kind": ("embedded, default" if em is DEFAULT else "embedded")
             + f" ({em.requirements[0].split('==')[0]} GGUF)",
             "installed": is_installed(em),
-            "cached": _is_converted(conv),
+            "cached": _is_converted(conv) and problem is None,
+            "damaged": problem,
             "path": str(conv) if conv.exists() else "-",
         })
     models_dir = cache_dir() / "models"
@@ -554,16 +561,23 @@ def list_models() -> list[dict[str, Any]]:
         for d in sorted(models_dir.iterdir()):
             if d in embedded_dirs or d.name.startswith(".") or not _is_converted(d):
                 continue
-            info = json.loads((d / "interp_conversion.json").read_text())
+            try:
+                info = json.loads((d / "interp_conversion.json").read_text())
+            except (OSError, ValueError):
+                info = None
+            info = info if isinstance(info, dict) else {}
             version = info.get("converter_version", 1)
-            kind = "converted GGUF" if version == CONVERTER_VERSION else (
+            stale = bool(info) and version != CONVERTER_VERSION
+            problem = None if stale else conversion_problem(d)
+            kind = "converted GGUF" if not stale else (
                 f"stale conversion (converter v{version}; unused, safe to delete)")
             rows.append(
                 {
-                    "name": info.get("source", d.name),
+                    "name": str(info.get("source", d.name)),
                     "kind": kind,
                     "installed": True,
-                    "cached": True,
+                    "cached": problem is None,
+                    "damaged": problem,
                     "path": str(d),
                 }
             )

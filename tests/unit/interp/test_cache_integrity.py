@@ -1,17 +1,21 @@
 """Corrupted caches: a peak-FLOPs cache, an SAE-eval baseline entry or a converted model
 folder that is truncated, edited or of another version is detected, rebuilt and reported in
-one line on stderr, never used. (Activation-cache shards: tests/unit/interp/test_locks.py;
-the real model's converted folder: tests/integration/test_cache_integrity_real.py.)"""
+one line on stderr, never used; the corpus (which may not be rebuildable offline) is
+refused in one line naming the command that rebuilds it.
+(Activation-cache shards: tests/unit/interp/test_locks.py; the real model's converted
+folder: tests/integration/test_cache_integrity_real.py.)"""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from interp.errors import InterpError
 from interp.mfu import peak
 
 
@@ -182,3 +186,132 @@ def test_damaged_converted_model_is_rebuilt(tiny_gguf, tmp_path, monkeypatch, ca
     assert err[0].endswith("; rebuilding"), err
     assert gc.conversion_problem(folder) is None
     assert "files" in json.loads((folder / gc.STAMP_FILE).read_text())
+
+
+# ------------------------------------------------------------------ the corpus
+@pytest.fixture
+def built_corpus(tmp_path, monkeypatch) -> Path:
+    """The default corpus built from the fake package into this test's cache."""
+    from interp.data import corpus
+    from tests.unit.interp.test_corpus import DPKG_DEB, fake_doc_files, make_deb
+
+    if DPKG_DEB is None:
+        pytest.skip("dpkg-deb is not installed")
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    deb = make_deb(tmp_path / "debs", "interp-fake-doc", fake_doc_files())
+
+    def download(packages, dest):  # `apt-get download`, offline: the fake package
+        import shutil
+
+        return [Path(shutil.copy(deb, dest))]
+
+    monkeypatch.setattr(corpus, "_download", download)
+    corpus.build(debs=[deb], progress=False)
+    return corpus.default_dir()
+
+
+def _corpus_damages(folder: Path) -> dict[str, tuple[Callable[[], None], str]]:
+    from interp.data import corpus
+
+    train, held, man = (folder / "train.jsonl", folder / "heldout.jsonl",
+                        folder / "manifest.json")
+    data, manifest = train.read_bytes(), json.loads(man.read_text())
+    at = data.index(b"a", 100)  # one letter of a paragraph, changed in place
+    return {
+        "truncated": (lambda: train.write_bytes(data[: len(data) // 2]),
+                      "damaged (train.jsonl has "),
+        "edited": (lambda: train.write_bytes(data[:at] + b"e" + data[at + 1:]),
+                   "damaged (train.jsonl: sha256 mismatch)"),
+        "missing": (lambda: held.unlink(), "damaged (heldout.jsonl is missing"),
+        "manifest-truncated": (lambda: man.write_text(man.read_text()[:40]),
+                               "damaged (manifest.json unreadable)"),
+        "other-version": (lambda: man.write_text(json.dumps(
+            {**manifest, "builder_version": corpus.BUILDER_VERSION + 1})),
+            f"of another version (builder v{corpus.BUILDER_VERSION + 1}"),
+    }
+
+
+def test_damaged_corpus_is_refused_then_rebuilt(built_corpus, capsys):
+    """A corpus that is truncated, edited, incomplete or of another builder is never read:
+    the readers refuse it in one line naming the command that rebuilds it; `interp corpus
+    build` (without --force) says so in one line and rebuilds it."""
+    from interp.data import corpus
+    from tests.support.cli_runner import run
+
+    good = {p.name: p.read_bytes() for p in built_corpus.iterdir() if p.is_file()}
+    texts = corpus.load_texts()
+    assert corpus.corpus_problem() is None
+    for name, (damage, reason) in _corpus_damages(built_corpus).items():
+        damage()
+        assert corpus.corpus_problem() == reason or (
+            (corpus.corpus_problem() or "").startswith(reason)), name
+        with pytest.raises(InterpError) as info:
+            corpus.load_texts()
+        line = str(info.value)
+        assert "\n" not in line and reason in line and "interp corpus build --force" in line
+        with pytest.raises(InterpError, match="sha256|damaged|another version"):
+            corpus.text_source("train")
+        code, _, err = run(["corpus", "info"], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and reason in err, (name, err)
+        code, _, err = run(["corpus", "build"], capsys)
+        notes = [line for line in err.splitlines() if "rebuilding" in line]
+        assert code == 0 and len(notes) == 1 and reason in notes[0], (name, err)
+        assert corpus.corpus_problem() is None and corpus.load_texts() == texts, name
+        assert {p.name: p.read_bytes() for p in built_corpus.iterdir() if p.is_file()} == good
+    code, _, err = run(["corpus", "build"], capsys)  # intact: not rebuilt
+    assert code == 0 and "already built" in err and "rebuilding" not in err
+
+
+def test_damaged_corpus_at_a_path_names_its_folder(built_corpus, tmp_path):
+    from interp.data import corpus
+
+    other = tmp_path / "elsewhere"
+    import shutil
+
+    shutil.copytree(built_corpus, other)
+    _corpus_damages(other)["edited"][0]()
+    with pytest.raises(InterpError, match=f"interp corpus build --force --out {other}"):
+        corpus.load_texts(path=other)
+    assert corpus.load_texts() and corpus.corpus_problem() is None  # the default is intact
+
+
+def test_models_lists_a_damaged_conversion_as_damaged(tiny_gguf, tmp_path, monkeypatch,
+                                                      capsys):
+    """`interp models` does not call a damaged conversion cached: it says why and that it is
+    converted again on its next load (a stamp that is not JSON is no traceback either)."""
+    import shutil
+
+    from interp.models import gguf_convert as gc
+    from interp.models import loading
+    from tests.support.cli_runner import run
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    _, folder_s = loading.resolve_source(str(tiny_gguf))
+    folder = Path(folder_s)
+    embedded = loading.converted_dir(loading.DEFAULT.name)  # an embedded model's place
+    shutil.copytree(folder, embedded)
+
+    def rows() -> dict[str, dict]:
+        code, out, err = run(["models", "--json"], capsys)
+        assert code == 0 and "Traceback" not in err, err
+        return {r["path"]: r for r in json.loads(out)}
+
+    before = rows()
+    for p in (folder, embedded):
+        assert before[str(p)]["cached"] is True and before[str(p)]["damaged"] is None
+    weights = folder / "model.safetensors"
+    good = weights.read_bytes()
+    weights.write_bytes(good[: len(good) // 2])
+    (embedded / gc.STAMP_FILE).write_text("{not json")
+    after = rows()
+    assert after[str(folder)]["cached"] is False
+    assert after[str(folder)]["damaged"].startswith("damaged (model.safetensors has ")
+    assert after[str(embedded)]["cached"] is False
+    assert after[str(embedded)]["damaged"] == f"damaged ({gc.STAMP_FILE} unreadable)"
+    code, out, err = run(["models"], capsys)
+    flat = " ".join(out.split())
+    assert code == 0 and "Traceback" not in err
+    assert flat.count("no: damaged") == 2, out
+    loading.resolve_source(str(tiny_gguf))  # the next load converts it again
+    capsys.readouterr()
+    assert rows()[str(folder)]["cached"] is True and rows()[str(folder)]["damaged"] is None
