@@ -5,7 +5,7 @@ BIN   := $(VENV)/bin
 STAMP := $(VENV)/.interp-setup
 DEMO_STAMP := $(VENV)/.interp-setup-demo
 
-.PHONY: setup demo test test-fast test-slow lint bench accept frontier clean
+.PHONY: setup demo test test-fast test-slow lint docs bench accept frontier clean
 
 # Everything from nothing: venv, dependencies and dev tools, both embedded models
 # converted, corpus, Chromium. After `make demo` it does only the rest.
@@ -31,7 +31,7 @@ demo: setup-demo
 # each with its slowest tests listed.
 PYTEST_FAST := $(BIN)/python -m pytest -q --durations=25
 PYTEST_SLOW := $(BIN)/python -m pytest -m slow -q --durations=25
-test: setup lint
+test: setup lint docs
 	$(PYTEST_FAST)
 	$(PYTEST_SLOW)
 
@@ -47,6 +47,15 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/basedpyright
 	$(BIN)/lint-imports
+
+# The documentation site (docs/, Sphinx + MyST-NB): the pages, the API reference from the
+# docstrings and the tutorials, executed (cached by their source in docs/_build/), into
+# docs/_build/html/ (open index.html; it works from the folder). Strict: any warning, broken
+# link or unresolved reference fails the build.
+DOCS_OUT := docs/_build/html
+docs: setup
+	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs $(DOCS_OUT)
+	@echo "docs: $(DOCS_OUT)/index.html"
 
 bench: setup
 	$(BIN)/python bench/capture.py
@@ -104,4 +113,5 @@ frontier: setup
 	$(BIN)/python scripts/sae_frontier.py --tokens $(FRONTIER_TOKENS) --out accept-out/frontier
 
 clean:
-	rm -rf $(VENV) demo-out accept-out build dist .pytest_cache .ruff_cache
+	rm -rf $(VENV) demo-out accept-out build dist .pytest_cache .ruff_cache docs/_build \
+		docs/api/generated
