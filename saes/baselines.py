@@ -113,5 +113,5 @@ def save_baselines(key: str, per: dict[str, np.ndarray]) -> Path | None:
     tensors = {k: torch.from_numpy(np.ascontiguousarray(per[k], dtype=np.float64))
                for k in BASELINE_KEYS}
     data = save(tensors, metadata={"version": str(CACHE_VERSION), "sha256": _digest(tensors)})
-    written = cache_write(lambda: atomic_write_bytes(path, data), "the SAE-eval baselines")
+    written = cache_write(lambda: atomic_write_bytes(path, data), "SAE-eval baselines")
     return path if written else None

@@ -145,7 +145,7 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
     cache[key] = to_data(res)
     text = json.dumps({**cache, STAMP_KEY: _stamp(cache)}, indent=1, sort_keys=True) + "\n"
     # only a speed-up: a full disk or a read-only cache is one line, not the run's end
-    cache_write(lambda: atomic_write_text(path, text), "the peak FLOP/s")
+    cache_write(lambda: atomic_write_text(path, text), "peak FLOP/s")
     return res
 
 
