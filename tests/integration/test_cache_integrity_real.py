@@ -1,6 +1,7 @@
 """The real model's converted folder: damaged, it is rebuilt (saying so in one line); while
 another process holds its conversion lock, a load waits for it instead of converting too.
-And `interp lens` on the real model into an --out folder another process is writing: refused.
+And `interp lens` on the real model into an --out folder another process is writing: refused;
+`interp models` lists the real conversion, truncated, as damaged, not cached.
 
 The session's conversion is copied into a temporary INTERP_CACHE before it is damaged: the
 session's own cache is never touched.
@@ -142,3 +143,31 @@ def test_real_model_run_into_a_busy_out_folder_is_refused(model, tmp_path):
     assert holder.returncode == 0
     assert sorted(p.name for p in out.iterdir()) == ["results.json"]
     assert json.loads((out / "results.json").read_text()) == {"holder": True}
+
+
+def test_models_lists_the_real_damaged_conversion(model, tmp_path, monkeypatch, capsys):
+    """`interp models` on a copy of the real model's conversion, truncated: not cached, and
+    the row says why (the session's cache is not touched)."""
+    from interp.models.embedded import SMOLLM2
+    from interp.models.gguf_convert import conversion_problem
+    from interp.models.loading import converted_dir
+    from tests.support.cli_runner import run
+
+    src = converted_dir(SMOLLM2.name)
+    cache = tmp_path / "cache"
+    folder = cache / "models" / src.name
+    shutil.copytree(src, folder)
+    monkeypatch.setenv("INTERP_CACHE", str(cache))
+
+    def row() -> dict:
+        code, out, err = run(["models", "--json"], capsys)
+        assert code == 0 and "Traceback" not in err, err
+        return next(r for r in json.loads(out) if r["name"] == SMOLLM2.name)
+
+    assert row()["cached"] is True and row()["damaged"] is None
+    with (folder / "model.safetensors").open("r+b") as f:
+        f.truncate(1000)
+    damaged = row()
+    assert damaged["cached"] is False and damaged["path"] == str(folder)
+    assert damaged["damaged"].startswith("damaged (model.safetensors has 1,000 bytes, not ")
+    assert conversion_problem(src) is None  # the session's cache untouched
