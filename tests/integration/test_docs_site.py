@@ -1,0 +1,114 @@
+"""The documentation site (``make docs``) in headless Chromium, and its strict build.
+
+The pages render with no console error and no request leaving the site's folder; the
+search (Sphinx's ``searchindex.js``, from the folder) finds an API name; a broken link
+fails the build. ``make test`` builds the site before the tests (``make docs``); run alone,
+this module builds it when it is missing or older than its sources.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import ROOT
+from tests.support.browser import visit
+
+DOCS = ROOT / "docs"
+SITE = DOCS / "_build" / "html"
+SOURCES = ("docs", "interp", "saes", "evals", "reports", "bench/README.md")
+BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html"]
+
+
+def _newest_source() -> float:
+    newest = 0.0
+    for name in SOURCES:
+        root = ROOT / name
+        paths = [root] if root.is_file() else root.rglob("*")
+        for p in paths:
+            if "_build" in p.parts or "generated" in p.parts or not p.is_file():
+                continue
+            newest = max(newest, p.stat().st_mtime)
+    return newest
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    index = SITE / "index.html"
+    if not index.exists() or index.stat().st_mtime < _newest_source():
+        done = subprocess.run([*BUILD, str(DOCS), str(SITE)], cwd=ROOT, capture_output=True,
+                              text=True, timeout=1800)
+        assert done.returncode == 0, done.stderr[-4000:]
+    return SITE
+
+
+def _only_local(requests: list[str], site: Path) -> list[str]:
+    """Requests that leave the site's folder (none may)."""
+    root = site.resolve().as_uri()
+    return [r for r in requests if not r.startswith(root)]
+
+
+PAGES = {
+    "index.html": ("docs_home.png", "interp"),
+    "tools/lens.html": ("docs_tool_lens.png", "logit lens"),
+    "api/generated/interp.probing.probes.html": ("docs_api_probes.png", "run_probe"),
+    "tutorials/01-truth-probes.html": ("docs_tutorial_probes.png", "probe"),
+}
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_page_renders_offline(site, page):
+    shot, needle = PAGES[page]
+    path = site / page
+    assert path.exists(), f"the site has no {page}"
+    v = visit(path, shot, lambda p: p.text_content("body") or "")
+    assert not v.console_errors, v.console_errors
+    assert not v.page_errors, v.page_errors
+    assert not _only_local(v.requests, site), _only_local(v.requests, site)
+    assert needle.lower() in v.checks.lower()
+
+
+def test_search_finds_an_api_name(site):
+    def search(page):  # noqa: ANN001, ANN202
+        page.wait_for_selector("#search-results ul.search li", timeout=20_000)
+        return [a.text_content() for a in page.locator("#search-results ul.search li a").all()]
+
+    url_page = site / "search.html"
+    # visit() loads a file; the query goes in the URL, so load the page with it directly
+    from tests.support.browser import CHROMIUM_ARGS, chromium_path, require_browser
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    errors: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(url_page.resolve().as_uri() + "?q=run_probe", wait_until="load")
+            hits = search(page)
+        finally:
+            browser.close()
+    assert not errors, errors
+    assert not _only_local([r.split("?")[0] for r in requests], site)
+    assert any("run_probe" in (h or "") for h in hits), hits[:10]
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    """Strict mode: the project's own settings turn a link to a missing page into an error."""
+    src = tmp_path / "src"
+    src.mkdir()
+    conf = (DOCS / "conf.py").read_text()
+    (src / "conf.py").write_text(conf)
+    (src / "index.md").write_text("# Home\n\nSee [the missing page](missing.md).\n")
+    done = subprocess.run([*BUILD, str(src), str(tmp_path / "out")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode != 0
+    assert "missing" in done.stderr
