@@ -32,7 +32,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
-from interp.data.windows import pack_windows
+from interp.data.windows import pack_windows, require_text
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import model_manifest, sha256_texts
@@ -220,6 +220,10 @@ def collect_browser_data(
     sae_path = str(loaded.path) if loaded is not None else None
     _check_sae(model, sae)
     hook = sae.cfg.hook_point
+    require_text(model, docs, need=cfg.n_windows * cfg.seq_len, what="the feature browser",
+                 asked=f"tokens={cfg.tokens:,}",
+                 reads=f"{cfg.n_windows:,} windows of seq_len={cfg.seq_len}",
+                 fix="lower tokens or give more held-out text")
     ids: Int[Tensor, "n seq"] = pack_windows(
         model, docs, seq_len=cfg.seq_len, n_windows=cfg.n_windows, seed=cfg.seed
     ).cpu()

@@ -29,7 +29,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
-from interp.data.windows import pack_windows
+from interp.data.windows import pack_windows, require_text
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phase
@@ -87,6 +87,10 @@ def window_maxima(
 ) -> Float[Tensor, "windows features"]:
     """Each held-out window's largest activation of each of ``features`` (0: no firing)."""
     hook = sae.cfg.hook_point
+    require_text(model, docs, need=cfg.n_windows * cfg.seq_len,
+                 what="a feature's steering scale", asked=f"tokens={cfg.tokens:,}",
+                 reads=f"{cfg.n_windows:,} windows of seq_len={cfg.seq_len}",
+                 fix="lower tokens or give more held-out text")
     ids = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=cfg.n_windows,
                        seed=cfg.seed)
     cols = torch.tensor(list(features), dtype=torch.long)

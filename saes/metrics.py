@@ -43,7 +43,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
-from interp.data.windows import pack_windows
+from interp.data.windows import pack_windows, require_text
 from interp.errors import InterpError
 from interp.generation.forward import logits_from_layer
 from interp.models.loading import Model
@@ -319,6 +319,10 @@ def evaluate_sae(
         raise InterpError(
             f"SAE reads width {sae.cfg.d_in} but the model's d_model is {model.d_model}")
     n = max(cfg.n_windows, cfg.n_ce_windows)
+    require_text(model, docs, need=n * cfg.seq_len, what="SAE evaluation",
+                 asked=f"tokens={cfg.tokens:,}, ce_tokens={cfg.ce_tokens:,}",
+                 reads=f"{n:,} windows of seq_len={cfg.seq_len}, position 0 unscored",
+                 fix="lower tokens and ce_tokens or give more held-out text")
     windows = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=n, seed=cfg.seed)
     sae = sae.to(model.device).eval()
     n_ce = cfg.n_ce_windows

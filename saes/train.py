@@ -374,6 +374,7 @@ def train_sae(
     """
     cfg = cfg or SAETrainConfig()
     check_memory(model, cfg)
+    check_text(model, docs, cfg)
     return _train_runs(model, docs, [(cfg, Path(out_dir).expanduser())], data=data,
                        cache_dir=cache_dir, stop_at=stop_at, manifest=manifest,
                        progress=progress, on_checkpoint=on_checkpoint)[0]
@@ -392,6 +393,31 @@ def check_memory(model: Model, cfg: SAETrainConfig, n_saes: int = 1) -> None:
             f"(batch_size={cfg.batch_size:,}, windows_per_chunk={cfg.windows_per_chunk:,} × "
             f"seq_len={cfg.seq_len})", "lower d_sae, batch_size or windows_per_chunk",
             device=model.device)
+
+
+def text_windows(cfg: SAETrainConfig) -> int:
+    """Text windows a run reads: each substream's whole chunks of windows (a chunk is read
+    and shuffled whole), enough for ``steps × batch_size`` activations (``seq_len − 1`` per
+    window: position 0 is dropped)."""
+    store = cfg.store_config()
+    per_shard = cfg.steps * cfg.batch_size // cfg.data_shards
+    chunks = math.ceil(per_shard / store.tokens_per_shard_chunk)
+    return chunks * cfg.windows_per_chunk
+
+
+def check_text(model: Model, docs: Sequence[str], cfg: SAETrainConfig) -> None:
+    """Refuse (one line, before any work) a run that would read more text than ``docs``
+    hold (:func:`interp.data.windows.require_text`): the stream would start the text over,
+    and the SAE would train on repeated activations."""
+    from interp.data.windows import require_text
+
+    windows = text_windows(cfg)
+    chunks = windows // cfg.windows_per_chunk
+    require_text(model, docs, need=windows * cfg.seq_len, what="SAE training",
+                 asked=f"tokens={cfg.tokens:,}",
+                 reads=f"{chunks:,} chunks of windows_per_chunk={cfg.windows_per_chunk:,} "
+                       f"windows of seq_len={cfg.seq_len}",
+                 fix="lower tokens (or windows_per_chunk) or give more text")
 
 
 def layer_dir(out_dir: str | Path, layer: int) -> Path:
@@ -426,6 +452,7 @@ def train_saes(
     if not checked:
         raise InterpError("no layers to train")
     check_memory(model, cfg, n_saes=len(checked))
+    check_text(model, docs, cfg)
     runs = [(replace(cfg, layer=layer), layer_dir(out_dir, layer)) for layer in checked]
     results = _train_runs(model, docs, runs, data=data, cache_dir=cache_dir, stop_at=stop_at,
                           manifest=manifest, progress=progress, on_checkpoint=on_checkpoint)

@@ -191,7 +191,7 @@ def train(
     """Train an SAE on one layer's residual stream (or one per layer of --layers from shared
     forward passes); resumes if interrupted."""
     from interp.data.corpus import text_source
-    from saes.train import check_memory, train_sae, train_saes
+    from saes.train import check_memory, check_text, train_sae, train_saes
 
     if layer is not None and layers_spec is not None:
         raise InterpError("give --layer or --layers, not both")
@@ -215,6 +215,7 @@ def train(
     else:
         layer_list = [model.check_layer(cfg.layer)]
     check_memory(model, cfg, n_saes=len(layer_list))  # before the first line says it starts
+    check_text(model, docs, cfg)
     if rank == 0:
         where = (", ".join(model.resid_hook(li) for li in layer_list) +
                  " (one forward for all)" if several else model.resid_hook(cfg.layer))

@@ -48,7 +48,7 @@ def train(
 ) -> None:
     """Train a tuned lens on the corpus's train split (or --text); resumes if interrupted."""
     from interp.data.corpus import text_source
-    from interp.lenses.training import check_memory, train_tuned_lens
+    from interp.lenses.training import check_memory, check_text, train_tuned_lens
     from interp.lenses.tuned import default_lens_dir
 
     cfg = build_config(TunedLensTrainConfig, settings, batch_size=batch_size, seed=seed)
@@ -58,6 +58,7 @@ def train(
     model = load_model(model_name, device, dtype, seed)
     out = out_dir or str(check_creatable(default_lens_dir(model)))
     check_memory(model, cfg)  # before the line that says it starts
+    check_text(model, docs, cfg)
     log(f"training a tuned lens: {cfg.steps} steps of {cfg.batch_size}×{cfg.seq_len} tokens "
         f"({cfg.positions_per_window} positions per window) from {data['source']} into {out}")
     res = train_tuned_lens(model, docs, out, cfg, data=data, stop_at=stop_at)

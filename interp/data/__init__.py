@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from interp.data.readers import open_text, read_prompts, read_records
-from interp.data.windows import iter_windows, pack_windows
+from interp.data.windows import estimate_tokens, iter_windows, pack_windows, require_text
 
-__all__ = ["iter_windows", "open_text", "pack_windows", "read_prompts", "read_records"]
+__all__ = ["estimate_tokens", "iter_windows", "open_text", "pack_windows", "read_prompts",
+           "read_records", "require_text"]

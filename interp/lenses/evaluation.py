@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 
 from interp.activations.capture import forward_with_hooks
-from interp.data.windows import pack_windows
+from interp.data.windows import pack_windows, require_text
 from interp.display import format_number, with_ci
 from interp.errors import InterpError
 from interp.lenses.logit import Lens, LogitLens
@@ -338,6 +338,10 @@ def _evaluate(model: Model, lenses: Mapping[str, Lens], docs: Sequence[str],
     layers = list(range(model.n_layers))
     names = [model.resid_hook(layer) for layer in layers]
     _check_memory(model, cfg)
+    require_text(model, docs, need=cfg.n_windows * cfg.seq_len, what="lens evaluation",
+                 asked=f"tokens={cfg.tokens:,}",
+                 reads=f"{cfg.n_windows:,} windows of seq_len={cfg.seq_len}",
+                 fix="lower tokens or give more held-out text")
     windows = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=cfg.n_windows,
                            seed=cfg.seed)
     vals = {name: {m: torch.zeros(cfg.n_windows, len(layers)) for m in METRICS}

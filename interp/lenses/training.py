@@ -40,7 +40,7 @@ import torch
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
-from interp.data.windows import pack_windows
+from interp.data.windows import pack_windows, require_text
 from interp.display import percent
 from interp.lenses.tuned import LENS_SUBDIR, Translators, TunedLens, unembedding_hash
 from interp.mfu import ModelShape, forward_flops, tuned_lens_step_flops
@@ -319,6 +319,7 @@ class _LensRun(ResumableRun):
     loss_name = "tuned-lens loss"
     nonfinite_hint = "try a lower learning rate (lr)"
     checkpoint_at_start = False  # the least-squares start is checkpointed once it is fitted
+    check_final = True  # a damaged lens/ (the cache's lens) is saved again from the checkpoint
 
     def __init__(self, model: Model, cfg: TunedLensTrainConfig, out: Path,
                  data: dict[str, Any]) -> None:
@@ -440,6 +441,17 @@ def check_memory(model: Model, cfg: TunedLensTrainConfig) -> None:
             "lower batch_size, seq_len or positions_per_window", device=model.device)
 
 
+def check_text(model: Model, docs: Sequence[str], cfg: TunedLensTrainConfig) -> None:
+    """Refuse (one line, before any work) a run that would read more text than ``docs``
+    hold (:func:`interp.data.windows.require_text`): ``steps × batch_size`` windows, the
+    least-squares start's ``init_tokens`` among them."""
+    n = cfg.steps * cfg.batch_size
+    require_text(model, docs, need=n * cfg.seq_len, what="tuned-lens training",
+                 asked=f"tokens={cfg.tokens:,}",
+                 reads=f"{n:,} windows of seq_len={cfg.seq_len}",
+                 fix="lower tokens or give more text")
+
+
 def train_tuned_lens(
     model: Model,
     docs: Sequence[str],
@@ -472,6 +484,7 @@ def train_tuned_lens(
     """
     cfg = TunedLensTrainConfig.resolve(config, settings)
     check_memory(model, cfg)
+    check_text(model, docs, cfg)
     data = dict(data or {})
     man = manifest or model_manifest(
         model, seed=cfg.seed, config=cfg.to_dict(), dataset_hash=data.get("sha256"),

@@ -563,6 +563,34 @@ CASES = [
     Case("steer-train-over-long-out", lambda c: [
         "steer", "train", "--pairs", c.file("p.jsonl", _pairs()), "--layer", "1", *M(c),
         "--out", str(c.tmp / ("n" * 300))], "is too long", out_is_artifact=True),
+    # ---------------------- requests beyond the text (issue 28): refused before the model runs
+    Case("sae-train-tokens-beyond-text", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--tokens", "50000000",
+        "--out", c.out], "SAE training asks for tokens=50,000,000", out_is_artifact=True),
+    Case("sae-train-layers-tokens-beyond-text", lambda c: [
+        "sae", "train", *M(c), "--layers", "0,1", "--text", _text(c), "--tokens", "50000000",
+        "--out", c.out], "lower tokens (or windows_per_chunk) or give more text",
+        out_is_artifact=True),
+    Case("sae-eval-tokens-beyond-text", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "5000",
+        "--out", c.out], "SAE evaluation asks for tokens=5,000, ce_tokens=5,000"),
+    Case("sae-eval-ce-tokens-beyond-text", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "10",
+        "--ce-tokens", "5000", "--out", c.out], "ce_tokens=5,000 (40 windows of seq_len=128"),
+    Case("sae-browse-tokens-beyond-text", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "5000",
+        "--out", c.out], "the feature browser asks for tokens=5,000"),
+    Case("tuned-lens-train-tokens-beyond-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", _text(c), "--tokens", "50000000",
+        "--out", c.out], "tuned-lens training asks for tokens=50,000,000",
+        out_is_artifact=True),
+    Case("tuned-lens-eval-tokens-beyond-text", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _tiny_lens(c), "--text", _text(c),
+        "--tokens", "5000", "--out", c.out], "lens evaluation asks for tokens=5,000"),
+    Case("steer-train-tokens-beyond-text", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "1", "--text", _text(c),
+        "--tokens", "5000", *M(c), "--out", c.out],
+        "a feature's steering scale asks for tokens=5,000", out_is_artifact=True),
 ]
 
 
@@ -596,6 +624,16 @@ def _sae_artifact(ctx: Ctx, name: str, d_in: int, model_id: str) -> Path:
                                       layer=1, model_id=model_id))
     sae.init_weights(torch.Generator().manual_seed(0))
     return sae.save(ctx.tmp / name, manifest={})
+
+
+def _tiny_lens(ctx: Ctx) -> str:
+    """A tuned lens (identity translators) saved for the tiny model."""
+    import interp
+    from interp.lenses.tuned import Translators, TunedLens
+
+    model = interp.load(ctx.tiny)
+    tr = Translators(model.n_layers - 1, model.d_model)
+    return str(TunedLens(model, tr).save(ctx.tmp / "tiny_lens", config={}, manifest={}))
 
 
 def _truncated_sae(ctx: Ctx) -> str:

@@ -36,7 +36,8 @@ from tests.support.html_checks import parse
 D_SAE = 64
 DEAD = (0, 5, 9)
 CFG = dict(tokens=600, seq_len=24, batch_size=3, top_k=5, context=6, n_logits=4)
-DOCS = [s.strip() + "." for s in TINY_TEXT.split(".") if s.strip()][:12]
+# 12 sentences, five times over (750 tokens): the scans read 600 without running out
+DOCS = [s.strip() + "." for s in TINY_TEXT.split(".") if s.strip()][:12] * 5
 MANIFEST = {"model_id": "tiny", "git_commit": "abc123", "timestamp": "2025-01-01T00:00:00Z"}
 PAYLOADS = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>']
 SVG = "{http://www.w3.org/2000/svg}"

@@ -75,7 +75,8 @@ def test_cli_steer_train_from_feature(tiny_model, tiny_model_dir, docs, tmp_path
         sae.b_enc[7] = -1e6
     sae.save(tmp_path / "sae")
     text = tmp_path / "text.txt"
-    text.write_text("\n\n".join(docs))
+    # enough held-out paragraphs (the sha256 rule keeps ~5%) for 600 tokens' windows
+    text.write_text("\n\n".join(docs + paragraphs(320, seed=4)))
     m = ["--model", str(tiny_model_dir)]
     base = ["steer", "train", "--sae", str(tmp_path / "sae"), "--text", str(text),
             "--tokens", "600", *m]
