@@ -13,7 +13,10 @@ Training lives in :mod:`interp.lenses.training`, evaluation in :mod:`interp.lens
 A saved lens is an :mod:`interp.runs.artifacts` folder (kind ``"tuned_lens"``): tensors
 ``A`` ``[n_layers - 1, d_model, d_model]`` and ``b`` ``[n_layers - 1, d_model]`` plus a config
 with the sha256 of the model's unembedding (final norm γ and ``W_U``). Loading into a
-model whose unembedding differs fails with one line, even if its name matches.
+model whose unembedding differs fails with one line, even if its name matches. A training
+run's lens (the cache's, ``$INTERP_CACHE/lenses/<model>/latest/lens``) that is truncated or
+edited is refused in one line saying how to rebuild it; rerunning the training saves it
+again from the run's last checkpoint, saying so.
 """
 
 from __future__ import annotations
@@ -150,7 +153,15 @@ def load_tuned_lens(path: str | os.PathLike[str] | None, model: Model) -> TunedL
     from interp.runs.artifacts import load_artifact
 
     folder = resolve_lens_path(path, model)
-    art = load_artifact(folder, kind=KIND)
+    try:
+        art = load_artifact(folder, kind=KIND)  # sha256 and tensors checked
+    except InterpError as exc:
+        run = folder.parent
+        if folder.name != LENS_SUBDIR or not (run / "checkpoint" / "config.json").is_file():
+            raise
+        out = "" if path is None else f" with --out {run}"
+        raise InterpError(f"{exc}; the lens is not used: run `interp tuned-lens train` again"
+                          f"{out} (same settings) to rebuild it from its checkpoint") from None
     cfg = art.config
     if art.d_model != model.d_model or cfg.get("n_layers") != model.n_layers:
         raise InterpError(

@@ -72,6 +72,10 @@ class ResumableRun(ABC):
     #: Write a checkpoint before the first step of a fresh run (False: the trainer writes
     #: its own first checkpoint, e.g. after an initialisation worth keeping).
     checkpoint_at_start: ClassVar[bool] = True
+    #: Check the finished thing (its sha256, its tensors against its config) before calling
+    #: the run complete: a damaged one (truncated, edited) is said in one line and saved
+    #: again from the last checkpoint instead of being reported as done.
+    check_final: ClassVar[bool] = False
 
     optimizer: torch.optim.Optimizer
 
@@ -107,6 +111,7 @@ class ResumableRun(ABC):
         self.peaks = peaks_for(device, tuple(dict.fromkeys(dtypes)))
         self.last_saved = 0
         self.resumed = False  # set by resume(): a checkpoint of this run was loaded
+        self._final_ok = False  # check_final: the saved finished thing was found intact
 
     def close(self) -> None:
         """Let go of the run folder's lock (also at exit, or when the run is collected)."""
@@ -146,8 +151,33 @@ class ResumableRun(ABC):
     # ------------------------------------------------------------------ provided
     @property
     def complete(self) -> bool:
-        """Every step done and the finished thing saved."""
-        return self.start >= self.steps and (self.final_dir / "config.json").is_file()
+        """Every step done and the finished thing saved (and intact, with
+        :attr:`check_final`)."""
+        if not (self.start >= self.steps and (self.final_dir / "config.json").is_file()):
+            return False
+        if self.check_final and not self._final_ok:
+            self._final_ok = self._check_final()
+            return self._final_ok
+        return True
+
+    def _check_final(self) -> bool:
+        """Whether the finished thing is intact; a damaged one is removed, saying so in one
+        line (the end of the run saves it again from the checkpoint)."""
+        from interp.runs.artifacts import load_artifact
+
+        try:
+            load_artifact(self.final_dir)
+        except InterpError as exc:
+            import shutil
+
+            from interp.runs.progress import note
+
+            note(f"{self.final_dir} is damaged ({exc}); rebuilding it from the run's "
+                 f"checkpoint (step {self.start})")
+            if self.rank == 0:
+                shutil.rmtree(self.final_dir, ignore_errors=True)
+            return False
+        return True
 
     def resume(self) -> bool:
         """Load the run folder's checkpoint if it is this run's (refuse another run's)."""

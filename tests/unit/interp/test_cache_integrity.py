@@ -1,7 +1,7 @@
-"""Corrupted caches: a peak-FLOPs cache, an SAE-eval baseline entry or a converted model
-folder that is truncated, edited or of another version is detected, rebuilt and reported in
-one line on stderr, never used; the corpus (which may not be rebuildable offline) is
-refused in one line naming the command that rebuilds it.
+"""Corrupted caches: a peak-FLOPs cache, an SAE-eval baseline entry, a converted model
+folder or a tuned-lens run's lens that is truncated, edited or of another version is
+detected, rebuilt and reported in one line on stderr, never used; the corpus (which may not
+be rebuildable offline) is refused in one line naming the command that rebuilds it.
 (Activation-cache shards: tests/unit/interp/test_locks.py; the real model's converted
 folder: tests/integration/test_cache_integrity_real.py.)"""
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from interp.errors import InterpError
 from interp.mfu import peak
@@ -273,6 +274,58 @@ def test_damaged_corpus_at_a_path_names_its_folder(built_corpus, tmp_path):
     with pytest.raises(InterpError, match=f"interp corpus build --force --out {other}"):
         corpus.load_texts(path=other)
     assert corpus.load_texts() and corpus.corpus_problem() is None  # the default is intact
+
+
+# ------------------------------------------------------------------ the tuned lens
+def test_damaged_tuned_lens_is_refused_then_rebuilt(tiny_model, tmp_path, capsys):
+    """A training run's lens (the cache keeps one per model) that is truncated or edited is
+    refused in one line saying how to rebuild it; rerunning the training rebuilds it from the
+    run's checkpoint, saying so, with the same tensors."""
+    from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens
+    from interp.lenses.tuned import load_tuned_lens
+    from interp.runs.artifacts import load_artifact
+    from tests.support.text_fixtures import paragraphs
+
+    docs = paragraphs(60, seed=3)
+    cfg = TunedLensTrainConfig(tokens=4 * 2 * 16, seq_len=16, batch_size=2,
+                               positions_per_window=8, checkpoint_every=2, init="zero",
+                               unembed_dtype="float32")
+    run_dir = tmp_path / "run"
+    res = train_tuned_lens(tiny_model, docs, run_dir, cfg, progress=False)
+    assert res.complete and res.lens_path is not None
+    first = load_artifact(res.lens_path)
+    want = {t: first.tensors[t].clone() for t in ("A", "b")}  # not a view of the file
+    weights, config = res.lens_path / "weights.safetensors", res.lens_path / "config.json"
+    good_w, good_c = weights.read_bytes(), config.read_text()
+    damages = {
+        "weights-edited": (lambda: weights.write_bytes(good_w[:-4] + bytes(4)),
+                           "checksum mismatch"),
+        "weights-truncated": (lambda: weights.write_bytes(good_w[: len(good_w) // 2]),
+                              "checksum mismatch"),
+        "config-truncated": (lambda: config.write_text(good_c[: len(good_c) // 2]),
+                             "not valid JSON"),
+    }
+    capsys.readouterr()
+    for name, (damage, reason) in damages.items():
+        damage()
+        with pytest.raises(InterpError) as info:
+            load_tuned_lens(run_dir, tiny_model)
+        line = str(info.value)
+        assert "\n" not in line and reason in line, (name, line)
+        assert f"interp tuned-lens train` again with --out {run_dir}" in line, line
+        again = train_tuned_lens(tiny_model, docs, run_dir, cfg, progress=False)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "is damaged" in err[0] and reason in err[0], (name, err)
+        assert "rebuilding it from the run's checkpoint" in err[0]
+        assert again.complete and again.lens_path == res.lens_path
+        lens = load_tuned_lens(run_dir, tiny_model)
+        rebuilt = load_artifact(res.lens_path)
+        for t in ("A", "b"):
+            assert torch.equal(rebuilt.tensors[t], want[t]), name
+        assert torch.equal(lens.translators.A.cpu(), want["A"].float())
+        assert rebuilt.config["losses"] == first.config["losses"]
+    train_tuned_lens(tiny_model, docs, run_dir, cfg, progress=False)  # intact: silent
+    assert capsys.readouterr().err == ""
 
 
 def test_models_lists_a_damaged_conversion_as_damaged(tiny_gguf, tmp_path, monkeypatch,
