@@ -94,6 +94,34 @@ def _foreign_lens(ctx: Ctx) -> str:
     return str(path)
 
 
+def _damaged_run_lens(ctx: Ctx) -> str:
+    """A tuned-lens run folder whose finished lens was truncated (its checkpoint is there)."""
+    run_dir = ctx.tmp / "tl-run"
+    (run_dir / "checkpoint").mkdir(parents=True)
+    (run_dir / "checkpoint" / "config.json").write_text("{}")
+    Path(_truncated_artifact(ctx, "tuned_lens")).rename(run_dir / "lens")
+    return str(run_dir)
+
+
+def _damaged_corpus(ctx: Ctx) -> str:
+    """A corpus folder whose train.jsonl was edited after its manifest was written."""
+    import hashlib
+
+    from interp.data.corpus import BUILDER_VERSION
+
+    folder = ctx.tmp / "corpus"
+    folder.mkdir()
+    files = {}
+    for name, text in (("train.jsonl", "a"), ("heldout.jsonl", "b")):
+        data = json.dumps({"text": text, "source": "x"}).encode() + b"\n"
+        files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                       "paragraphs": 1, "words": 1}
+        (folder / name).write_bytes(data.replace(b'"a"', b'"e"'))
+    (folder / "manifest.json").write_text(json.dumps({"builder_version": BUILDER_VERSION,
+                                                      "files": files}))
+    return str(folder)
+
+
 def _under_file(ctx: Ctx) -> str:
     blocker = ctx.tmp / "a_file"
     blocker.write_text("x")
@@ -136,6 +164,9 @@ CASES = [
     Case("lens-truncated-tuned-lens", lambda c: ["lens", "hi", *M(c), "--tuned",
                                                  _truncated_artifact(c, "tuned_lens"),
                                                  "--out", c.out], "checksum mismatch"),
+    Case("lens-damaged-run-lens", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                             _damaged_run_lens(c), "--out", c.out],
+         "rebuild it from its checkpoint"),
     Case("lens-tuned-lens-other-model", lambda c: ["lens", "hi", *M(c), "--tuned",
                                                    _foreign_lens(c), "--out", c.out],
          "was trained on"),
@@ -302,6 +333,8 @@ CASES = [
          "not built"),
     Case("corpus-info-empty-path", lambda c: ["corpus", "info", "--path", ""],
          "the corpus path is empty"),
+    Case("corpus-info-edited-corpus", lambda c: ["corpus", "info", "--path", _damaged_corpus(c)],
+         "damaged (train.jsonl: sha256 mismatch)"),
     Case("corpus-build-unwritable-out", lambda c: ["corpus", "build", "--out", _under_file(c)],
          "cannot create output folder"),
     # ------------------------------------------------------------------ tuned lens
