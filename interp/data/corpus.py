@@ -731,7 +731,10 @@ def corpus_problem(path: str | Path | None = None) -> str | None:
     :data:`BUILDER_VERSION` built it. Every listed file is hashed (about 0.1 s for the
     default corpus)."""
     folder = _dir(path)
-    if not (folder / _MANIFEST).is_file():
+    try:
+        if not (folder / _MANIFEST).is_file():
+            return NOT_BUILT
+    except OSError:  # a name too long, say: no corpus there
         return NOT_BUILT
     try:
         data = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
@@ -769,8 +772,9 @@ def check_corpus(path: str | Path | None = None) -> Path:
     folder = _dir(path)
     problem = corpus_problem(folder)
     if problem == NOT_BUILT:
+        what = "default corpus" if path is None else "corpus"
         raise InterpError(
-            f"default corpus not built at {folder}: run `interp corpus build` (or `make setup`)"
+            f"{what} not built at {folder}: run `interp corpus build` (or `make setup`)"
         )
     if problem is not None:
         where = "" if path is None else f" --out {folder}"
