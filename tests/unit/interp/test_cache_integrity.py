@@ -75,6 +75,7 @@ def test_damaged_baseline_entry_is_recomputed(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("INTERP_CACHE", str(tmp_path))
     per = {k: np.arange(5, dtype=np.float64) + i for i, k in enumerate(baselines.BASELINE_KEYS)}
     path = baselines.save_baselines("k1", per)
+    assert path is not None
     good = path.read_bytes()
     got = baselines.load_baselines("k1", 5)
     assert got is not None and all(np.array_equal(got[k], per[k]) for k in per)
@@ -211,7 +212,7 @@ def built_corpus(tmp_path, monkeypatch) -> Path:
     return corpus.default_dir()
 
 
-def _corpus_damages(folder: Path) -> dict[str, tuple[Callable[[], None], str]]:
+def _corpus_damages(folder: Path) -> dict[str, tuple[Callable[[], object], str]]:
     from interp.data import corpus
 
     train, held, man = (folder / "train.jsonl", folder / "heldout.jsonl",

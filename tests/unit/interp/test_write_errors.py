@@ -590,10 +590,11 @@ def corpus_debs(tmp_path) -> tuple[Path, Path]:
 
     if DPKG_DEB is None:
         pytest.skip("dpkg-deb is not installed")
-    extra = {"usr/share/doc/interp-fake-extra/copyright": "Extra licence\n",
-             "usr/share/doc/interp-fake-extra/extra.html":
-                 "<html><body><p>" + " ".join(["The extra package adds words."] * 12)
-                 + "</p></body></html>"}
+    extra: dict[str, str | bytes] = {
+        "usr/share/doc/interp-fake-extra/copyright": "Extra licence\n",
+        "usr/share/doc/interp-fake-extra/extra.html":
+            "<html><body><p>" + " ".join(["The extra package adds words."] * 12)
+            + "</p></body></html>"}
     return (make_deb(tmp_path / "debs", "interp-fake-doc", fake_doc_files()),
             make_deb(tmp_path / "debs", "interp-fake-extra", extra))
 
