@@ -62,7 +62,10 @@ nb_merge_streams = True
 # ----------------------------------------------------------------------------- API
 autosummary_generate = True
 autosummary_imported_members = False
-autodoc_default_options = {"members": True, "show-inheritance": True}
+# Each name is documented once, in the module that defines it: a package's page lists its
+# modules, not the names it re-exports (interp.load is documented at interp.models.loading),
+# so every cross-reference has exactly one target.
+autodoc_default_options = {"members": True, "show-inheritance": True, "ignore-module-all": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_preserve_defaults = True
@@ -75,7 +78,50 @@ add_module_names = False
 # offline, and type variables have no page: those are let through by pattern.
 nitpicky = True
 _OURS = r"(interp|saes|evals|reports)\."
+_OTHERS = (r"(torch|numpy|np|pandas|pd|scipy|sklearn|statsmodels|matplotlib|click|jinja2|"
+           r"markupsafe|transformers|transformer_lens|safetensors|jaxtyping|rich|tqdm|"
+           r"playwright|pytest|hypothesis|platform|html|json|os|pathlib|typing|collections|"
+           r"dataclasses|contextlib|functools|itertools|subprocess|threading|signal|"
+           r"importlib|tempfile|shutil|hashlib|math|random|re|io|sys|time|datetime)")
 nitpick_ignore_regex = [
     (r"py:(class|obj|data)", rf"(?!{_OURS}).*"),  # annotations: not our names
+    (r"py:.*", rf"{_OTHERS}(\..*)?"),  # other libraries' functions and modules
     (r"py:(class|obj)", rf"{_OURS}(.*\.)?[A-Z]"),  # our type variables (T, R, A, P)
 ]
+
+
+# ----------------------------------------------------------------------------- re-exports
+def _resolve_reexport(app, env, node, contnode):  # noqa: ANN001, ANN202 - Sphinx's hook
+    """A reference to a re-exported name (``interp.generate``, ``interp.schema.Config``)
+    resolves to where the name is defined and documented, so docstrings may name the
+    public spelling."""
+    target = node.get("reftarget", "")
+    if node.get("refdomain") != "py" or not target.startswith(("interp", "saes", "evals",
+                                                               "reports")):
+        return None
+    import importlib
+
+    parts = target.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[cut:]:
+                obj = getattr(obj, name)
+        except AttributeError:
+            return None
+        break
+    else:
+        return None
+    module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not module or not qualname or f"{module}.{qualname}" == target:
+        return None
+    return env.get_domain("py").resolve_xref(env, node["refdoc"], app.builder,
+                                             node["reftype"], f"{module}.{qualname}", node,
+                                             contnode)
+
+
+def setup(app):  # noqa: ANN001, ANN201 - Sphinx's entry point
+    app.connect("missing-reference", _resolve_reexport)

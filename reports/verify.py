@@ -2,7 +2,7 @@
 
 Input is a :class:`~interp.verify.results.VerifyResult`. The page shows each check's
 outcome with what it compared, the measured differences against their tolerances
-(:func:`interp.verify.figures.checks_figure`) and the README table row.
+(:func:`interp.verify.figures.checks_figure`) and the verified-models table row.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _lead(r: VerifyResult, verdict: str) -> Markup:
 
 def verify_report(result: VerifyResult) -> Report:
     """The verification report (page and figure) of one model: its headline's table and
-    verdict, the figure and the README row."""
+    verdict, the figure and the verified-models table row."""
     r = result
     head = r.headline()
     figures = {"checks": ReportFigure(checks_figure(r),

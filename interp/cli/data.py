@@ -18,7 +18,7 @@ from interp.verify.results import VerifyConfig
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--verify", "verify_name", default=None, metavar="NAME|PATH",
               help="Run the verified-models checks on this model (an embedded name, a "
-              "checkpoint folder, a .gguf file) and print its README table row.")
+              "checkpoint folder, a .gguf file) and print its row of the verified-models table.")
 @config_options(VerifyConfig, help={
     "compare_hf": "With --verify: skip the comparison with the plain transformers model."})
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),

@@ -160,7 +160,7 @@ def test_missing_gemma_chunk_package_cli(tmp_path, monkeypatch, capsys):
 
 
 def test_verify_cli_row_report_and_json(tiny_model_dir, tmp_path, capsys):
-    """`interp models --verify` on the tiny model: every check passes, the README row is
+    """`interp models --verify` on the tiny model: every check passes, the table row is
     printed, results.json and the report (with its figure) are written."""
     import json
 
@@ -179,7 +179,7 @@ def test_verify_cli_row_report_and_json(tiny_model_dir, tmp_path, capsys):
     assert data["checks"][1]["value"] < 1e-3  # hooked = transformers, really compared
     assert data["manifest"]["model_id"] == str(tiny_model_dir)
     assert (out / "figures" / "checks.svg").exists()
-    assert "README row" in (out / "report.html").read_text()
+    assert "Verified-models table row" in (out / "report.html").read_text()
 
 
 def test_verify_catches_a_dropped_bos(tiny_model_dir, tmp_path):
