@@ -10,7 +10,8 @@ about a tool or a report. A builder looks like::
         ax = fig.subplots()
         ci_line(ax, result.layers, result.accuracy, result.lo, result.hi, label="probe")
         return fig
- Figures are built with the object API
+
+Figures are built with the object API
 (:class:`~matplotlib.figure.Figure`, never ``pyplot``), so drawing touches no global
 state and needs no display.
 """

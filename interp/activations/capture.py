@@ -547,7 +547,7 @@ class CaptureConfig(Config):
     ``dtype`` is the dtype the activations are kept (and saved) in; ``dataset`` and
     ``text_column`` only say where the prompts came from. ``layers`` is as given (a list,
     one layer, ``"3,6"`` or ``"all"``); ``max_memory_gb`` and ``seed`` are not settings of
-    the capture itself and stay out of :meth:`to_dict`.
+    the capture itself and stay out of :meth:`~interp.schema.settings.Config.to_dict`.
     """
 
     positions: Position = setting(
@@ -603,6 +603,7 @@ class CaptureResult(Result):
 
     @property
     def model_id(self) -> str:
+        """The id of the model the activations came from."""
         return self.activations.model_id
 
     @property
@@ -626,6 +627,7 @@ class CaptureResult(Result):
         return out
 
     def extra_data(self) -> dict[str, Any]:
+        """Adds the model id, the prompt and real-token counts, positions, dtype and dataset."""
         return {"model": self.model_id, "n_prompts": len(self.activations),
                 "n_tokens": self.n_tokens, "positions": self.config.positions,
                 "dtype": self.config.dtype, "dataset": self.config.dataset}
@@ -643,6 +645,8 @@ class CaptureResult(Result):
                     ci_text(h.norm_ci95[0], h.norm_ci95[1]), h.norm_n] for h in self.hooks])
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.activations.figures.norm_figure` when at least two layers' residual
+        streams were captured, else None."""
         from interp.activations.figures import norm_figure
 
         return norm_figure(self) if len(self.resid_norms()) >= 2 else None

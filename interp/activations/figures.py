@@ -21,22 +21,41 @@ XLABEL = "layer (resid_post)"
 
 
 class HookRow(Protocol):
+    """One hook point's norm summary, as :func:`norm_figure` reads it (a
+    :class:`~interp.activations.capture.HookNorms`)."""
+
     @property
-    def layer(self) -> int | None: ...
+    def layer(self) -> int | None:
+        """The block the hook point belongs to (None: not in a block, e.g. ``hook_embed``)."""
+        ...
+
     @property
-    def norm_mean(self) -> float: ...
+    def norm_mean(self) -> float:
+        """Mean L2 norm of the rows."""
+        ...
+
     @property
-    def norm_ci95(self) -> list[float]: ...
+    def norm_ci95(self) -> list[float]:
+        """95% CI of that mean, ``[lo, hi]``."""
+        ...
+
     @property
-    def first_norm_mean(self) -> float | None: ...
+    def first_norm_mean(self) -> float | None:
+        """Mean norm of the first token alone (None unless every position was captured)."""
+        ...
+
     @property
-    def rest_norm_mean(self) -> float | None: ...
+    def rest_norm_mean(self) -> float | None:
+        """Mean norm of the tokens after the first (None unless every position was captured)."""
+        ...
 
 
 class NormSource(Protocol):
     """A capture result (:class:`~interp.activations.capture.CaptureResult`)."""
 
-    def resid_norms(self) -> Sequence[HookRow]: ...
+    def resid_norms(self) -> Sequence[HookRow]:
+        """The residual-stream hook points, one per layer, in capture order."""
+        ...
 
 
 Curve = tuple[str, str, list[float], list[float] | None, list[float] | None]

@@ -1,11 +1,13 @@
 """Circuits: which components carry a behaviour.
 
-* :func:`run_patch`: exact activation patching over a family of components (residual
-  stream, attention and MLP outputs per layer × position, heads), attribution patching
-  (AtP, AtP*) and how well it recovers the exact effects, with direct logit
-  attribution on the clean runs;
-* :func:`run_attention`: attention patterns of one prompt at one layer;
-* :func:`direct_logit_attribution`, :func:`exact_patch`, :func:`atp`, :func:`atp_star`:
+* :func:`~interp.circuits.experiment.run_patch`: exact activation patching over a family of
+  components (residual stream, attention and MLP outputs per layer × position, heads), attribution
+  patching (AtP, AtP*) and how well it recovers the exact effects, with direct logit attribution on
+  the clean runs;
+* :func:`~interp.circuits.attention.run_attention`: attention patterns of one prompt at one layer;
+* :func:`~interp.circuits.dla.direct_logit_attribution`,
+  :func:`~interp.circuits.patching.exact_patch`, :func:`~interp.circuits.attribution.atp`,
+  :func:`~interp.circuits.attribution.atp_star`:
   the pieces, for scripts that compose their own experiment.
 """
 

@@ -1,4 +1,4 @@
-"""Attention patterns of one prompt at one layer: :func:`run_attention`.
+"""Attention patterns of one prompt at one layer: :func:`~interp.circuits.attention.run_attention`.
 
 One no-grad forward pass of the prompt (raw, or wrapped in the chat template) reads
 TransformerLens' ``blocks.{L}.attn.hook_pattern`` (``[batch, heads, query, key]``, the

@@ -15,7 +15,7 @@
   are named (gids ``top-K``, hover texts from :func:`agreement_titles`).
 * :func:`dla_bars`: direct logit attribution: a layer × (heads, MLP) heatmap of the
   mean contributions (gids ``cell-I-J``, the MLP in the last column) and the 15
-  components (heads, MLPs, embeddings) of largest |mean| with their 95% intervals
+  components (heads, MLPs, embeddings) of largest ``|mean|`` with their 95% intervals
   (gids ``bar-K``); hover texts from :func:`dla_titles`.
 * :func:`attention_heatmap`: one head's attention pattern, queries as rows and keys as
   columns, tokens as labels (whitespace made visible); :func:`attention_heatmaps` gives
@@ -100,69 +100,140 @@ NAME_CHARS = 22
 
 # ---------------------------------------------------------------------- protocols
 class EffectsLike(Protocol):
+    """One method's effects, as the figures read them (an
+    :class:`~interp.circuits.results.Effects`)."""
+
     @property
-    def method(self) -> str: ...
+    def method(self) -> str:
+        """``"exact"``, ``"atp"`` or ``"atp-star"``."""
+        ...
+
     @property
-    def mean(self) -> Tensor: ...
+    def mean(self) -> Tensor:
+        """Mean normalised effect over pairs, ``[layers, ...]`` (the component axes)."""
+        ...
+
     @property
-    def ci95(self) -> Tensor: ...
+    def ci95(self) -> Tensor:
+        """95% CI of that mean over pairs, ``[layers, ..., 2]``."""
+        ...
 
 
 class AgreementLike(Protocol):
+    """An approximation's agreement with the exact effects (an
+    :class:`~interp.circuits.results.Agreement`)."""
+
     @property
-    def method(self) -> str: ...
+    def method(self) -> str:
+        """The approximation: ``"atp"`` or ``"atp-star"``."""
+        ...
+
     @property
-    def spearman(self) -> float: ...
+    def spearman(self) -> float:
+        """Spearman's rank correlation of its mean effects with the exact ones."""
+        ...
+
     @property
-    def spearman_ci95(self) -> list[float]: ...
+    def spearman_ci95(self) -> list[float]:
+        """Bootstrap 95% CI of that correlation over pairs, ``[lo, hi]``."""
+        ...
 
 
 class PatchLike(Protocol):
     """What the patching figures read (a :class:`~interp.circuits.results.PatchResult`)."""
 
     @property
-    def family(self) -> str: ...
+    def family(self) -> str:
+        """The component family: ``resid``, ``attn``, ``mlp`` or ``heads``."""
+        ...
+
     @property
-    def layers(self) -> list[int]: ...
+    def layers(self) -> list[int]:
+        """The patched layers (the rows of every heatmap)."""
+        ...
+
     @property
-    def positions(self) -> list[str] | None: ...
+    def positions(self) -> list[str] | None:
+        """Position labels of the position families (None for ``heads`` without
+        ``per_position``)."""
+        ...
+
     @property
-    def heads(self) -> list[int] | None: ...
+    def heads(self) -> list[int] | None:
+        """The patched heads (``heads`` family only, else None)."""
+        ...
+
     @property
-    def baseline(self) -> float: ...
+    def baseline(self) -> float:
+        """The effect of no patching: 0 when denoising, 1 when noising."""
+        ...
+
     @property
-    def exact(self) -> EffectsLike | None: ...
+    def exact(self) -> EffectsLike | None:
+        """The exact patching effects, if computed."""
+        ...
+
     @property
-    def atp(self) -> EffectsLike | None: ...
+    def atp(self) -> EffectsLike | None:
+        """Attribution patching's estimate, if computed."""
+        ...
+
     @property
-    def atp_star(self) -> EffectsLike | None: ...
+    def atp_star(self) -> EffectsLike | None:
+        """AtP*'s estimate, if computed."""
+        ...
+
     @property
-    def embed_effect(self) -> Tensor | None: ...
-    def component_names(self) -> list[str]: ...
+    def embed_effect(self) -> Tensor | None:
+        """Effect of patching the embeddings, ``[pairs, positions]`` (None if not measured)."""
+        ...
+
+    def component_names(self) -> list[str]:
+        """Flat names of the components, in ``primary.mean.flatten()`` order."""
+        ...
 
 
 class DLALike(Protocol):
     """What :func:`dla_bars` reads (a :class:`~interp.circuits.results.DLAResult`)."""
 
     @property
-    def heads(self) -> Tensor: ...
+    def heads(self) -> Tensor:
+        """Per-head direct logit attribution, ``[pairs, layers, heads]``."""
+        ...
+
     @property
-    def mlp(self) -> Tensor: ...
+    def mlp(self) -> Tensor:
+        """Per-MLP direct logit attribution, ``[pairs, layers]``."""
+        ...
+
     @property
-    def embed(self) -> Tensor: ...
+    def embed(self) -> Tensor:
+        """The embeddings' direct logit attribution, ``[pairs]``."""
+        ...
 
 
 class AttentionLike(Protocol):
     """What :func:`attention_heatmap` reads (an ``AttentionResult``)."""
 
     @property
-    def tokens(self) -> list[str]: ...
+    def tokens(self) -> list[str]:
+        """The prompt's tokens as text (the axes' labels)."""
+        ...
+
     @property
-    def layer(self) -> int: ...
+    def layer(self) -> int:
+        """The layer the heads belong to."""
+        ...
+
     @property
-    def heads(self) -> list[int]: ...
+    def heads(self) -> list[int]:
+        """The heads shown, in ``patterns`` order."""
+        ...
+
     @property
-    def patterns(self) -> Tensor: ...
+    def patterns(self) -> Tensor:
+        """Attention weights, ``[heads, query, key]``."""
+        ...
 
 
 # ------------------------------------------------------------------------ numbers
@@ -511,7 +582,7 @@ def _mean_ci(x: Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 def dla_components(dla: DLALike, layers: Sequence[int], heads: Sequence[int],
                    k: int = TOP_DLA) -> list[tuple[str, float, float, float]]:
-    """The ``k`` DLA components (heads ``L5H3``, ``MLP5``, ``embed``) of largest |mean|:
+    """The ``k`` DLA components (heads ``L5H3``, ``MLP5``, ``embed``) of largest ``|mean|``:
     ``(name, mean, lo, hi)``, largest first."""
     hm, hci = _mean_ci(dla.heads)
     mm, mci = _mean_ci(dla.mlp)

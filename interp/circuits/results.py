@@ -99,7 +99,7 @@ def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], Any]:
 
 @dataclass(frozen=True)
 class PatchConfig(Config):
-    """What :func:`interp.circuits.run_patch` patches, how, and on which pairs.
+    """What :func:`~interp.circuits.experiment.run_patch` patches, how, and on which pairs.
 
     ``layers`` is a list, one layer, ``"3,6"`` or ``"all"`` (``None``: every layer); a
     result's config holds the resolved list.
@@ -138,6 +138,7 @@ class PatchConfig(Config):
                              help="Attention patterns of this many top heads in the report.")
 
     def check(self) -> None:
+        """``atp-star`` and ``per_position`` apply to the ``heads`` family only."""
         if self.method == "atp-star" and self.family != "heads":
             raise self.error("method", "atp-star applies to family heads only (its QK fix "
                                        "recomputes a head's own attention softmax)")
@@ -187,14 +188,17 @@ class Effects:
 
     @property
     def mean(self) -> Float[Tensor, "layers ..."]:
+        """Mean normalised effect over pairs, ``[layers, ...]`` (float64)."""
         return self.normalised.to(torch.float64).mean(0)
 
     @property
     def ci95(self) -> Float[Tensor, "layers ... 2"]:
+        """Normal 95% CI of that mean over pairs, ``[layers, ..., 2]``."""
         return ci95_over_pairs(self.normalised)[1]
 
     @property
     def raw_mean(self) -> Float[Tensor, "layers ..."]:
+        """Mean raw logit difference of the patched runs over pairs, ``[layers, ...]`` (float64)."""
         return self.raw.to(torch.float64).mean(0)
 
 
@@ -288,10 +292,11 @@ def parse_heads(spec: str | None) -> list[int] | None:
 
 @dataclass(frozen=True)
 class AttentionConfig(Config):
-    """Which attention patterns :func:`interp.circuits.run_attention` reads.
+    """Which attention patterns :func:`~interp.circuits.attention.run_attention` reads.
 
     ``prompt`` is the input (the command's argument); ``seed`` is only recorded in the
-    manifest (reading patterns draws nothing at random) and stays out of :meth:`to_dict`.
+    manifest (reading patterns draws nothing at random) and stays out of
+    :meth:`~interp.schema.settings.Config.to_dict`.
     """
 
     prompt: str = setting(cli=False, help="The prompt whose attention patterns are read.")
@@ -365,6 +370,7 @@ class AttentionResult(Result):
             table=table)
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.circuits.figures.attention_heatmap` of the first head (None: no heads)."""
         from interp.circuits.figures import attention_heatmap
 
         return attention_heatmap(self, 0) if self.heads else None
@@ -545,6 +551,7 @@ class PatchResult(Result):
         ]
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.circuits.figures.effect_heatmap` of the primary method."""
         from interp.circuits.figures import effect_heatmap
 
         return effect_heatmap(self)

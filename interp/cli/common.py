@@ -143,6 +143,9 @@ def probe_dataset_options(group_help: str) -> Callable[[Callable], Callable]:
 
 
 def load_model(model_name: str | None, device: str, dtype: str, seed: int):
+    """Seed torch with ``seed``, then :func:`~interp.models.loading.load` the model (the embedded
+    SmolLM2 when ``model_name`` is None) under a status line and the ``load model`` profiling
+    phase."""
     import torch
 
     from interp.models.loading import load
@@ -176,6 +179,8 @@ def throughput_text(tokens_per_s: float, mfu: float | None, peak: float | None) 
 
 
 def float_list(text: str, name: str) -> list[float]:
+    """Comma-separated finite numbers (``"0,2.5,-4"``); anything else is an
+    :class:`~interp.errors.InterpError` naming ``name``."""
     import math
 
     try:
@@ -223,12 +228,16 @@ class NoOut:
         return None
 
     def write_text(self, name: str, text: str) -> None:  # pragma: no cover
+        """Never called: verbs check ``isinstance(out, OutDir)`` before writing (raises
+        AssertionError)."""
         raise AssertionError("no --out")
 
     write_json = write_text
 
 
 def manifest_for(model: Any, seed: int, texts: list[str], config: dict[str, Any]) -> dict[str, Any]:
+    """The run's manifest: the model's id and loading info, ``seed``, the sha256 of ``texts`` and
+    ``config``."""
     from interp.runs.manifest import run_manifest, sha256_texts
 
     return run_manifest(
@@ -238,6 +247,7 @@ def manifest_for(model: Any, seed: int, texts: list[str], config: dict[str, Any]
 
 
 def log(message: str) -> None:
+    """Print ``message`` to stderr as plain text (no rich markup or highlighting)."""
     from interp.runs.progress import stderr_console
 
     stderr_console.print(message, highlight=False, markup=False)

@@ -1,14 +1,14 @@
 """CLI options derived from config fields: a setting is declared once, in its config.
 
-:func:`config_options` turns the fields of a :class:`interp.schema.Config` into click
+:func:`config_options` turns the fields of a :class:`~interp.schema.settings.Config` into click
 options (flag, type, default, help, choices); :func:`build_config` turns the parsed values
 back into the config, whose own checks then run. When a check fails, the error names the
 flag the user typed (``--C must be a positive finite number, got nan``), not the field.
 
 Written here rather than taken from a library: the click-from-dataclass packages on PyPI
 (click-dataclass, dataclass-click) are small and little kept, and none reads the help text
-and checks from field metadata the way :func:`interp.schema.setting` stores them; this module
-is the ~120 lines that do.
+and checks from field metadata the way :func:`~interp.schema.settings.setting` stores them; this
+module is the ~120 lines that do.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Sources
 
     * HTML manuals (python3.11-doc, postgresql-doc-15, debian-handbook, ...): the text of
       every ``<p>`` element and of DocBook's ``<div class="para">``, parsed with the
-      standard library's :mod:`html.parser`; ``<pre>``, ``<table>``, scripts and styles are
+      standard library's ``html.parser``; ``<pre>``, ``<table>``, scripts and styles are
       skipped. Indexes and search pages are ignored.
     * POD (perl-doc): ordinary paragraphs only; command, verbatim (code) and ``=begin`` /
       ``=for`` paragraphs are dropped and formatting codes (``C<...>``, ``L<...>``,

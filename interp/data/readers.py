@@ -22,6 +22,8 @@ SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
 
 
 def open_text(path: Path) -> str:
+    """The whole file as text (UTF-8, a byte-order mark dropped, newlines untouched); a missing
+    path, a folder or non-UTF-8 bytes are an :class:`~interp.errors.InterpError`."""
     from interp.runs.paths import check_path_name
 
     check_path_name(path, "cannot read: file name")

@@ -49,6 +49,7 @@ class TextSize:
 
     @property
     def exact(self) -> bool:
+        """Whether ``tokens`` is an exact count (every document tokenised), not an estimate."""
         return self.sampled == self.documents
 
     def describe(self) -> str:

@@ -210,6 +210,7 @@ class GenerationStats:
 
     @property
     def tokens_per_second(self) -> float:
+        """New tokens per second of wall time (0 when no time was measured)."""
         return self.new_tokens / self.seconds if self.seconds > 0 else 0.0
 
 
@@ -228,6 +229,7 @@ class GenerationResult(Result):
 
     @property
     def texts(self) -> list[str]:
+        """The generated texts, in prompt order."""
         return [g.text for g in self.generations]
 
     def extra_data(self) -> dict[str, Any]:

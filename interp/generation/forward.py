@@ -52,7 +52,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-#: HF ``model_type``s whose direct path is tested equal to the bridge path
+#: HF ``model_type`` values whose direct path is tested equal to the bridge path
 #: (tests/{unit/interp,integration}/test_generation_forward.py: SmolLM2 and a tiny Llama;
 #: a tiny Gemma-3 text model with sliding-window layers).
 DIRECT_MODEL_TYPES = frozenset({"llama", "gemma3_text"})
@@ -151,6 +151,8 @@ class ForwardRunner:
 
     @property
     def bridge(self) -> Any:
+        """The model's TransformerLens bridge (held by weak reference: the runner does not keep the
+        model alive)."""
         b = self._bridge_ref()
         assert b is not None
         return b

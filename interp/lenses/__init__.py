@@ -3,8 +3,8 @@
 - :mod:`interp.lenses.logit`: the shared unembedding, the logit lens, KL/entropy, and one
   lens's reading of a prompt (:class:`LensResult`);
 - :mod:`interp.lenses.tuned`: the tuned lens (affine translators) and its artifact;
-- :mod:`interp.lenses.readout`: :func:`run_lens`, the one entry point: a prompt through
-  the logit lens and an optional tuned lens (``interp lens``);
+- :mod:`interp.lenses.readout`: :func:`~interp.lenses.readout.run_lens`, the one entry point: a
+  prompt through the logit lens and an optional tuned lens (``interp lens``);
 - :mod:`interp.lenses.training`: training a tuned lens (resumable);
 - :mod:`interp.lenses.evaluation`: held-out KL/CE/entropy per layer, logit vs tuned;
 - :mod:`interp.lenses.figures`: their matplotlib figures and the token grid's colours.

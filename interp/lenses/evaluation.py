@@ -70,12 +70,14 @@ class LensEvalConfig(Config):
                              help="Bootstrap resamples of the KL ratio's interval.")
 
     def check(self) -> None:
+        """``tokens`` must cover at least one window of ``seq_len``."""
         if self.tokens < self.seq_len:
             raise self.error("tokens", f"must be ≥ the sequence length ({self.seq_len})",
                              self.tokens)
 
     @property
     def n_windows(self) -> int:
+        """Held-out windows of ``seq_len`` tokens: ``ceil(tokens / seq_len)``, at least 2."""
         return max(2, math.ceil(self.tokens / self.seq_len))
 
 
@@ -148,6 +150,8 @@ class LensEval(Result):
         return [m for m, _, _ in stats], [[lo, hi] for _, lo, hi in stats]
 
     def summary_layers(self) -> list[int]:
+        """Indices into ``layers`` of the summary layers: those up to ``config.summary_last``, and
+        never the last layer read (where the logit lens is exact)."""
         last = min(self.config.summary_last, self.layers[-1] - 1)
         return [i for i, layer in enumerate(self.layers) if layer <= last]
 
@@ -291,6 +295,8 @@ class LensEval(Result):
                                      f"{self.n_positions} positions")
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.lenses.figures.eval_kl_figure`: held-out KL to the final logits by layer,
+        per lens."""
         from interp.lenses.figures import eval_kl_figure
 
         return eval_kl_figure(self)

@@ -49,47 +49,84 @@ class Readout(Protocol):
     """One prompt read at every layer (a :class:`~interp.lenses.logit.LensResult`)."""
 
     @property
-    def lens(self) -> str: ...
+    def lens(self) -> str:
+        """The lens's name: ``"logit"`` or ``"tuned"``."""
+        ...
+
     @property
-    def tokens(self) -> list[str]: ...
+    def tokens(self) -> list[str]:
+        """The prompt's tokens as text (P of them)."""
+        ...
+
     @property
-    def layers(self) -> list[int]: ...
+    def layers(self) -> list[int]:
+        """The layers read (L of them)."""
+        ...
+
     @property
-    def kl(self) -> Tensor: ...  # [L, P]
+    def kl(self) -> Tensor:  # [L, P]
+        """KL(final ‖ lens) at each layer and position, ``[L, P]`` (nats)."""
+        ...
+
     @property
-    def entropy(self) -> Tensor: ...  # [L, P]
+    def entropy(self) -> Tensor:  # [L, P]
+        """Entropy of the lens's distribution, ``[L, P]`` (nats)."""
+        ...
+
     @property
-    def topk_probs(self) -> Tensor: ...  # [L, P, K]
+    def topk_probs(self) -> Tensor:  # [L, P, K]
+        """Probabilities of the lens's top-k tokens, ``[L, P, K]``."""
+        ...
+
     @property
-    def topk_tokens(self) -> list[list[list[str]]]: ...  # [L][P][K]
+    def topk_tokens(self) -> list[list[list[str]]]:  # [L][P][K]
+        """The lens's top-k tokens as text, ``[L][P][K]``."""
+        ...
+
     @property
-    def final_topk_tokens(self) -> list[list[str]]: ...  # [P][K]
+    def final_topk_tokens(self) -> list[list[str]]:  # [P][K]
+        """The model's own top-k next tokens as text, ``[P][K]``."""
+        ...
 
 
 class Evaluation(Protocol):
     """Held-out metrics per layer (a :class:`~interp.lenses.evaluation.LensEval`)."""
 
     @property
-    def layers(self) -> list[int]: ...
+    def layers(self) -> list[int]:
+        """The layers evaluated."""
+        ...
+
     @property
-    def lenses(self) -> list[str]: ...
+    def lenses(self) -> list[str]:
+        """The lenses evaluated (``"logit"``, ``"tuned"``)."""
+        ...
+
     @property
-    def model_ce(self) -> Tensor: ...  # [windows]
-    def mean_ci(self, lens: str, metric: str) -> tuple[list[float], list[list[float]]]: ...
+    def model_ce(self) -> Tensor:  # [windows]
+        """The model's own cross-entropy on each held-out window, ``[windows]`` (nats)."""
+        ...
+
+    def mean_ci(self, lens: str, metric: str) -> tuple[list[float], list[list[float]]]:
+        """Per layer, the mean of ``metric`` for ``lens`` over windows and its 95% CI."""
+        ...
 
 
 class LossHistory(Protocol):
     """A training run's loss per step (a training result or a lens's saved history)."""
 
     @property
-    def losses(self) -> list[float]: ...
+    def losses(self) -> list[float]:
+        """The training loss at each step."""
+        ...
 
 
 # ------------------------------------------------------------------ curves with hover
 
 
 def fmt(x: float, digits: int = 3) -> str:
-    """A number for a tooltip (a float, even when given an int): see :func:`format_number`."""
+    """A number for a tooltip (a float, even when given an int): see
+    :func:`~interp.display.format_number`."""
     return format_number(float(x), digits)
 
 
@@ -307,6 +344,7 @@ class GridCell:
 
 @dataclass(frozen=True)
 class GridRow:
+    """One layer's row of the token table: a :class:`GridCell` per position."""
     layer: int
     cells: list[GridCell]
 

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
+from typing_extensions import override
 
 from interp.display import visible_token
 from interp.errors import InterpError
@@ -71,6 +72,7 @@ class LogitLens(Lens):
 
     name = "logit"
 
+    @override
     def transform(self, resid: Tensor, layer: int) -> Tensor:  # noqa: ARG002
         return resid
 
@@ -234,6 +236,8 @@ class LensResult(Result):
             table_title=f"{self.lens} lens · {self.model_id} · top-1 next token per layer")
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.lenses.figures.lens_curves_figure`: KL to the final logits and entropy by
+        layer."""
         from interp.lenses.figures import lens_curves_figure
 
         return lens_curves_figure(self)

@@ -70,6 +70,7 @@ class LensConfig(Config):
                         help="Recorded in the manifest (a lens draws nothing at random).")
 
     def check(self) -> None:
+        """``tuned``, when a path, must not be blank."""
         if isinstance(self.tuned, str) and not self.tuned.strip():
             raise self.error("tuned", "must not be empty", self.tuned)
 
@@ -84,8 +85,9 @@ class LensConfig(Config):
 class LensReadout(Result):
     """The logit lens on one prompt, and the tuned lens on the same prompt when asked for.
 
-    ``results.json`` is the logit lens's own record (:meth:`LensResult.to_dict`) with the
-    tuned lens's nested under ``"tuned"``, then the manifest.
+    ``results.json`` is the logit lens's own record
+    (:meth:`~interp.lenses.logit.LensResult.to_dict`) with the tuned lens's nested under
+    ``"tuned"``, then the manifest.
     """
 
     logit: LensResult = field(metadata=json_meta(skip=True))
@@ -97,13 +99,15 @@ class LensReadout(Result):
     json_order: ClassVar[tuple[Any, ...]] = (..., "tuned")
 
     def extra_data(self) -> dict[str, Any]:
+        """The logit lens's ``results.json`` keys (the tuned lens's readout nests under
+        ``tuned``)."""
         return self.logit.to_dict()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Self:
         """A readout back from its ``results.json`` dict (schema checked, see
-        :meth:`LensResult.from_dict`). Written out: the logit lens's keys sit at the top
-        level of the file, beside ``"tuned"``."""
+        :meth:`~interp.lenses.logit.LensResult.from_dict`). Written out: the logit lens's keys sit
+        at the top level of the file, beside ``"tuned"``."""
         if not isinstance(data, Mapping):
             raise InterpError(f"lens result must be a dict, not {type(data).__name__}")
         tuned = data.get("tuned")
@@ -135,6 +139,7 @@ class LensReadout(Result):
         return head
 
     def figure(self) -> Figure | None:
+        """The logit lens's curves, or both lenses compared when a tuned lens was read too."""
         from interp.lenses.figures import lens_compare_figure, lens_curves_figure
 
         if self.tuned is None:

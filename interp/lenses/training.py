@@ -1,8 +1,8 @@
 """Training the tuned lens: all layers' translators together, resumable, on CPU.
 
 Each step runs ``batch_size`` packed windows of ``seq_len`` tokens through the model once
-(:func:`interp.activations.capture.forward_with_hooks`, every layer's ``hook_resid_post`` plus the
-logits), samples ``positions_per_window`` positions per window (never position 0), and
+(:func:`~interp.activations.capture.forward_with_hooks`, every layer's ``hook_resid_post``
+plus the logits), samples ``positions_per_window`` positions per window (never position 0), and
 minimises, summed over the translated layers ℓ,
 
     KL( p_final ‖ softmax(W_U · RMSNorm_final(h_ℓ + A_ℓ h_ℓ + b_ℓ)) )
@@ -131,6 +131,8 @@ class TunedLensTrainConfig(Config):
 
     @property
     def steps(self) -> int:
+        """Optimiser steps: the token budget over ``batch_size × seq_len`` tokens a step, at least
+        1."""
         return max(1, math.ceil(self.tokens / (self.batch_size * self.seq_len)))
 
     def lr_at(self, step: int) -> float:
@@ -185,6 +187,8 @@ class TunedLensTrainResult(Result):
         return frame
 
     def headline(self) -> Headline:
+        """Steps done, final loss, throughput, MFU and where the lens was saved (or that the run is
+        unfinished)."""
         return Headline("tuned-lens training", rows=[
             ("steps", f"{self.steps_done} / {self.steps_total}"),
             ("loss (last 10 steps)", self.final_loss),
@@ -194,6 +198,7 @@ class TunedLensTrainResult(Result):
         ])
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.lenses.figures.training_loss_figure` (None before the first step)."""
         from interp.lenses.figures import training_loss_figure
 
         return training_loss_figure(self) if self.losses else None

@@ -59,7 +59,10 @@ def default_lens_dir(model: Model) -> Path:
 
 
 class Translators(nn.Module):
-    """The per-layer affine maps, stacked: ``A [L, d, d]`` and ``b [L, d]`` (L = n_layers − 1)."""
+    """The per-layer affine maps, stacked: ``A [L, d, d]`` and ``b [L, d]`` (L = n_layers − 1).
+
+    Zero-initialised: untrained, every translator is the identity (the logit lens).
+    """
 
     def __init__(self, n_translators: int, d_model: int) -> None:
         super().__init__()
@@ -96,6 +99,8 @@ class TunedLens(Lens):
             )
 
     def transform(self, resid: Float[Tensor, "... d_model"], layer: int) -> Tensor:
+        """``resid + resid·A_layerᵀ + b_layer`` (:meth:`Translators.forward`); the last layer
+        has no translator and is returned as it is."""
         layer = self.model.check_layer(layer)
         if layer >= self.translators.A.shape[0]:
             return resid

@@ -58,6 +58,8 @@ class ModelShape:
 
     @property
     def non_embedding_params(self) -> int:
+        """Weight-matrix parameters of all blocks (embedding and unembedding excluded): the N of
+        2·N·tokens."""
         return sum(self.layer_params)
 
 
@@ -116,10 +118,12 @@ class Work:
         self.flops = dict(flops or {})
 
     def add(self, dtype: str, flops: float) -> None:
+        """Count ``flops`` more FLOPs done in ``dtype``."""
         self.flops[dtype] = self.flops.get(dtype, 0.0) + float(flops)
 
     @property
     def total(self) -> float:
+        """FLOPs over every dtype."""
         return sum(self.flops.values())
 
     def ideal_seconds(self, peaks: Mapping[str, float]) -> float:

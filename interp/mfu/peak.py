@@ -57,6 +57,8 @@ class PeakResult:
 
 
 def device_name(device: torch.device) -> str:
+    """The device's name as recorded beside a peak: the GPU's name, else the CPU model from
+    ``/proc/cpuinfo`` (or what ``platform`` knows)."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     try:

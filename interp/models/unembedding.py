@@ -69,7 +69,7 @@ class Unembed:
 
     The direct path (the gain, ε and ``W_U`` read once) is checked at construction
     against :meth:`interp.models.loading.Model.unembed` (the bridge modules); any other
-    architecture, or a mismatch, falls back to the bridge and :attr:`fast` is False.
+    architecture, or a mismatch, falls back to the bridge and ``fast`` is False.
     ``matmul_dtype=bfloat16`` runs the big ``[rows, d] × [d, vocab]`` product in bf16
     (1.6–1.8× faster on CPUs with AVX512-BF16; logits agree to ~1e-2): training uses
     it, evaluation does not.
@@ -102,6 +102,8 @@ class Unembed:
     def __call__(
         self, resid: Float[Tensor, "... d_model"], *, matmul_dtype: torch.dtype = torch.float32
     ) -> Float[Tensor, "... d_vocab"]:
+        """Logits ``[..., d_vocab]`` in float32: the direct path when ``fast``, else the bridge's;
+        ``matmul_dtype=torch.bfloat16`` runs the unembedding product in bf16."""
         if not self.fast:
             return self.model.unembed(resid).float()
         x = resid.float()

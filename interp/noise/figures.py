@@ -1,7 +1,7 @@
 """Figures of seed noise and comparisons (house style of :mod:`interp.plotting`).
 
 * :func:`spread_figure`: each varying metric's spread over the seeds relative to its
-  mean (std / |mean|), the noisiest first: which numbers a single run cannot be trusted on;
+  mean (``std / |mean|``), the noisiest first: which numbers a single run cannot be trusted on;
 * :func:`compare_figure`: each compared metric's difference B − A in units of its noise
   (difference / standard error), with the ±1.96 band inside which a difference is not a
   result.
@@ -21,6 +21,8 @@ INSIDE, OUTSIDE = "#8a8f98", "#c0392b"
 
 @styled
 def spread_figure(result: SeedsResult) -> Figure:
+    """Each varying metric's seed std over its mean (``std / |mean|``), the noisiest first (up to
+    25)."""
     rows = sorted((m for m in result.metrics if m.std > 0 and m.mean != 0),
                   key=lambda m: m.std / abs(m.mean), reverse=True)[:SHOWN]
     fig = new_figure(7.0, 0.28 * max(len(rows), 1) + 1.1)
@@ -39,6 +41,8 @@ def spread_figure(result: SeedsResult) -> Figure:
 
 @styled
 def compare_figure(result: CompareResult) -> Figure:
+    """Each compared metric's B − A over its standard error, with the ±1.96 band of noise (up to 25,
+    largest first)."""
     rows = []
     for r in result.rows:
         if r.ci95 is None:

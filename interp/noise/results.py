@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 #: What a comparison concludes about one metric.
 LARGER = "larger than noise"
+#: The verdict when the interval holds 0.
 WITHIN = "within noise: not a result"
+#: The verdict when nothing estimates the noise.
 NO_NOISE = "no noise estimate"
 
 #: Rows the CLI tables show unless asked for all.
@@ -34,6 +36,7 @@ class MetricSummary:
 
     @property
     def n(self) -> int:
+        """The number of seeds the metric was read from."""
         return len(self.values)
 
 
@@ -52,6 +55,7 @@ class SeedsResult(Result):
     json_order: ClassVar[tuple[Any, ...]] = ("kind", "verb", "args", "seeds", "runs", "metrics")
 
     def metric(self, name: str) -> MetricSummary:
+        """The summary of the metric named ``name`` (KeyError when no run had it)."""
         for m in self.metrics:
             if m.name == name:
                 return m
@@ -63,6 +67,7 @@ class SeedsResult(Result):
                       key=lambda m: m.std / max(abs(m.mean), 1e-12), reverse=True)
 
     def extra_data(self) -> dict[str, Any]:
+        """Adds ``kind: "seeds"`` and every metric's mean, std, min, max, n and values."""
         return {"kind": "seeds",
                 "metrics": {m.name: {"mean": m.mean, "std": m.std, "min": m.min, "max": m.max,
                                      "n": m.n, "values": m.values} for m in self.metrics}}
@@ -118,12 +123,15 @@ class CompareResult(Result):
                                              "metrics", "only_in_a", "only_in_b")
 
     def counts(self) -> dict[str, int]:
+        """How many metrics fell under each verdict (larger than the noise, within it, no noise
+        measured)."""
         out = {LARGER: 0, WITHIN: 0, NO_NOISE: 0}
         for r in self.rows:
             out[r.verdict] = out.get(r.verdict, 0) + 1
         return out
 
     def extra_data(self) -> dict[str, Any]:
+        """Adds ``kind: "compare"`` and the :meth:`counts`."""
         return {"kind": "compare", "counts": self.counts()}
 
     def headline(self, limit: int | None = SHOWN_COMPARED) -> Headline:

@@ -21,6 +21,8 @@ SEED_DIR = "seed-{}"
 
 
 def check_seeds(k: int) -> None:
+    """``k`` must be an int ≥ 2 (one run has no spread); else an
+    :class:`~interp.errors.InterpError`."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
         raise InterpError(f"seeds needs K ≥ 2 runs to measure a spread, got {k}")
 

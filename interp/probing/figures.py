@@ -51,42 +51,90 @@ class LayerSweep(Protocol):
     """What :func:`accuracy_figure` reads (a ``ProbeResult``)."""
 
     @property
-    def layer_numbers(self) -> list[int]: ...
-    def means(self, metric: str) -> list[float]: ...
-    def stds(self, metric: str) -> list[float]: ...
-    def control_accuracy(self) -> list[float]: ...
-    def best_layer(self) -> int: ...
+    def layer_numbers(self) -> list[int]:
+        """The probed layers, in order."""
+        ...
+
+    def means(self, metric: str) -> list[float]:
+        """``metric``'s mean over seeds, per layer."""
+        ...
+
+    def stds(self, metric: str) -> list[float]:
+        """``metric``'s standard deviation over seeds, per layer."""
+        ...
+
+    def control_accuracy(self) -> list[float]:
+        """Per layer, the best of the controls' mean accuracies."""
+        ...
+
+    def best_layer(self) -> int:
+        """The layer with the highest mean held-out accuracy."""
+        ...
 
 
 class EffectLike(Protocol):
+    """One ablation's effect (an :class:`~interp.probing.results.AblationEffect`)."""
+
     @property
-    def kl(self) -> float: ...
+    def kl(self) -> float:
+        """Mean KL(clean ‖ ablated) of the next-token distribution (nats)."""
+        ...
+
     @property
-    def logit_diff_change(self) -> float | None: ...
+    def logit_diff_change(self) -> float | None:
+        """Change of the answer's logit gap (None when not measured)."""
+        ...
 
 
 class DirectionLike(Protocol):
+    """One tested direction against its random directions (a
+    :class:`~interp.probing.results.DirectionReport`)."""
+
     @property
-    def effect(self) -> EffectLike: ...
+    def effect(self) -> EffectLike:
+        """The direction's own effect."""
+        ...
+
     @property
-    def random(self) -> Sequence[EffectLike]: ...
+    def random(self) -> Sequence[EffectLike]:
+        """The variance-matched random directions' effects."""
+        ...
+
     @property
-    def kl_percentile(self) -> float: ...
+    def kl_percentile(self) -> float:
+        """Percentile of the direction's KL among the random directions' (0–100)."""
+        ...
+
     @property
-    def kl_z(self) -> float: ...
+    def kl_z(self) -> float:
+        """z-score of the direction's KL against the random directions' (∞ when they do not
+        vary)."""
+        ...
+
     @property
-    def logit_diff_percentile(self) -> float | None: ...
+    def logit_diff_percentile(self) -> float | None:
+        """Percentile of its logit-gap change among the random directions' (None when not
+        measured)."""
+        ...
+
     @property
-    def logit_diff_z(self) -> float | None: ...
+    def logit_diff_z(self) -> float | None:
+        """z-score of its logit-gap change (None when not measured)."""
+        ...
 
 
 class AblationLike(Protocol):
     """What :func:`ablation_figure` reads (an ``AblationResult``)."""
 
     @property
-    def layer(self) -> int: ...
+    def layer(self) -> int:
+        """The ablated layer."""
+        ...
+
     @property
-    def directions(self) -> Mapping[str, DirectionLike]: ...
+    def directions(self) -> Mapping[str, DirectionLike]:
+        """Each tested direction by name."""
+        ...
 
 
 # ------------------------------------------------------------------------ numbers
@@ -103,6 +151,7 @@ def z_text(x: float | None) -> str:
 
 
 def pct_text(x: float | None) -> str:
+    """A percentile as a whole number (``"97"``), ``"—"`` when missing."""
     return "—" if x is None or math.isnan(x) else f"{x:.0f}"
 
 

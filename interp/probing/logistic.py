@@ -10,7 +10,7 @@ solves them together, each to scikit-learn's own optimum::
 that is, on features standardised by the problem's training rows (population std;
 near-constant features get scale 1, as in scikit-learn), minimise
 ``mean(log-loss) + ||w||² / (2 C n_train)`` with an unpenalised intercept and no class
-weights, to scikit-learn's stopping rule (max |gradient| ≤ ``tol`` and half the Newton
+weights, to scikit-learn's stopping rule (``max |gradient| ≤ tol`` and half the Newton
 decrement ≤ ``tol``, on that mean-scaled objective).
 
 How: the features of a group are standardised once over all its rows. A problem's own

@@ -169,6 +169,8 @@ def split_indices(
 # ----------------------------------------------------------------------- fitting
 @dataclass
 class FitResult:
+    """One probe fit: train and held-out accuracy, held-out AUROC, and the fitted model and
+    scaler."""
     train_accuracy: float
     test_accuracy: float
     test_auroc: float

@@ -172,10 +172,13 @@ class LayerStats:
     values: dict[str, list[float]]
 
     def mean(self, key: str) -> float:
+        """Mean over seeds of metric ``key``, NaN values left out (NaN when every value is)."""
         v = [x for x in self.values[key] if not math.isnan(x)]
         return float(np.mean(v)) if v else math.nan
 
     def std(self, key: str) -> float:
+        """Sample standard deviation (ddof=1) over seeds of metric ``key``, NaN values left out (0
+        with fewer than two values)."""
         v = [x for x in self.values[key] if not math.isnan(x)]
         return float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
 
@@ -229,12 +232,16 @@ class ProbeResult(Result):
     # -------------------------------------------------------------- per layer
     @property
     def layer_numbers(self) -> list[int]:
+        """The probed layers, in order."""
         return [s.layer for s in self.layers]
 
     def best_layer(self) -> int:
+        """The layer with the highest mean held-out accuracy (before any control: see ``verdict``
+        for whether it beats them)."""
         return max(self.layers, key=lambda s: s.mean("test_accuracy")).layer
 
     def stats(self, layer: int) -> LayerStats:
+        """The :class:`LayerStats` of ``layer`` (StopIteration when that layer was not probed)."""
         return next(s for s in self.layers if s.layer == layer)
 
     def means(self, metric: str) -> list[float]:
@@ -354,6 +361,8 @@ class ProbeResult(Result):
             table=table, emphasis=best, table_title=title)
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.probing.figures.accuracy_figure`: held-out accuracy by layer with its
+        baselines (None: no layers)."""
         from interp.probing.figures import accuracy_figure
 
         return accuracy_figure(self) if self.layers else None
@@ -384,6 +393,8 @@ class DirectionReport:
     logit_diff_z: float | None
 
     def to_dict(self) -> dict[str, Any]:
+        """The direction's effects, its random directions' values, and its percentiles and z-scores
+        among them (``percentile`` repeats ``kl_percentile``)."""
         rnd = self.random
         return {
             "kl": self.effect.kl,
@@ -420,6 +431,7 @@ class AblationResult(Result):
     warnings_always: ClassVar[bool] = False
 
     def extra_data(self) -> dict[str, Any]:
+        """One key per tested direction: :meth:`DirectionReport.to_dict`."""
         return {name: d.to_dict() for name, d in self.directions.items()}
 
     def to_frame(self) -> pd.DataFrame:
@@ -429,6 +441,9 @@ class AblationResult(Result):
         return pd.DataFrame([_direction_row(name, d) for name, d in self.directions.items()])
 
     def headline(self) -> Headline:
+        """The layer, the example count and the clean baselines, then one row per direction: KL with
+        its percentile and z among the random directions, the logit-gap change, the later probe's
+        accuracy and the random directions' mean KL."""
         cols = ["direction", "kl", "kl_percentile", "kl_z", "logit_diff_change",
                 "later_probe_accuracy", "random_kl_mean"]
         rows: list[tuple[str, object]] = [
@@ -443,6 +458,8 @@ class AblationResult(Result):
                         columns=cols, table=table)
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.probing.figures.ablation_figure` of the first tested direction (None: none
+        tested)."""
         from interp.probing.figures import ablation_figure
 
         first = next(iter(self.directions), None)

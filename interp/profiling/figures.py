@@ -22,6 +22,7 @@ OUTSIDE = "outside operators (Python, framework)"
 
 @styled
 def phases_figure(result: ProfileResult) -> Figure:
+    """Seconds per phase of the whole run, longest first, and the time no phase covers."""
     top = {k: v for k, v in result.phases.items() if not k.endswith("(nested)")}
     rows = sorted(top.items(), key=lambda t: -t[1])
     rows.append(("(no phase)", max(result.wall_s - sum(top.values()), 0.0)))
@@ -42,6 +43,8 @@ def phases_figure(result: ProfileResult) -> Figure:
 
 @styled
 def categories_figure(result: ProfileResult) -> Figure:
+    """The steady state's share of wall time by operator category, with the time outside any
+    operator."""
     rows = list(result.categories.items())
     fig = new_figure(6.5, 0.32 * max(len(rows), 1) + 1.0)
     ax = fig.add_subplot()

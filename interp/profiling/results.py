@@ -1,4 +1,5 @@
-"""Config and result of a profiling session (``--profile DIR``, :func:`interp.profile`)."""
+"""Config and result of a profiling session (``--profile DIR``,
+:func:`~interp.profiling.session.profile`)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ class ProfileResult(Result):
             table_title="top operators by self time")
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.profiling.figures.phases_figure`: seconds per phase."""
         from interp.profiling.figures import phases_figure
 
         return phases_figure(self)

@@ -1,15 +1,14 @@
 """A profiling session: phase timers over the whole run, ``torch.profiler`` over its steps.
 
-Tools mark their work with :func:`phase` (``"forward"``, ``"fit probes"``, …) and their
-loop iterations with :func:`step` (both live in :mod:`interp.runs.phases`, the plumbing,
-and are re-exported here); both cost nothing when no session is active. A
-session (:func:`profile`, or ``--profile DIR`` on the CLI) times every phase with a
-wall clock (synchronising CUDA first) and records every operator with
-``torch.profiler``, each phase as a ``record_function`` range. The analysis
-(:mod:`interp.profiling.analysis`) then reads the steady state only: the steps after
-the first :attr:`ProfileConfig.skip_steps` (allocator warm-up and one-off work), the
-same wait/warm-up split a ``torch.profiler.schedule`` makes, applied to a trace of the
-whole run so that a short run still yields one.
+Tools mark their work with :func:`~interp.runs.phases.phase` (``"forward"``, ``"fit probes"``, …)
+and their loop iterations with :func:`~interp.runs.phases.step` (both live in
+:mod:`interp.runs.phases`, the plumbing, and are re-exported here); both cost nothing when no
+session is active. A session (:func:`profile`, or ``--profile DIR`` on the CLI) times every phase
+with a wall clock (synchronising CUDA first) and records every operator with ``torch.profiler``,
+each phase as a ``record_function`` range. The analysis (:mod:`interp.profiling.analysis`) then
+reads the steady state only: the steps after the first ``ProfileConfig.skip_steps`` (allocator
+warm-up and one-off work), the same wait/warm-up split a ``torch.profiler.schedule`` makes, applied
+to a trace of the whole run so that a short run still yields one.
 """
 
 from __future__ import annotations
@@ -60,10 +59,13 @@ class Session:
         return torch.profiler.ProfilerAction.NONE
 
     def sync(self) -> None:
+        """Wait for queued CUDA work (when profiling CUDA), so that a phase's wall clock covers
+        it."""
         if self.cuda:
             torch.cuda.synchronize()
 
     def stop(self) -> None:
+        """End the session: synchronise, stop the clock and close the profiler."""
         self.sync()
         self.end = time.perf_counter()
         with _native_stderr_silenced():
@@ -71,6 +73,7 @@ class Session:
 
     @property
     def wall_s(self) -> float:
+        """Seconds from the session's start to :meth:`stop` (to now while it runs)."""
         return (self.end or time.perf_counter()) - self.start
 
 

@@ -109,6 +109,7 @@ class Lock:
     # ------------------------------------------------------------------ public
     @property
     def held(self) -> bool:
+        """Whether this object holds the lock now."""
         return self._held
 
     def acquire(self, wait_s: float = 0.0) -> Lock:

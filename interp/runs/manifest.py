@@ -196,8 +196,8 @@ def model_manifest(
     texts: Iterable[str] | None = None,
     extra: dict | None = None,
 ) -> dict:
-    """:func:`run_manifest` for a run on ``model`` (an :class:`interp.Model`): its id and
-    facts, the seed, the config and the data's hash (``dataset_hash``, or the hash of
+    """:func:`run_manifest` for a run on ``model`` (an :class:`~interp.models.loading.Model`): its
+    id and facts, the seed, the config and the data's hash (``dataset_hash``, or the hash of
     ``texts``). Every tool calls this at the end of its run, so its result carries its own
     provenance whether a script or the CLI made it."""
     if dataset_hash is None and texts is not None:

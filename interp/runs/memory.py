@@ -13,8 +13,8 @@ The large requests of interp are few and their peaks are known from their shapes
 of the CUDA device a run uses, else the RAM available to new work:
 ``psutil.virtual_memory().available``, or ``MemAvailable`` in ``/proc/meminfo``) and
 raises one :class:`~interp.errors.InterpError` line with both figures and what to
-lower. ``INTERP_MAX_MEMORY_GB`` (the limit :func:`interp.capture` also reads) replaces
-the available figure, for a stricter budget or for tests.
+lower. ``INTERP_MAX_MEMORY_GB`` (the limit :func:`~interp.activations.capture.capture` also reads)
+replaces the available figure, for a stricter budget or for tests.
 """
 
 from __future__ import annotations

@@ -33,7 +33,9 @@ class Recorder(Protocol):
     _depth: int
     prof: Any
 
-    def sync(self) -> None: ...
+    def sync(self) -> None:
+        """Wait for the device's queued work, so that a phase's wall clock covers it."""
+        ...
 
 
 _CURRENT: list[Recorder] = []

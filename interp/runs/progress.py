@@ -85,6 +85,8 @@ class Steps:
 
     @property
     def enabled(self) -> bool:
+        """Whether the bar is shown (``enabled`` when given, else on unless
+        ``INTERP_NO_PROGRESS=1``)."""
         return not self.progress.disable
 
     def step(self, name: str) -> None:

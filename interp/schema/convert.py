@@ -77,6 +77,7 @@ def json_meta(*, key: str | None = None, skip: bool = False,
 
 
 def json_info(f: dataclasses.Field) -> JsonInfo:
+    """The field's :class:`JsonInfo` (the default one when it has none)."""
     info = f.metadata.get(JSON)
     return info if isinstance(info, JsonInfo) else JsonInfo()
 

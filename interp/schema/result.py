@@ -1,5 +1,5 @@
 """One result base: every tool's result carries its manifest and warnings, and shows itself
-from one :meth:`Result.headline`.
+from one :meth:`~interp.schema.result.Result.headline`.
 
 A result is a dataclass extending :class:`Result`. From its fields and type hints come
 ``to_dict()`` (``results.json``) and ``from_dict()`` (:mod:`interp.schema.convert`); a result
@@ -115,7 +115,8 @@ class Result:
     #: nested in another's file, whose keys predate the base).
     warnings_always: ClassVar[bool] = True
     #: The order of ``results.json``'s keys, where it is not fields, warnings, then
-    #: :meth:`extra_data`: the keys named before ``...`` come first, those after it last.
+    #: :meth:`~interp.schema.result.Result.extra_data`: the keys named before ``...`` come
+    #: first, those after it last.
     json_order: ClassVar[tuple[Any, ...]] = ()
 
     # ------------------------------------------------------------------ to implement

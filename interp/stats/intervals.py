@@ -80,7 +80,7 @@ def bootstrap_ci(
     ``statistic`` receives an index array (units drawn with replacement) and returns
     one number, so any statistic of paired or grouped data (ratios of sums over
     windows, say) can be resampled by its units. Draws whose statistic is not finite
-    are dropped. Built on :func:`scipy.stats.bootstrap`.
+    are dropped. Built on ``scipy.stats.bootstrap``.
     """
     if n <= 0:
         return [math.nan, math.nan]

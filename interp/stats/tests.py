@@ -12,7 +12,7 @@ from interp.stats.intervals import wilson
 def mcnemar_exact(b: int, c: int) -> float:
     """Exact two-sided McNemar p-value for the discordant counts ``b`` and ``c``.
 
-    The binomial test of ``b`` out of ``b + c`` at p = 1/2 (:func:`scipy.stats.binomtest`);
+    The binomial test of ``b`` out of ``b + c`` at p = 1/2 (``scipy.stats.binomtest``);
     1.0 when there is no discordant pair.
     """
     n = b + c

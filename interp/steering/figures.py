@@ -51,9 +51,13 @@ __all__ = [
 Grid = list[list[float]]
 
 
-class _Thresholds(Protocol):
+class SweepThresholds(Protocol):
+    """The sweep settings the figures read (a :class:`~interp.steering.sweep.SweepConfig`)."""
+
     @property
-    def collapse_ppl_factor(self) -> float: ...
+    def collapse_ppl_factor(self) -> float:
+        """A text whose perplexity exceeds this × its layer's α = 0 mean counts as collapsed."""
+        ...
 
 
 class SweepData(Protocol):
@@ -74,17 +78,37 @@ class SweepData(Protocol):
     side_kl_std: Grid
 
     @property
-    def config(self) -> _Thresholds: ...
+    def config(self) -> SweepThresholds:
+        """The sweep's settings (the thresholds the figures mark)."""
+        ...
+
     @property
-    def base_index(self) -> int | None: ...
+    def base_index(self) -> int | None:
+        """The column of α = 0 (None when α = 0 was not swept)."""
+        ...
+
     @property
-    def target_delta(self) -> Grid: ...
+    def target_delta(self) -> Grid:
+        """Mean target score minus the same layer's α = 0 mean, ``[layers][alphas]``."""
+        ...
+
     @property
-    def perplexity_ratio(self) -> Grid: ...
+    def perplexity_ratio(self) -> Grid:
+        """Mean perplexity over the same layer's α = 0 mean, ``[layers][alphas]``."""
+        ...
+
     @property
-    def sweet_cell(self) -> tuple[int, int] | None: ...
-    def coherent(self, i: int, j: int) -> bool | None: ...
-    def grid(self, name: str) -> Grid: ...
+    def sweet_cell(self) -> tuple[int, int] | None:
+        """(layer index, α index) of the sweet spot, when it is one of the swept cells."""
+        ...
+
+    def coherent(self, i: int, j: int) -> bool | None:
+        """Whether cell (i, j) passes the sweet-spot rule (None when unknown)."""
+        ...
+
+    def grid(self, name: str) -> Grid:
+        """The grid called ``name`` (e.g. ``"perplexity"`` or ``"side_kl_std"``)."""
+        ...
 
 #: Fill of a cell without a value.
 MISSING_FILL = "#e9ebef"
@@ -113,6 +137,7 @@ def fmt_signed(x: float, digits: int = 2) -> str:
 
 
 def fmt_ratio(ratio: float) -> str:
+    """A ratio for a cell: ``"2.4×"``, ``"12×"`` from 10 up, ``"∞×"``, ``"—"`` for NaN."""
     if math.isnan(ratio):
         return MISSING
     if math.isinf(ratio):
@@ -121,6 +146,7 @@ def fmt_ratio(ratio: float) -> str:
 
 
 def fmt_pct(rate: float) -> str:
+    """A rate as a whole percentage (``"37%"``), ``"—"`` when not finite."""
     return f"{100 * rate:.0f}%" if math.isfinite(rate) else MISSING
 
 
@@ -141,23 +167,25 @@ def fmt_small(x: float) -> str:
 
 
 @dataclass(frozen=True)
-class _Map:
+class Heatmap:
+    """How one sweep grid is drawn: its title, colour-bar label and matplotlib colormap."""
+
     title: str
     colorbar: str
     cmap: str
 
 
 #: Heatmap name → (title, colour-bar label, colormap).
-HEATMAPS: dict[str, _Map] = {
-    "target_delta": _Map("Δ target score", "change vs α = 0", "RdBu"),
-    "perplexity": _Map("Perplexity ÷ α=0", "ratio to α = 0", "PuOr_r"),
-    "distinct2": _Map("Distinct-2", "distinct bigrams", "viridis"),
-    "collapse": _Map("Collapse rate", "share of texts", "Reds"),
-    "side_kl": _Map("Side-effect KL", "nats", "Blues"),
+HEATMAPS: dict[str, Heatmap] = {
+    "target_delta": Heatmap("Δ target score", "change vs α = 0", "RdBu"),
+    "perplexity": Heatmap("Perplexity ÷ α=0", "ratio to α = 0", "PuOr_r"),
+    "distinct2": Heatmap("Distinct-2", "distinct bigrams", "viridis"),
+    "collapse": Heatmap("Collapse rate", "share of texts", "Reds"),
+    "side_kl": Heatmap("Side-effect KL", "nats", "Blues"),
 }
 
 
-def _check(name: str) -> _Map:
+def _check(name: str) -> Heatmap:
     if name not in HEATMAPS:
         raise InterpError(f"unknown steering heatmap {name!r}: use {', '.join(HEATMAPS)}")
     return HEATMAPS[name]

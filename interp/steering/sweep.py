@@ -1,7 +1,7 @@
 """Sweep a steering vector over layers × coefficients and measure every cell.
 
-For each layer, one :func:`interp.generate` call runs every (prompt, α) pair as rows of
-the same batches, with a per-request α (see :func:`interp.steering.vectors.steer`). Each
+For each layer, one :func:`~interp.generation.engine.generate` call runs every (prompt, α) pair as
+rows of the same batches, with a per-request α (see :func:`interp.steering.vectors.steer`). Each
 continuation gets:
 
 * **target score**: VADER's compound sentiment of the continuation only (``vader``),
@@ -628,6 +628,8 @@ class SweepResult(Result):
                         "(Δ vs α=0, perplexity ratio)")
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.steering.figures.heatmap_figure` of the target-score change (None: nothing
+        swept)."""
         from interp.steering.figures import heatmap_figure
 
         return heatmap_figure(self, "target_delta") if self.layers and self.alphas else None

@@ -15,8 +15,8 @@ generated tokens alike): ``h ← h + α·v``.
   difference stored with the probe.
 
 **Injection.** ``with steer(model, vector, alpha=4.0): interp.generate(...)``. ``alpha``
-may be one number, or one per request of the enclosed :func:`interp.generate` call (a
-sweep is then one batch): the hook reads the batch's request indices from
+may be one number, or one per request of the enclosed :func:`~interp.generation.engine.generate`
+call (a sweep is then one batch): the hook reads the batch's request indices from
 :data:`interp.generation.engine.current_rows`. Hooks are always removed on exit.
 """
 
@@ -90,10 +90,12 @@ class SteeringVector:
 
     @property
     def hook_point(self) -> str:
+        """``blocks.{layer}.hook_resid_post``, where the vector is added."""
         return f"blocks.{self.layer}.hook_resid_post"
 
     @property
     def norm(self) -> float:
+        """The vector's L2 norm: the size of the step α = 1 adds."""
         return float(self.vector.norm())
 
     def save(self, path: str | Path, manifest: dict | None = None) -> Path:
@@ -217,8 +219,8 @@ def steer(
     """Add ``alpha · vector`` at ``blocks.layer.hook_resid_post`` while the block runs.
 
     ``alpha`` is a number, or one value per request of the enclosed
-    :func:`interp.generate` call (index = position in its ``prompts``). Per-request
-    values outside ``generate`` raise an error. ``positions``: ``"all"`` (default),
+    :func:`~interp.generation.engine.generate` call (index = position in its ``prompts``).
+    Per-request values outside ``generate`` raise an error. ``positions``: ``"all"`` (default),
     ``"prompt"`` (prompt tokens only) or ``"generated"`` (generated tokens only); outside
     ``generate`` every position counts as prompt. Hooks are always removed on exit.
     """

@@ -62,6 +62,7 @@ class Check:
 
     @property
     def mark(self) -> str:
+        """``"pass"``, ``"FAIL"`` or ``"not run"``."""
         return {True: "pass", False: "FAIL", None: "not run"}[self.passed]
 
 
@@ -90,6 +91,7 @@ class VerifyResult(Result):
         return all(c.passed is not False for c in self.checks)
 
     def check(self, name: str) -> Check:
+        """The check named ``name`` (KeyError when there is none)."""
         for c in self.checks:
             if c.name == name:
                 return c
@@ -112,11 +114,14 @@ class VerifyResult(Result):
 
     @staticmethod
     def table_header() -> str:
+        """The header of the README's verified-models table (Markdown), the columns of
+        :meth:`table_row`."""
         cols = ["model", "architecture", "size", "lens = logits", "hooked = HF logits",
                 "capture batch-invariant", "BOS convention", "generate batched = alone"]
         return "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols)
 
     def extra_data(self) -> dict[str, Any]:
+        """Adds ``passed`` and the model's ``table_row``."""
         return {"passed": self.passed, "table_row": self.table_row()}
 
     def headline(self) -> Headline:
@@ -136,6 +141,8 @@ class VerifyResult(Result):
             verdict=verdict)
 
     def figure(self) -> Figure | None:
+        """:func:`~interp.verify.figures.checks_figure`: each check's measured difference against
+        its tolerance."""
         from interp.verify.figures import checks_figure
 
         return checks_figure(self)
