@@ -11,7 +11,7 @@ The entry points, each a config in and a typed result out::
     data = collect_browser_data(model, sae, heldout, BrowserConfig(features="alive:20"))
 
 Figures of every result are in :mod:`saes.figures`; SAELens folders are read and written
-by :func:`import_saelens` and :func:`export_saelens`.
+by :func:`~saes.saelens.import_saelens` and :func:`~saes.saelens.export_saelens`.
 """
 
 from saes.browser import BrowserConfig, BrowserData, collect_browser_data

@@ -63,6 +63,8 @@ def baseline_key(model: Model, hook: str, windows: Int[Tensor, "n seq"],
 
 
 def baseline_path(key: str) -> Path:
+    """Where the ablation baselines of cache key ``key`` are kept
+    (``<cache>/sae-eval-baselines/<key>.safetensors``)."""
     return cache_dir() / "sae-eval-baselines" / f"{key}.safetensors"
 
 

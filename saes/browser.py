@@ -5,7 +5,7 @@
 feature, the number of tokens it fires on and a running top-k of its largest activations.
 Position 0 of every window (an attention sink with a huge residual norm) is never an
 example and never counted. Memory stays bounded: each batch's ``f [batch, pos, d_sae]`` is
-merged into the running top-k with :func:`torch.topk` and dropped; next to each of the
+merged into the running top-k with ``torch.topk`` and dropped; next to each of the
 ``top_k × d_sae`` kept activations the scan keeps the feature's activations on the
 surrounding ``context + 5`` tokens, so the contexts need no second forward pass.
 

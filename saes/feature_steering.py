@@ -12,6 +12,7 @@ would set the scale.)
 Held-out text: ``cfg.tokens`` tokens of the corpus's held-out split (or the user's text)
 packed into windows as for ``interp sae eval``; position 0 of every window (the attention
 sink) is left out. A feature that never fires there is refused: its scale is undefined.
+In use::
 
     vec = feature_vector(model, sae, heldout, FeatureVectorConfig(feature=123))
     with steer(model, vec, alpha=4.0):
@@ -56,6 +57,8 @@ class FeatureVectorConfig(Config):
 
     @property
     def n_windows(self) -> int:
+        """Text windows of ``seq_len`` that cover ``tokens`` (``seq_len − 1`` tokens each: position
+        0 is left out), at least 1."""
         return max(1, math.ceil(self.tokens / (self.seq_len - 1)))
 
 

@@ -23,12 +23,12 @@ a hook point other than a residual stream fall back to four full bridge forwards
   same against mean ablation (a harder, more honest baseline);
 * ``delta_ce`` = CE_sae − CE_clean, and ``kl_sae`` = KL(clean ‖ spliced), per token.
 
-Intervals: 95% percentile bootstrap over windows (:func:`interp.stats.bootstrap_ci`, 1000
+Intervals: 95% percentile bootstrap over windows (:func:`~interp.stats.intervals.bootstrap_ci`, 1000
 resamples, seeded), recomputing each ratio from resampled sums, so they reflect the text's
 variability, not just token noise.
 
-:func:`evaluate_sae` returns a :class:`SAEEvalResult` (fields as in ``results.json``; see
-:class:`saes.results.EvalRecord`); :mod:`saes.figures` draws it.
+:func:`evaluate_sae` returns a :class:`SAEEvalResult` (defined in :mod:`saes.results`; its fields
+are ``results.json``); :mod:`saes.figures` draws it.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@
 * :class:`TrainingRecord`: a training run's settings, per-step history and resampling events
   (as saved with the SAE, and as :func:`saes.train.train_sae` reports them).
 
-Each is a :class:`interp.schema.Result` (or a plain dataclass nested in one): the files come
+Each is a :class:`~interp.schema.result.Result` (or a plain dataclass nested in one): the files come
 from the fields' type hints and JSON metadata, the CLI table and notebook view from one
-:meth:`headline`. This module draws nothing; :mod:`saes.figures` does, and
-:meth:`~interp.schema.Result.figure` imports it when a notebook asks. ``from_dict`` reads a
-results file back, tolerantly (:func:`read_lenient`): a missing or malformed value takes the
+:meth:`~interp.schema.result.Result.headline`. This module draws nothing; :mod:`saes.figures` does,
+and :meth:`~interp.schema.result.Result.figure` imports it when a notebook asks. ``from_dict`` reads
+a results file back, tolerantly (:func:`read_lenient`): a missing or malformed value takes the
 field's default, so a bad number becomes NaN (shown as "—" by the reports).
 """
 
@@ -101,7 +101,7 @@ T = TypeVar("T")
 
 
 def read_lenient(cls: type[T], data: Any, what: str) -> T:
-    """:func:`interp.schema.from_data`, tolerantly: a key whose value cannot be read as its
+    """:func:`~interp.schema.convert.from_data`, tolerantly: a key whose value cannot be read as its
     field's type is dropped, so the field keeps its default (NaN, None, empty). Older or
     hand-edited files still render; only a non-object is refused."""
     if not isinstance(data, Mapping):
@@ -158,6 +158,8 @@ class DensityHistogram:
 
     @property
     def valid(self) -> bool:
+        """Whether the edges rise strictly and finitely with one count per bin (a file read back may
+        not)."""
         e = self.edges
         return (len(e) >= 2 and len(self.counts) == len(e) - 1 and all(map(math.isfinite, e))
                 and all(b > a for a, b in zip(e[:-1], e[1:], strict=False)))
@@ -267,6 +269,7 @@ class TrainingRecord:
 
     @property
     def n_steps(self) -> int:
+        """Steps recorded: the longest history curve."""
         return max((len(v) for v in (self.history or {}).values()), default=0)
 
     def to_frame(self) -> pd.DataFrame:
@@ -317,10 +320,14 @@ class SAEEvalConfig(Config):
 
     @property
     def n_windows(self) -> int:
+        """Text windows for the reconstruction metrics (``seq_len − 1`` tokens each: position 0 is
+        left out), at least 1."""
         return max(1, math.ceil(self.tokens / (self.seq_len - 1)))
 
     @property
     def n_ce_windows(self) -> int:
+        """Text windows for the spliced cross-entropy (``seq_len − 2`` scored tokens each); 0 with
+        ``ce_tokens = 0``."""
         assert self.ce_tokens is not None
         return 0 if self.ce_tokens == 0 else max(1, math.ceil(self.ce_tokens / (self.seq_len - 2)))
 
@@ -344,8 +351,8 @@ class SAEEvalResult(Result):
     Reconstruction and sparsity over ``n_tokens`` tokens; the SAE spliced into the model over
     ``n_ce_tokens`` (None, and NaN metrics, when not measured). Each ``*_ci95`` is a 95%
     bootstrap interval over windows. ``sae_path``, ``training`` (from the artifact),
-    ``data`` (the text's source) and ``targets`` are set by :func:`~saes.metrics.
-    evaluate_sae` when it knows them. ``to_frame()`` is one row per metric; in a notebook
+    ``data`` (the text's source) and ``targets`` are set by :func:`~saes.metrics.evaluate_sae`
+    when it knows them. ``to_frame()`` is one row per metric; in a notebook
     it shows its headline metrics and the reconstruction figure.
     """
 
@@ -446,6 +453,7 @@ class SAEEvalResult(Result):
 
     @property
     def histogram(self) -> DensityHistogram:
+        """The density histogram (the ``density_histogram`` field)."""
         return self.density_histogram
 
     def value(self, metric: str) -> float:
@@ -467,7 +475,7 @@ class SAEEvalResult(Result):
         return next((c for c in self.checks() if c.metric == metric), None)
 
     def ci_text(self, metric: str) -> str:
-        """``metric``'s value with its 95% interval (:func:`format_with_ci`)."""
+        """``metric``'s value with its 95% interval (:func:`~saes.metric_format.format_with_ci`)."""
         return format_with_ci(metric, self.value(metric),
                               getattr(self, f"{metric}_ci95", (NAN, NAN)))
 
@@ -502,6 +510,7 @@ class SAEEvalResult(Result):
                         "held-out tokens")
 
     def figure(self) -> Figure | None:
+        """:func:`~saes.figures.reconstruction_figure`."""
         from saes.figures import reconstruction_figure
 
         return reconstruction_figure(self)
@@ -688,14 +697,17 @@ class BrowserData(Result):
 
     @property
     def n_dead(self) -> int:
+        """Features that never fired on the scanned tokens."""
         return sum(1 for k in self.fires if k == 0)
 
     @property
     def dead_fraction(self) -> float:
+        """Dead features over ``d_sae``."""
         return self.n_dead / self.d_sae
 
     @property
     def dead_fraction_ci95(self) -> CI:
+        """Wilson 95% interval of the dead fraction."""
         return wilson(self.n_dead, self.d_sae)
 
     @property
@@ -709,6 +721,8 @@ class BrowserData(Result):
         return {"edges": h.edges, "counts": h.counts}
 
     def extra_data(self) -> dict[str, Any]:
+        """Adds the per-feature densities, their histogram and the dead count and fraction with its
+        CI and n."""
         return {"densities": self.densities, "density_histogram": self.density_histogram(),
                 "n_dead": self.n_dead, "dead_fraction": self.dead_fraction,
                 "dead_fraction_ci95": list(self.dead_fraction_ci95),
@@ -742,6 +756,7 @@ class BrowserData(Result):
                         table=[list(r) for r in frame.itertuples(index=False, name=None)])
 
     def figure(self) -> Figure | None:
+        """:func:`~saes.figures.density_figure`: features per log10(density) bin."""
         from saes.figures import density_figure
 
         return density_figure(self)

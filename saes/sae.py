@@ -68,6 +68,8 @@ class SAEConfig(Config):
     k: int | None = setting(None, help="Active latents per token (TopK, BatchTopK).")
 
     def check(self) -> None:
+        """The architecture's own rules for the SAE's settings (e.g. TopK's ``k`` within
+        ``d_sae``)."""
         from saes.registry import architecture
 
         architecture(self.architecture).check_sae(self)
@@ -82,7 +84,11 @@ def check_k(k: object, d_sae: int, config: str = "SAEConfig") -> int:
 
 class SparseAutoencoder(nn.Module):
     """A ReLU SAE with an L1 penalty weighted by decoder-row norms (see module doc), and
-    the base class of the other architectures."""
+    the base class of the other architectures.
+
+    ``cfg`` gives the widths and the architecture; ``train`` is that architecture's training
+    settings (default: its defaults, with the SAE's ``k``). The weights start at zero.
+    """
 
     #: Decoder rows kept at unit norm after every step (TopK, BatchTopK, JumpReLU).
     unit_decoder: ClassVar[bool] = False
@@ -215,6 +221,7 @@ class SparseAutoencoder(nn.Module):
 
     # ---- files --------------------------------------------------------------------
     def tensors(self) -> dict[str, Tensor]:
+        """What the artifact saves: the four weights and the :meth:`state_tensors` (detached)."""
         return {"W_enc": self.W_enc.detach(), "b_enc": self.b_enc.detach(),
                 "W_dec": self.W_dec.detach(), "b_dec": self.b_dec.detach(),
                 **{k: v.detach() for k, v in self.state_tensors().items()}}

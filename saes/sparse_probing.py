@@ -186,6 +186,7 @@ class SparseProbeResult(Result):
         return pd.DataFrame(self.rows())
 
     def extra_data(self) -> dict[str, Any]:
+        """Adds the per-k table, sparse minus random per k, and the dense probe's accuracy."""
         return {"table": self.rows(),
                 "sparse_minus_random": [{"k": k, **self.difference(i)}
                                         for i, k in enumerate(self.ks)],
@@ -210,6 +211,8 @@ class SparseProbeResult(Result):
             table_title=f"sparse probing · {self.hook_point} · {self.dataset}")
 
     def figure(self) -> Figure | None:
+        """:func:`~saes.figures.sparse_probe_figure`: held-out accuracy against k (k-sparse, k
+        random latents, the dense probe, chance)."""
         from saes.figures import sparse_probe_figure
 
         return sparse_probe_figure(self)

@@ -1,11 +1,11 @@
 """The activation store: a deterministic, bounded-memory stream of shuffled activations.
 
 Text is packed into windows of ``seq_len`` tokens (:func:`interp.data.windows.iter_windows`),
-run through the model up to the hooked layer only (:func:`interp.activations.forward_with_hooks`
-stops the forward there), and each window's **first token is dropped**: the model treats it
-as the start of its context (an attention sink whose residual norm is about 7× the
-others'), and an SAE fitted to it wastes capacity and splices badly. Windows are packed
-without padding, so the first real token is always index 0.
+run through the model up to the hooked layer only
+(:func:`~interp.activations.capture.forward_with_hooks` stops the forward there), and each window's
+**first token is dropped**: the model treats it as the start of its context (an attention sink whose
+residual norm is about 7× the others'), and an SAE fitted to it wastes capacity and splices badly.
+Windows are packed without padding, so the first real token is always index 0.
 
 **Shuffling.** Activations arrive in *chunks* of ``windows_per_chunk`` windows. Each chunk's
 tokens are permuted with a generator seeded by ``(seed, substream, chunk)`` and served in
@@ -82,16 +82,20 @@ class StoreConfig(Config):
     forward_batch: int = setting(8, check=at_least(1), help="Windows per model forward.")
 
     def check(self) -> None:
+        """``windows_per_chunk`` must be a multiple of ``data_shards``."""
         if self.windows_per_chunk % self.data_shards:
             raise self.error("windows_per_chunk", "must be a positive multiple of the data "
                              f"shards ({self.data_shards})", self.windows_per_chunk)
 
     @property
     def windows_per_shard_chunk(self) -> int:
+        """Windows each substream contributes to a chunk."""
         return self.windows_per_chunk // self.data_shards
 
     @property
     def tokens_per_shard_chunk(self) -> int:
+        """Activations (tokens) each substream contributes to a chunk, ``seq_len − 1`` per
+        window."""
         return self.windows_per_shard_chunk * (self.seq_len - 1)
 
 
@@ -291,6 +295,8 @@ class ActivationStore:
 
     # ---- cache --------------------------------------------------------------------
     def cache_key(self, data_hash: str) -> str:
+        """The cache folder's name: a hash of the settings (but ``forward_batch``), the model id and
+        the text's hash ``data_hash``."""
         key = {**self.cfg.to_dict(), "model_id": self.model.model_id, "data": data_hash}
         key.pop("forward_batch")
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]

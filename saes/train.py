@@ -153,6 +153,8 @@ class SAETrainConfig(Config):
         super().__post_init__()
 
     def check(self) -> None:
+        """``arch`` must be an architecture's settings that fit ``d_sae``, and the store's shards
+        and chunks must fit together."""
         if not isinstance(self.arch, Architecture):
             raise self.error("arch", "must be an SAE architecture's settings", self.arch)
         self.arch.check_width(self.d_sae)
@@ -160,9 +162,12 @@ class SAETrainConfig(Config):
 
     @property
     def steps(self) -> int:
+        """Optimiser steps: ``tokens / batch_size``, rounded up, at least 1."""
         return max(1, math.ceil(self.tokens / self.batch_size))
 
     def lr_at(self, step: int) -> float:
+        """The learning rate at ``step`` (0-based): linear warm-up over ``lr_warmup_fraction`` of
+        the steps, constant, then linear decay to 0 over the last ``lr_decay_fraction``."""
         warm = max(1, round(self.lr_warmup_fraction * self.steps))
         decay = round(self.lr_decay_fraction * self.steps)
         if step < warm:
@@ -185,6 +190,7 @@ class SAETrainConfig(Config):
             self.layer), layer=self.layer, model_id=model.model_id, **self.arch.sae_fields())
 
     def store_config(self) -> StoreConfig:
+        """The activation store's settings this run implies."""
         return StoreConfig(layer=self.layer, seq_len=self.seq_len,
                            windows_per_chunk=self.windows_per_chunk,
                            data_shards=self.data_shards, seed=self.seed)
@@ -254,6 +260,7 @@ class SAETrainResult(Result):
         return Headline(f"SAE training — {self.out_dir}", rows=rows)
 
     def figure(self) -> Figure | None:
+        """:func:`~saes.figures.training_figure` of the run's record."""
         from saes.figures import training_figure
 
         return training_figure(self.record)

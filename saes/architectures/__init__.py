@@ -9,7 +9,7 @@ variables name its SAE class, its label and its SAELens format::
     run = train_sae(model, docs, "runs/topk", SAETrainConfig(arch=TopKConfig(k=32)))
 
 Every module of this package is imported here, so an architecture registers by being a
-module of it (:func:`~saes.architectures.base.register`). :func:`arch_config` builds the
+module of it (:func:`~saes.registry.register`). :func:`arch_config` builds the
 settings from a name and options, :func:`arch_config_from_dict` reads them back from a
 saved ``config.json``, and :func:`sae_class` gives the SAE class that
 :func:`saes.loading.load_sae` builds for an artifact's ``architecture``.

@@ -1,7 +1,7 @@
 """One SAE architecture is one registered class: :class:`Architecture`.
 
 A subclass's **fields** are the architecture's training settings (its sparsity knob and
-friends), each declared once with :func:`interp.schema.setting`: the type, default, help
+friends), each declared once with :func:`~interp.schema.settings.setting`: the type, default, help
 text and check, and so the ``interp sae train`` option of the same name (or its ``flag``),
 which the command line derives from the registry. Its **class variables** say what the
 rest of the package knows the architecture by: its name (``--arch``, ``SAEConfig.
@@ -59,7 +59,7 @@ class Architecture(Config):
     """Base of every architecture's training settings (see the module doc).
 
     Subclasses declare their settings as fields and ``name = arch_name("…")`` last, set the
-    class variables below, and are decorated with :func:`register`.
+    class variables below, and are decorated with :func:`~saes.registry.register`.
     """
 
     #: Shown by figures and reports ("TopK (k 32)").

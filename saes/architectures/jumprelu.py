@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import torch
 from jaxtyping import Float
 from torch import Tensor, nn
+from typing_extensions import override
 
 from interp.errors import InterpError
 from interp.schema import positive, setting
@@ -97,14 +98,19 @@ class JumpReLUSAE(SparseAutoencoder):
 
     @property
     def threshold(self) -> Tensor:
+        """θ per latent, ``exp(log_threshold)`` (always positive)."""
         return self.log_threshold.exp()
 
     def activate(self, pre: Float[Tensor, "... d_sae"]) -> Float[Tensor, "... d_sae"]:
+        """JumpReLU: ``pre`` where ``pre > θ``, else 0."""
         return pre * (pre > self.threshold)
 
     def loss(
         self, x: Float[Tensor, "n d_in"], coefficient: float, dead: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor]]:
+        """MSE plus ``coefficient`` × L0 (the step function's count of active latents,
+        straight-through gradient to θ within ``bandwidth``); parts: mse, decoder-norm-weighted l1,
+        l0 and the latents that fired."""
         pre = self.pre_acts(x)
         theta = self.threshold
         eps = self.train_cfg.bandwidth
@@ -118,10 +124,13 @@ class JumpReLUSAE(SparseAutoencoder):
         return loss, {"mse": mse.detach(), "l1": l1, "l0": l0.detach(),
                       "fired": active.any(0)}
 
+    @override
     def state_tensors(self) -> dict[str, Tensor]:
         return {"threshold": self.threshold}
 
     def load_state_tensors(self, tensors: dict[str, Tensor]) -> None:
+        """Set θ from saved values; a non-positive threshold is an
+        :class:`~interp.errors.InterpError`."""
         t = tensors["threshold"].double()
         if not bool((t > 0).all()):
             raise InterpError(f"JumpReLU threshold must be positive; {int((t <= 0).sum())} "

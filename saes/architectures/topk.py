@@ -3,7 +3,7 @@
 **TopK.** ``f = ReLU(TopK_k(pre))``: each token keeps its ``k`` largest pre-activations,
 so L0 is ``k`` by construction and the loss is the reconstruction alone; there is no
 sparsity penalty to tune. Decoding reads only the ``k`` active rows of ``W_dec``
-(:func:`torch.nn.functional.embedding_bag` with the activations as weights), so the
+(``torch.nn.functional.embedding_bag`` with the activations as weights), so the
 decoder's cost is ``k·d_in`` per token instead of ``d_sae·d_in``, forward and backward.
 The encoder's backward is sparse too (:class:`_SelectedPre`): only the kept entries of
 ``pre`` carry a gradient, so ``∂W_enc`` is a sparse matmul and no gradient is formed for
@@ -44,6 +44,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own convention
 from jaxtyping import Float, Int
 from torch import Tensor
+from typing_extensions import override
 
 from interp.errors import InterpError
 from interp.schema import at_least, in_range, non_negative, setting
@@ -93,7 +94,7 @@ class _SelectedPre(torch.autograd.Function):
 def selected_pre(sae: SparseAutoencoder, x: Float[Tensor, "n d_in"], pre: Tensor,
                  rows: Int[Tensor, " m"], cols: Int[Tensor, " m"]) -> Float[Tensor, " m"]:
     """``pre[rows, cols]`` of ``sae`` on scaled ``x``, differentiable in the SAE's weights
-    through :class:`_SelectedPre` (``pre`` is :meth:`~SparseAutoencoder.pre_acts`,
+    through :class:`_SelectedPre` (``pre`` is :meth:`~saes.sae.SparseAutoencoder.pre_acts`,
     computed without a graph)."""
     c = sae.b_enc - sae.b_dec @ sae.W_enc  # pre = x·W_enc + c
     return _SelectedPre.apply(x, sae.W_enc, c, rows, cols, pre[rows, cols])  # type: ignore[no-any-return]
@@ -119,12 +120,16 @@ class TopKSAE(SparseAutoencoder):
         self.train_cfg: TopKConfig
 
     def activate(self, pre: Float[Tensor, "... d_sae"]) -> Float[Tensor, "... d_sae"]:
+        """Keep each row's ``k`` largest pre-activations (ReLU'd), zero the rest."""
         vals, idx = pre.topk(self.k, dim=-1)
         return torch.zeros_like(pre).scatter_(-1, idx, torch.relu(vals))
 
     def loss(
         self, x: Float[Tensor, "n d_in"], coefficient: float, dead: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor]]:
+        """MSE of the top-k reconstruction plus ``aux_coefficient`` × AuxK (the dead latents'
+        reconstruction of the residual); ``coefficient`` is unused (``k`` sets the sparsity). Parts:
+        mse, decoder-norm-weighted l1, aux, l0, the latents that fired."""
         with torch.no_grad():
             pre = self.pre_acts(x)
             idx = pre.topk(self.k, dim=-1).indices
@@ -176,11 +181,15 @@ class BatchTopKSAE(TopKSAE):
         self.threshold: Tensor
 
     def activate(self, pre: Float[Tensor, "... d_sae"]) -> Float[Tensor, "... d_sae"]:
+        """Inference: ReLU, then keep the activations above the learned global threshold θ."""
         return torch.relu(pre) * (pre > self.threshold)
 
     def loss(
         self, x: Float[Tensor, "n d_in"], coefficient: float, dead: Tensor | None = None,
     ) -> tuple[Tensor, dict[str, Tensor]]:
+        """Like :meth:`TopKSAE.loss`, but the top ``k × n`` activations over the whole batch are
+        kept (rows may keep more or fewer than ``k``); also returns the smallest kept activation
+        (``threshold_sample``) for θ's moving average."""
         with torch.no_grad():
             pre = self.pre_acts(x)
             n, d_sae = pre.shape
@@ -245,9 +254,11 @@ class BatchTopKSAE(TopKSAE):
         self.threshold.fill_(float(cut))
         return {"threshold_moving_average": ema, "threshold": float(cut)}
 
+    @override
     def state_tensors(self) -> dict[str, Tensor]:
         return {"threshold": self.threshold}
 
+    @override
     def load_state_tensors(self, tensors: dict[str, Tensor]) -> None:
         self.threshold.copy_(tensors["threshold"].float())
 
@@ -273,11 +284,14 @@ class TopKConfig(Architecture):
 
     @classmethod
     def to_saelens(cls, cfg: SAEConfig) -> dict[str, Any]:
+        """``{"k": k}``."""
         return {"k": cfg.k}
 
     @classmethod
     def from_saelens(cls, cfg: Mapping[str, Any], ours: Mapping[str, Any],
                      d_sae: int) -> dict[str, Any]:
+        """``k`` from the SAELens config: an int in ``1 … d_sae``, else an
+        :class:`~interp.errors.InterpError`."""
         k = cfg.get("k")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= d_sae:
             raise InterpError(f"a topk SAE needs k from 1 to d_sae = {d_sae}, got {k!r}")
@@ -309,9 +323,12 @@ class BatchTopKConfig(TopKConfig):
 
     @classmethod
     def to_saelens(cls, cfg: SAEConfig) -> dict[str, Any]:
+        """Nothing: a SAELens BatchTopK file is read at inference through its threshold, not
+        ``k``."""
         return {}
 
     @classmethod
     def from_saelens(cls, cfg: Mapping[str, Any], ours: Mapping[str, Any],
                      d_sae: int) -> dict[str, Any]:
+        """``k`` from our own export's provenance entry (None for a file SAELens wrote)."""
         return {"k": ours.get("k")}
