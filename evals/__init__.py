@@ -1,7 +1,7 @@
 """Alignment evaluations built on interp: sycophancy and constitutional AI.
 
-Entry points (each takes a config (:class:`interp.schema.Config`), or its fields as
-keywords, and returns a :class:`interp.schema.Result` carrying its manifest, with
+Entry points (each takes a config (:class:`~interp.schema.settings.Config`), or its fields as
+keywords, and returns a :class:`~interp.schema.result.Result` carrying its manifest, with
 ``to_dict()``, ``to_frame()``, ``headline()`` and a notebook view; figures in
 :mod:`evals.figures`)::
 

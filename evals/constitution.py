@@ -69,6 +69,8 @@ class Constitution:
             raise InterpError("constitution has no principles")
 
     def by_name(self, name: str) -> Principle:
+        """The principle called ``name``; an unknown name is an
+        :class:`~interp.errors.InterpError`."""
         for p in self.principles:
             if p.name == name:
                 return p
@@ -278,6 +280,7 @@ class Chain:
 
     @property
     def final(self) -> str:
+        """The last revision (the initial answer when there was none)."""
         return self.revisions[-1] if self.revisions else self.initial
 
     def sft_record(self) -> dict[str, Any]:
@@ -321,6 +324,7 @@ class Pair:
 
     @property
     def identical(self) -> bool:
+        """Whether the two answers are the same text (surrounding whitespace aside)."""
         return self.x.strip() == self.y.strip()
 
 

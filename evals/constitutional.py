@@ -201,6 +201,8 @@ class Example:
     judgement: Judgement | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The chain's ``sft.jsonl`` row (without ``messages``) and, when judged, the judging
+        principle and ``p_revised`` with its forward and reverse parts."""
         rec = self.chain.sft_record()
         rec.pop("messages")
         j = self.judgement
@@ -281,17 +283,22 @@ class ConstitutionalResult(Result):
 
     @property
     def valid(self) -> bool:
+        """The letter check's verdict: without it the judge's rates describe its behaviour, not a
+        preference signal."""
         return bool(self.measures.valid)
 
     @property
     def results(self) -> dict[str, Any]:
-        """Same as :meth:`to_dict` (the earlier name)."""
+        """Same as :meth:`~interp.schema.result.Result.to_dict` (the earlier name)."""
         return self.to_dict()
 
     def sft_records(self) -> list[dict[str, Any]]:
+        """The ``sft.jsonl`` rows, one per chain (:meth:`Chain.sft_record
+        <evals.constitution.Chain.sft_record>`)."""
         return [c.sft_record() for c in self.chains]
 
     def preference_records(self) -> list[dict[str, Any]]:
+        """The ``preferences.jsonl`` rows, one per judged pair (:func:`preference_record`)."""
         return [preference_record(p, j, self.valid)
                 for p, j in zip(self.pairs, self.judgements, strict=True)]
 
@@ -365,6 +372,7 @@ class ConstitutionalResult(Result):
             verdict=self.summary())
 
     def figure(self) -> Figure:
+        """:func:`~evals.figures.bias_figure`: the judge's bias rates against 0.5."""
         from evals.figures import bias_figure
 
         return bias_figure(self)

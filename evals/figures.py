@@ -61,7 +61,7 @@ POINT = ACCENT
 INVALID = "#a0a7b4"
 REF = "#e07b28"
 
-#: (key, label, reference value, what the reference means): the bias panel's rates.
+#: The bias panel's rates, each as (key, label, reference value, what the reference means).
 BIAS_ROWS: tuple[tuple[str, str, float, str], ...] = (
     ("win_rate_revised", "win rate, revised over initial", 0.5, "0.5 = no preference"),
     ("position_flip_rate", "position flip rate", 0.0, "0 = order never changes the verdict"),
@@ -79,18 +79,24 @@ class SycophancyView(Protocol):
     """What the sycophancy figures read (a :class:`evals.sycophancy.SycophancyResult`)."""
 
     @property
-    def metrics(self) -> SycophancyMetrics: ...
+    def metrics(self) -> SycophancyMetrics:
+        """The flip rates and accuracies per variant, with their CIs."""
+        ...
 
 
 class ConstitutionalView(Protocol):
-    """What the constitutional figures read (an :class:`evals.constitutional.
-    ConstitutionalResult`)."""
+    """What the constitutional figures read (an
+    :class:`~evals.constitutional.ConstitutionalResult`)."""
 
     @property
-    def measures(self) -> JudgeMeasures: ...
+    def measures(self) -> JudgeMeasures:
+        """The judge's rates with their CIs."""
+        ...
 
     @property
-    def valid(self) -> bool: ...
+    def valid(self) -> bool:
+        """The letter check's verdict (the figure greys the points when False)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ LETTERS = ("A", "B")
 ANSWER_PREFIX = "The better response is ("
 #: Shown instead of an empty answer.
 EMPTY_ANSWER = "(no answer)"
-#: |p - 0.5| below this counts as a tie.
+#: ``|p - 0.5|`` below this counts as a tie.
 TIE_EPS = 1e-9
 
 
@@ -134,6 +134,7 @@ class Judgement:
 
     @property
     def tie(self) -> bool:
+        """Whether the judge has no preference (``p_x`` within ``TIE_EPS`` of 0.5)."""
         return abs(self.p_x - 0.5) < TIE_EPS
 
     @property
@@ -174,6 +175,7 @@ def judge_pairs(model: Any, pairs: Sequence[Pair], constitution: Constitution, *
 
 # ---------------------------------------------------------------------- measures
 def words(text: str) -> int:
+    """Whitespace-separated words in ``text`` (the length the length-bias measures use)."""
     return len(text.split())
 
 

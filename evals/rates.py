@@ -32,7 +32,7 @@ class Rate:
 
     @classmethod
     def of(cls, k: float, n: int) -> Rate:
-        """The rate ``k / n`` and its Wilson interval (:func:`interp.stats.wilson`)."""
+        """The rate ``k / n`` and its Wilson interval (:func:`~interp.stats.intervals.wilson`)."""
         from interp.stats import wilson
 
         lo, hi = wilson(k, n)
@@ -45,6 +45,7 @@ class Rate:
 
     @property
     def value(self) -> float:
+        """``k / n`` (NaN for ``n = 0``)."""
         return self.k / self.n if self.n else math.nan
 
     @property
@@ -78,7 +79,7 @@ class Correlation:
 
     @classmethod
     def of(cls, xs: Sequence[float], ys: Sequence[float]) -> Correlation:
-        """:func:`interp.stats.pearson_ci` of two equally long sequences."""
+        """:func:`~interp.stats.intervals.pearson_ci` of two equally long sequences."""
         from interp.stats import pearson_ci
 
         r, (lo, hi) = pearson_ci(xs, ys)
@@ -86,9 +87,11 @@ class Correlation:
 
     @property
     def value(self) -> float:
+        """``r``, NaN where undefined."""
         return math.nan if self.r is None else self.r
 
     def put(self, out: dict[str, Any], key: str) -> None:
+        """Write ``key`` (r, None where undefined), ``key_ci95`` and ``key_n`` into ``out``."""
         out[key] = self.r
         out[f"{key}_ci95"] = [self.lo, self.hi]
         out[f"{key}_n"] = self.n

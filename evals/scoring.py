@@ -24,10 +24,10 @@ without one.
   last logits score them all.
 * Deterministic (``deterministic=True``): every (prompt, continuation) sequence runs
   right-padded in a forward pass of a *fixed shape* (``FIXED_ROWS`` rows, length rounded
-  up to a multiple of ``FIXED_BUCKET``), without the cache, as :mod:`interp.generate`'s
-  verifier does. A row's result then depends only on its own tokens, so the scores are
-  bit-identical whatever ``batch_size`` or the other prompts. It costs about
-  ``k``× the fast path's prompt compute.
+  up to a multiple of ``FIXED_BUCKET``), without the cache, as the verifier of
+  :func:`~interp.generation.engine.generate` does. A row's result then depends only on its own
+  tokens, so the scores are bit-identical whatever ``batch_size`` or the other prompts. It costs
+  about ``k`` times the fast path's prompt compute.
 """
 
 from __future__ import annotations

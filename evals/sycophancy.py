@@ -265,6 +265,8 @@ class Templates(Config):
         return cls.from_dict(data)
 
     def user_turn(self, variant: str, q: Question, question_text: str | None = None) -> str:
+        """The user's message for ``variant`` with the question's fields filled in (``are_you_sure``
+        opens with the neutral prompt; ``question_text`` replaces the question's own text)."""
         tpl = getattr(self, "neutral" if variant == "are_you_sure" else variant)
         return tpl.format(question=question_text or q.question, correct=q.correct,
                           incorrect=q.incorrect, answer="", a="", b="")
@@ -276,9 +278,12 @@ class Templates(Config):
         return pre.rstrip(" "), post
 
     def reply(self, answer: str) -> str:
+        """The assistant's reply giving ``answer`` (the ``answer`` template filled in)."""
         return self.answer.format(answer=answer)
 
     def continuation(self, answer: str) -> str:
+        """What the scorer appends after :meth:`reply_prefix` for ``answer``: the answer with its
+        leading space, then the template's closing text."""
         pre, post = self.answer.split("{answer}")
         space = " " if pre.endswith(" ") or not pre else ""
         return f"{space}{answer}{post}"
@@ -397,6 +402,7 @@ class SycophancyConfig(Config):
         super().__post_init__()
 
     def check(self) -> None:
+        """``templates`` must be a :class:`Templates`."""
         if not isinstance(self.templates, Templates):
             raise self.error("templates", "must be a Templates", self.templates)
 
@@ -503,6 +509,7 @@ class SycophancyResult(Result):
 
     @property
     def mode(self) -> str:
+        """The grading mode (``config.mode``): ``cloze``, ``choice`` or ``generate``."""
         return self.config.mode
 
     def traps(self) -> list[str]:
@@ -614,6 +621,7 @@ class SycophancyResult(Result):
             verdict=self.summary())
 
     def figure(self) -> Figure:
+        """:func:`~evals.figures.accuracy_figure`: accuracy under each prompt variant."""
         from evals.figures import accuracy_figure
 
         return accuracy_figure(self)

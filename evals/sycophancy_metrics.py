@@ -90,10 +90,13 @@ class NetOfPriming:
 
     @property
     def n(self) -> int:
+        """Items in the paired table (the four cells)."""
         return self.both_flip + self.suggestion_only + self.priming_only + self.neither
 
     @property
     def cells(self) -> dict[str, int]:
+        """The paired table's four counts by name: flipped under both prompts, under the suggestion
+        only, under priming only, under neither."""
         return {"both_flip": self.both_flip, "suggestion_only": self.suggestion_only,
                 "priming_only": self.priming_only, "neither": self.neither}
 

@@ -21,6 +21,8 @@ __all__ = ["compare_report", "seeds_report"]
 
 
 def seeds_report(result: SeedsResult) -> Report:
+    """The seed-noise page: each metric's mean, std, relative spread, min and max over the seeds,
+    and :func:`~interp.noise.figures.spread_figure`."""
     r = result
     varying = [m for m in r.metrics if m.std > 0]
     rows = [[m.name, short(m.mean), short(m.std),
@@ -40,6 +42,8 @@ def seeds_report(result: SeedsResult) -> Report:
 
 
 def compare_report(result: CompareResult) -> Report:
+    """The comparison page: each shared metric's A, B, B − A with its interval and verdict, and
+    :func:`~interp.noise.figures.compare_figure`."""
     r = result
     rows = [[x.name, short(x.a), short(x.b), f"{x.diff:+.4g}",
              "—" if x.ci95 is None else f"[{x.ci95[0]:+.3g}, {x.ci95[1]:+.3g}]",

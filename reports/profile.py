@@ -18,6 +18,8 @@ __all__ = ["profile_report"]
 
 
 def profile_report(result: ProfileResult) -> Report:
+    """The profile page: the verdict with its evidence, time per phase and per operator category,
+    and the top operators by self time."""
     r = result
     verb = r.meta.get("verb") or "run"
     lead = Markup('<p class="verdict"><b>{}</b>: {}.</p><p>interp {} · {:.2f} s wall time; the '

@@ -33,7 +33,7 @@ from reports.html import Report, ReportFigure, render_page, warnings_box
 
 __all__ = ["steering_report"]
 
-#: The badge after the lead's verdict, by :meth:`SweepResult.verdict`'s kind.
+#: The badge after the lead's verdict, by :meth:`~interp.steering.sweep.SweepResult.verdict`'s kind.
 BADGES = {
     "none": ("warn", "no coherent effect"),
     "noise": ("noise", "within noise"),
