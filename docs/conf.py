@@ -71,6 +71,19 @@ autodoc_typehints = "signature"
 autodoc_preserve_defaults = True
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
+
+
+def _attribute_docstring(self):  # noqa: ANN001, ANN202 - napoleon's method
+    """An attribute's or property's docstring is prose: its type comes from the annotation.
+    (Napoleon reads a first line ``X: Y`` as "type X, description Y", and colons are this
+    project's prose style.)"""
+    lines = [self._lines.next(), *self._dedent(self._consume_to_end())]
+    return self._format_field("", "", self.__class__(lines, self._config).lines())
+
+
+from sphinx.ext.napoleon.docstring import GoogleDocstring  # noqa: E402
+
+GoogleDocstring._parse_attribute_docstring = _attribute_docstring  # Sphinx 9 (pinned < 10)
 add_module_names = False
 
 # Strict mode (-n): every cross-reference to interp's own names must resolve. Types from

@@ -46,7 +46,8 @@ def _cases(tmp: Path, tiny: str) -> dict[str, list[str]]:
                               ["END", len(head) + 7, len(clean)]]}] * 2
     return {
         "lens": ["lens", PAYLOAD, *m],
-        "attention": ["attention", PAYLOAD, *m, "--layer", "1", "--head", "0"],  # one view: the rest repeat its template
+        # one head: every head's view repeats the same template
+        "attention": ["attention", PAYLOAD, *m, "--layer", "1", "--head", "0"],
         "patch": ["patch", *m, "--task", _jsonl(tmp / "patch_pairs.jsonl", patch_rows),
                   "--family", "heads", "--method", "both", "--min-gap", "0",
                   "--bootstrap", "100"],
