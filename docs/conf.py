@@ -58,6 +58,9 @@ nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_ipywidgets_js: dict = {}
 nb_merge_streams = True
+# stderr is progress bars and library chatter (transformers' "Loading weights"); what a
+# reader needs is printed or shown by the results themselves.
+nb_output_stderr = "remove"
 
 # ----------------------------------------------------------------------------- API
 autosummary_generate = True

@@ -82,11 +82,25 @@ def styled(builder: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+class NotebookFigure(Figure):
+    """A matplotlib Figure that shows itself in a notebook.
+
+    interp never imports pyplot, so IPython's inline backend has not registered its
+    formatters when a tool returns a figure; a bare ``Figure`` would show as
+    ``<Figure size …>``. This one answers IPython's ``_repr_svg_`` with the same
+    byte-stable SVG the reports embed.
+    """
+
+    def _repr_svg_(self) -> str:
+        return svg_text(self)
+
+
 def new_figure(width: float = 7.5, height: float = 3.6) -> Figure:
-    """An empty figure with constrained layout (call inside a :func:`styled` builder)."""
+    """An empty figure with constrained layout (call inside a :func:`styled` builder);
+    in a notebook it draws itself (:class:`NotebookFigure`)."""
     # browsers and the PNG renderer draw text a little wider than matplotlib measures it:
     # pad the constrained layout so long axis labels are never clipped
-    fig = Figure(figsize=(width, height), layout="constrained")
+    fig = NotebookFigure(figsize=(width, height), layout="constrained")
     engine = fig.get_layout_engine()
     assert isinstance(engine, ConstrainedLayoutEngine)
     engine.set(w_pad=0.1, h_pad=0.06)

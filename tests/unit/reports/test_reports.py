@@ -323,6 +323,17 @@ def test_lens_curves_figure(readout, result):
     assert len([ln for ln in _axes(fig)[0].get_lines() if ln.get_gid()]) == 2 * 4 - 1
 
 
+def test_figures_draw_themselves_in_a_notebook(readout):
+    """IPython's display of a tool's figure is its SVG (no pyplot, no inline backend),
+    the same bytes the report embeds."""
+    from IPython.core.formatters import DisplayFormatter
+
+    fig = lens_curves_figure(readout.logit)
+    data, _ = DisplayFormatter().format(fig)
+    assert data["image/svg+xml"] == svg_text(lens_curves_figure(readout.logit))
+    assert "<svg" in data["image/svg+xml"]
+
+
 def test_lens_compare_figure(result):
     tuned = dict(make_result(4, 3), lens="tuned")
     r = LensReadout.from_dict(dict(result, tuned=tuned))
