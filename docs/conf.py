@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TQDM_DISABLE", "1")  # progress bars are noise in rendered cells
+os.environ.setdefault("INTERP_NO_PROGRESS", "1")
 # transformers imports tqdm.auto, which warns in a kernel without ipywidgets (the kernels
 # inherit this environment).
 os.environ.setdefault("PYTHONWARNINGS", "ignore:IProgress not found")

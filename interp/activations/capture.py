@@ -239,7 +239,7 @@ def iter_capture(
         order.sort(key=lambda i: -lens[i])
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
-    bar = make_progress(enabled=progress if progress is not None else len(batches) > 1)
+    bar = make_progress(enabled=progress, auto=len(batches) > 1)
     # Hooks and no-grad mode are scoped to each forward pass, never held across a
     # ``yield``: a consumer may run the model (or train something) between batches.
     with bar:

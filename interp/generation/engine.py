@@ -863,7 +863,7 @@ def generate(
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i].prompt_ids))
     batches = [order[s : s + cfg.batch_size] for s in range(0, len(order), cfg.batch_size)]
     start = time.perf_counter()
-    bar = make_progress(enabled=progress if progress is not None else len(batches) > 1)
+    bar = make_progress(enabled=progress, auto=len(batches) > 1)
     # the decoding loop: forward passes (a nested phase) and the sampling, stop checks
     # and bookkeeping between them
     with bar, profiling.phase("generate"):

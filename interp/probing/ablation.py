@@ -233,7 +233,7 @@ def run_ablation(
     result = AblationResult(layer, later, len(texts), runner.separation(runner.clean_lp),
                             runner.later_probe(runner.clean_later, split))
     total = len(directions) * (1 + n_random)
-    bar = make_progress(enabled=progress if progress is not None else True)
+    bar = make_progress(enabled=progress)
     with bar:
         task = bar.add_task("ablating", total=total, info="")
         for name, u in directions.items():

@@ -342,7 +342,7 @@ def _fit_all(model: Model, dataset: ProbeDataset, config: ProbeConfig, layer_lis
                                len(set(dataset.groups)) if dataset.groups else None),
     )
     setup = _Setup(y, splits, shuffles, ctrl_y, per_seed_common, C)
-    bar = make_progress(enabled=progress if progress is not None else len(layer_list) > 1)
+    bar = make_progress(enabled=progress, auto=len(layer_list) > 1)
     with bar:
         task = bar.add_task("fitting probes", total=len(layer_list), info="")
         for chunk in _layer_chunks(layer_list, len(y), model.d_model, config.solver):

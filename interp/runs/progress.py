@@ -22,15 +22,18 @@ from rich.progress import (
 stderr_console = Console(stderr=True, soft_wrap=True)  # a log line stays one line
 
 
-def progress_enabled(requested: bool | None = None) -> bool:
-    """Bars on unless asked off or ``INTERP_NO_PROGRESS=1``."""
+def progress_enabled(requested: bool | None = None, auto: bool = True) -> bool:
+    """``requested`` when given; else ``auto`` (the caller's default, e.g. "more than one
+    batch") unless ``INTERP_NO_PROGRESS=1`` turns every bar off."""
     if requested is not None:
         return requested
-    return os.environ.get("INTERP_NO_PROGRESS", "") not in ("1", "true", "yes")
+    return auto and os.environ.get("INTERP_NO_PROGRESS", "") not in ("1", "true", "yes")
 
 
-def make_progress(*, transient: bool = True, enabled: bool | None = None) -> Progress:
-    """A rich progress bar on stderr with count, elapsed and remaining time."""
+def make_progress(*, transient: bool = True, enabled: bool | None = None,
+                  auto: bool = True) -> Progress:
+    """A rich progress bar on stderr with count, elapsed and remaining time (shown as
+    :func:`progress_enabled` decides)."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -40,7 +43,7 @@ def make_progress(*, transient: bool = True, enabled: bool | None = None) -> Pro
         TimeRemainingColumn(),
         console=stderr_console,
         transient=transient,
-        disable=not progress_enabled(enabled),
+        disable=not progress_enabled(enabled, auto),
     )
 
 

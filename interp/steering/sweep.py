@@ -704,7 +704,7 @@ def run_sweep(
         side_ids, side_mask = model.tokenize(list(side_effect_prompts))
         with torch.no_grad():
             clean_side = torch.log_softmax(model.logits(side_ids, side_mask)[:, -1].float(), -1)
-    bar = make_progress(enabled=progress if progress is not None else True)
+    bar = make_progress(enabled=progress)
     with bar:
         task = bar.add_task("steering sweep", total=len(layer_list) * len(seeds), info="")
         with stats.timed("vector"):  # one capture pass for every swept layer
