@@ -43,6 +43,9 @@ html_title = "interp"
 html_theme_options = {"navigation_with_keys": True}
 html_show_sourcelink = False
 html_copy_source = False
+# Search works from a local folder (searchindex.js); its summaries would fetch each result
+# page, which a browser refuses for file:// pages.
+html_show_search_summary = False
 # No request may leave the machine: no page uses math (MathJax would come from a CDN; the
 # browser test of the site fails on any request), and no widget scripts (below).
 
@@ -140,5 +143,13 @@ def _resolve_reexport(app, env, node, contnode):  # noqa: ANN001, ANN202 - Sphin
                                              contnode)
 
 
+def _skip_foreign(app, what, name, obj, skip, options):  # noqa: ANN001, ANN202, ARG001
+    """Members another library generates on our subclasses (matplotlib's ``Artist.set`` on
+    :class:`interp.plotting.NotebookFigure`) are its to document, not ours."""
+    module = getattr(obj, "__module__", None) or ""
+    return True if module.split(".")[0] in {"matplotlib"} else None
+
+
 def setup(app):  # noqa: ANN001, ANN201 - Sphinx's entry point
     app.connect("missing-reference", _resolve_reexport)
+    app.connect("autodoc-skip-member", _skip_foreign)
