@@ -34,8 +34,6 @@ extensions = [
 ]
 
 exclude_patterns = ["_build", "**/.ipynb_checkpoints", "README.md"]
-templates_path = ["_templates"]
-html_static_path = ["_static"]
 
 # ----------------------------------------------------------------------------- theme
 html_theme = "furo"
