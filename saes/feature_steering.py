@@ -37,6 +37,7 @@ from interp.profiling.session import phase
 from interp.runs.progress import make_progress
 from interp.schema import Config, at_least, seed_range, setting
 from interp.steering.vectors import SteeringVector
+from saes.loading import LoadedSAE, unpack_sae
 from saes.sae import SparseAutoencoder
 
 SCALE_NOTE = ("SAE feature decoder row × the feature's typical maximum activation (median "
@@ -119,15 +120,22 @@ def typical_max(maxima: Float[Tensor, " windows"]) -> float:
 
 
 def feature_vector(
-    model: Model, sae: SparseAutoencoder, docs: Sequence[str], cfg: FeatureVectorConfig,
-    *, source: str = "", progress: bool | None = None,
+    model: Model, sae: SparseAutoencoder | LoadedSAE, docs: Sequence[str],
+    cfg: FeatureVectorConfig, *, source: str = "", progress: bool | None = None,
 ) -> SteeringVector:
     """Feature ``cfg.feature``'s steering vector (see the module doc for the scale).
+
+    ``sae`` is an SAE or what :func:`saes.loading.load_sae` returns (as the evaluation
+    and the browser take); a loaded SAE's folder is the vector's ``source`` unless one is
+    given.
 
     Raises:
         InterpError: the feature index is out of range, the SAE does not read a residual
             stream of ``model``, or the feature never fires on the held-out windows.
     """
+    sae, loaded = unpack_sae(sae)
+    if loaded is not None and not source:
+        source = str(loaded.path)
     feature = check_feature(sae, cfg.feature)
     layer = sae_layer(model, sae)
     maxima = window_maxima(model, sae, docs, [feature], cfg, progress)[:, 0]

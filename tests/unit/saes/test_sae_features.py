@@ -58,6 +58,20 @@ def test_feature_vector_is_the_decoder_row_at_its_typical_peak(tiny_model, docs)
     assert typical_max(torch.zeros(4)) != typical_max(torch.zeros(4))  # NaN: never fired
 
 
+def test_feature_vector_takes_a_loaded_sae(tiny_model, docs, tmp_path):
+    """What load_sae returns works as evaluate_sae and the browser take it: the same
+    vector, with the SAE's folder as its source."""
+    from saes.loading import load_sae
+
+    sae = _sae(tiny_model)
+    folder = sae.save(tmp_path / "sae", manifest={})
+    cfg = FeatureVectorConfig(feature=5, tokens=15 * 10, seq_len=16, batch_size=3)
+    loaded = load_sae(folder, tiny_model)
+    vec = feature_vector(tiny_model, loaded, docs, cfg)
+    assert torch.allclose(vec.vector, feature_vector(tiny_model, sae, docs, cfg).vector)
+    assert vec.source == str(loaded.path)
+
+
 def test_feature_vector_refuses_bad_features(tiny_model, docs):
     sae = _sae(tiny_model)
     with torch.no_grad():
