@@ -185,9 +185,16 @@ def result_html(
     *,
     columns: Sequence[str] | None = None,
     table: Sequence[Sequence[object]] | None = None,
+    warnings: Sequence[str] = (),
 ) -> str:
-    """HTML for a notebook: ``title``, key/value ``rows``, an optional ``table`` and figure."""
+    """HTML for a notebook: ``title``, the result's ``warnings`` (each a line, before
+    anything else, so a trap that fired is not missed), key/value ``rows``, an optional
+    ``table`` and figure."""
     parts = [f"<div class='interp-result'><strong>{html.escape(title)}</strong>"]
+    if warnings:
+        parts.append("<ul class='interp-warnings'>")
+        parts += [f"<li>warning: {html.escape(w)}</li>" for w in warnings]
+        parts.append("</ul>")
     if rows:
         parts.append("<table>")
         parts += [f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{_cell(v)}</td></tr>"

@@ -43,13 +43,14 @@ class Headline:
 
         return pd.DataFrame(self.table, columns=list(self.columns))
 
-    def html(self, figure: Figure | None = None) -> str:
-        """The notebook view: title, rows (with the verdict), table and figure, escaped."""
+    def html(self, figure: Figure | None = None, warnings: Sequence[str] = ()) -> str:
+        """The notebook view: title, warnings, rows (with the verdict), table and figure,
+        escaped."""
         from interp.display import result_html
 
         rows = list(self.rows) + ([("verdict", self.verdict)] if self.verdict else [])
         return result_html(self.title, rows, figure, columns=self.columns or None,
-                           table=self.table or None)
+                           table=self.table or None, warnings=warnings)
 
     def text(self, width: int = 130) -> str:
         """The terminal view (the CLI's table), as plain text rendered by rich."""
@@ -160,7 +161,7 @@ class Result:
         return self.headline().frame()
 
     def _repr_html_(self) -> str:
-        return self.headline().html(self.figure())
+        return self.headline().html(self.figure(), self.warnings)
 
     def warn(self, message: str) -> None:
         """Add a warning once."""

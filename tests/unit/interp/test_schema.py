@@ -172,6 +172,11 @@ def test_headline_feeds_table_notebook_and_frame() -> None:
     assert list(frame.columns) == ["layer", "mean"] and frame["mean"].tolist() == [0.5, 0.75]
     text = res.headline().text()
     assert "0.750" in text and "Inside the noise" in text
+    assert "warning" not in html
+    res.warn("below chance at layer 1: <check the split>")  # a trap that fired is shown
+    html = res._repr_html_()
+    assert "warning: below chance at layer 1: &lt;check the split&gt;" in html
+    assert html.index("warning:") < html.index("Inside the noise")
 
 
 def test_headline_prints_text_cells_as_they_are() -> None:
