@@ -341,8 +341,9 @@ def test_two_processes_on_one_run_folder(tiny_model_dir, tmp_path):
     """`interp sae train` into a run folder another process is training into: refused in
     one line before anything is read or swept."""
     out = tmp_path / "run"
+    # about 9,600 tokens: the run below needs 4,480 (a shorter text is refused up front)
     text = tmp_path / "text.txt"
-    text.write_text("The capital of France is Paris. Water boils at 100 degrees. " * 200)
+    text.write_text("The capital of France is Paris. Water boils at 100 degrees. " * 600)
     code = ("import sys, time; from pathlib import Path\n"
             "from interp.runs.resume import lock_run_dir\n"
             "lock = lock_run_dir(Path(sys.argv[1]))\n"
