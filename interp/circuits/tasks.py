@@ -20,7 +20,6 @@ Shipped tasks live in ``datasets/circuits/`` (``ioi``, ``capitals``, ...).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,19 +102,11 @@ def load_task(spec: str, limit: int | None = None) -> Task:
         path = datasets_dir() / "circuits" / f"{spec}.jsonl"
     if not path.is_file():
         raise InterpError(f"task file not found: {path}")
-    from interp.data.readers import open_text  # the readers' one-line errors (not UTF-8, …)
+    from interp.data.readers import jsonl_objects, open_text  # the readers' one-line errors
 
     pairs: list[Pair] = []
-    for n, line in enumerate(open_text(path).split("\n"), start=1):
-        if not line.strip():
-            continue
+    for n, row in jsonl_objects(path, open_text(path)):
         where = f"{path.name} line {n}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InterpError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise InterpError(f"{where}: each line must be a JSON object")
         missing = [k for k in _KEYS if not isinstance(row.get(k), str) or not row[k]]
         if missing:
             raise InterpError(f"{where}: missing or empty {', '.join(missing)}")

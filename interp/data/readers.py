@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,26 @@ def open_text(path: Path) -> str:
         raise InterpError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each non-empty line of a JSONL file's ``text``.
+
+    Lines end at ``"\n"`` only (JSON Lines' separator): ``str.splitlines`` would also cut
+    at U+2028, U+2029 and U+0085, which JSON allows raw inside a string. A line that is
+    not valid JSON, or not an object, is an :class:`~interp.errors.InterpError` naming
+    ``path`` and the line.
+    """
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InterpError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
+        if not isinstance(rec, dict):
+            raise InterpError(f"{path}: line {n} is not a JSON object")
+        yield n, rec
+
+
 @phased("data")
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """All records of a JSONL / JSON (list of objects) / CSV / TSV file, as dicts.
@@ -60,16 +81,7 @@ def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     text = open_text(p)
     records: list[dict[str, Any]] = []
     if suffix == ".jsonl":
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InterpError(f"{p}: line {n} is not valid JSON ({exc.msg})") from None
-            if not isinstance(rec, dict):
-                raise InterpError(f"{p}: line {n} is not a JSON object")
-            records.append(rec)
+        records = [rec for _, rec in jsonl_objects(p, text)]
     elif suffix == ".json":
         try:
             data = json.loads(text)

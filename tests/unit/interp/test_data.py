@@ -23,6 +23,18 @@ def test_formats(tmp_path):
     assert read_prompts(tmp_path / "a.txt") == ["one", "two"]
 
 
+def test_jsonl_lines_end_at_newline_only(tmp_path):
+    """JSON allows U+2028, U+2029 and U+0085 raw inside a string (``json.dumps(...,
+    ensure_ascii=False)`` writes them): a JSONL line is not cut there; CRLF files read."""
+    import json
+
+    texts = ["a\u2028b", "c\u2029d", "e\x85f"]
+    (tmp_path / "u.jsonl").write_text(
+        "\r\n".join(json.dumps({"text": t}, ensure_ascii=False) for t in texts) + "\r\n",
+        newline="")
+    assert read_prompts(tmp_path / "u.jsonl") == texts
+
+
 @pytest.mark.parametrize(
     "name, content, message",
     [
