@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.holders import release, wait_until_ready
+
 ROOT = Path(__file__).resolve().parents[2]
 
 _HOLD = """
@@ -64,11 +66,7 @@ def test_truncated_conversion_is_rebuilt_after_waiting_for_the_lock(model, tmp_p
     err_file = tmp_path / "load.err"
     loader: subprocess.Popen[str] | None = None
     try:
-        for _ in range(600):
-            if ready.exists():
-                break
-            time.sleep(0.1)
-        assert ready.exists()
+        wait_until_ready(ready, holder)
         with err_file.open("w") as err:
             loader = subprocess.Popen([sys.executable, "-c", _LOAD], env=env, cwd=ROOT,
                                       stdout=subprocess.PIPE, stderr=err, text=True)
@@ -81,11 +79,10 @@ def test_truncated_conversion_is_rebuilt_after_waiting_for_the_lock(model, tmp_p
             assert holder.wait(timeout=60) == 0
             out, _ = loader.communicate(timeout=900)
     finally:  # never leave a process behind
-        go.write_text("1")
-        for proc in (holder, loader):
-            if proc is not None and proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        release(holder, go)
+        if loader is not None and loader.poll() is None:
+            loader.kill()
+            loader.wait()
     stderr = err_file.read_text()
     assert loader.returncode == 0, stderr
     assert "Traceback" not in stderr
@@ -121,22 +118,13 @@ def test_real_model_run_into_a_busy_out_folder_is_refused(model, tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", _OUT_HOLDER, str(out), str(ready),
                                str(go)], cwd=ROOT)
     try:
-        for _ in range(600):
-            if ready.exists():
-                break
-            time.sleep(0.1)
-        assert ready.exists()
+        wait_until_ready(ready, holder)
         env = {**os.environ, "INTERP_NO_PROGRESS": "1"}
         second = subprocess.run(
             [str(Path(sys.executable).with_name("interp")), "lens", "The capital of France is",
              "--out", str(out)], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     finally:
-        go.write_text("1")
-        try:
-            holder.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            holder.kill()
-            holder.wait()
+        release(holder, go)
     lines = second.stderr.strip().splitlines()
     assert second.returncode == 2 and len(lines) == 1, second.stderr
     assert lines[0].startswith(f"error: output folder {out} is in use by pid {holder.pid} ")

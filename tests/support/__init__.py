@@ -4,6 +4,7 @@
 * :mod:`tests.support.browser`: open a report in headless Chromium.
 * :mod:`tests.support.html_checks`: parse a report's HTML, its SVGs and sections.
 * :mod:`tests.support.kill_resume`: SIGKILL a training command and check each resume.
+* :mod:`tests.support.holders`: wait for a process holding a lock or folder; release it.
 * :mod:`tests.support.text_fixtures`: synthetic paragraphs for training-loop tests.
 * ``fixtures/``: data files (tiny corpus sources).
 """

@@ -20,6 +20,7 @@ import pytest
 from interp.errors import InterpError
 from interp.runs.lock import LOCK_NAME, Lock, folder_lock
 from interp.runs.outdir import OutDir
+from tests.support.holders import release, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[3]
 INTERP = str(Path(sys.executable).with_name("interp"))
@@ -268,15 +269,7 @@ def _start_holder(out: Path, mode: str) -> tuple[subprocess.Popen[str], Path]:
     go = out.parent / "go"
     proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out), str(go), mode],
                             cwd=ROOT, stderr=subprocess.PIPE, text=True)
-    ready = out.parent / "ready"
-    for _ in range(600):
-        if ready.exists() or proc.poll() is not None:
-            break
-        time.sleep(0.1)
-    if not ready.exists():
-        proc.kill()
-        _, err = proc.communicate()
-        pytest.fail(f"the holder did not start: {err}")
+    wait_until_ready(out.parent / "ready", proc)
     return proc, go
 
 
@@ -295,7 +288,7 @@ def test_two_processes_on_one_out_folder(tiny_model_dir, tmp_path):
     try:
         _refused_then_finished(tiny_model_dir, out, holder, go)
     finally:
-        _stop(holder, go)
+        release(holder, go)
 
     # a holder killed with SIGKILL leaves its lock; the next run takes it over
     go.unlink()
@@ -309,16 +302,6 @@ def test_two_processes_on_one_out_folder(tiny_model_dir, tmp_path):
     taken = [line for line in third.stderr.splitlines() if "no longer running" in line]
     assert len(taken) == 1 and f"from pid {killed.pid}" in taken[0], third.stderr
     assert sorted(p.name for p in out.iterdir()) == ["figures", "report.html", "results.json"]
-
-
-def _stop(proc: subprocess.Popen, go: Path) -> None:  # type: ignore[type-arg]
-    """Let a holder finish (killed if it does not): never left running after a failure."""
-    go.write_text("1")
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 def _refused_then_finished(tiny_model_dir: Path, out: Path, holder: subprocess.Popen[str],
@@ -356,16 +339,13 @@ def test_two_processes_on_one_run_folder(tiny_model_dir, tmp_path):
     try:
         _run_folder_refused(tiny_model_dir, out, text, holder, ready, go)
     finally:
-        _stop(holder, go)
+        release(holder, go)
     assert not out.exists()
 
 
 def _run_folder_refused(tiny_model_dir: Path, out: Path, text: Path,
                         holder: subprocess.Popen[bytes], ready: Path, go: Path) -> None:
-    for _ in range(600):
-        if ready.exists():
-            break
-        time.sleep(0.1)
+    wait_until_ready(ready, holder)
     second = _interp(["sae", "train", "--layer", "1", "--d-sae", "32", "--tokens", "2000",
                       "--seq-len", "16", "--windows-per-chunk", "8", "--text", str(text),
                       "--model", str(tiny_model_dir), "--out", str(out)])
