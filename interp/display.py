@@ -151,6 +151,19 @@ def count(value: Any) -> str:
     return f"{round(x):,}" if float(x).is_integer() else format_number(x, 3)
 
 
+def compact(value: Any) -> str:
+    """A large count in three significant digits (``3,657,235`` → ``3.66M``, ``36,512`` →
+    ``36.5k``); below 10,000 with thousands separators."""
+    x = _finite(value)
+    if x is None:
+        return MISSING
+    if abs(x) >= 1_000_000:
+        return f"{x / 1e6:.3g}M"
+    if abs(x) >= 10_000:
+        return f"{x / 1e3:.3g}k"
+    return count(x)
+
+
 def short(value: Any) -> str:
     """Four significant digits (``0.001234``, ``1.235e+04``); ``—`` when missing."""
     x = _finite(value)
@@ -167,6 +180,7 @@ FILTERS = {
     "with_ci": with_ci,
     "pct": percent,
     "count": count,
+    "compact": compact,
     "short": short,
     "vtok": visible_token,
 }

@@ -28,6 +28,7 @@ import torch
 from jaxtyping import Int
 from torch import Tensor
 
+from interp.display import compact
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.profiling.session import phased
@@ -57,16 +58,8 @@ class TextSize:
         count over all of them."""
         if self.exact:
             return f"{self.tokens:,} tokens (counted over all {self.documents:,} documents)"
-        return (f"about {_about(self.tokens)} tokens (estimated from {self.sampled:,} of "
+        return (f"about {compact(self.tokens)} tokens (estimated from {self.sampled:,} of "
                 f"{self.documents:,} documents)")
-
-
-def _about(n: int) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1e6:.3g}M"
-    if n >= 10_000:
-        return f"{n / 1e3:.3g}k"
-    return f"{n:,}"
 
 
 def _usable(docs: Sequence[str]) -> list[str]:

@@ -330,7 +330,11 @@ def test_shared_formatters() -> None:
     assert plus_minus(0.9123, 0.0131) == "0.912 ± 0.013" and plus_minus(None) == "—"
     assert ci_text(0.9, 0.8) == "[0.800, 0.900]" and ci_text(0.1, math.inf) == "—"
     assert percent(0.0625) == "6.25%"
-    assert {"fmt", "signed", "pm", "ci", "pct"} <= set(FILTERS)
+    from interp.display import compact
+
+    assert [compact(3_657_235), compact(36_512), compact(4_480), compact(None)] == [
+        "3.66M", "36.5k", "4,480", "—"]
+    assert {"fmt", "signed", "pm", "ci", "pct", "compact"} <= set(FILTERS)
 
 
 def _all_configs() -> list[type[Config]]:
