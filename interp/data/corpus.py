@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interp.errors import InterpError
-from interp.runs.atomic import atomic_write_bytes, write_error
+from interp.runs.atomic import write_error
 from interp.runs.manifest import sha256_file
 from interp.runs.paths import cache_dir
 
@@ -478,7 +478,6 @@ def extract_paragraphs(root: Path) -> Iterator[str]:
 
 
 _file_sha256 = sha256_file
-_atomic_write = atomic_write_bytes
 
 
 def _write(staged: OutDir, name: str, data: bytes) -> None:

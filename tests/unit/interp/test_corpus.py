@@ -368,18 +368,6 @@ def test_interrupted_build_never_looks_complete(tmp_path, fake_deb, extra_deb, m
     assert not [p for p in tmp_path.rglob("*") if ".tmp" in p.name or ".old" in p.name]
 
 
-def test_atomic_write_leaves_no_temp_file_on_failure(tmp_path, monkeypatch):
-    target = tmp_path / "x.json"
-
-    def boom(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(corpus.os, "replace", boom)
-    with pytest.raises(OSError):
-        corpus._atomic_write(target, b"data")
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_default_location_and_load_texts(tmp_path, fake_deb):
     assert not corpus.is_built()
     corpus.build(debs=[fake_deb], progress=False)

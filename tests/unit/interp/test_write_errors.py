@@ -312,6 +312,18 @@ def test_write_error_is_still_an_oserror(tmp_path, monkeypatch):
     assert info.value.errno == errno.ENOSPC and isinstance(info.value, InterpError)
 
 
+def test_atomic_write_leaves_no_temp_file_when_the_rename_fails(tmp_path, monkeypatch):
+    from interp.runs.atomic import atomic_write_bytes
+
+    def boom(src, dst):  # noqa: ANN001, ANN202
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        atomic_write_bytes(tmp_path / "x.json", b"data")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_first_write_leaves_nothing(tmp_path, monkeypatch):
     """Without a previous version, a failed write leaves no file at all."""
     fail_everything(monkeypatch)
