@@ -123,12 +123,8 @@ def corpus_build(out_dir: str | None, force: bool) -> None:
 def corpus_info(path: str | None) -> None:
     """Show what the built corpus holds."""
     from interp.data import corpus as corpus_mod
-    problem = corpus_mod.corpus_problem(path)  # an empty --path is refused as empty in there
-    if problem == corpus_mod.NOT_BUILT:
-        where = corpus_mod.default_dir() if path is None else path
-        raise InterpError(f"corpus not built at {where}: run `interp corpus build`")
-    if problem is not None:  # truncated, edited or another version's: one line, how to rebuild
-        corpus_mod.check_corpus(path)
+
+    # not built, damaged or another version's, an empty --path: one line (check_corpus)
     _print_corpus_info(corpus_mod.manifest(path))
 
 

@@ -696,26 +696,14 @@ def build(
 
 def manifest(path: str | Path | None = None) -> dict:
     """The manifest of a built corpus (default location unless ``path``)."""
-    folder = _dir(path)
-    if not is_built(folder):
-        raise InterpError(
-            f"default corpus not built at {folder}: run `interp corpus build` (or `make setup`)"
-        )
+    folder = check_corpus(path)
     return json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
 
 
 def is_built(path: str | Path | None = None) -> bool:
-    """Whether a complete corpus (manifest plus every file it lists) is at ``path``."""
-    folder = _dir(path)
-    try:
-        data = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-        files = data["files"]
-        return all(
-            (folder / name).is_file() and (folder / name).stat().st_size == info["bytes"]
-            for name, info in files.items()
-        ) and all(_FILES[s] in files for s in SPLITS)
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    """Whether an intact corpus is at ``path``: its manifest, every file it lists with its
+    size and sha256, and this builder's version (:func:`corpus_problem` finds nothing)."""
+    return corpus_problem(path) is None
 
 
 #: What :func:`corpus_problem` says of a folder with no manifest.
