@@ -45,10 +45,10 @@ def open_text(path: Path) -> str:
 def jsonl_objects(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for each non-empty line of a JSONL file's ``text``.
 
-    Lines end at ``"\n"`` only (JSON Lines' separator): ``str.splitlines`` would also cut
-    at U+2028, U+2029 and U+0085, which JSON allows raw inside a string. A line that is
-    not valid JSON, or not an object, is an :class:`~interp.errors.InterpError` naming
-    ``path`` and the line.
+    Lines end at a line feed (``\\n``) only, JSON Lines' separator: ``str.splitlines``
+    would also cut at U+2028, U+2029 and U+0085, which JSON allows raw inside a string. A
+    line that is not valid JSON, or not an object, is an
+    :class:`~interp.errors.InterpError` naming ``path`` and the line.
     """
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
