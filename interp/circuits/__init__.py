@@ -28,6 +28,8 @@ from interp.circuits.results import (
     PatchConfig,
     PatchResult,
     TaskSummary,
+    ci95_over_pairs,
+    top_keys,
 )
 from interp.circuits.tasks import Pair, Task, TokenizedTask, load_task, shipped_tasks, tokenize_task
 
@@ -46,6 +48,7 @@ __all__ = [
     "TokenizedTask",
     "atp",
     "atp_star",
+    "ci95_over_pairs",
     "compare",
     "components",
     "direct_logit_attribution",
@@ -57,4 +60,5 @@ __all__ = [
     "run_patch",
     "shipped_tasks",
     "tokenize_task",
+    "top_keys",
 ]

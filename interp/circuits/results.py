@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from interp.circuits.patching import Component
+
 Family = Literal["resid", "attn", "mlp", "heads"]
 Method = Literal["exact", "atp", "atp-star", "both"]
 Direction = Literal["denoise", "noise"]
@@ -429,6 +431,20 @@ class PatchResult(Result):
             else:
                 names += [f"{self.family}{layer}@{p}" for p in self.positions or []]
         return names
+
+    def component(self, name: str) -> Component:
+        """The component one of :meth:`component_names` (or ``to_frame()``'s ``component``)
+        stands for: ``"L23H3"`` is layer 23, head 3; ``"resid6@END"`` is layer 6 at the
+        position labelled ``END``. A name this result does not hold is an
+        :class:`~interp.errors.InterpError`."""
+        from interp.circuits.patching import components
+
+        names = self.component_names()
+        if name not in names:
+            raise InterpError(f"{name!r} is not a component of this result (its names look "
+                              f"like {names[0]!r})" if names else "this result has no components")
+        return components(self.family, self.layers, len(self.heads or []),
+                          len(self.positions or []), self.config.per_position)[names.index(name)]
 
     def top_components(
         self, k: int = 10, effects: Effects | None = None

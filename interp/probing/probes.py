@@ -78,6 +78,20 @@ class ProbeDataset:
     def __len__(self) -> int:
         return len(self.texts)
 
+    def subset(self, indices: Sequence[int]) -> ProbeDataset:
+        """The examples at ``indices``, in that order, with every column kept (groups,
+        the other columns, target tokens and the source); for example the statements of
+        some groups, ``ds.subset([i for i, g in enumerate(ds.groups) if g in keep])``."""
+        idx = [int(i) for i in indices]
+        if not idx:
+            raise InterpError(f"{self.source}: an empty subset has nothing to probe")
+        if min(idx) < -len(self) or max(idx) >= len(self):
+            raise InterpError(f"{self.source}: subset index out of range for "
+                              f"{len(self)} examples")
+        return replace(self, texts=[self.texts[i] for i in idx], labels=self.labels[idx],
+                       groups=None if self.groups is None else [self.groups[i] for i in idx],
+                       columns={k: [v[i] for i in idx] for k, v in self.columns.items()})
+
 
 def load_probe_dataset(
     path: str | Path | None = None,

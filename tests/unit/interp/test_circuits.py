@@ -255,11 +255,22 @@ def test_run_patch_both_on_tiny(tiny_model, tiny_pairs, tmp_path):
                 "atp_effect_mean", "atp_star_spearman"):
         assert key in d, key
     assert len(res.attention) == 2
+    # each component name stands for the component at its place in the effects' axes
+    flat = res.primary.mean.flatten()
+    for i, name in enumerate(res.component_names()):
+        c = res.component(name)
+        assert float(res.primary.mean[c.layer, c.head]) == float(flat[i]), name
+    assert res.component("L2H3").layer == 2 and res.component("L2H3").head == 3
+    with pytest.raises(InterpError, match="not a component of this result"):
+        res.component("L9H0")
     res_r = run_patch(tiny_model, PatchConfig(task=str(path), family="resid", n_boot=100),
                       progress=False)
     dr = res_r.to_dict()
     assert dr["positions"] == ["start", "animal", "rest", "END"]
     assert dr["embed_effect"][1] == pytest.approx(1.0, abs=1e-4)
+    c = res_r.component("resid1@animal")
+    assert (c.layer, c.head, c.position) == (1, -1, 1)
+    assert float(res_r.primary.mean[1, 1]) == dict(res_r.top_components(99))["resid1@animal"]
 
 
 def test_config_errors(tiny_model):

@@ -76,6 +76,23 @@ def test_string_labels_and_custom_columns(tmp_path):
     assert ds.label_names == ["neg", "pos"] and ds.labels.sum() == 10 and ds.groups is None
 
 
+def test_subset_keeps_every_column_in_order(tmp_path):
+    rows = [{"text": f"t{i}", "label": i % 2, "group": f"g{i // 4}", "city": f"c{i}"}
+            for i in range(24)]
+    ds = load_probe_dataset(write_jsonl(tmp_path / "d.jsonl", rows))
+    keep = [i for i, g in enumerate(ds.groups or []) if g in {"g1", "g4"}][::-1]
+    sub = ds.subset(keep)
+    assert sub.texts == [f"t{i}" for i in keep]
+    assert sub.labels.tolist() == [i % 2 for i in keep]
+    assert sub.groups == [f"g{i // 4}" for i in keep] and sub.group_column == "group"
+    assert sub.columns["city"] == [f"c{i}" for i in keep]
+    assert sub.label_names == ds.label_names and sub.source == ds.source
+    assert len(ds) == 24  # the original is untouched
+    for bad in ([], [24]):
+        with pytest.raises(InterpError, match="empty subset|out of range"):
+            ds.subset(bad)
+
+
 def test_group_split_holds_out_whole_groups():
     ds = synthetic_sentiment()
     for seed in range(5):
