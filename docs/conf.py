@@ -40,6 +40,8 @@ html_theme = "furo"
 html_title = "interp"
 html_theme_options = {"navigation_with_keys": True}
 html_show_sourcelink = False
+html_static_path = ["_static"]
+html_css_files = ["interp.css"]
 html_copy_source = False
 # Search works from a local folder (searchindex.js); its summaries would fetch each result
 # page, which a browser refuses for file:// pages.

@@ -56,5 +56,5 @@ def categories_figure(result: ProfileResult) -> Figure:
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 1.1)
-    ax.set_xlabel(f"share of the analysed window's wall time ({result.window})")
+    ax.set_xlabel(f"share of the analysed window's wall time\n({result.window})")
     return fig
