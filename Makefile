@@ -29,8 +29,12 @@ demo: setup-demo
 # The whole suite, set up from nothing. CI runs exactly this: lint, the fast tier
 # (tests/unit/, tests/browser/), then the slow tier (tests/integration/, the real models),
 # each with its slowest tests listed.
-PYTEST_FAST := $(BIN)/python -m pytest -q --durations=25
-PYTEST_SLOW := $(BIN)/python -m pytest -m slow -q --durations=25
+# Each tier runs on TEST_WORKERS processes (pytest-xdist; tests/conftest.py gives each its
+# share of the cores and keeps the tests of one costly fixture on one worker).
+TEST_WORKERS ?= 2
+PYTEST_FAST := $(BIN)/python -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadgroup
+PYTEST_SLOW := $(BIN)/python -m pytest -m slow -q --durations=25 -n $(TEST_WORKERS) \
+	--dist loadgroup
 test: setup lint docs
 	$(PYTEST_FAST)
 	$(PYTEST_SLOW)
@@ -51,9 +55,11 @@ lint: setup
 # The documentation site (docs/, Sphinx + MyST-NB): the pages, the API reference from the
 # docstrings and the tutorials, executed (cached by their source in docs/_build/), into
 # docs/_build/html/ (open index.html; it works from the folder). Strict: any warning, broken
-# link or unresolved reference fails the build.
+# link or unresolved reference fails the build. The notebook pages are executed first, one
+# per core at a time (scripts/execute_docs.py), into the cache the build then reads.
 DOCS_OUT := docs/_build/html
 docs: setup
+	$(BIN)/python scripts/execute_docs.py
 	$(BIN)/sphinx-build -W --keep-going -n -q -b html docs $(DOCS_OUT)
 	@echo "docs: $(DOCS_OUT)/index.html"
 

@@ -32,8 +32,20 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["TRANSFORMERS_VERBOSITY"] = "error"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ["INTERP_NO_PROGRESS"] = "1"
-#: The user's (or CI's) real cache, where `make setup` built the default corpus.
-USER_CACHE = Path(os.environ.get("INTERP_CACHE") or Path.home() / ".cache" / "interp")
+# Under pytest-xdist (`make test` runs each tier with `-n 2`), the workers share the cores:
+# each gets cores // workers threads, set before torch is imported so that the processes a
+# test starts inherit it too. Two workers with two threads each ran the fast tier slower
+# than one process (5:29 against 5:20 on 2 cores: the threads fought over the cores); with
+# one thread each, 3:05.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _threads = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, str(_threads))
+#: The user's (or CI's) real cache, where `make setup` built the default corpus. Passed on
+#: to pytest-xdist's workers, which inherit the INTERP_CACHE this module sets below.
+USER_CACHE = Path(os.environ.get("INTERP_TEST_USER_CACHE") or os.environ.get("INTERP_CACHE")
+                  or Path.home() / ".cache" / "interp")
+os.environ["INTERP_TEST_USER_CACHE"] = str(USER_CACHE)
 _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="interp-test-cache-"))
 os.environ["INTERP_CACHE"] = str(_SESSION_CACHE)
 
@@ -108,11 +120,30 @@ def uses_real_model(item: pytest.Item) -> bool:
             or not REAL_MODEL_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())))
 
 
+#: Under ``--dist loadgroup``, the tests sharing one of these costly session fixtures run on
+#: one worker, so that it is built once (Gemma's load, the layer-6 activation cache the SAE
+#: tests fill), and the site's tests share one build.
+SHARED_FIXTURE_GROUPS = {"gemma": "gemma", "activation_cache": "sae-activations"}
+SHARED_MODULE_GROUPS = {"test_docs_site.py": "docs-site"}
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The worker group of a test whose fixtures are costly to build twice, if any."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in SHARED_FIXTURE_GROUPS.items():
+        if fixture in names:
+            return group
+    return SHARED_MODULE_GROUPS.get(item.path.name)
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if uses_real_model(item) or multi_process(item):
             item.add_marker(pytest.mark.slow)
+        group = xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ import numpy as np
 
 from interp.display import format_number, plus_minus, signed
 from interp.errors import InterpError
+from interp.runs.paths import shown_path
 from interp.schema import (
     Config,
     Headline,
@@ -337,7 +338,8 @@ class ProbeResult(Result):
         ds = self.dataset
         rows: list[tuple[str, object]] = [("model", self.model_id)]
         if ds is not None:
-            rows.append(("dataset", f"{ds.path} ({ds.n} examples, split by {ds.split})"))
+            rows.append(("dataset",
+                         f"{shown_path(ds.path)} ({ds.n} examples, split by {ds.split})"))
         rows += [("best layer", v.layer),
                  ("held-out accuracy", plus_minus(v.test, v.std)),
                  ("best control", f"{v.control_name}, {_num(v.control)}")]

@@ -63,6 +63,16 @@ def datasets_dir() -> Path:
     raise InterpError(f"shipped datasets folder not found next to {pkg}; reinstall interp")
 
 
+def shown_path(path: str | Path) -> str:
+    """A data file's path for a table or a report: a shipped file as ``datasets/…``
+    (the same wherever interp is installed), any other path as given."""
+    try:
+        inside = Path(path).resolve().relative_to(datasets_dir().resolve())
+    except (ValueError, OSError, InterpError):
+        return str(path)
+    return f"datasets/{inside.as_posix()}"
+
+
 def shipped_dataset(relative: str) -> Path:
     """Path of one shipped data file, e.g. ``shipped_dataset("prompts/lens.jsonl")``."""
     path = datasets_dir() / relative

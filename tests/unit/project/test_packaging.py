@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from interp.runs.paths import datasets_dir, shipped_dataset
+from interp.runs.paths import datasets_dir, shipped_dataset, shown_path
 
 
 def test_datasets_found_relative_to_package(tmp_path, monkeypatch):
@@ -17,6 +17,15 @@ def test_datasets_found_relative_to_package(tmp_path, monkeypatch):
     assert (datasets_dir() / "prompts" / "mixed_256.jsonl").is_file()
     assert shipped_dataset("prompts/mixed_256.jsonl").stat().st_size > 1000
     assert not (datasets_dir() / "__init__.py").exists()
+
+
+def test_shipped_files_are_shown_by_their_place_in_datasets(tmp_path):
+    shipped = shipped_dataset("probes/capitals_truefalse.jsonl")
+    assert shown_path(shipped) == "datasets/probes/capitals_truefalse.jsonl"
+    assert shown_path(str(shipped)) == "datasets/probes/capitals_truefalse.jsonl"
+    own = tmp_path / "mine.jsonl"
+    assert shown_path(own) == str(own)  # a user's file: as given
+    assert shown_path("relative/x.csv") == "relative/x.csv"
 
 
 def test_wheel_includes_datasets(tmp_path):
