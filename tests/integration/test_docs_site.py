@@ -37,7 +37,7 @@ def _newest_source() -> float:
 
 
 @pytest.fixture(scope="module")
-def site() -> Path:
+def site(real_corpus) -> Path:  # noqa: ARG001 - the pages that read the corpus need it linked
     given = os.environ.get("INTERP_DOCS_SITE")  # a site built elsewhere, checked as it is
     if given:
         return Path(given)
