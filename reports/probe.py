@@ -30,6 +30,7 @@ from interp.probing.figures import (
     z_text,
 )
 from interp.probing.results import AblationResult, ProbeResult
+from interp.runs.paths import shown_path
 from reports.html import (
     MISSING,
     Report,
@@ -126,7 +127,8 @@ def _pct_z(pct: float | None, z: float | None) -> str:
 def _lead(result: ProbeResult) -> Markup:
     ds = result.dataset
     facts: list[tuple[str, Any]] = [
-        ("model", result.model_id), ("dataset", ds.path if ds else result.config.dataset),
+        ("model", result.model_id),
+        ("dataset", shown_path(ds.path) if ds else result.config.dataset),
         ("examples", f"{format_number(ds.n if ds else result.n_examples)} "
                      f"({result.n_train} train / {result.n_test} test)"),
         ("split", _split_text(result)),
