@@ -10,7 +10,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from interp.errors import InterpError
 from interp.mfu import ModelShape, Work, device_peak, forward_flops, mfu, sae_step_flops
-from interp.mfu.peak import known_gpu
+from interp.mfu.peak import known_gpu, measure_peak
 
 
 def _counted(fn) -> int:
@@ -76,6 +76,27 @@ def test_peak_is_measured_once_and_cached(session_cache):
     assert any(k.endswith("|float32|threads=" + str(torch.get_num_threads())) for k in cached)
     again = device_peak("cpu", "float32")
     assert again.flops == first.flops  # read back, not measured again
+
+
+@pytest.mark.parametrize("probe_rate, budget, size", [
+    (1.2e9, 2.0, 512),  # bfloat16 emulated in software: six 512² matmuls in ~1.3 s
+    (40e9, 2.0, 1792),  # a CPU's float32
+    (1e12, 2.0, 2048),  # fast: capped at the CPU's largest size
+    (1e6, 2.0, 256),  # hopeless: never below the probe's size
+])
+def test_peak_matmul_is_sized_to_its_budget(monkeypatch, probe_rate, budget, size):
+    from interp.mfu import peak
+
+    seconds = 2.0 * peak.PROBE_SIZE**3 / probe_rate
+    monkeypatch.setattr(peak, "_timed", lambda *_: seconds)
+    assert peak.peak_size(torch.device("cpu"), torch.float32, 5, budget) == size
+    # the sized matmuls fit the budget at the probe's rate
+    assert 6 * 2.0 * size**3 / probe_rate <= budget or size == peak.PROBE_SIZE
+
+
+def test_measured_peak_reports_its_size():
+    res = measure_peak(torch.device("cpu"), "float32", size=256, repeats=1)
+    assert res.matmul_size == 256 and res.flops > 0 and res.source == "measured"
 
 
 def test_peak_rejects_what_it_cannot_measure():
