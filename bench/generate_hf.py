@@ -40,7 +40,7 @@ import torch  # noqa: E402
 
 import interp  # noqa: E402
 from interp.generation.engine import generate  # noqa: E402
-from interp.generation.forward import PATH_ENV  # noqa: E402
+from interp.models.forward import PATH_ENV  # noqa: E402
 from interp.runs.paths import shipped_dataset  # noqa: E402
 
 

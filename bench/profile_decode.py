@@ -36,7 +36,7 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 import interp  # noqa: E402
 from interp.generation.engine import generate  # noqa: E402
-from interp.generation.forward import PATH_ENV  # noqa: E402
+from interp.models.forward import PATH_ENV  # noqa: E402
 
 PROMPT = "Once upon a time, in a small village by the sea,"
 

@@ -40,6 +40,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.errors import InterpError
+from interp.models.forward import forward
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 
@@ -195,14 +196,7 @@ def _score_cached(
             ids, mask = ids.to(dev), mask.to(dev)
             multi = any(len(c) > 1 for i in idx for c in c_ids[i])
             with torch.no_grad():
-                if multi:
-                    logits, cache = model.bridge(
-                        ids, attention_mask=mask, return_type="logits_and_cache",
-                        use_cache=True,
-                    )
-                else:
-                    logits, cache = model.bridge(ids, attention_mask=mask,
-                                                 return_type="logits"), None
+                logits, cache = forward(model, ids, mask, use_cache=multi)
                 first = torch.log_softmax(logits[:, -1].float(), dim=-1).cpu()  # [b, V]
                 del logits
                 for r, i in enumerate(idx):
@@ -231,8 +225,7 @@ def _continue_from_cache(
             fmask[r, : len(c) - 1] = 1
     cache.batch_repeat_interleave(k)  # type: ignore[attr-defined]
     mask = torch.cat([prompt_mask.repeat_interleave(k, dim=0), fmask.to(dev)], dim=1)
-    logits = model.bridge(feed.to(dev), attention_mask=mask, past_key_values=cache,
-                          return_type="logits", use_cache=True)
+    logits = forward(model, feed.to(dev), mask, cache, use_cache=True)[0]
     lp = torch.log_softmax(logits.float(), dim=-1).cpu()  # [b·k, width, V]
     for r, c in enumerate(rows):
         if len(c) > 1:
@@ -278,8 +271,7 @@ def _score_fixed(
                 ids[r, : len(seq)] = torch.tensor(seq)
                 mask[r, : len(seq)] = 1
             with torch.no_grad():
-                logits = model.bridge(ids.to(dev), attention_mask=mask.to(dev),
-                                      return_type="logits")
+                logits = model.logits(ids.to(dev), mask.to(dev))
             for r, (i, j) in enumerate(chunk):
                 lp_, c = len(p_ids[i]), c_ids[i][j]
                 pos = torch.arange(lp_ - 1, lp_ - 1 + len(c))

@@ -15,7 +15,7 @@ position 0 of every window is left out of everything (see :mod:`saes.splice`).
 cross-entropy in nats over positions 1…seq−2. The blocks up to the hook run once per
 window (their activations are kept from the reconstruction pass when they fit in
 ``PREFIX_KEEP_BYTES``); only the blocks after it run four times, on the plain HF model
-where that path is verified (:func:`interp.generation.forward.logits_from_layer`). SAEs at
+where that path is verified (:func:`interp.models.forward.logits_from_layer`). SAEs at
 a hook point other than a residual stream fall back to four full bridge forwards.
 
 * ``ce_loss_score`` = (CE_zero − CE_sae) / (CE_zero − CE_clean): the fraction of the loss
@@ -45,7 +45,7 @@ from torch import Tensor
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows, require_text
 from interp.errors import InterpError
-from interp.generation.forward import logits_from_layer
+from interp.models.forward import logits_from_layer
 from interp.models.loading import Model
 from interp.profiling.session import phase
 from interp.runs.manifest import model_manifest, sha256_texts
@@ -205,7 +205,7 @@ def _splice(
 
     Each batch's hook activations (``prefix``, kept by :func:`_reconstruction`, or one
     forward stopped at the hook) are edited four ways (clean, SAE, zero, mean) and only
-    the blocks after the hook run for each (:func:`~interp.generation.forward.
+    the blocks after the hook run for each (:func:`~interp.models.forward.
     logits_from_layer`): the blocks before it run once per window, not five times.
     """
     hook, layer = sae.cfg.hook_point, sae.cfg.layer

@@ -75,5 +75,4 @@ def logits_with(
     hooks = [] if replace is None else [(hook_point, replace_after_first(replace))]
     mask = torch.ones_like(ids)
     with model.bridge.hooks(fwd_hooks=hooks):
-        return model.bridge(ids.to(model.device), attention_mask=mask.to(model.device),
-                            return_type="logits").float()
+        return model.logits(ids.to(model.device), mask.to(model.device)).float()

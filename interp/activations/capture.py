@@ -30,6 +30,7 @@ from torch import Tensor
 
 from interp.display import ci_text
 from interp.errors import InterpError
+from interp.models.forward import forward
 from interp.models.loading import Model
 from interp.profiling.session import phase, step
 from interp.runs.progress import make_progress
@@ -296,9 +297,7 @@ def forward_with_hooks(
     logits = None
     with torch.no_grad(), model.bridge.hooks(fwd_hooks=fwd_hooks):
         try:
-            logits = model.bridge(
-                input_ids, attention_mask=attention_mask.long(), return_type="logits"
-            )
+            logits = forward(model, input_ids, attention_mask.long())[0]
         except _StopForward:
             pass
     missing = [n for n in names if n not in store]

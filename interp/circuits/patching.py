@@ -28,6 +28,7 @@ from torch import Tensor
 
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
+from interp.models.forward import forward
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 
@@ -111,7 +112,7 @@ def run_ld(
     hooks = [*fwd_hooks, *[(n, keeper(n)) for n in capture], (FINAL_NORM_HOOK, stop)]
     with model.bridge.hooks(fwd_hooks=hooks):
         try:
-            model.bridge(ids, attention_mask=mask.long(), return_type="logits")
+            forward(model, ids, mask.long())
         except _Stop:
             pass
     missing = [n for n in capture if n not in store]

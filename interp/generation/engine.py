@@ -62,6 +62,7 @@ import hashlib
 import numbers
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -70,7 +71,7 @@ from torch import Tensor
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from interp.errors import InterpError
-from interp.generation.forward import runner_for
+from interp.models.forward import runner_for
 from interp.models.loading import Model
 from interp.profiling import session as profiling
 from interp.runs.manifest import model_manifest
@@ -393,26 +394,15 @@ class _Engine:
         token, gtoken = current_rows.set(rows), current_generated.set(generated)
         profiling.step()  # one decoding (or prefill) pass: a profiler step
         try:
-            # no hook live: the plain HF model, same weights and outputs (forward.py)
+            # the plain HF model where that is exact, hooks routed (interp/models/forward.py)
             runner = runner_for(self.model.bridge)
-            if runner.take_direct(cache, use_cache=use_cache,
-                                  engine_hooks=bool(self.hooks or self.row_hooks)):
-                with torch.no_grad():
-                    logits, cache = runner.direct(ids, mask, cache, use_cache=use_cache)
-                return logits.float(), cache
             fwd = list(self.hooks)
             for name, fn in self.row_hooks:
                 fwd.append((name, lambda t, hook, _fn=fn: _fn(t, hook, rows)))
-            with torch.no_grad(), self.model.bridge.hooks(fwd_hooks=fwd):
-                if not use_cache:
-                    logits = self.model.bridge(ids, attention_mask=mask, return_type="logits")
-                    return logits.float(), None
-                logits, cache = self.model.bridge(
-                    ids, attention_mask=mask, past_key_values=cache,
-                    return_type="logits_and_cache", use_cache=True,
-                )
-                runner.mark_bridge(cache)  # its batch's later passes stay on the bridge
-                return logits.float(), cache
+            hooked = self.model.bridge.hooks(fwd_hooks=fwd) if fwd else nullcontext()
+            with torch.no_grad(), hooked:
+                logits, cache = runner.forward(ids, mask, cache, use_cache=use_cache)
+            return logits.float(), cache
         finally:
             current_rows.reset(token)
             current_generated.reset(gtoken)

@@ -468,8 +468,11 @@ class Model:
     def logits(
         self, input_ids: Int[Tensor, "batch pos"], attention_mask: Tensor | None = None
     ) -> Float[Tensor, "batch pos d_vocab"]:
-        """The model's own output logits (full forward, hooks as registered)."""
-        return self.bridge(input_ids, attention_mask=attention_mask, return_type="logits")
+        """The model's own output logits (full forward, hooks as registered; on the plain
+        HF model where that is exact: :mod:`interp.models.forward`)."""
+        from interp.models.forward import forward
+
+        return forward(self, input_ids, attention_mask)[0]
 
     def manifest_info(self) -> dict[str, Any]:
         """Facts about this model for run manifests."""

@@ -110,8 +110,7 @@ def continuation_perplexity(
             ids[i, : len(x)] = torch.tensor(x)
             mask[i, : len(x)] = 1
         lp = torch.log_softmax(
-            model.bridge(ids.to(model.device), attention_mask=mask.to(model.device),
-                         return_type="logits").float(), -1).cpu()
+            model.logits(ids.to(model.device), mask.to(model.device)).float(), -1).cpu()
         for i, (p_len, c_len) in enumerate(spans):
             if c_len == 0:
                 out.append(math.nan)

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import USER_CACHE
 
 # a fixture the tiny-model tests of the same engine share (tests/unit/interp/)
-from tests.unit.interp.test_generation_forward import count_direct  # noqa: F401
+from tests.unit.interp.test_model_forward import count_direct  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -469,7 +469,7 @@ def test_baseline_cache_reuses_the_ablations_with_identical_metrics(
 @pytest.mark.parametrize("path", ["direct", "bridge"])
 def test_logits_from_layer_equal_the_full_forward(tiny_model, docs, monkeypatch, path):
     from interp.data.windows import pack_windows
-    from interp.generation.forward import PATH_ENV, logits_from_layer
+    from interp.models.forward import PATH_ENV, logits_from_layer
 
     if path == "bridge":
         monkeypatch.setenv(PATH_ENV, "bridge")

@@ -1,4 +1,4 @@
-"""The engine's direct HF pass (interp/generation/forward.py) vs the bridge path."""
+"""The direct HF pass (interp/models/forward.py) vs the bridge path: unhooked and hooked."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import torch
 
-from interp.generation import forward as fwd_mod
+from interp.models import forward as fwd_mod
 from interp.generation.engine import generate
-from interp.generation.forward import PATH_ENV, ForwardRunner, runner_for
+from interp.models.forward import PATH_ENV, ForwardRunner, runner_for
 
 PROMPTS = [
     "The capital of France is", "Once upon a time", "Water boils at",
@@ -71,15 +71,14 @@ def _compare_passes(model, atol: float) -> None:
     from transformers import DynamicCache
 
     mine, theirs = DynamicCache(), DynamicCache()
-    assert runner.take_direct(mine, use_cache=True, engine_hooks=False)
+    assert runner.take(mine, use_cache=True) is not None
     ids, mask = model.tokenize(PROMPTS[1:4])
     ld = runner.direct(ids, mask, mine)[0]
     lb, theirs = _bridge_pass(model, ids, mask, theirs)
     runner.mark_bridge(theirs)
     torch.testing.assert_close(ld[mask.bool()], lb[mask.bool()], atol=atol, rtol=0)
-    assert runner.take_direct(mine, use_cache=True, engine_hooks=False)
-    assert not runner.take_direct(theirs, use_cache=True, engine_hooks=False)
-    assert not runner.take_direct(None, use_cache=True, engine_hooks=True)
+    assert runner.take(mine, use_cache=True) == ()
+    assert runner.take(theirs, use_cache=True) is None
     # the verifier's shape: right-padded, no cache
     tok = model.tokenizer
     rows = [tok(p, add_special_tokens=False)["input_ids"] for p in PROMPTS[:3]]
@@ -118,7 +117,8 @@ def test_generate_same_on_both_paths(tiny_model, monkeypatch, count_direct, kw):
             assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
 
 
-def test_hook_registered_outside_generate_still_fires(tiny_model, count_direct):
+def test_hook_registered_outside_generate_fires_on_the_direct_path(tiny_model, count_direct,
+                                                                  monkeypatch):
     name = "blocks.1.hook_resid_post"
     seen = []
 
@@ -131,10 +131,22 @@ def test_hook_registered_outside_generate_still_fires(tiny_model, count_direct):
     assert n >= plain.stats.forward_passes
     with tiny_model.bridge.hooks(fwd_hooks=[(name, hook)]):
         hooked = generate(tiny_model, PROMPTS[:3], max_new_tokens=6, batch_size=3)
-    assert count_direct["n"] == n  # no direct pass while the hook was registered
+    assert count_direct["n"] - n == hooked.stats.forward_passes  # routed: still direct
     assert len(seen) == hooked.stats.forward_passes
     assert hooked.texts != plain.texts
-    # a plain torch hook on a bridge module counts as live too
+    monkeypatch.setenv(PATH_ENV, "bridge")
+    with tiny_model.bridge.hooks(fwd_hooks=[(name, hook)]):
+        assert generate(tiny_model, PROMPTS[:3], max_new_tokens=6, batch_size=3).texts == \
+            hooked.texts
+    monkeypatch.delenv(PATH_ENV)
+    n = count_direct["n"]
+    # a point the shadow cannot carry (inside the bridge's attention) takes the bridge
+    pattern = []
+    with tiny_model.bridge.hooks(fwd_hooks=[("blocks.0.attn.hook_pattern",
+                                             lambda t, hook: pattern.append(1))]):
+        generate(tiny_model, PROMPTS[:2], max_new_tokens=3, batch_size=2)
+    assert pattern and count_direct["n"] == n
+    # so does a plain torch hook on a bridge module
     fired = []
     handle = tiny_model.bridge.blocks[0].register_forward_hook(lambda *a: fired.append(1))
     try:
@@ -147,13 +159,120 @@ def test_hook_registered_outside_generate_still_fires(tiny_model, count_direct):
     assert again.texts == plain.texts and count_direct["n"] > n
 
 
-def test_engine_hooks_take_the_bridge(tiny_model, count_direct):
+def test_engine_hooks_are_routed(tiny_model, count_direct):
     seen = []
     generate(tiny_model, PROMPTS[:2], max_new_tokens=3,
              hooks=[("blocks.0.hook_resid_post", lambda t, hook: seen.append(1))])
     generate(tiny_model, PROMPTS[:2], max_new_tokens=3,
              row_hooks=[("blocks.0.hook_resid_post", lambda t, hook, rows: seen.append(2))])
-    assert count_direct["n"] == 0 and 1 in seen and 2 in seen
+    assert count_direct["n"] > 0 and 1 in seen and 2 in seen
+
+
+def _noise(t: torch.Tensor) -> torch.Tensor:
+    """A fixed edit of an activation (same on both paths)."""
+    g = torch.Generator().manual_seed(1)
+    return t + 0.1 * t.float().std().to(t.dtype) * torch.randn(t.shape, generator=g).to(t.dtype)
+
+
+def check_routed_points(model, names: list[str] | None = None) -> int:
+    """Every routed hook point (or ``names``): what a hook reads, and the logits after
+    it edits, equal the bridge path's to the bit. Returns the number checked."""
+    runner = runner_for(model.bridge)
+    by_point = {r.point: r for r in runner.routes.values()}
+    todo = sorted(r.point.name for r in by_point.values()) if names is None else names
+    ids, mask = model.tokenize(PROMPTS[:3])
+    assert (mask == 0).any()
+    for name in todo:
+        got: dict[str, torch.Tensor] = {}
+
+        def read_and_edit(t, hook, tag):
+            assert hook.name == name  # the very HookPoint, on both paths
+            got[tag] = t.detach().clone()
+            return _noise(t) if t.is_floating_point() else t
+
+        out = {}
+        for tag in ("bridge", "direct"):
+            with torch.no_grad(), model.bridge.hooks(
+                    fwd_hooks=[(name, lambda t, hook, tag=tag: read_and_edit(t, hook, tag))]):
+                routes = runner.plan()
+                if tag == "bridge":
+                    assert routes is not None and len(routes) == 1, name  # routable
+                    out[tag] = model.bridge(ids, attention_mask=mask, return_type="logits")
+                else:
+                    out[tag] = runner.direct(ids, mask, use_cache=False, routes=routes)[0]
+        assert set(got) == {"bridge", "direct"}, name
+        assert got["bridge"].shape == got["direct"].shape, name
+        assert torch.equal(got["bridge"], got["direct"]), name
+        assert torch.equal(out["bridge"], out["direct"]), name
+    return len(todo)
+
+
+def test_every_routed_point_equals_the_bridge(tiny_model):
+    runner = runner_for(tiny_model.bridge)
+    names = {r.point.name for r in runner.routes.values()}
+    for must in ("blocks.0.hook_in", "blocks.2.hook_out", "blocks.1.attn.hook_out",
+                 "blocks.1.mlp.hook_out", "blocks.1.attn.o.hook_in", "blocks.1.ln2.hook_in",
+                 "ln_final.hook_in", "embed.hook_out", "unembed.hook_out",
+                 "blocks.1.attn.q.hook_out", "blocks.1.mlp.out.hook_in"):
+        assert must in names, must
+    assert not any("rotary" in n or "hook_pattern" in n for n in names)
+    assert check_routed_points(tiny_model) == len(names) > 50
+
+
+def test_gradients_and_backward_hooks_equal_the_bridge(tiny_model):
+    """AtP's shape: grads through a routed edit and a backward hook, on both paths."""
+    runner = runner_for(tiny_model.bridge)
+    ids, mask = tiny_model.tokenize(PROMPTS[:3])
+    res: dict[str, dict[str, torch.Tensor]] = {}
+    for tag in ("bridge", "direct"):
+        kept: dict[str, torch.Tensor] = {}
+
+        def keep(t, hook, kept=kept):
+            leaf = t.detach().requires_grad_()  # AtP's leaf (the weights need no grad)
+            kept["z"] = leaf
+            return leaf
+
+        def bwd(g, hook, kept=kept):
+            kept["g"] = g.detach().clone()
+
+        with tiny_model.bridge.hooks(fwd_hooks=[("blocks.1.attn.hook_z", keep)],
+                                     bwd_hooks=[("blocks.2.hook_resid_pre", bwd)]):
+            routes = runner.plan()
+            assert routes is not None and len(routes) == 2
+            if tag == "bridge":
+                logits = tiny_model.bridge(ids, attention_mask=mask, return_type="logits")
+            else:
+                logits = runner.direct(ids, mask, use_cache=False, routes=routes)[0]
+            logits[:, -1, :5].sum().backward()
+        res[tag] = {"z": kept["z"].grad, "g": kept["g"]}
+    for k in ("z", "g"):
+        assert torch.equal(res["bridge"][k], res["direct"][k]), k
+
+
+def test_tools_take_the_direct_path_with_hooks(tiny_model, count_direct, monkeypatch):
+    """Capture, a steered forward and an edited forward: direct, and equal to the bridge."""
+    from interp.activations.capture import capture
+    from interp.steering.vectors import steer
+
+    texts = PROMPTS[:4]
+    v = torch.randn(tiny_model.d_model)
+
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        acts = capture(tiny_model, texts, layers=[1], positions="last", with_logits=True,
+                       progress=False)
+        ids, mask = tiny_model.tokenize(texts)
+        with steer(tiny_model, v, layer=1, alpha=4.0):
+            steered = tiny_model.logits(ids, mask)
+        assert acts.logits is not None
+        return torch.cat([acts[1].flatten(), acts.logits.flatten()]), steered
+
+    direct = run()
+    assert count_direct["n"] >= 2
+    monkeypatch.setenv(PATH_ENV, "bridge")
+    n = count_direct["n"]
+    bridge = run()
+    assert count_direct["n"] == n
+    assert torch.equal(direct[0], bridge[0]) and torch.equal(direct[1], bridge[1])
 
 
 def test_fallback_rules(tiny_model, monkeypatch):
@@ -203,6 +322,7 @@ def tiny_gemma3(tiny_model_dir, tmp_path_factory):
 def test_gemma3_direct_path(tiny_gemma3, monkeypatch, count_direct):
     assert tiny_gemma3.bridge.original_model.config.model_type == "gemma3_text"
     _compare_passes(tiny_gemma3, atol=1e-5)
+    assert check_routed_points(tiny_gemma3) > 50
     kw: dict[str, Any] = {"max_new_tokens": 10, "batch_size": 4}  # past the window of 4
     direct = generate(tiny_gemma3, PROMPTS, **kw)
     assert count_direct["n"] >= direct.stats.forward_passes
