@@ -173,11 +173,11 @@ def _first_input(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | int | N
 def _route_in(point: torch.nn.Module) -> Callable[..., Any]:
     def pre(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:  # noqa: ARG001
         at = _first_input(args, kwargs)
-        if at == 0:
-            return (point(args[0]), *args[1:]), kwargs
+        if isinstance(at, str):
+            return args, {**kwargs, at: point(kwargs[at])}
         if at is None:
             raise RuntimeError(f"{point.name}: the module got no tensor to hook")
-        return args, {**kwargs, at: point(kwargs[at])}
+        return (point(args[0]), *args[1:]), kwargs
 
     return pre
 
@@ -200,7 +200,8 @@ def _routes(bridge: Any, shadow: torch.nn.Module) -> dict[torch.nn.Module, Route
     modules = dict(shadow.named_modules())
     out: dict[torch.nn.Module, Route] = {}
     for path, comp in bridge.original_model.named_modules():
-        if type(comp).__name__ not in ROUTED_COMPONENTS or "_original_component" not in comp._modules:
+        if (type(comp).__name__ not in ROUTED_COMPONENTS
+                or "_original_component" not in comp._modules):
             continue
         target = modules.get(_hf_name(path))
         if target is None:

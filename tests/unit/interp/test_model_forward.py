@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 import torch
 
-from interp.models import forward as fwd_mod
 from interp.generation.engine import generate
+from interp.models import forward as fwd_mod
 from interp.models.forward import PATH_ENV, ForwardRunner, runner_for
 
 PROMPTS = [
@@ -185,7 +185,7 @@ def check_routed_points(model, names: list[str] | None = None) -> int:
     for name in todo:
         got: dict[str, torch.Tensor] = {}
 
-        def read_and_edit(t, hook, tag):
+        def read_and_edit(t, hook, tag, name=name, got=got):
             assert hook.name == name  # the very HookPoint, on both paths
             got[tag] = t.detach().clone()
             return _noise(t) if t.is_floating_point() else t
