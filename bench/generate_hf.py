@@ -9,15 +9,21 @@ turn (interleaved at the grain of one batch: one prompt at batch 1), ``--repeats
 repeats, median of the per-repeat totals:
 
 * ``interp, bridge``: ``interp.generate`` forced through the TransformerLens bridge
-  (``INTERP_GENERATE_PATH=bridge``; the engine before issue 16);
+  (``INTERP_FORWARD_PATH=bridge``; the engine before issue 16);
 * ``interp``: ``interp.generate`` on its default path (a direct HF pass when no hook
-  is live, ``interp/generation/forward.py``);
+  is live, ``interp/models/forward.py``);
+* ``interp, steered``: ``interp.generate`` inside ``steer(model, v, layer=6, alpha=0)``
+  (the steering hook runs at every pass and adds 0·v, so the tokens are the plain ones):
+  the hook is routed onto the direct HF pass (issue 30); ``interp, steered, bridge`` is
+  the same forced through the bridge (before issue 30);
 * ``HF generate``: ``transformers`` ``model.generate(do_sample=False)``, the checkpoint
-  loaded with ``AutoModelForCausalLM.from_pretrained`` (its default attention).
+  loaded with ``AutoModelForCausalLM.from_pretrained`` (its default attention, ``sdpa``);
+  ``HF generate, eager``: the same with ``attn_implementation="eager"`` (the attention
+  the bridge, and so interp's direct pass, runs).
 
 Also counts the prompts whose greedy tokens are identical to HF's.
 
-    .venv/bin/python bench/generate_hf.py [--repeats 5] [--threads N]
+    .venv/bin/python bench/generate_hf.py [--repeats 5] [--threads N] [--batches 1,16]
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +49,7 @@ import interp  # noqa: E402
 from interp.generation.engine import generate  # noqa: E402
 from interp.models.forward import PATH_ENV  # noqa: E402
 from interp.runs.paths import shipped_dataset  # noqa: E402
+from interp.steering.vectors import steer  # noqa: E402
 
 
 def eos_ids(tok) -> list[int]:  # type: ignore[no-untyped-def]
@@ -62,11 +70,13 @@ def batches_of(model: interp.Model, prompts: list[str], batch: int) -> list[list
     return [order[s : s + batch] for s in range(0, len(order), batch)]
 
 
-def hf_runner(model: interp.Model, new_tokens: int) -> Callable[[list[str]], list[list[int]]]:
+def hf_runner(model: interp.Model, new_tokens: int, attn: str | None = None,
+              ) -> Callable[[list[str]], list[list[int]]]:
     """``fn(prompts) -> new token ids per prompt``: HF generate, one left-padded batch."""
     from transformers import AutoModelForCausalLM
 
-    hf: Any = AutoModelForCausalLM.from_pretrained(model.path, dtype=model.dtype)
+    kw = {} if attn is None else {"attn_implementation": attn}
+    hf: Any = AutoModelForCausalLM.from_pretrained(model.path, dtype=model.dtype, **kw)
     hf = hf.to(model.device).eval()
     tok = model.tokenizer
     stops = eos_ids(tok)
@@ -89,16 +99,20 @@ def hf_runner(model: interp.Model, new_tokens: int) -> Callable[[list[str]], lis
 
 
 def interp_runner(model: interp.Model, new_tokens: int, path: str | None,
-                  ) -> Callable[[list[str]], list[list[int]]]:
-    """``fn(prompts) -> new token ids``: one ``interp.generate`` call over one batch."""
+                  steered: bool = False) -> Callable[[list[str]], list[list[int]]]:
+    """``fn(prompts) -> new token ids``: one ``interp.generate`` call over one batch
+    (``steered``: inside ``steer(..., layer=6, alpha=0)``)."""
+    v = torch.randn(model.d_model, generator=torch.Generator().manual_seed(0))
+
     def run(prompts: list[str]) -> list[list[int]]:
         if path is None:
             os.environ.pop(PATH_ENV, None)
         else:
             os.environ[PATH_ENV] = path
         try:
-            res = generate(model, prompts, max_new_tokens=new_tokens,
-                           batch_size=len(prompts), progress=False)
+            with steer(model, v, layer=6, alpha=0.0) if steered else nullcontext():
+                res = generate(model, prompts, max_new_tokens=new_tokens,
+                               batch_size=len(prompts), progress=False)
         finally:
             os.environ.pop(PATH_ENV, None)
         return [g.token_ids for g in res.generations]
@@ -113,6 +127,7 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--batches", default="1,16", help="batch sizes to run (1 and/or 16)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "generate_hf.json"))
     args = ap.parse_args()
     if args.threads:
@@ -123,10 +138,16 @@ def main() -> None:
     variants = {
         "interp, bridge (before)": interp_runner(model, args.new_tokens, "bridge"),
         "interp (after)": interp_runner(model, args.new_tokens, None),
+        "interp, steered, bridge": interp_runner(model, args.new_tokens, "bridge", True),
+        "interp, steered": interp_runner(model, args.new_tokens, None, True),
         "HF generate": hf_runner(model, args.new_tokens),
+        "HF generate, eager": hf_runner(model, args.new_tokens, "eager"),
     }
+    wanted = {int(b) for b in args.batches.split(",")}
     report: dict[str, dict[str, object]] = {}
     for batch, n in ((1, args.prompts_b1), (16, args.prompts_b16)):
+        if batch not in wanted:
+            continue
         prompts = all_prompts[:n]
         groups = batches_of(model, prompts, batch)
         outputs: dict[str, list[list[int]]] = {name: [[] for _ in prompts] for name in variants}
@@ -161,7 +182,9 @@ def main() -> None:
         report[f"batch_{batch}"] = rows
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(
-        {"threads": torch.get_num_threads(), "new_tokens": args.new_tokens, **report}, indent=2))
+        {"threads": torch.get_num_threads(), "new_tokens": args.new_tokens,
+         "load_average": os.getloadavg(), **report}, indent=2))
+    print(f"load average after: {os.getloadavg()}", file=sys.stderr)
 
 
 if __name__ == "__main__":

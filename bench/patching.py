@@ -1,6 +1,7 @@
 """Benchmark: exact patching of every head, batched vs the naive loop, and AtP vs exact.
 
     .venv/bin/python bench/patching.py [--pairs 100] [--naive-pairs 2] [--threads 1]
+    .venv/bin/python bench/patching.py --paths --pairs 20 --repeats 3   # issue 30
 
 * **batched**: ``exact_patch`` over all 30 × 9 heads for ``--pairs`` IOI pairs, rows of
   many (pair, head) patches per forward (``--batch-size``), stopping after the final norm;
@@ -12,6 +13,11 @@
 
 All in one process, so the ratios share the machine's state. Results go to
 ``bench/results/patching.json``.
+
+``--paths``: only ``exact_patch`` and head AtP, each on the direct HF pass with its hooks
+routed (issue 30) and forced through the bridge (``INTERP_FORWARD_PATH=bridge``, before),
+interleaved, ``--repeats`` repeats, medians; the results of both paths must be equal to
+the bit (asserted). Results go to ``bench/results/patching_paths.json``.
 """
 
 from __future__ import annotations
@@ -72,6 +78,54 @@ def naive_heads(model, tt, n_pairs: int) -> tuple[torch.Tensor, float]:
     return out, time.perf_counter() - t0
 
 
+def compare_paths(model, tt, comps, batch_size: int, repeats: int, out: str) -> None:
+    """exact_patch and AtP of every head, direct path vs bridge, interleaved."""
+    import statistics
+
+    from interp.models.forward import PATH_ENV
+
+    def once(path: str | None, what: str) -> tuple[float, torch.Tensor]:
+        if path is None:
+            os.environ.pop(PATH_ENV, None)
+        else:
+            os.environ[PATH_ENV] = path
+        try:
+            t0 = time.perf_counter()
+            if what == "exact":
+                r = exact_patch(model, tt, "heads", comps, batch_size=batch_size,
+                                progress=False)
+            else:
+                r = atp(model, tt, "heads", comps, batch_size=16, progress=False)
+            return time.perf_counter() - t0, r
+        finally:
+            os.environ.pop(PATH_ENV, None)
+
+    res: dict[str, object] = {"pairs": len(tt), "components": len(comps),
+                              "patched_runs": len(tt) * len(comps), "repeats": repeats,
+                              "threads": torch.get_num_threads(),
+                              "load_average_before": os.getloadavg()}
+    for what in ("exact", "atp"):
+        times: dict[str, list[float]] = {"direct": [], "bridge": []}
+        outs: dict[str, torch.Tensor] = {}
+        for i in range(repeats):
+            order = ("direct", "bridge") if i % 2 == 0 else ("bridge", "direct")
+            for name in order:
+                sec, r = once(None if name == "direct" else "bridge", what)
+                times[name].append(sec)
+                outs[name] = r
+        assert torch.equal(outs["direct"], outs["bridge"]), f"{what}: paths differ"
+        med = {k: statistics.median(v) for k, v in times.items()}
+        res[what] = {"median_s": med, "all_s": times,
+                     "bridge_over_direct": med["bridge"] / med["direct"],
+                     "bit_equal": True}
+        print(f"{what}: direct {med['direct']:.2f} s, bridge {med['bridge']:.2f} s, "
+              f"bridge / direct {med['bridge'] / med['direct']:.3f} (bit-equal)")
+    res["load_average_after"] = os.getloadavg()
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(res, indent=1) + "\n")
+    print(f"load average after: {res['load_average_after']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--model", default=None)
@@ -80,6 +134,8 @@ def main() -> None:
     ap.add_argument("--naive-pairs", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--paths", action="store_true", help="direct vs bridge path only")
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "patching.json"))
     args = ap.parse_args()
     if args.threads:
@@ -91,6 +147,10 @@ def main() -> None:
     layers = list(range(model.n_layers))
     comps = components("heads", layers, n_heads, len(tt.positions), False)
     clean, corr = pair_lds(model, tt, args.batch_size)  # also warms up
+    if args.paths:
+        compare_paths(model, tt, comps, args.batch_size, args.repeats,
+                      str(Path(args.out).with_name("patching_paths.json")))
+        return
     gap = (clean - corr)[:, None]
 
     naive, t_naive = naive_heads(model, tt, args.naive_pairs)

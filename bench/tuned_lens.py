@@ -1,6 +1,7 @@
 """Benchmark: tuned-lens training throughput, and how it scales with the number of layers.
 
     .venv/bin/python bench/tuned_lens.py [--repeats 3] [--batch-size 4] [--positions 64]
+    .venv/bin/python bench/tuned_lens.py --dtypes-only --repeats 3   # issue 30: per dtype
 
 One training step = one forward of ``batch × 128`` tokens of corpus text with every
 layer hooked, then the KL loss at ``positions`` sampled positions per window, back-
@@ -12,7 +13,12 @@ and timed in the same run (median of repeats), because the machine is shared:
   unembedding matmul (the default);
 * ``step, 29 layers, fp32``: the same with a float32 unembedding;
 * ``naive, 29 layers``: the plain PyTorch loss of the paper's code style, through the
-  bridge's ``ln_final``/``unembed`` modules: ``log_softmax`` then ``KL`` via ``kl_div``.
+  bridge's ``ln_final``/``unembed`` modules: ``log_softmax`` then ``KL`` via ``kl_div``;
+* ``step, 29 layers, auto``: the dtype ``--unembed-dtype auto`` (the default) picks on
+  this machine (:func:`interp.lenses.training.unembed_dtype_choice`, printed with its
+  reason and the measurement's own seconds).
+
+``--dtypes-only``: just the forward, the 29-layer step in bf16, in fp32 and auto.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from interp.lenses.training import (  # noqa: E402
     TunedLensTrainConfig,
     lens_loss_step,
     sample_positions,
+    unembed_dtype_choice,
 )
 from interp.lenses.tuned import Translators  # noqa: E402
 from interp.models.unembedding import Unembed  # noqa: E402
@@ -60,6 +67,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--positions", type=int, default=64)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "tuned_lens.json"))
+    ap.add_argument("--dtypes-only", action="store_true")
     args = ap.parse_args()
 
     model = interp.load(args.model)
@@ -69,7 +77,12 @@ def main() -> None:
     unembed = Unembed(model)
     n_tr = model.n_layers - 1
     tr = Translators(n_tr, model.d_model)
-    ks = [k for k in (1, 4, 8, 16, n_tr) if k <= n_tr]
+    ks = [k for k in (1, 4, 8, 16, n_tr) if k <= n_tr and (not args.dtypes_only or k == n_tr)]
+    t0 = time.perf_counter()
+    choice = unembed_dtype_choice(model, unembed, "auto")
+    print(f"auto: {choice.value} ({choice.source}: {choice.reason}; "
+          f"{time.perf_counter() - t0:.2f} s; {choice.seconds})")
+    auto_dtype = getattr(torch, choice.value)
 
     def batch(r: int) -> tuple[torch.Tensor, torch.Tensor]:
         ids = windows[r * args.batch_size : (r + 1) * args.batch_size]
@@ -82,7 +95,10 @@ def main() -> None:
             model, tr, ids, pos, unembed, torch.bfloat16, layers=L))(layers)
     cases[f"step, {n_tr} layers, fp32"] = lambda ids, pos: lens_loss_step(
         model, tr, ids, pos, unembed, torch.float32)
-    cases[f"naive, {n_tr} layers"] = lambda ids, pos: naive_step(model, tr, ids, pos)
+    if not args.dtypes_only:
+        cases[f"naive, {n_tr} layers"] = lambda ids, pos: naive_step(model, tr, ids, pos)
+    cases[f"step, {n_tr} layers, auto ({choice.value})"] = lambda ids, pos: lens_loss_step(
+        model, tr, ids, pos, unembed, auto_dtype)
 
     batch(0)
     cases["forward"](*batch(0))  # warm-up
@@ -109,7 +125,10 @@ def main() -> None:
               f"{row['tokens_per_s']:.0f} | {row['positions_per_s']:.0f} |")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"args": vars(args), "threads": torch.get_num_threads(),
-                                          "rows": rows}, indent=2))
+                                          "choice": choice.to_dict(),
+                                          "load_average": os.getloadavg(), "rows": rows},
+                                         indent=2))
+    print(f"load average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import math
 import platform
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,32 @@ def device_name(device: torch.device) -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "cpu"
+
+
+#: The CPU flags that decide matmul speed per dtype (bfloat16 native or emulated, AMX).
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile",
+               "amx_bf16")
+#: oneDNN's ISA caps: set, they change which kernels (and so which speeds) torch gets.
+ISA_ENVS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")
+
+
+def cpu_features() -> str:
+    """The CPU's speed-relevant flags and any oneDNN ISA cap, as one cache-key part
+    (``avx2,avx512_bf16,avx512f|ONEDNN_MAX_CPU_ISA=AVX2``). Two CPUs may share a model name
+    (``AMD EPYC``) and differ in bfloat16 support; the key keeps their figures apart."""
+    import os
+
+    flags: set[str] = set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    out = ",".join(f for f in SPEED_FLAGS if f in flags) or platform.machine() or "cpu"
+    caps = [f"{e}={os.environ[e]}" for e in ISA_ENVS if os.environ.get(e)]
+    return "|".join([out, *caps])
 
 
 def known_gpu(name: str) -> dict[str, float] | None:
@@ -146,16 +173,14 @@ def _cache_file() -> Path:
 
 
 def _cache_key(device: torch.device, dtype: str) -> str:
-    threads = "" if device.type == "cuda" else f"|threads={torch.get_num_threads()}"
-    return f"{device_name(device)}|{dtype}{threads}"
+    cpu = "" if device.type == "cuda" else f"|{cpu_features()}|threads={torch.get_num_threads()}"
+    return f"{device_name(device)}|{dtype}{cpu}"
 
 
 def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32", *,
                 remeasure: bool = False) -> PeakResult:
     """This device's peak in ``dtype``: the datasheet for a known GPU, else measured once
     and cached (``remeasure`` measures again and replaces the cached figure)."""
-    from interp.runs.atomic import atomic_write_text, cache_write
-
     try:
         dev = torch.device(device)
     except RuntimeError:
@@ -178,15 +203,14 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
     with phase("measure peak"):  # once per machine, dtype and thread count
         res = measure_peak(dev, name)
     cache[key] = to_data(res)
-    text = json.dumps({**cache, STAMP_KEY: _stamp(cache)}, indent=1, sort_keys=True) + "\n"
-    # only a speed-up: a full disk or a read-only cache is one line, not the run's end
-    cache_write(lambda: atomic_write_text(path, text), "peak FLOP/s")
+    write_stamped(path, cache, "peak FLOP/s")
     return res
 
 
-#: The cache file's format; a file of another version is measured again.
+#: The cache files' format (``peak.json``, ``choices.json``); a file of another version is
+#: measured again.
 CACHE_VERSION = 2
-#: The key of ``peak.json``'s stamp (the format version and the sha256 of every entry),
+#: The key of a cache file's stamp (the format version and the sha256 of every entry),
 #: beside the entries themselves.
 STAMP_KEY = "_interp_cache"
 
@@ -196,9 +220,10 @@ def _stamp(entries: dict[str, Any]) -> dict[str, Any]:
     return {"version": CACHE_VERSION, "sha256": hashlib.sha256(body).hexdigest()}
 
 
-def _read_cache(path: Path) -> dict[str, Any]:
-    """The cached peaks, or ``{}`` when there are none; a file that is damaged, edited or
-    of another version is never used: one line on stderr says it is measured again."""
+def read_stamped(path: Path, what: str, valid: Callable[[Any], bool]) -> dict[str, Any]:
+    """The entries of a stamped cache file, or ``{}`` when there are none; a file that is
+    damaged, edited, of another version or with an entry ``valid`` refuses is never used:
+    one line on stderr says it is measured again."""
     if not path.is_file():
         return {}
     problem = None
@@ -216,22 +241,36 @@ def _read_cache(path: Path) -> dict[str, Any]:
             problem = f"of another version ({version or 'unversioned'}, not {CACHE_VERSION})"
         elif stamp.get("sha256") != _stamp(data)["sha256"]:  # type: ignore[union-attr]
             problem = "damaged (sha256 mismatch)"
-        else:
-            for entry in data.values():
-                try:
-                    ok = math.isfinite(PeakResult(**entry).flops) and entry["flops"] > 0
-                except (TypeError, KeyError):
-                    ok = False
-                if not ok:
-                    problem = "damaged (an entry is not a peak)"
-                    break
+        elif not all(isinstance(e, dict) and valid(e) for e in data.values()):
+            problem = f"damaged (an entry is not {what})"
     if problem is None:
         assert isinstance(data, dict)
         return data
     from interp.runs.progress import note
 
-    note(f"peak FLOP/s cache {path} is {problem}; measuring again")
+    note(f"{what} cache {path} is {problem}; measuring again")
     return {}
+
+
+def write_stamped(path: Path, entries: dict[str, Any], what: str) -> None:
+    """Write a stamped cache file atomically; a full disk or a read-only cache is one line
+    (the figure is only a speed-up), not the run's end."""
+    from interp.runs.atomic import atomic_write_text, cache_write
+
+    text = json.dumps({**entries, STAMP_KEY: _stamp(entries)}, indent=1, sort_keys=True) + "\n"
+    cache_write(lambda: atomic_write_text(path, text), what)
+
+
+def _valid_peak(entry: Any) -> bool:
+    try:
+        return math.isfinite(PeakResult(**entry).flops) and entry["flops"] > 0
+    except (TypeError, KeyError):
+        return False
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    """The cached peaks (see :func:`read_stamped`)."""
+    return read_stamped(path, "peak FLOP/s", _valid_peak)
 
 
 def peaks_for(device: str | torch.device, dtypes: tuple[str, ...]) -> dict[str, float]:

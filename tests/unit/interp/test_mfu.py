@@ -73,9 +73,25 @@ def test_peak_is_measured_once_and_cached(session_cache):
     first = device_peak("cpu", "float32")
     assert first.source == "measured" and first.flops > 1e8 and first.threads
     cached = json.loads((session_cache / "peak.json").read_text())
-    assert any(k.endswith("|float32|threads=" + str(torch.get_num_threads())) for k in cached)
+    from interp.mfu.peak import cpu_features
+
+    tail = f"|float32|{cpu_features()}|threads={torch.get_num_threads()}"
+    assert any(k.endswith(tail) for k in cached)
     again = device_peak("cpu", "float32")
     assert again.flops == first.flops  # read back, not measured again
+
+
+def test_cpu_features_key_parts(monkeypatch):
+    """Two CPUs of one model name, one without native bfloat16, or a oneDNN ISA cap: the
+    cache keys differ, so neither reads the other's figures."""
+    from interp.mfu import peak
+
+    base = peak.cpu_features()
+    assert "|" not in base
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert peak.cpu_features() == base + "|ONEDNN_MAX_CPU_ISA=AVX2"
+    assert peak._cache_key(torch.device("cpu"), "bfloat16") != peak._cache_key(
+        torch.device("cpu"), "bfloat16").replace("|ONEDNN_MAX_CPU_ISA=AVX2", "")
 
 
 @pytest.mark.parametrize("probe_rate, budget, size", [

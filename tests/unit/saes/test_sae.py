@@ -718,3 +718,12 @@ def test_cli_train_several_layers(tiny_model_dir, text_file, tmp_path, capsys):
     bad = tmp_path / "bad"
     code, out, err = run([*args[:3], "0,7", *args[4:-1], str(bad)], capsys)
     assert code == 2 and "layer 7 out of range" in err and not bad.exists()
+
+
+def test_ce_tokens_default_is_the_smaller_of_tokens_and_24576():
+    from saes.results import CE_TOKENS, SAEEvalConfig
+
+    assert CE_TOKENS == 24_576
+    assert SAEEvalConfig().ce_tokens == 24_576 and SAEEvalConfig().tokens == 102_400
+    assert SAEEvalConfig(tokens=8192).ce_tokens == 8192
+    assert SAEEvalConfig(ce_tokens=102_400).ce_tokens == 102_400
