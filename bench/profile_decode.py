@@ -3,9 +3,9 @@
 Plain ``torch.profiler`` (op table) plus ``cProfile`` (Python functions) over greedy
 generation of one prompt, after a warm-up, for three runs on the same converted
 checkpoint: ``interp.generate`` through the TransformerLens bridge (the path before
-issue 16, forced with ``INTERP_GENERATE_PATH=bridge``), ``interp.generate`` on its
+issue 16, forced with ``INTERP_FORWARD_PATH=bridge``), ``interp.generate`` on its
 default path (the direct HF pass when no hook is live, see
-``interp/generation/forward.py``), and ``transformers`` ``model.generate``.
+``interp/models/forward.py``), and ``transformers`` ``model.generate``.
 
     .venv/bin/python bench/profile_decode.py [--max-new-tokens 32] [--threads 1] [--top 12]
 
@@ -43,7 +43,7 @@ PROMPT = "Once upon a time, in a small village by the sea,"
 
 @contextlib.contextmanager
 def path(value: str | None) -> Iterator[None]:
-    """Set ``INTERP_GENERATE_PATH`` for the duration (``None``: the default path)."""
+    """Set ``INTERP_FORWARD_PATH`` for the duration (``None``: the default path)."""
     old = os.environ.pop(PATH_ENV, None)
     if value is not None:
         os.environ[PATH_ENV] = value

@@ -19,7 +19,7 @@
   sweep ÷ this;
 * **generate, no hook**: the same rows with no hook at all (sweep ÷ this = the total
   cost, bridge hook dispatch included: with no hook live the engine may skip the bridge);
-* **generate, no hook, bridge path**: the same with ``INTERP_GENERATE_PATH=bridge`` set
+* **generate, no hook, bridge path**: the same with ``INTERP_FORWARD_PATH=bridge`` set
   (forces the bridge where the engine has a direct path; otherwise the same as above).
 
 The ratios are per generated token (seconds ÷ new tokens; steered rows may stop early).
@@ -65,7 +65,7 @@ from interp.steering.vectors import (  # noqa: E402
     train_vectors,
 )
 
-PATH_ENV = "INTERP_GENERATE_PATH"
+PATH_ENV = "INTERP_FORWARD_PATH"
 
 
 # ----------------------------------------------------------------------------- before
