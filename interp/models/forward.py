@@ -306,10 +306,6 @@ class ForwardRunner:
         """Whether a pass may skip the bridge now (see :meth:`plan`)."""
         return self.plan() is not None
 
-    def is_direct_cache(self, cache: Any) -> bool:
-        """Whether ``cache`` went through :meth:`direct` (its batch is on the direct path)."""
-        return cache is not None and cache in _DIRECT_CACHES
-
     @staticmethod
     def mark_bridge(cache: Any) -> None:
         """Record that ``cache`` went through the bridge path (its batch stays there)."""
