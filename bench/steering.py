@@ -48,6 +48,7 @@ from torch import Tensor  # noqa: E402
 import interp  # noqa: E402
 import interp.steering.sweep as sweep_mod  # noqa: E402
 import interp.steering.vectors as vectors_mod  # noqa: E402
+from interp.models.forward import PATH_ENV  # noqa: E402
 from interp.models.loading import Model  # noqa: E402
 from interp.runs.paths import shipped_dataset  # noqa: E402
 from interp.steering.sweep import (  # noqa: E402
@@ -64,8 +65,6 @@ from interp.steering.vectors import (  # noqa: E402
     train_vector,
     train_vectors,
 )
-
-PATH_ENV = "INTERP_FORWARD_PATH"
 
 
 # ----------------------------------------------------------------------------- before

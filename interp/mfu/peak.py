@@ -196,7 +196,7 @@ def device_peak(device: str | torch.device, dtype: str | torch.dtype = "float32"
         if sheet and name in sheet:
             return PeakResult(device_name(dev), name, sheet[name], "datasheet")
     path = _cache_file()
-    cache = _read_cache(path)
+    cache = read_stamped(path, "peak FLOP/s", _valid_peak)
     key = _cache_key(dev, name)
     if key in cache and not remeasure:
         return PeakResult(**cache[key])
@@ -266,11 +266,6 @@ def _valid_peak(entry: Any) -> bool:
         return math.isfinite(PeakResult(**entry).flops) and entry["flops"] > 0
     except (TypeError, KeyError):
         return False
-
-
-def _read_cache(path: Path) -> dict[str, Any]:
-    """The cached peaks (see :func:`read_stamped`)."""
-    return read_stamped(path, "peak FLOP/s", _valid_peak)
 
 
 def peaks_for(device: str | torch.device, dtypes: tuple[str, ...]) -> dict[str, float]:

@@ -459,11 +459,11 @@ def logits_from_layer(
     ``hidden`` is ``blocks.{layer}.hook_resid_post`` for unpadded rows (every position
     real), possibly edited (a spliced SAE, an ablation). Blocks ``0…layer`` are not run
     again: callers that score several edits of one prefix (``interp sae eval``'s spliced
-    variants) run the prefix once. When nothing can observe the pass and the model has a
+    variants) run the prefix once. When every live hook can be routed and the model has a
     verified direct path (:class:`ForwardRunner`), the suffix runs on the plain HF model
-    (no TransformerLens hook dispatch); otherwise it is a bridge forward whose
-    ``hook_resid_post`` at ``layer`` is replaced by ``hidden`` whole (the prefix is then
-    recomputed and discarded: correct, not faster).
+    (no TransformerLens hook dispatch; routed hooks after ``layer`` fire); otherwise it
+    is a bridge forward whose ``hook_resid_post`` at ``layer`` is replaced by ``hidden``
+    whole (the prefix is then recomputed and discarded: correct, not faster).
     """
     layer = model.check_layer(layer)
     hidden = hidden.to(device=model.device, dtype=model.dtype)

@@ -178,8 +178,7 @@ def check_routed_points(model, names: list[str] | None = None) -> int:
     """Every routed hook point (or ``names``): what a hook reads, and the logits after
     it edits, equal the bridge path's to the bit. Returns the number checked."""
     runner = runner_for(model.bridge)
-    by_point = {r.point: r for r in runner.routes.values()}
-    todo = sorted(r.point.name for r in by_point.values()) if names is None else names
+    todo = sorted(p.name for p in runner.routes) if names is None else names
     ids, mask = model.tokenize(PROMPTS[:3])
     assert (mask == 0).any()
     for name in todo:
