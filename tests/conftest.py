@@ -229,3 +229,25 @@ def tiny_model(tiny_model_dir: Path):
     import interp
 
     return interp.load(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma3(tiny_model_dir, tmp_path_factory):
+    """A tiny random Gemma-3 text model (sliding-window and global layers)."""
+    import torch
+    from transformers import AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
+
+    import interp
+
+    out = tmp_path_factory.mktemp("tiny-gemma3")
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    tok.save_pretrained(str(out))
+    torch.manual_seed(0)
+    cfg = Gemma3TextConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+        sliding_window=4, layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+        bos_token_id=1, eos_token_id=2, pad_token_id=2,
+    )
+    Gemma3ForCausalLM(cfg).save_pretrained(str(out))
+    return interp.load(str(out))

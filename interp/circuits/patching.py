@@ -28,7 +28,7 @@ from torch import Tensor
 
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
-from interp.models.forward import forward
+from interp.models.forward import can_run_from_block, forward, forward_from_block
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 
@@ -213,6 +213,110 @@ def _patch_hook(
     return hook
 
 
+def entry_block(layer: int) -> int:
+    """The first block a patch at a family's ``layer`` needs to run: the block whose
+    output (resid, attn, mlp) or attention (heads) it edits; block 0 for the embeddings."""
+    return max(layer, 0)
+
+
+def _prefix_resid(
+    model: Model,
+    ids: Int[Tensor, "rows width"],
+    mask: Bool[Tensor, "rows width"],
+    blocks: Sequence[int],
+) -> dict[int, Tensor]:
+    """``blocks.{b}.hook_resid_pre`` for each of ``blocks`` (all > 0), one unpatched pass
+    that stops as the deepest one is stored."""
+    store: dict[int, Tensor] = {}
+    last = max(blocks)
+
+    def keeper(b: int) -> HookFn:
+        def keep(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+            store[b] = t.detach()
+            if b == last:
+                raise _Stop
+            return t
+
+        return keep
+
+    hooks = [(f"blocks.{b}.hook_resid_pre", keeper(b)) for b in sorted(set(blocks))]
+    with model.bridge.hooks(fwd_hooks=hooks):
+        try:
+            forward(model, ids, mask.long())
+        except _Stop:
+            pass
+    return store
+
+
+def _ld_from_block(
+    model: Model,
+    hidden: Float[Tensor, "rows width d_model"],
+    block: int,
+    mask: Bool[Tensor, "rows width"],
+    direction: Float[Tensor, "rows d_model"],
+    fwd_hooks: Sequence[tuple[str, HookFn]],
+) -> Float[Tensor, " rows"]:
+    """:func:`run_ld` for rows whose residual before ``block`` is ``hidden``: only the
+    blocks from ``block`` on run (:func:`~interp.models.forward.forward_from_block`)."""
+    final: dict[str, Tensor] = {}
+
+    def stop(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
+        final["x"] = t[:, -1]
+        raise _Stop
+
+    with model.bridge.hooks(fwd_hooks=[*fwd_hooks, (FINAL_NORM_HOOK, stop)]):
+        try:
+            forward_from_block(model, hidden, block, mask.long())
+        except _Stop:
+            pass
+    if "x" not in final:
+        raise InterpError(f"hook point never fired: {FINAL_NORM_HOOK}")
+    return (final["x"].float() * direction).sum(-1)
+
+
+@dataclass
+class _Chunk:
+    """One patched forward: its rows' pairs and components (``-1``: a padding row that
+    patches nothing), and the first block any of its patches needs."""
+
+    pair_idx: Int[Tensor, " rows"]
+    comp_idx: Int[Tensor, " rows"]
+    start: int
+
+
+def _chunks(
+    comps: Sequence[Component], n_pairs: int, batch_size: int, per_pair: bool
+) -> list[list[_Chunk]]:
+    """The patched forwards, grouped by the rows that share their unpatched prefix.
+
+    ``per_pair``: each pair's components, sorted by layer, in equal chunks of at most
+    ``batch_size`` rows (the last padded to the same count), so every chunk of a pair
+    has the same base rows and one prefix pass serves them all. Otherwise rows of many
+    pairs in flat batches of ``batch_size``, each its own group (run whole).
+    """
+    n_comp = len(comps)
+    if not per_pair:
+        total = n_pairs * n_comp
+        out = []
+        for s in range(0, total, batch_size):
+            flat = torch.arange(s, min(s + batch_size, total))
+            out.append([_Chunk(flat // n_comp, flat % n_comp, 0)])
+        return out
+    k = -(-n_comp // batch_size)
+    size = -(-n_comp // k)
+    order = sorted(range(n_comp), key=lambda j: entry_block(comps[j].layer))
+    groups = []
+    for p in range(n_pairs):
+        group = []
+        for s in range(0, n_comp, size):
+            idx = order[s:s + size]
+            comp_idx = torch.tensor(idx + [-1] * (size - len(idx)))
+            start = min(entry_block(comps[j].layer) for j in idx)
+            group.append(_Chunk(torch.full((size,), p), comp_idx, start))
+        groups.append(group)
+    return groups
+
+
 def exact_patch(
     model: Model,
     tt: TokenizedTask,
@@ -221,12 +325,24 @@ def exact_patch(
     *,
     direction: str = "denoise",
     batch_size: int = 32,
+    reuse_prefix: bool = True,
     progress: bool | None = None,
 ) -> Float[Tensor, "pairs components"]:
     """Raw logit difference of every (pair, component) patched run.
 
     ``denoise`` runs the corrupted prompts with clean activations patched in;
     ``noise`` the clean prompts with corrupted ones. The source run is cached once.
+
+    When a pair has more components than ``batch_size``, its components (sorted by
+    layer) are split into equal chunks of at most ``batch_size`` rows. Every row of a
+    chunk is the same base prompt until the chunk's first patched block, so with
+    ``reuse_prefix`` (and a direct path that can start at a block,
+    :func:`~interp.models.forward.can_run_from_block`), one unpatched pass of that
+    chunk's shape stores the residual before each chunk's first block, and each chunk
+    runs only from there: each row's result equals a whole pass of the same chunk to the
+    bit (same inputs, same batch shape), about 1.5x fewer blocks for every head of
+    SmolLM2. ``reuse_prefix=False`` runs every chunk whole (the reference). Pairs with
+    at most ``batch_size`` components share flat batches, run whole.
     """
     base_ids, src_ids = tt.runs(direction)
     layers = sorted({c.layer for c in comps})
@@ -236,27 +352,37 @@ def exact_patch(
     n_heads = int(model.bridge.cfg.n_heads)
     n_pairs, n_comp = len(tt), len(comps)
     out = torch.empty(n_pairs, n_comp, dtype=torch.float32)
-    total = n_pairs * n_comp
+    dev = tt.clean_ids.device
+    groups = _chunks(comps, n_pairs, batch_size, per_pair=n_comp > batch_size)
     with torch.no_grad(), make_progress(enabled=progress) as bar:
-        task = bar.add_task(f"patching {family}", total=total, info="")
-        for start in range(0, total, batch_size):
-            flat = torch.arange(start, min(start + batch_size, total))
-            pair_idx = (flat // n_comp).to(tt.clean_ids.device)
-            comp_idx = flat % n_comp
-            hooks: list[tuple[str, HookFn]] = []
-            for layer in layers:
-                sel = [j for j in range(len(flat)) if comps[int(comp_idx[j])].layer == layer]
-                if not sel:
-                    continue
-                rows = torch.tensor(sel, device=pair_idx.device)
-                crow = [comps[int(comp_idx[j])] for j in sel]
-                mask = _row_mask(family, crow, pair_idx[rows], tt, n_heads)
-                src = cache[by_layer[layer]][pair_idx[rows]]
-                mask = mask.expand_as(src)
-                hooks.append((by_layer[layer], _patch_hook(rows, src, mask)))
-            d = ld_direction(model, tt.answer[pair_idx], tt.wrong[pair_idx])
-            ld, _ = run_ld(model, base_ids[pair_idx], tt.attention_mask[pair_idx], d, hooks)
-            out[pair_idx.cpu(), comp_idx] = ld.cpu()
-            bar.advance(task, len(flat))
+        task = bar.add_task(f"patching {family}", total=n_pairs * n_comp, info="")
+        for group in groups:
+            rows0 = group[0].pair_idx.to(dev)
+            cut = (reuse_prefix and len(group) > 1 and can_run_from_block(model))
+            starts = [c.start for c in group if c.start > 0] if cut else []
+            prefix = (_prefix_resid(model, base_ids[rows0], tt.attention_mask[rows0], starts)
+                      if starts else {})
+            for chunk in group:
+                pair_idx, real = chunk.pair_idx.to(dev), chunk.comp_idx >= 0
+                hooks: list[tuple[str, HookFn]] = []
+                for layer in layers:
+                    sel = [j for j in range(len(pair_idx)) if bool(real[j])
+                           and comps[int(chunk.comp_idx[j])].layer == layer]
+                    if not sel:
+                        continue
+                    rows = torch.tensor(sel, device=dev)
+                    crow = [comps[int(chunk.comp_idx[j])] for j in sel]
+                    mask = _row_mask(family, crow, pair_idx[rows], tt, n_heads)
+                    src = cache[by_layer[layer]][pair_idx[rows]]
+                    mask = mask.expand_as(src)
+                    hooks.append((by_layer[layer], _patch_hook(rows, src, mask)))
+                d = ld_direction(model, tt.answer[pair_idx], tt.wrong[pair_idx])
+                amask = tt.attention_mask[pair_idx]
+                if chunk.start in prefix:
+                    ld = _ld_from_block(model, prefix[chunk.start], chunk.start, amask, d, hooks)
+                else:
+                    ld, _ = run_ld(model, base_ids[pair_idx], amask, d, hooks)
+                keep = real.nonzero().squeeze(1)
+                out[chunk.pair_idx[keep], chunk.comp_idx[keep]] = ld.cpu()[keep]
+                bar.advance(task, len(keep))
     return out
-

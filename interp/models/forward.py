@@ -424,30 +424,81 @@ class _Skip(torch.nn.Module):
 
 
 def _suffix_direct(
-    runner: ForwardRunner, hidden: Float[Tensor, "batch pos d_model"], layer: int,
-    routes: Sequence[Route] = (),
+    runner: ForwardRunner, hidden: Float[Tensor, "batch pos d_model"], block: int,
+    mask: Int[Tensor, "batch pos"], routes: Sequence[Route] = (),
 ) -> Float[Tensor, "batch pos vocab"] | None:
-    """The shadow HF model from block ``layer + 1`` on, or ``None`` when it has no
-    ``model.layers`` to cut. The layers up to ``layer`` are swapped for :class:`_Skip` in
+    """The shadow HF model from block ``block`` on, or ``None`` when it has no
+    ``model.layers`` to cut. The layers before ``block`` are swapped for :class:`_Skip` in
     a view of the list (indices unchanged, so per-layer settings such as Gemma-3's
     sliding windows stay aligned) and ``hidden`` enters as ``inputs_embeds`` (the
-    embedding, and Gemma's √d scale inside it, is skipped with them)."""
+    embedding, and Gemma's √d scale inside it, is skipped with them). The causal mask and
+    the positions come from ``mask`` exactly as in a whole pass, so block ``block`` and
+    every later one compute what they compute there, to the bit, given the same input
+    and batch shape."""
     shadow = runner.shadow
     inner = getattr(shadow, "model", None)
     layers = getattr(inner, "layers", None)
     if shadow is None or inner is None or not isinstance(layers, torch.nn.ModuleList):
         return None
-    view = torch.nn.ModuleList([_Skip() if i <= layer else m for i, m in enumerate(layers)])
-    b, s = hidden.shape[:2]
-    mask = torch.ones(b, s, dtype=torch.long, device=hidden.device)
+    view = torch.nn.ModuleList([_Skip() if i < block else m for i, m in enumerate(layers)])
     inner.layers = view
     try:
-        with runner.routed(routes):  # the hooks after the layer fire; those before never run
+        with runner.routed(routes):  # the hooks from the block on fire; earlier ones never run
             out = shadow(inputs_embeds=hidden, attention_mask=mask,
-                         position_ids=runner.position_ids(mask, s), use_cache=False)
+                         position_ids=runner.position_ids(mask, hidden.shape[1]),
+                         use_cache=False)
     finally:
         inner.layers = layers
     return out.logits
+
+
+def can_run_from_block(model: Any) -> bool:
+    """Whether :func:`forward_from_block` runs only the later blocks now (the direct path
+    is open with the hooks registered at this moment, and the model's layers can be cut);
+    when not, it is a whole bridge pass, correct but no faster."""
+    runner = runner_for(model.bridge)
+    layers = getattr(getattr(runner.shadow, "model", None), "layers", None)
+    return isinstance(layers, torch.nn.ModuleList) and runner.plan() is not None
+
+
+def forward_from_block(
+    model: Any, hidden: Float[Tensor, "batch pos d_model"], block: int,
+    mask: Int[Tensor, "batch pos"] | None = None,
+) -> Float[Tensor, "batch pos vocab"]:
+    """The model's logits (its dtype) when ``hidden`` enters block ``block``
+    (``blocks.{block}.hook_resid_pre``; ``block == n_layers``: straight into the final
+    norm), under the caller's grad mode, with every hook registered on the bridge firing.
+
+    When :func:`can_run_from_block`, blocks ``0…block-1`` are not run at all: the plain
+    HF model runs from ``block`` on with the routed hooks (those at later points fire;
+    those at earlier points never run, and ``blocks.{block}.hook_resid_pre`` itself fires
+    on ``hidden``). Rows are left-padded as ``mask`` says (all real when ``None``). Given
+    the same input and batch shape, the result equals a whole pass's to the bit.
+    Otherwise it is a whole bridge pass with the residual before ``block`` replaced by
+    ``hidden`` (the prefix is recomputed and discarded: correct, not faster).
+    """
+    n = model.n_layers
+    if not 0 <= block <= n:
+        raise ValueError(f"block {block} is outside 0..{n}")
+    hidden = hidden.to(device=model.device, dtype=model.dtype)
+    b, s = hidden.shape[:2]
+    if mask is None:
+        mask = torch.ones(b, s, dtype=torch.long, device=hidden.device)
+    mask = mask.to(device=hidden.device).long()
+    runner = runner_for(model.bridge)
+    routes = runner.plan()
+    if routes is not None:
+        logits = _suffix_direct(runner, hidden, block, mask, routes)
+        if logits is not None:
+            return logits
+    ids = torch.zeros(b, s, dtype=torch.long, device=hidden.device)
+    name = "blocks.0.hook_resid_pre" if block == 0 else model.resid_hook(block - 1)
+
+    def put(tensor: Tensor, hook: Any) -> Tensor:  # noqa: ARG001 (TL hook signature)
+        return hidden
+
+    with model.bridge.hooks(fwd_hooks=[(name, put)]):
+        return model.bridge(ids, attention_mask=mask, return_type="logits")
 
 
 @torch.no_grad()
@@ -466,19 +517,4 @@ def logits_from_layer(
     whole (the prefix is then recomputed and discarded: correct, not faster).
     """
     layer = model.check_layer(layer)
-    hidden = hidden.to(device=model.device, dtype=model.dtype)
-    runner = runner_for(model.bridge)
-    routes = runner.plan()
-    if routes is not None:
-        logits = _suffix_direct(runner, hidden, layer, routes)
-        if logits is not None:
-            return logits.float()
-    b, s = hidden.shape[:2]
-    ids = torch.zeros(b, s, dtype=torch.long, device=model.device)
-
-    def put(tensor: Tensor, hook: Any) -> Tensor:  # noqa: ARG001 (TL hook signature)
-        return hidden
-
-    with model.bridge.hooks(fwd_hooks=[(model.resid_hook(layer), put)]):
-        return model.bridge(ids, attention_mask=torch.ones_like(ids),
-                            return_type="logits").float()
+    return forward_from_block(model, hidden, layer + 1).float()

@@ -62,6 +62,28 @@ def test_real_batch_invariance_and_dla(model, ioi):
     torch.testing.assert_close(total, dla.total, atol=1e-3, rtol=1e-4)
 
 
+def _check_prefix_reuse(model) -> None:
+    """Patching chunks that start at their first patched block equals whole passes of the
+    same chunks to the bit, and moves the logit difference."""
+    tt = tokenize_task(model, load_task("ioi", limit=2))
+    n, h = model.n_layers, int(model.bridge.cfg.n_heads)
+    comps = components("heads", [2, n // 2, n - 2, n - 1], h, len(tt.positions), False)
+    kw = {"batch_size": h, "progress": False}
+    fast = exact_patch(model, tt, "heads", comps, **kw)
+    whole = exact_patch(model, tt, "heads", comps, reuse_prefix=False, **kw)
+    assert torch.equal(fast, whole)
+    _, corr = pair_lds(model, tt, 2)
+    assert (fast - corr[:, None]).abs().max() > 0.05
+
+
+def test_real_prefix_reuse_bit_equal(model):
+    _check_prefix_reuse(model)
+
+
+def test_gemma_prefix_reuse_bit_equal(gemma):
+    _check_prefix_reuse(gemma)
+
+
 def test_real_ioi_heads_exact_and_atp(model):
     """A real effect: some head carries the IOI answer, and AtP ranks heads like exact."""
     res = run_patch(model, PatchConfig(task="ioi", family="heads", method="both", limit=6,

@@ -159,6 +159,62 @@ def test_batch_size_does_not_change_effects(tiny_model, tiny_tt):
     torch.testing.assert_close(one, many, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
+def test_prefix_reuse_is_bit_equal_and_skips_blocks(which, request, tiny_pairs, monkeypatch):
+    """Chunks that run only from their first patched block equal whole passes of the same
+    chunks to the bit (and the bridge path's), for every family and both directions; the
+    blocks before a chunk's start run once per pair, not once per chunk."""
+    from interp.models.forward import PATH_ENV, runner_for
+
+    model = request.getfixturevalue(which)
+    tt = tokenize_task(model, _task(tiny_pairs))
+    n = model.n_layers
+    shadow = runner_for(model.bridge).shadow
+    assert shadow is not None
+    ran = {"n": 0}
+    handle = shadow.model.layers[0].register_forward_hook(
+        lambda *a: ran.__setitem__("n", ran["n"] + 1))
+    try:
+        for family, layers, per_pos, direction in [
+            ("heads", list(range(n)), False, "denoise"),
+            ("heads", list(range(n)), True, "noise"),
+            ("resid", [EMBED, *range(n)], False, "denoise"),
+            ("attn", list(range(n)), False, "noise"),
+            ("mlp", list(range(n)), False, "denoise"),
+        ]:
+            comps = components(family, layers, 4, len(tt.positions), per_pos)
+            bs = max(1, len(comps) // 4)  # several chunks per pair, the last one padded
+            kw = {"direction": direction, "batch_size": bs, "progress": False}
+            ran["n"] = 0
+            fast = exact_patch(model, tt, family, comps, **kw)
+            fast_runs = ran["n"]
+            ran["n"] = 0
+            whole = exact_patch(model, tt, family, comps, reuse_prefix=False, **kw)
+            whole_runs = ran["n"]
+            label = f"{family} {direction}"
+            assert torch.equal(fast, whole), label
+            chunks = -(-len(comps) // bs)
+            size = -(-len(comps) // chunks)
+            firsts = sorted(max(c.layer, 0) for c in comps)[::size]  # each chunk's start
+            # cache_run + every chunk whole, against cache_run + one prefix per pair and
+            # the chunks that start at block 0
+            assert whole_runs == 1 + len(tt) * chunks, label
+            assert fast_runs == 1 + len(tt) * (1 + firsts.count(0)), label
+            assert fast_runs < whole_runs, label
+            monkeypatch.setenv(PATH_ENV, "bridge")
+            bridge = exact_patch(model, tt, family, comps, **kw)
+            monkeypatch.delenv(PATH_ENV)
+            assert torch.equal(fast, bridge), label
+    finally:
+        handle.remove()
+    # the patches still act: the last layer's resid at END gives the clean run's LD
+    clean, _ = pair_lds(model, tt, 8)
+    comps = components("resid", list(range(n)), 4, len(tt.positions), False)
+    raw = exact_patch(model, tt, "resid", comps, batch_size=2, progress=False)
+    end = tt.positions.index("END")
+    torch.testing.assert_close(raw.reshape(2, n, -1)[:, -1, end], clean, atol=1e-4, rtol=0)
+
+
 def test_heads_sum_of_positions_matches_all_positions_when_linear(tiny_model, tiny_tt):
     """Patching one head at every position moves the LD; at no position it does not."""
     clean, corr = pair_lds(tiny_model, tiny_tt, 8)

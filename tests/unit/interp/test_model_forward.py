@@ -297,27 +297,6 @@ def test_fallback_rules(tiny_model, monkeypatch):
         store[key] = t
 
 
-@pytest.fixture(scope="module")
-def tiny_gemma3(tiny_model_dir, tmp_path_factory):
-    """A tiny random Gemma-3 text model (sliding-window and global layers)."""
-    from transformers import AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
-
-    import interp
-
-    out = tmp_path_factory.mktemp("tiny-gemma3")
-    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
-    tok.save_pretrained(str(out))
-    torch.manual_seed(0)
-    cfg = Gemma3TextConfig(
-        vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
-        sliding_window=4, layer_types=["sliding_attention", "sliding_attention", "full_attention"],
-        bos_token_id=1, eos_token_id=2, pad_token_id=2,
-    )
-    Gemma3ForCausalLM(cfg).save_pretrained(str(out))
-    return interp.load(str(out))
-
-
 def test_gemma3_direct_path(tiny_gemma3, monkeypatch, count_direct):
     assert tiny_gemma3.bridge.original_model.config.model_type == "gemma3_text"
     _compare_passes(tiny_gemma3, atol=1e-5)
@@ -328,3 +307,50 @@ def test_gemma3_direct_path(tiny_gemma3, monkeypatch, count_direct):
     monkeypatch.setenv(PATH_ENV, "bridge")
     bridge = generate(tiny_gemma3, PROMPTS, **kw)
     assert [g.token_ids for g in direct.generations] == [g.token_ids for g in bridge.generations]
+
+
+@pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
+def test_forward_from_block_equals_the_whole_pass(which, request, monkeypatch):
+    """Left-padded rows entering block b with the whole pass's residual give the whole
+    pass's logits to the bit, without running blocks 0..b-1; an edited residual gives what
+    the bridge gives with the same edit."""
+    from interp.models.forward import can_run_from_block, forward, forward_from_block
+
+    model = request.getfixturevalue(which)
+    ids, mask = model.tokenize(PROMPTS[:4])
+    assert (mask == 0).any()
+    n = model.n_layers
+    kept: dict[int, torch.Tensor] = {}
+
+    def keeper(b: int):
+        def keep(t, hook):  # noqa: ARG001
+            kept[b] = t.detach().clone()
+            return t
+        return keep
+
+    hooks = [(f"blocks.{b}.hook_resid_pre", keeper(b)) for b in range(n)]
+    with torch.no_grad():
+        with model.bridge.hooks(fwd_hooks=hooks):
+            whole = forward(model, ids, mask)[0]
+        shadow = runner_for(model.bridge).shadow
+        assert shadow is not None and can_run_from_block(model)
+        ran = {"n": 0}
+        handle = shadow.model.layers[0].register_forward_hook(
+            lambda *a: ran.__setitem__("n", ran["n"] + 1))
+        try:
+            for b in range(1, n):
+                assert torch.equal(forward_from_block(model, kept[b], b, mask), whole), b
+            assert ran["n"] == 0  # block 0 never ran
+            assert torch.equal(forward_from_block(model, kept[0], 0, mask), whole)
+            assert ran["n"] == 1
+        finally:
+            handle.remove()
+        edited = kept[1] + 0.5 * torch.randn_like(kept[1])
+        direct = forward_from_block(model, edited, 1, mask)
+        monkeypatch.setenv(PATH_ENV, "bridge")
+        assert not can_run_from_block(model)
+        bridge = forward_from_block(model, edited, 1, mask)
+    assert not torch.equal(direct, whole)
+    assert torch.equal(direct, bridge)
+    with pytest.raises(ValueError, match="outside"):
+        forward_from_block(model, edited, n + 1, mask)
