@@ -14,10 +14,12 @@
 All in one process, so the ratios share the machine's state. Results go to
 ``bench/results/patching.json``.
 
-``--paths``: only ``exact_patch`` and head AtP, each on the direct HF pass with its hooks
-routed (issue 30) and forced through the bridge (``INTERP_FORWARD_PATH=bridge``, before),
-interleaved, ``--repeats`` repeats, medians; the results of both paths must be equal to
-the bit (asserted). Results go to ``bench/results/patching_paths.json``.
+``--paths``: only ``exact_patch`` and head AtP (issue 30). Exact patching three ways:
+each chunk run from its first patched block on the direct HF pass (the default), the
+same chunks as whole direct passes (``reuse_prefix=False``), and the same chunks whole
+through the bridge (``INTERP_FORWARD_PATH=bridge``); AtP on the direct pass and through
+the bridge. Interleaved, ``--repeats`` repeats, medians; every variant's results must be
+equal to the bit (asserted). Results go to ``bench/results/patching_paths.json``.
 """
 
 from __future__ import annotations
@@ -79,21 +81,27 @@ def naive_heads(model, tt, n_pairs: int) -> tuple[torch.Tensor, float]:
 
 
 def compare_paths(model, tt, comps, batch_size: int, repeats: int, out: str) -> None:
-    """exact_patch and AtP of every head, direct path vs bridge, interleaved."""
+    """exact_patch and AtP of every head: the variants interleaved, medians.
+
+    exact: ``prefix`` (the default: each chunk from its first patched block, direct path),
+    ``whole`` (``reuse_prefix=False``: the same chunks as whole direct passes) and
+    ``bridge`` (the same chunks whole, through the bridge); AtP: direct and bridge. The
+    results of every variant must be equal to the bit (asserted).
+    """
     import statistics
 
     from interp.models.forward import PATH_ENV
 
-    def once(path: str | None, what: str) -> tuple[float, torch.Tensor]:
-        if path is None:
-            os.environ.pop(PATH_ENV, None)
+    def once(variant: str, what: str) -> tuple[float, torch.Tensor]:
+        if variant == "bridge":
+            os.environ[PATH_ENV] = "bridge"
         else:
-            os.environ[PATH_ENV] = path
+            os.environ.pop(PATH_ENV, None)
         try:
             t0 = time.perf_counter()
             if what == "exact":
                 r = exact_patch(model, tt, "heads", comps, batch_size=batch_size,
-                                progress=False)
+                                reuse_prefix=variant == "prefix", progress=False)
             else:
                 r = atp(model, tt, "heads", comps, batch_size=16, progress=False)
             return time.perf_counter() - t0, r
@@ -102,24 +110,25 @@ def compare_paths(model, tt, comps, batch_size: int, repeats: int, out: str) -> 
 
     res: dict[str, object] = {"pairs": len(tt), "components": len(comps),
                               "patched_runs": len(tt) * len(comps), "repeats": repeats,
-                              "threads": torch.get_num_threads(),
+                              "batch_size": batch_size, "threads": torch.get_num_threads(),
                               "load_average_before": os.getloadavg()}
-    for what in ("exact", "atp"):
-        times: dict[str, list[float]] = {"direct": [], "bridge": []}
+    plans = {"exact": ("prefix", "whole", "bridge"), "atp": ("direct", "bridge")}
+    for what, variants in plans.items():
+        times: dict[str, list[float]] = {v: [] for v in variants}
         outs: dict[str, torch.Tensor] = {}
         for i in range(repeats):
-            order = ("direct", "bridge") if i % 2 == 0 else ("bridge", "direct")
+            order = variants[i % len(variants):] + variants[:i % len(variants)]
             for name in order:
-                sec, r = once(None if name == "direct" else "bridge", what)
+                sec, r = once(name, what)
                 times[name].append(sec)
                 outs[name] = r
-        assert torch.equal(outs["direct"], outs["bridge"]), f"{what}: paths differ"
+        first = outs[variants[0]]
+        assert all(torch.equal(first, o) for o in outs.values()), f"{what}: variants differ"
         med = {k: statistics.median(v) for k, v in times.items()}
-        res[what] = {"median_s": med, "all_s": times,
-                     "bridge_over_direct": med["bridge"] / med["direct"],
-                     "bit_equal": True}
-        print(f"{what}: direct {med['direct']:.2f} s, bridge {med['bridge']:.2f} s, "
-              f"bridge / direct {med['bridge'] / med['direct']:.3f} (bit-equal)")
+        ratios = {f"{k}_over_{variants[0]}": med[k] / med[variants[0]] for k in variants[1:]}
+        res[what] = {"median_s": med, "all_s": times, **ratios, "bit_equal": True}
+        print(f"{what}: " + ", ".join(f"{k} {v:.2f} s" for k, v in med.items())
+              + "; " + ", ".join(f"{k} {v:.3f}" for k, v in ratios.items()) + " (bit-equal)")
     res["load_average_after"] = os.getloadavg()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(json.dumps(res, indent=1) + "\n")
