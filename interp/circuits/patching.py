@@ -14,9 +14,9 @@ the source values into the rows that patch that layer and leaves the others alon
 Every pair is left-padded to the task's common width, so a row's shapes do not depend
 on which other rows share its batch. A pair with more components than the batch is cut
 into equal chunks of its components sorted by layer; its chunks share one unpatched
-prefix pass, and each runs only from its first patched block on (:func:`exact_patch`). A run stops after the final norm and reads the
-answer − wrong logit difference at the last position, through the two unembedding
-rows only.
+prefix pass, and each runs only from its first patched block on (:func:`exact_patch`).
+A run stops after the final norm and reads the answer − wrong logit difference at the
+last position, through the two unembedding rows only.
 """
 
 from __future__ import annotations
