@@ -34,6 +34,8 @@ from interp.circuits.figures import (
     effect_scale,
     effect_titles,
     fmt_effect,
+    group_forest,
+    group_titles,
     within_noise,
 )
 from interp.circuits.results import AttentionResult, Effects, PatchResult, ci95_over_pairs
@@ -286,6 +288,28 @@ def _top_heads(r: PatchResult, heads: list[_Head]) -> list[list[Any]]:
     return rows
 
 
+# ----------------------------------------------------------------------- groups
+def _group_rows(r: PatchResult) -> list[list[Any]]:
+    """One row per looked-at component: each group's mean [CI], Holm p, the verdict."""
+    assert r.groups is not None
+    rows = []
+    for c in r.groups.components:
+        cells: list[Any] = [Markup("<code>{}</code>").format(c.component)]
+        for m, ci in zip(c.mean, c.ci95, strict=True):
+            cells.append(f"{fmt_effect(m)} {effect_ci(ci[0], ci[1])}" if ci is not None
+                         else f"{fmt_effect(m)} (one pair)")
+        cells.append(None if c.p_holm is None else f"{c.p_holm:.2g}")
+        if c.differs:
+            verdict: Any = Markup('<span class="badge warn" title="the groups\' means '
+                                  'differ beyond the noise">differs in {}</span>').format(c.kind)
+        elif c.p_value is None:
+            verdict = "not tested"
+        else:
+            verdict = "alike within noise"
+        rows.append([*cells, verdict])
+    return rows
+
+
 # ------------------------------------------------------------------------ setup
 def _setup(r: PatchResult) -> list[tuple[str, Any]]:
     c, t = r.config, r.task
@@ -303,6 +327,9 @@ def _setup(r: PatchResult) -> list[tuple[str, Any]]:
         ("left out because", t.left_out_reason if t.n_left_out else None),
         ("minimum clean logit difference", c.min_gap), ("limit", c.limit),
         ("batch size", c.batch_size), ("bootstrap resamples", c.n_boot), ("seed", c.seed),
+        ("groups", (f"by {r.groups.column}: " + ", ".join(
+            f"{g} ({n})" for g, n in zip(r.groups.groups, r.groups.n_pairs, strict=True)))
+         if r.groups is not None else f"none ({c.group_by})"),
     ]
     for e in _methods(r):
         rows.append((f"time, {METHOD_LABELS.get(e.method, e.method)}", f"{e.seconds:.1f} s"))
@@ -340,6 +367,12 @@ def patching_report(result: PatchResult) -> Report:
                                       label="Direct logit attribution")
         dla_width = round(fig.get_figwidth() * 96)
     heads = _attention(r, figures)
+    group_width = 0
+    if r.groups is not None and len(r.groups.groups) > 1:
+        fig = group_forest(r.groups)
+        figures["groups"] = ReportFigure(fig, titles=group_titles(r.groups),
+                                         label=f"Effect by {r.groups.column}")
+        group_width = round(fig.get_figwidth() * 96)
     main = r.primary
     return render_page(
         "patching.html.j2",
@@ -358,6 +391,10 @@ def patching_report(result: PatchResult) -> Report:
         dla_rows=_dla_rows(r) if r.dla is not None else [], dla_width=dla_width,
         heads=heads, top_heads=_top_heads(r, heads) if heads else [],
         heads_from_dla=r.family != "heads", split=_split_half(r), split_rows=_split_rows(r),
+        group_rows=_group_rows(r) if group_width else [], group_width=group_width,
+        group_heads=([f"{r.groups.column} {g} (n = {n})"
+                      for g, n in zip(r.groups.groups, r.groups.n_pairs, strict=True)]
+                     if r.groups is not None else []),
         setup=_setup(r), baseline=fmt_effect(r.baseline),
         direction=_DIRECTION.get(r.config.direction, r.config.direction),
     )

@@ -20,6 +20,7 @@ from interp.circuits.agreement import compare, split_half
 from interp.circuits.attention import run_attention
 from interp.circuits.attribution import atp, atp_star
 from interp.circuits.dla import DLAUnsupported, direct_logit_attribution
+from interp.circuits.groups import group_effects
 from interp.circuits.patching import EMBED, components, exact_patch, pair_lds
 from interp.circuits.results import (
     AttentionConfig,
@@ -28,7 +29,7 @@ from interp.circuits.results import (
     PatchResult,
     TaskSummary,
 )
-from interp.circuits.tasks import load_task, tokenize_task
+from interp.circuits.tasks import Task, load_task, tokenize_task
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
@@ -60,6 +61,7 @@ def run_patch(model: Model, config: PatchConfig | None = None, *, progress: bool
     layers = model.parse_layers(config.layers)
     config = config.replace(layers=layers)
     task = load_task(config.task, config.limit)
+    column = group_column(task, config.group_by)  # a bad column fails before any pass
     tt_all = tokenize_task(model, task)
     bs = config.batch_size
     clean_all, corr_all = pair_lds(model, tt_all, bs)
@@ -139,8 +141,27 @@ def run_patch(model: Model, config: PatchConfig | None = None, *, progress: bool
     )
     if exact is not None:
         result.split_half = split_half(exact, baseline, result.component_names())
+    if column is not None:
+        main, labels = result.primary, task.groups(column)
+        result.groups = group_effects(
+            main.normalised, result.component_names(), [labels[i] for i in keep],
+            column=column, method=main.method, baseline=baseline)
+        for line in result.groups.warnings():
+            result.warn(line)
     result.attention = top_head_patterns(model, result, task.pairs[keep[0]].clean)
     return result
+
+
+def group_column(task: Task, group_by: str) -> str | None:
+    """The column that groups the pairs: ``group_by`` itself (checked: every pair has it),
+    ``template`` for ``auto`` when every pair has one, ``None`` for ``none`` (or ``auto``
+    without templates)."""
+    if group_by == "none":
+        return None
+    if group_by == "auto":
+        return "template" if "template" in task.column_names() else None
+    task.groups(group_by)  # the one-line error when a pair lacks it
+    return group_by
 
 
 def top_head_patterns(model: Model, result: PatchResult, prompt: str) -> list:

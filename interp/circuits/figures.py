@@ -44,7 +44,7 @@ from torch import Tensor
 
 from interp.display import ci_text, format_number, visible_token
 from interp.errors import InterpError
-from interp.plotting import ACCENT, INK, MUTED, colormap, new_figure, styled
+from interp.plotting import ACCENT, INK, MUTED, PALETTE, colormap, new_figure, styled
 from interp.stats.intervals import Z95
 
 __all__ = [
@@ -721,3 +721,99 @@ def attention_heatmaps(result: AttentionLike) -> list[Figure]:
     """:func:`attention_heatmap` of every head of ``result``, in its order."""
     return [attention_heatmap(result, i) for i in range(len(result.heads))]
 
+
+
+# ------------------------------------------------------------------------ groups
+class GroupComparisonLike(Protocol):
+    """One component across the groups (a :class:`~interp.circuits.results.GroupComparison`)."""
+
+    @property
+    def component(self) -> str: ...
+    @property
+    def mean(self) -> Sequence[float]: ...
+    @property
+    def ci95(self) -> Sequence[Sequence[float] | None]: ...
+    @property
+    def differs(self) -> bool: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def p_holm(self) -> float | None: ...
+
+
+class GroupEffectsLike(Protocol):
+    """Per-group effects (a :class:`~interp.circuits.results.GroupEffects`)."""
+
+    @property
+    def column(self) -> str: ...
+    @property
+    def groups(self) -> Sequence[str]: ...
+    @property
+    def n_pairs(self) -> Sequence[int]: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def baseline(self) -> float: ...
+    @property
+    def components(self) -> Sequence[GroupComparisonLike]: ...
+
+
+#: at most this many groups get their own colour and row offset; more are left out
+MAX_GROUPS = len(PALETTE)
+
+
+@styled
+def group_forest(g: GroupEffectsLike) -> Figure:
+    """Each looked-at component's mean effect per group (dot) with its 95% interval,
+    one row per component, the groups side by side in their colours; the components
+    whose groups differ beyond the noise are named in bold and marked (sign or size);
+    the baseline is the dashed line."""
+    comps = g.components
+    groups = g.groups[:MAX_GROUPS]
+    n = max(len(comps), 1)
+    fig = new_figure(7.2, max(2.6, 1.3 + 0.3 * n))
+    ax = fig.subplots()
+    ax.set_axisbelow(True)
+    spread = 0.6 / max(len(groups), 1)
+    for j, name in enumerate(groups):
+        colour = PALETTE[j % len(PALETTE)]
+        off = (j - (len(groups) - 1) / 2) * spread
+        for i, c in enumerate(comps):
+            m, ci = c.mean[j], c.ci95[j]
+            err = None
+            if ci is not None and all(math.isfinite(v) for v in ci):
+                err = [[max(m - ci[0], 0.0)], [max(ci[1] - m, 0.0)]]
+            mark = ax.errorbar(m, i + off, xerr=err, fmt="o", color=colour, markersize=4,
+                               elinewidth=1.1, capsize=2,
+                               label=_plain(f"{name} (n = {g.n_pairs[j]})") if i == 0
+                               else None)
+            mark.lines[0].set_gid(f"dot-{i}-{j}")
+    ax.axvline(g.baseline, color=MUTED, linewidth=0.9, linestyle="--")
+    labels = [_plain(c.component + (f"  ({c.kind})" if c.differs else "")) for c in comps]
+    ax.set_yticks(range(len(comps)), labels, fontsize=8)
+    for tick, c in zip(ax.get_yticklabels(), comps, strict=True):
+        if c.differs:
+            tick.set_fontweight("bold")
+            tick.set_color("#c92a2a")
+    ax.set_ylim(len(comps) - 0.5, -0.5)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel(f"{g.method} effect (0 = corrupted, 1 = clean)")
+    ax.set_title(f"Effect by {_plain(g.column)}", loc="left")
+    if groups:
+        fig.legend(loc="outside lower center", ncols=min(len(groups), 4), fontsize=7.5,
+                   frameon=False, title=_plain(g.column), title_fontsize=7.5)
+    return fig
+
+
+def group_titles(g: GroupEffectsLike) -> dict[str, str]:
+    """Hover texts of :func:`group_forest`, by gid (``dot-I-J``)."""
+    out: dict[str, str] = {}
+    for i, c in enumerate(g.components):
+        p = "" if c.p_holm is None else f"; groups differ: Holm p = {c.p_holm:.2g}"
+        for j, name in enumerate(g.groups[:MAX_GROUPS]):
+            ci = c.ci95[j]
+            interval = (f" (95% CI {effect_ci(ci[0], ci[1])})" if ci is not None
+                        else " (one pair)")
+            out[f"dot-{i}-{j}"] = (f"{c.component}, {g.column} {name}: "
+                                   f"{fmt_effect(c.mean[j])}{interval}{p}")
+    return out

@@ -138,6 +138,11 @@ class PatchConfig(Config):
     dla: bool = setting(True, flag="--no-dla", help="Skip direct logit attribution.")
     top_heads: int = setting(4, check=non_negative, cli_range=True,
                              help="Attention patterns of this many top heads in the report.")
+    group_by: str = setting(
+        "auto", check=not_empty, metavar="COLUMN|auto|none",
+        help="A task-file column whose values group the pairs: each top component's effect "
+             "per group, and a warning where the groups differ beyond the noise. auto: "
+             "'template' when every pair has it; none: no groups.")
 
     def check(self) -> None:
         """``atp-star`` and ``per_position`` apply to the ``heads`` family only."""
@@ -247,6 +252,79 @@ class SplitHalf:
     chance: float
     n_a: int
     n_b: int
+
+
+#: Family-wise error rate of the between-group test (:mod:`interp.circuits.groups`).
+ALPHA = 0.05
+
+
+@dataclass
+class GroupComparison:
+    """One component across the groups: each group's mean effect and 95% CI (``None``
+    with fewer than two pairs), the test's p-value and its Holm-adjusted value."""
+
+    component: str
+    mean: list[float]
+    ci95: list[list[float] | None]
+    p_value: float | None
+    p_holm: float | None
+    differs: bool
+    #: ``"sign"``, ``"size"``, or ``""`` when the groups do not differ beyond the noise
+    kind: str = ""
+
+
+@dataclass
+class GroupEffects:
+    """Per-group effects of the top components of one method (computed by
+    :func:`~interp.circuits.groups.group_effects`, whose docstring says how)."""
+
+    column: str
+    groups: list[str]
+    n_pairs: list[int]
+    method: str
+    baseline: float
+    components: list[GroupComparison] = field(default_factory=list)
+    alpha: float = ALPHA
+    test: str = ("Welch's one-way ANOVA per component (Kruskal-Wallis where a group is "
+                 "constant), Holm-adjusted over the components")
+
+    @property
+    def differing(self) -> list[GroupComparison]:
+        """The components whose groups differ beyond the noise."""
+        return [c for c in self.components if c.differs]
+
+    def describe(self, c: GroupComparison) -> str:
+        """``L23H3: +0.61 [+0.55, +0.67] in template 0, -0.52 [...] in template 1``."""
+        parts = []
+        for g, m, ci in zip(self.groups, c.mean, c.ci95, strict=True):
+            interval = f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci is not None else ""
+            parts.append(f"{m:+.2f}{interval} in {self.column} {g}")
+        return f"{c.component}: " + ", ".join(parts)
+
+    def warnings(self) -> list[str]:
+        """One line per component whose effect differs between groups beyond the noise."""
+        out = []
+        for c in self.differing:
+            what = "sign" if c.kind == "sign" else "size"
+            out.append(f"{c.component}'s {self.method} effect differs in {what} between "
+                       f"{self.column} groups beyond the noise (Holm p = {c.p_holm:.2g}): "
+                       + self.describe(c).split(": ", 1)[1])
+        return out
+
+    def verdict(self) -> str:
+        """One line for the headline."""
+        tested = sum(c.p_value is not None for c in self.components)
+        if len(self.groups) < 2:
+            return f"groups ({self.column}): one group, nothing to compare"
+        d = self.differing
+        if not tested:
+            return (f"groups ({self.column}): {len(self.groups)} groups, too few pairs per "
+                    "group to compare")
+        names = ", ".join(f"{c.component} ({c.kind})" for c in d[:5])
+        more = f" and {len(d) - 5} more" if len(d) > 5 else ""
+        return (f"groups ({self.column}): {len(d)} of {tested} top components differ between "
+                f"{len(self.groups)} groups beyond the noise (Holm p < {self.alpha:g})"
+                + (f": {names}{more}" if d else ""))
 
 
 @dataclass
@@ -402,12 +480,14 @@ class PatchResult(Result):
     #: The top heads' patterns, for the report (not in ``results.json``).
     attention: list[AttentionResult] = json_field(skip=True, default_factory=list)
     model_id: str = ""
+    #: the primary method's top components per group of pairs (``config.group_by``)
+    groups: GroupEffects | None = json_field(None, omit_none=True)
 
     warnings_always: ClassVar[bool] = False
     json_order: ClassVar[tuple[Any, ...]] = (
         "config", "model_id", "task", "family", "method", "direction", "baseline", "layers",
         "positions", "heads", "effect_mean", "effect_ci95", "raw_effect_mean", "effect_method",
-        "embed_effect", "embed_effect_ci95", ..., "agreement", "split_half", "dla",
+        "embed_effect", "embed_effect_ci95", ..., "agreement", "split_half", "groups", "dla",
         "dla_skipped", "top_components")
 
     @property
@@ -529,6 +609,8 @@ class PatchResult(Result):
                 f"{a.method} vs exact: Spearman {a.spearman:.3f}, recall@10 "
                 f"{a.recall_at_10:.2f}, recall@30 {a.recall_at_30:.2f}; "
                 f"{a.seconds_exact:.1f} s exact, {a.seconds_approx:.1f} s {a.method}")
+        if self.groups is not None:
+            verdict.append(self.groups.verdict())
         if self.dla is not None:
             verdict.append(f"DLA: contributions sum to the logit difference within "
                            f"{self.dla.max_sum_error:.1e}")

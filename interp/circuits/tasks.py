@@ -20,7 +20,7 @@ Shipped tasks live in ``datasets/circuits/`` (``ioi``, ``capitals``, ...).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -34,6 +34,7 @@ from interp.runs.paths import datasets_dir
 
 END = "END"
 _KEYS = ("clean", "corrupted", "answer", "wrong")
+_SCALARS = (str, int, float, bool)
 
 
 @dataclass
@@ -45,6 +46,8 @@ class Pair:
     answer: str
     wrong: str
     labels: list[tuple[str, int, int]] | None = None
+    #: the line's other columns with a scalar value (``template``, ``family``, ...)
+    columns: dict[str, str | int | float | bool] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,6 +58,29 @@ class Task:
     source: str
     sha256: str
     pairs: list[Pair]
+
+    def column_names(self) -> list[str]:
+        """The extra columns every pair has (a group column must be one of them)."""
+        if not self.pairs:
+            return []
+        common = set(self.pairs[0].columns)
+        for p in self.pairs[1:]:
+            common &= set(p.columns)
+        return sorted(common)
+
+    def groups(self, column: str) -> list[str]:
+        """Each pair's value of ``column`` as text (the group it belongs to); a pair
+        without it is a one-line :class:`~interp.errors.InterpError`."""
+        out = []
+        for n, p in enumerate(self.pairs):
+            if column not in p.columns:
+                have = ", ".join(self.column_names()) or "none"
+                raise InterpError(
+                    f"group column {column!r} is missing on pair {n} of {self.name}: name a "
+                    f"column every pair has (these have: {have})")
+            v = p.columns[column]
+            out.append(str(v).lower() if isinstance(v, bool) else str(v))
+        return out
 
 
 def shipped_tasks() -> list[str]:
@@ -117,6 +143,8 @@ def load_task(spec: str, limit: int | None = None) -> Task:
             clean=row["clean"], corrupted=row["corrupted"], answer=row["answer"],
             wrong=row["wrong"],
             labels=None if labels is None else _parse_labels(labels, where, row["clean"]),
+            columns={k: v for k, v in row.items()
+                     if k not in _KEYS and k != "labels" and isinstance(v, _SCALARS)},
         ))
         if limit is not None and len(pairs) >= limit:
             break

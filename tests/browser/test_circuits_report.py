@@ -25,6 +25,8 @@ def test_report_in_browser(tmp_path):
                                   'g[id^="effect-exact-cell-"]').count(),
             "targeted": page.evaluate("location.hash"),
             "attn_figures": page.locator(".attn-head svg.mpl-fig").count(),
+            "group_dots": page.locator('svg.mpl-fig[data-figure="groups"] '
+                                       'g[id^="groups-dot-"]').count(),
             "overflow": page.evaluate(
                 "document.documentElement.scrollWidth > document.documentElement.clientWidth"),
             "title": page.title(),
@@ -35,6 +37,9 @@ def test_report_in_browser(tmp_path):
     assert v.checks["cells"] == len(LAYERS) * len(HEADS)
     assert v.checks["targeted"] == "#attn-L5H2"
     assert v.checks["attn_figures"] == 2
+    groups = heads_result().groups
+    assert groups is not None
+    assert v.checks["group_dots"] == 2 * len(groups.components)
     assert not v.checks["overflow"]
     assert v.checks["title"] == "Activation patching — ioi · heads · tiny/<b>model</b>"
     assert (ARTIFACTS / "patching_report.png").stat().st_size > 10_000

@@ -520,6 +520,9 @@ CASES = [
         "patch", *M(c), "--task", c.file("t.jsonl", ""), "--out", c.out], "holds no pairs"),
     Case("patch-unknown-task", lambda c: [
         "patch", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
+    Case("patch-group-column-missing", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--group-by", "family",
+        "--out", c.out], "group column 'family' is missing on pair 0"),
     Case("patch-atp-star-not-heads", lambda c: [
         "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--method", "atp-star",
         "--out", c.out], "heads only"),

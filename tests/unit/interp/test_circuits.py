@@ -360,3 +360,109 @@ def test_patch_config_checks_what_the_cli_checked():
         cfg.replace(family="mlp")
 
 
+
+
+# ------------------------------------------------------ effects by group (fast)
+def _grouped(rng: torch.Generator, n: int, means: list[float], sd: float = 0.05) -> torch.Tensor:
+    return torch.tensor(means)[None] + sd * torch.randn(n, len(means), generator=rng)
+
+
+def test_group_effects_flags_sign_and_size_not_noise():
+    """Two groups of 12 pairs, five components: A flips sign between the groups and
+    cancels out overall (still looked at), B is alike in both, C differs in size, D and E
+    are small noise; only A (sign) and C (size) differ beyond the noise."""
+    from interp.circuits.groups import group_effects
+
+    rng = torch.Generator().manual_seed(0)
+    x = torch.cat([_grouped(rng, 12, [0.6, 0.5, 0.2, 0.0, 0.01]),
+                   _grouped(rng, 12, [-0.6, 0.5, 0.9, 0.0, -0.01])])
+    labels = ["abba"] * 12 + ["baba"] * 12
+    g = group_effects(x, list("ABCDE"), labels, column="template", method="exact",
+                      baseline=0.0, k=2)
+    assert g.groups == ["abba", "baba"] and g.n_pairs == [12, 12]
+    by = {c.component: c for c in g.components}
+    assert abs(float(x[:, 0].mean())) < 0.05  # A cancels in the overall mean ...
+    assert set(by) >= {"A", "B", "C"}  # ... and is looked at through its groups' top k
+    assert by["A"].differs and by["A"].kind == "sign"
+    assert by["C"].differs and by["C"].kind == "size"
+    assert not by["B"].differs and by["B"].kind == ""
+    assert by["A"].ci95[0] is not None and by["A"].ci95[0][0] > 0 > by["A"].ci95[1][1]
+    assert [c.component for c in g.differing] == [c for c in by if by[c].differs]
+    warnings = g.warnings()
+    assert len(warnings) == 2
+    assert any(w.startswith("A's exact effect differs in sign") for w in warnings)
+    assert "2 of" in g.verdict() and "A (sign)" in g.verdict()
+
+
+def test_group_effects_null_groups_and_edge_cases():
+    """Groups that mean nothing flag (almost) nothing; constant groups and one-pair groups
+    are handled."""
+    from interp.circuits.groups import group_effects
+
+    rng = torch.Generator().manual_seed(1)
+    flagged = 0
+    for _ in range(20):
+        x = torch.randn(24, 30, generator=rng) + torch.linspace(-1, 1, 30)
+        labels = [str(i % 3) for i in range(24)]
+        g = group_effects(x, [f"c{i}" for i in range(30)], labels, column="random",
+                          method="exact", baseline=0.0)
+        flagged += bool(g.differing)
+    assert flagged <= 3, flagged  # family-wise 5% per trial: ~1 of 20 expected
+    # constant within groups: different values differ (p = 0), equal ones do not
+    x = torch.tensor([[1.0, 2.0]] * 3 + [[1.0, 3.0]] * 3)
+    g = group_effects(x, ["same", "diff"], ["a"] * 3 + ["b"] * 3, column="c",
+                      method="exact", baseline=0.0)
+    by = {c.component: c for c in g.components}
+    assert by["same"].p_value == 1.0 and not by["same"].differs
+    assert by["diff"].p_value == 0.0 and by["diff"].differs
+    # a group of one pair has no interval and is left out of the test
+    x = torch.randn(5, 2, generator=rng)
+    g = group_effects(x, ["u", "v"], ["a", "a", "a", "a", "b"], column="c", method="exact",
+                      baseline=0.0)
+    assert all(c.ci95[1] is None and c.p_value is None for c in g.components)
+    assert "too few pairs" in g.verdict()
+    with pytest.raises(ValueError, match="do not match"):
+        group_effects(x, ["u"], ["a"] * 5, column="c", method="exact", baseline=0.0)
+
+
+def test_run_patch_groups_by_a_task_column(tiny_model, tiny_pairs, tmp_path):
+    """``group_by`` names a column; ``auto`` takes ``template``; a missing column is one
+    line before any pass; the groups round-trip through results.json."""
+    from interp.circuits.experiment import group_column
+    from interp.circuits.results import GroupEffects
+    from interp.schema.convert import from_data
+
+    rows = []
+    for i in range(6):
+        p = tiny_pairs[i % 2]
+        rows.append({"clean": p.clean, "corrupted": p.corrupted, "answer": p.answer,
+                     "wrong": p.wrong, "kind": ["fox", "capital"][i % 2], "template": i % 3,
+                     "note": {"nested": "ignored"}})
+    path = _write(tmp_path, rows)
+    task = load_task(str(path))
+    assert task.column_names() == ["kind", "template"]  # a non-scalar column is not one
+    assert task.groups("template") == ["0", "1", "2", "0", "1", "2"]
+    assert group_column(task, "auto") == "template" and group_column(task, "none") is None
+    res = run_patch(tiny_model, PatchConfig(task=str(path), family="heads", group_by="kind",
+                                            n_boot=100, top_heads=0, dla=False, min_gap=0),
+                    progress=False)
+    g = res.groups
+    assert g is not None and g.column == "kind" and g.groups == ["fox", "capital"]
+    assert g.n_pairs == [3, 3] and g.method == "exact"
+    # each group's mean is the mean of its own pairs' effects
+    c = g.components[0]
+    j = res.component_names().index(c.component)
+    flat = res.exact.normalised.reshape(6, -1) if res.exact is not None else None
+    assert flat is not None
+    assert c.mean[0] == pytest.approx(float(flat[0::2, j].double().mean()), abs=1e-9)
+    verdict = (res.headline().verdict or "").split("\n")
+    assert any(line.startswith("groups (kind)") for line in verdict)
+    back = from_data(GroupEffects, json.loads(json.dumps(res.to_dict()))["groups"])
+    assert back == g
+    assert res.to_dict()["groups"]["groups"] == ["fox", "capital"]
+    with pytest.raises(InterpError, match="group column 'family' is missing on pair 0"):
+        run_patch(tiny_model, PatchConfig(task=str(path), group_by="family"), progress=False)
+    no_groups = run_patch(tiny_model, PatchConfig(task=str(path), group_by="none",
+                                                  family="heads", n_boot=100, top_heads=0,
+                                                  dla=False), progress=False)
+    assert no_groups.groups is None and "groups" not in no_groups.to_dict()

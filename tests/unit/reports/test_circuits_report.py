@@ -139,15 +139,28 @@ def position_result(method: str = "both") -> PatchResult:
         manifest=manifest())
 
 
+#: The heads result's two groups of pairs (a hostile name for the second).
+GROUPS = ["abba"] * (N_PAIRS // 2) + [SCRIPT] * (N_PAIRS // 2)
+
+
 def heads_result(per_position: bool = False) -> PatchResult:
+    """heads family, exact; L2H3 acts with opposite signs in the two groups of pairs
+    (mean 0 overall), found by the per-group look."""
+    from interp.circuits.groups import group_effects
+
     shape = (len(LAYERS), len(HEADS)) + ((len(POSITIONS),) if per_position else ())
     exact = _effects("exact", shape, _signal_heads(per_position), 0.04, 20, 30.0)
-    return PatchResult(
+    exact.normalised[: N_PAIRS // 2, 2, 3] += 0.3
+    exact.normalised[N_PAIRS // 2:, 2, 3] -= 0.3
+    r = PatchResult(
         config=PatchConfig(task="ioi", family="heads", per_position=per_position, top_heads=3),
         task=_task(), family="heads", layers=LAYERS,
         positions=POSITIONS if per_position else None, heads=HEADS, baseline=0.0, exact=exact,
         dla=_dla(), attention=[_attention(4, [1]), _attention(5, [2])],
         model_id="tiny/<b>model</b>", manifest=manifest())
+    r.groups = group_effects(exact.normalised, r.component_names(), GROUPS,
+                             column=f"template{SCRIPT}", method="exact", baseline=0.0)
+    return r
 
 
 def noise_result() -> PatchResult:
@@ -221,7 +234,8 @@ def test_sections(page, heads_page):
         "Approximation against exact patching", "Direct logit attribution",
         "Attention of the top heads", "Metrics", "Setup", "Run manifest"]
     assert titles(heads_page) == [
-        "Top 10 components", "exact patching: effect by layer", "Direct logit attribution",
+        "Top 10 components", f"Effects by template{escape(SCRIPT)}",
+        "exact patching: effect by layer", "Direct logit attribution",
         "Attention of the top heads", "Metrics", "Setup", "Run manifest"]
     assert titles(patching_report(noise_result()).html) == [
         "Top 10 components", "AtP: effect by layer", "Metrics", "Setup", "Run manifest"]
@@ -399,3 +413,20 @@ def test_token_label():
     assert token_label("") == "∅"
     assert token_label("\x01") == "\\x01"
     assert token_label("x" * 40) == "x" * 13 + "…"
+
+
+def test_group_card_figure_and_table(heads_page):
+    """The heads result's groups: a forest figure whose dots carry hover values, the
+    differing component named, the table per group, escaped group names."""
+    r = heads_result()
+    assert r.groups is not None
+    differing = [c.component for c in r.groups.differing]
+    assert "L2H3" in differing
+    assert 'data-figure="groups"' in heads_page
+    card = section(heads_page, f"Effects by {escape(f'template{SCRIPT}')}")
+    assert "differs in sign" in card
+    assert str(escape(SCRIPT)) in card and SCRIPT not in card
+    n_dots = len(r.groups.components) * 2
+    dots = re.findall(r'<g id="groups-dot-\d+-\d+">\s*<title>([^<]*)</title>', heads_page)
+    assert len(dots) == n_dots
+    assert any(t.startswith("L2H3, template") and "Holm p" in t for t in dots)
