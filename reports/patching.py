@@ -42,7 +42,7 @@ from interp.circuits.results import AttentionResult, Effects, PatchResult, ci95_
 from interp.display import with_ci
 from interp.stats.intervals import mean_ci
 from reports.attention import top_keys
-from reports.html import Report, ReportFigure, render_page, token_html
+from reports.html import Report, ReportFigure, render_page, token_html, warnings_box
 
 __all__ = ["attention_anchor", "patching_report"]
 
@@ -104,7 +104,8 @@ def _lead(r: PatchResult) -> Markup:
     facts = r.headline().rows  # the facts a notebook shows, in the same words
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
                          for k, v in facts)
-    return Markup('<p class="verdict">{}</p><dl class="facts">{}</dl>').format(text, dl)
+    return Markup('<p class="verdict">{}</p>{}<dl class="facts">{}</dl>').format(
+        text, warnings_box(r.warnings), dl)
 
 
 # ------------------------------------------------------------------- top table

@@ -19,13 +19,14 @@ from interp.cli.options import build_config, config_options
 def patch(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
           out_dir: str, **settings: Any) -> None:
     """Patch every component of a family over clean/corrupted pairs; compare AtP with exact."""
-    from interp.circuits.experiment import run_patch
+    from interp.circuits.experiment import group_column, run_patch
     from interp.circuits.tasks import load_task
     from interp.runs.outdir import OutDir
     from reports.patching import patching_report
 
     config = build_config(PatchConfig, settings, batch_size=batch_size, seed=seed)
-    load_task(config.task, config.limit)  # a missing or empty task fails before the model loads
+    # a missing or empty task, or a group column it lacks, fails before the model loads
+    group_column(load_task(config.task, config.limit), config.group_by)
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         result = run_patch(model, config)
@@ -36,6 +37,8 @@ def patch(model_name: str | None, device: str, dtype: str, batch_size: int, seed
         f"{t.left_out_reason})")
     if result.dla_skipped:
         log(f"direct logit attribution skipped: {result.dla_skipped}")
+    for w in result.warnings:
+        log(f"warning: {w}")
     result.headline().print()
 
 

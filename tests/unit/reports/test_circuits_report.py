@@ -160,6 +160,8 @@ def heads_result(per_position: bool = False) -> PatchResult:
         model_id="tiny/<b>model</b>", manifest=manifest())
     r.groups = group_effects(exact.normalised, r.component_names(), GROUPS,
                              column=f"template{SCRIPT}", method="exact", baseline=0.0)
+    for line in r.groups.warnings():  # as run_patch does
+        r.warn(line)
     return r
 
 
@@ -425,6 +427,8 @@ def test_group_card_figure_and_table(heads_page):
     assert 'data-figure="groups"' in heads_page
     card = section(heads_page, f"Effects by {escape(f'template{SCRIPT}')}")
     assert "differs in sign" in card
+    lead = heads_page[:heads_page.index(f"Effects by {escape(f'template{SCRIPT}')}")]
+    assert "L2H3&#39;s exact effect differs in sign" in lead  # the lead's warnings box
     assert str(escape(SCRIPT)) in card and SCRIPT not in card
     n_dots = len(r.groups.components) * 2
     dots = re.findall(r'<g id="groups-dot-\d+-\d+">\s*<title>([^<]*)</title>', heads_page)
