@@ -15,6 +15,9 @@ patching it patches every token of that span. The final token is always its own
 position, ``END``. Without labels, positions are counted from the end (``END``,
 ``END-1``, ...), as many as the shortest pair has tokens.
 
+Any other column with a scalar value (``template`` in the shipped tasks, ``family``, ...)
+is kept in :attr:`Pair.columns`; ``interp patch --group-by COLUMN`` groups the pairs by one.
+
 Shipped tasks live in ``datasets/circuits/`` (``ioi``, ``capitals``, ...).
 """
 
@@ -58,6 +61,22 @@ class Task:
     source: str
     sha256: str
     pairs: list[Pair]
+
+    def write(self, path: str | Path) -> Path:
+        """The pairs as a task file (JSONL, atomically): what :func:`load_task` reads back,
+        their extra columns included."""
+        import json
+
+        from interp.runs.atomic import atomic_write_text
+
+        lines = []
+        for p in self.pairs:
+            row: dict[str, object] = {"clean": p.clean, "corrupted": p.corrupted,
+                                      "answer": p.answer, "wrong": p.wrong}
+            if p.labels is not None:
+                row["labels"] = [list(x) for x in p.labels]
+            lines.append(json.dumps({**row, **p.columns}, ensure_ascii=False) + "\n")
+        return atomic_write_text(path, "".join(lines))
 
     def column_names(self) -> list[str]:
         """The extra columns every pair has (a group column must be one of them)."""
@@ -155,6 +174,30 @@ def load_task(spec: str, limit: int | None = None) -> Task:
         raise InterpError(f"{path.name}: some pairs have labels and some do not")
     name = path.stem if path.parent.name == "circuits" else str(path)
     return Task(name=name, source=str(path), sha256=sha256_file(path), pairs=pairs)
+
+
+def name_order_twins(task: Task) -> Task:
+    """IOI-style pairs with both name orders, grouped by an ``order`` column.
+
+    Each pair of ``task`` is ABBA ("When Mary and John ..., John gave a drink to": the
+    answer's name first); its BABA twin swaps the first mentions of the two names ("When
+    John and Mary ..., John gave a drink to"), keeping the answer and wrong tokens. The
+    role labels are dropped (their order differs between the two), so positions count
+    from the end. A pair whose prompts do not hold "ANSWER and WRONG" is an error.
+    """
+    out: list[Pair] = []
+    for n, p in enumerate(task.pairs):
+        io, s = p.answer.strip(), p.wrong.strip()
+        first, swapped = f"{io} and {s}", f"{s} and {io}"
+        if first not in p.clean or first not in p.corrupted:
+            raise InterpError(f"pair {n} of {task.name} is not ABBA: {first!r} is not in "
+                              "both prompts")
+        base = {**p.columns, "order": "ABBA"}
+        out.append(Pair(p.clean, p.corrupted, p.answer, p.wrong, None, base))
+        out.append(Pair(p.clean.replace(first, swapped, 1),
+                        p.corrupted.replace(first, swapped, 1), p.answer, p.wrong, None,
+                        {**p.columns, "order": "BABA"}))
+    return Task(f"{task.name} (ABBA + BABA)", task.source, task.sha256, out)
 
 
 @dataclass

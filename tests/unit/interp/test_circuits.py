@@ -466,3 +466,27 @@ def test_run_patch_groups_by_a_task_column(tiny_model, tiny_pairs, tmp_path):
                                                   family="heads", n_boot=100, top_heads=0,
                                                   dla=False), progress=False)
     assert no_groups.groups is None and "groups" not in no_groups.to_dict()
+
+
+def test_name_order_twins_and_task_write(tmp_path):
+    """Each shipped IOI pair gets its BABA twin (same tokens to predict), grouped by order;
+    a task written to a file reads back the same, columns included."""
+    from interp.circuits.tasks import name_order_twins
+
+    task = load_task("ioi", 3)
+    twins = name_order_twins(task)
+    assert [p.columns["order"] for p in twins.pairs] == ["ABBA", "BABA"] * 3
+    a, b = twins.pairs[0], twins.pairs[1]
+    io, s = a.answer.strip(), a.wrong.strip()
+    assert f"{io} and {s}" in a.clean and f"{s} and {io}" in b.clean
+    assert b.clean.endswith(a.clean.split(",")[-1])  # the second clause is unchanged
+    assert (b.answer, b.wrong) == (a.answer, a.wrong) and b.labels is None
+    assert b.columns["template"] == a.columns["template"]
+    back = load_task(str(twins.write(tmp_path / "twins.jsonl")))
+    assert [(p.clean, p.corrupted, p.answer, p.wrong, p.columns) for p in back.pairs] == [
+        (p.clean, p.corrupted, p.answer, p.wrong, p.columns) for p in twins.pairs]
+    labelled = load_task(str(task.write(tmp_path / "same.jsonl")))
+    assert labelled.pairs == task.pairs
+    bad = Task("t", "t", "0" * 64, [Pair("A and B went", "B and A went", " C", " D")])
+    with pytest.raises(InterpError, match="not ABBA"):
+        name_order_twins(bad)
