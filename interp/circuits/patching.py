@@ -250,7 +250,7 @@ def _prefix_resid(
     return store
 
 
-def _ld_from_block(
+def ld_from_block(
     model: Model,
     hidden: Float[Tensor, "rows width d_model"],
     block: int,
@@ -381,7 +381,7 @@ def exact_patch(
                 d = ld_direction(model, tt.answer[pair_idx], tt.wrong[pair_idx])
                 amask = tt.attention_mask[pair_idx]
                 if chunk.start in prefix:
-                    ld = _ld_from_block(model, prefix[chunk.start], chunk.start, amask, d, hooks)
+                    ld = ld_from_block(model, prefix[chunk.start], chunk.start, amask, d, hooks)
                 else:
                     ld, _ = run_ld(model, base_ids[pair_idx], amask, d, hooks)
                 keep = real.nonzero().squeeze(1)

@@ -38,6 +38,11 @@ def _task(pairs: list[Pair]) -> Task:
 
 @pytest.fixture(scope="module")
 def tiny_pairs() -> list[Pair]:
+    return tiny_pair_list()
+
+
+def tiny_pair_list() -> list[Pair]:
+    """Two pairs for the tiny model: one word differs; the prompts differ in length."""
     fox = Pair(FOX[0], FOX[1], " dog", " fox",
                [("start", 0, 15), ("animal", 15, 19), ("rest", 19, 34), ("END", 34, 39)])
     cap = Pair("The capital of France is the", "The capital of Italy is the", " Paris", " Rome",
