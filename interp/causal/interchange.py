@@ -126,7 +126,7 @@ def train_das(
     losses: list[float] = []
     for _ in range(steps):
         idx = pool[torch.randperm(len(pool), generator=g)[:batch_size]]
-        basis = rot.weight.T  # rows of the parametrised weight are orthonormal
+        basis = _basis(rot)
         ld = intervened_ld(model, tt, idx, layer, base, source, where, basis)
         loss = torch.nn.functional.softplus(-t[idx].to(ld.device) * ld).mean()
         grads = torch.autograd.grad(loss, list(rot.parameters()))
@@ -136,7 +136,14 @@ def train_das(
         opt.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
     with torch.no_grad():
-        return rot.weight.T.detach().clone().float(), losses
+        return _basis(rot).detach().clone().float(), losses
+
+
+def _basis(rot: torch.nn.Module) -> Float[Tensor, "d k"]:
+    """The orthonormal columns of a parametrised ``Linear(d, k)``: its weight's rows."""
+    weight = rot.weight
+    assert isinstance(weight, Tensor)
+    return weight.T
 
 
 __all__ = ["END", "interchange", "interchange_lds", "intervened_ld", "position_mask",

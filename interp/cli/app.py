@@ -68,6 +68,7 @@ def _register_verbs() -> None:
     """Every verb lives in its own module of :mod:`interp.cli` and joins the group here."""
     from interp.cli.attention import attention
     from interp.cli.capture import capture
+    from interp.cli.causal import causal_group
     from interp.cli.data import corpus, models
     from interp.cli.evals import eval_group
     from interp.cli.generate import generate_cmd
@@ -81,7 +82,7 @@ def _register_verbs() -> None:
     from interp.cli.tuned_lens import tuned_lens
 
     for command in (lens, capture, probe, generate_cmd, steer, models, corpus, tuned_lens,
-                    sae_group, eval_group, patch, attention, seeds, compare, peak):
+                    sae_group, eval_group, patch, attention, causal_group, seeds, compare, peak):
         cli.add_command(command)
 
 

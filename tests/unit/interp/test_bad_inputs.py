@@ -523,6 +523,17 @@ CASES = [
     Case("patch-group-column-missing", lambda c: [
         "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--group-by", "family",
         "--out", c.out], "group column 'family' is missing on pair 0"),
+    Case("causal-das-dim-too-large", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--dim", "64",
+        "--out", c.out], "must be below d_model (64)"),
+    Case("causal-das-unknown-position", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--position",
+        "country", "--out", c.out], "unknown position 'country'"),
+    Case("causal-das-test-size", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--test-size", "1",
+        "--out", c.out], "test-size must be strictly between 0 and 1"),
+    Case("causal-das-unknown-task", lambda c: [
+        "causal", "das", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
     Case("patch-atp-star-not-heads", lambda c: [
         "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--method", "atp-star",
         "--out", c.out], "heads only"),

@@ -77,3 +77,68 @@ def test_das_learns_a_direction_that_beats_random(tiny_model, tt):
         train_das(tiny_model, tt, [0], layer, base, source, where, dim=tiny_model.d_model)
     with pytest.raises(InterpError, match="unknown position"):
         position_mask(tt, "nowhere")
+
+
+def _tiny_task_file(tmp_path) -> str:
+    import json
+
+    rows = []
+    for i in range(6):
+        p = tiny_pair_list()[i % 2]
+        rows.append({"clean": p.clean, "corrupted": p.corrupted, "answer": p.answer,
+                     "wrong": p.wrong, "labels": [list(x) for x in p.labels or []],
+                     "template": i % 3})
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_run_das_on_tiny(tiny_model, tmp_path):
+    """run_das end to end on a tiny task file: every rate with its interval, the full
+    interchange at least the floor, the result's table and figure, bad settings refused."""
+    from interp.causal import DASConfig, run_das
+    from interp.schema import ConfigError
+
+    path = _tiny_task_file(tmp_path)
+    res = run_das(tiny_model, DASConfig(task=str(path), layers=[0, 1], position="animal",
+                                        steps=5, seeds=2, test_size=0.34), progress=False)
+    assert [r.layer for r in res.layers] == [0, 1]
+    assert res.n_train + res.n_test == 6 and res.split.startswith("by template")
+    for r in res.layers:
+        for rate in (r.das, r.random, r.full, r.none, r.control):
+            assert rate is not None and 0 <= rate.iia <= 1 and rate.iia_n == res.n_test
+            lo, hi = rate.iia_ci95
+            assert lo is not None and hi is not None and lo <= rate.iia <= hi
+        assert len(r.das_seeds) == 2 and r.das_seeds[0] == r.das.iia
+    d = res.to_dict()
+    assert d["layers"][0]["das"]["iia_ci95"] == res.layers[0].das.iia_ci95
+    assert list(res.to_frame()["layer"]) == [0, 1]
+    assert "best layer" in (res.headline().verdict or "")
+    assert res.figure() is not None
+    with pytest.raises(ConfigError, match="test_size"):
+        DASConfig(test_size=1.0)
+    with pytest.raises(InterpError, match="dim"):
+        run_das(tiny_model, task=str(path), dim=tiny_model.d_model)
+    with pytest.raises(InterpError, match="unknown position"):
+        run_das(tiny_model, task=str(path), position="nowhere", progress=False)
+
+
+def test_cli_causal_das_writes_report_and_results(tiny_model_dir, tmp_path, capsys):
+    """The verb is glue: its results.json is run_das's, its report holds the figure."""
+    import json
+
+    from tests.support.cli_runner import run
+
+    out = tmp_path / "out"
+    code, stdout, err = run(["causal", "das", "--model", str(tiny_model_dir), "--task",
+                             _tiny_task_file(tmp_path), "--layers", "0,1", "--position",
+                             "animal", "--steps", "3", "--test-size", "0.34", "--out",
+                             str(out)], capsys)
+    assert code == 0, err
+    data = json.loads((out / "results.json").read_text())
+    assert [x["layer"] for x in data["layers"]] == [0, 1]
+    assert data["manifest"]["config"]["steps"] == 3
+    page = (out / "report.html").read_text()
+    assert 'data-figure="iia"' in page and "Held-out IIA by layer" in page
+    assert (out / "figures").is_dir()
+    assert "best layer" in stdout

@@ -1,0 +1,130 @@
+"""``run_das``: distributed alignment search over layers, scored against its controls.
+
+For each layer: the base and source runs' residual streams are captured once; DAS
+learns a ``dim``-dimensional subspace on the training pairs (once per seed) and is scored
+on the held-out pairs, beside a random subspace of the same dimension, the full
+interchange (exact patching of the residual stream at the position: the ceiling), no
+interchange (the floor), and, with ``control``, DAS trained and scored on the control
+task, whose counterfactual labels are drawn at random per pair (source or base label;
+held-out IIA there must stay near 0.5). Pairs are split by the task's ``template``
+column when every pair has one (whole templates held out), else at random.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from interp.causal.interchange import (
+    interchange_lds,
+    position_mask,
+    random_basis,
+    residuals,
+    train_das,
+)
+from interp.causal.results import DASConfig, DASResult, LayerIIA, Rate
+from interp.circuits.tasks import load_task, tokenize_task
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.manifest import run_manifest
+from interp.runs.progress import make_progress
+from interp.stats.intervals import wilson_ci
+
+
+def rate(success: Float[Tensor, " n"]) -> Rate:
+    """The share of ``success`` (0/1 per pair) with its Wilson 95% interval."""
+    n = int(success.numel())
+    k = float(success.sum())
+    return Rate(k / n if n else float("nan"), wilson_ci(k, n), n)
+
+
+def split_pairs(groups: list[str] | None, n: int, test_size: float,
+                seed: int) -> tuple[list[int], list[int], str]:
+    """Train and held-out pair indices: whole groups held out when ``groups`` is given
+    (and has at least two), else a random split; and a description of the split."""
+    from sklearn.model_selection import GroupShuffleSplit, ShuffleSplit
+
+    idx = np.arange(n)
+    if groups is not None and len(set(groups)) >= 2:
+        sp = GroupShuffleSplit(n_splits=1, test_size=test_size, random_state=seed)
+        train, test = next(sp.split(idx, groups=groups))
+        how = f"by template: {len(set(groups[i] for i in test))} of {len(set(groups))} held out"
+    else:
+        train, test = next(ShuffleSplit(n_splits=1, test_size=test_size,
+                                        random_state=seed).split(idx))
+        how = "random"
+    if len(train) == 0 or len(test) == 0:
+        raise InterpError(f"cannot split {n} pairs into train and held-out sets")
+    return sorted(int(i) for i in train), sorted(int(i) for i in test), how
+
+
+def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | None = None,
+            **settings: Any) -> DASResult:
+    """Run distributed alignment search (see the module docstring).
+
+    Settings come from ``config`` or, equally, keyword arguments named as the fields of
+    :class:`DASConfig`, not both. The result's config holds the resolved layer list.
+    """
+    config = DASConfig.resolve(config, settings)
+    layers = model.parse_layers(config.layers)
+    config = config.replace(layers=layers)
+    if config.dim >= model.d_model:
+        raise InterpError(f"--dim {config.dim} must be below d_model ({model.d_model})")
+    task = load_task(config.task, config.limit)
+    tt = tokenize_task(model, task)
+    where = position_mask(tt, config.position)
+    n = len(tt)
+    groups = task.groups("template") if "template" in task.column_names() else None
+    train, test, how = split_pairs(groups, n, config.test_size, config.seed)
+    g = torch.Generator().manual_seed(config.seed)
+    control = torch.where(torch.rand(n, generator=g) < 0.5, -1.0, 1.0)  # random labels
+    d = model.d_model
+    out: list[LayerIIA] = []
+    with make_progress(enabled=progress) as bar:
+        job = bar.add_task("DAS", total=len(layers) * (config.seeds + int(config.control)),
+                           info="")
+        for layer in layers:
+            t0 = time.perf_counter()
+            base, source = residuals(model, tt, layer, config.batch_size)
+            def score(basis: Tensor, lab: Tensor | None = None, *, layer: int = layer,
+                      base: Tensor = base, source: Tensor = source) -> Rate:
+                ld = interchange_lds(model, tt, test, layer, base, source, where, basis,
+                                     config.batch_size)
+                want = torch.ones_like(ld) if lab is None else lab[test]
+                return rate((want * ld > 0).float())
+
+            seeds = []
+            bases = []
+            for s in range(config.seeds):
+                bar.update(job, info=f"layer {layer}, seed {s}")
+                basis, _ = train_das(model, tt, train, layer, base, source, where,
+                                     dim=config.dim, steps=config.steps, lr=config.lr,
+                                     batch_size=config.batch_size, seed=config.seed + s)
+                bases.append(basis)
+                seeds.append(score(basis).iia)
+                bar.advance(job)
+            das = score(bases[0])
+            ctrl = None
+            if config.control:
+                bar.update(job, info=f"layer {layer}, control task")
+                cb, _ = train_das(model, tt, train, layer, base, source, where,
+                                  dim=config.dim, steps=config.steps, lr=config.lr,
+                                  batch_size=config.batch_size, seed=config.seed,
+                                  targets=control)
+                ctrl = score(cb, control)
+                bar.advance(job)
+            out.append(LayerIIA(
+                layer=layer, das=das, das_seeds=seeds,
+                random=score(random_basis(d, config.dim, config.seed + 7919 + layer)),
+                full=score(torch.eye(d)), none=score(torch.zeros(d, 1)), control=ctrl,
+                seconds=time.perf_counter() - t0))
+    return DASResult(
+        config=config, task=task.name, task_sha256=task.sha256, position=config.position,
+        n_train=len(train), n_test=len(test), split=how, layers=out, model_id=model.model_id,
+        manifest=run_manifest(model_id=model.model_id, seed=config.seed,
+                              dataset_hash=task.sha256, config=config.to_dict()))

@@ -1,0 +1,52 @@
+"""``interp causal das``: distributed alignment search over layers, against its controls."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import click
+
+from interp.causal.results import DASConfig
+from interp.cli.common import json_safe, load_model, log, make_model_options
+from interp.cli.options import build_config, config_options
+
+
+@click.group("causal")
+def causal_group() -> None:
+    """Causal validation: interchange interventions and distributed alignment search."""
+
+
+@causal_group.command("das")
+@config_options(DASConfig)
+@make_model_options(batch_size=32, batch_help="Pairs per training step and scoring pass.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write report.html, results.json and figures/ here.")
+@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+        out_dir: str, as_json: bool, **settings: Any) -> None:
+    """Learn a subspace per layer whose interchange makes the output follow the source."""
+    from interp.causal.das import run_das
+    from interp.circuits.tasks import load_task
+    from interp.runs.outdir import OutDir
+    from reports.causal import das_report
+
+    config = build_config(DASConfig, settings, batch_size=batch_size, seed=seed)
+    load_task(config.task, config.limit)  # a missing or empty task fails before the model loads
+    with OutDir(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
+        result = run_das(model, config)
+        data: dict[str, Any] = json_safe(result.to_dict())
+        out.write_json("results.json", data)
+        das_report(result).write(out)
+    for w in result.warnings:
+        log(f"warning: {w}")
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        result.headline().print()
+    log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
+
+
+__all__ = ["causal_group"]
