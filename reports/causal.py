@@ -35,7 +35,9 @@ def _rows(r: DASResult) -> list[list[Any]]:
         spread = (f"{min(x.das_seeds):.2f}–{max(x.das_seeds):.2f}" if len(x.das_seeds) > 1
                   else "one seed")
         rows.append([x.layer, x.das.text(), spread, x.random.text(), x.full.text(),
-                     x.none.text(), x.control.text() if x.control is not None else "—",
+                     x.none.text(),
+                     (f"{x.control.text()}, chance {x.control_chance:.2f}"
+                      if x.control is not None and x.control_chance is not None else "—"),
                      f"{x.seconds:.1f} s"])
     return rows
 

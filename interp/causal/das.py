@@ -6,8 +6,9 @@ on the held-out pairs, beside a random subspace of the same dimension, the full
 interchange (exact patching of the residual stream at the position: the ceiling), no
 interchange (the floor), and, with ``control``, DAS trained and scored on the control
 task, whose counterfactual labels are drawn at random per pair (source or base label;
-held-out IIA there must stay near 0.5). Pairs are split by the task's ``template``
-column when every pair has one (whole templates held out), else at random.
+held-out IIA there must stay near its chance, the majority label's share). Pairs are
+split by the task's ``template`` column when every pair has one (whole templates held
+out), else at random.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 seeds.append(score(basis).iia)
                 bar.advance(job)
             das = score(bases[0])
-            ctrl = None
+            ctrl, chance = None, None
             if config.control:
                 bar.update(job, info=f"layer {layer}, control task")
                 cb, _ = train_das(model, tt, train, layer, base, source, where,
@@ -117,12 +118,14 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                                   batch_size=config.batch_size, seed=config.seed,
                                   targets=control)
                 ctrl = score(cb, control)
+                plus = float((control[test] > 0).float().mean())
+                chance = max(plus, 1.0 - plus)
                 bar.advance(job)
             out.append(LayerIIA(
                 layer=layer, das=das, das_seeds=seeds,
                 random=score(random_basis(d, config.dim, config.seed + 7919 + layer)),
                 full=score(torch.eye(d)), none=score(torch.zeros(d, 1)), control=ctrl,
-                seconds=time.perf_counter() - t0))
+                seconds=time.perf_counter() - t0, control_chance=chance))
     return DASResult(
         config=config, task=task.name, task_sha256=task.sha256, position=config.position,
         n_train=len(train), n_test=len(test), split=how, layers=out, model_id=model.model_id,

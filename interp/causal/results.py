@@ -5,7 +5,8 @@ Every IIA is a proportion of held-out pairs with its Wilson 95% interval (``iia`
 layer: a random direction of the same dimension (the control subspace), the full
 interchange (every direction: exact patching of the residual stream, the ceiling), no
 interchange (the base run, the floor), and DAS trained and scored on the control task
-(random counterfactual labels, which must stay at chance).
+(random counterfactual labels, which must stay at chance: the majority label's share of
+the held-out pairs, since a subspace that always or never flips the output scores that).
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ class LayerIIA:
     none: Rate
     control: Rate | None
     seconds: float
+    #: the control task's chance: the majority label's share among the held-out pairs
+    #: (a subspace that always flips, or never flips, the output scores exactly this)
+    control_chance: float | None = None
 
 
 @dataclass
@@ -147,7 +151,8 @@ class DASResult(Result):
                        f"direction's {b.random.text()} and the full interchange's "
                        f"{b.full.text()}")
             if b.control is not None:
-                verdict += f"; control task {b.control.text()} (chance 0.5)"
+                verdict += (f"; control task {b.control.text()} (chance "
+                            f"{b.control_chance:.2f})")
         k = self.config.dim
         return Headline(
             title="Distributed alignment search",

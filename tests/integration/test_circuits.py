@@ -99,3 +99,31 @@ def test_real_ioi_heads_exact_and_atp(model):
     assert atp_agreement.recall_at_10 >= 0.5
     print({a.method: (a.spearman, a.recall_at_10, a.recall_at_30) for a in res.agreement})
 
+
+
+def test_real_groups_by_name_order(model, tmp_path):
+    """IOI pairs and their BABA twins, grouped by order: L23H3 (the top head) acts alike
+    in both orders, each order's interval above 0 and no difference flagged; grouping the
+    same runs by a column that means nothing (the pair's parity) flags nothing."""
+    from interp.circuits.tasks import name_order_twins
+
+    twins = name_order_twins(load_task("ioi", 8))
+    for i, p in enumerate(twins.pairs):
+        p.columns["parity"] = "even" if (i // 2) % 2 == 0 else "odd"
+    path = twins.write(tmp_path / "twins.jsonl")
+    cfg = PatchConfig(task=str(path), family="heads", layers=[17, 19, 20, 23, 24, 29],
+                      group_by="order", dla=False, top_heads=0, n_boot=100)
+    res = run_patch(model, cfg, progress=False)
+    assert res.task.n_left_out == 0  # rows of the effects = the twins, in order
+    g = res.groups
+    assert g is not None and g.groups == ["ABBA", "BABA"] and g.n_pairs == [8, 8]
+    assert res.top_components(1)[0][0] == "L23H3"
+    top = next(c for c in g.components if c.component == "L23H3")
+    assert all(ci is not None and ci[0] > 0 for ci in top.ci95) and not top.differs
+    from interp.circuits.groups import group_effects
+
+    assert res.exact is not None
+    parity = group_effects(res.exact.normalised, res.component_names(),
+                           [p.columns["parity"] for p in twins.pairs], column="parity",
+                           method="exact", baseline=0.0)
+    assert not parity.differing, parity.verdict()

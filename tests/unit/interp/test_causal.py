@@ -110,6 +110,7 @@ def test_run_das_on_tiny(tiny_model, tmp_path):
             lo, hi = rate.iia_ci95
             assert lo is not None and hi is not None and lo <= rate.iia <= hi
         assert len(r.das_seeds) == 2 and r.das_seeds[0] == r.das.iia
+        assert r.control_chance is not None and 0.5 <= r.control_chance <= 1
     d = res.to_dict()
     assert d["layers"][0]["das"]["iia_ci95"] == res.layers[0].das.iia_ci95
     assert list(res.to_frame()["layer"]) == [0, 1]
