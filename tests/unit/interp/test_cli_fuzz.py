@@ -180,6 +180,8 @@ BASES: dict[str, Callable[[Inputs, Case], Base]] = {
                                 "--method": "exact", "--no-dla": True, "--bootstrap": "10",
                                 "--out": c.out}),
     "attention": lambda i, c: (["hello there"], {**_m(i), "--layer": "1", "--out": c.out}),
+    "causal das": lambda i, c: ([], {**_m(i), "--task": i.task, "--layers": "1",
+                                     "--steps": "1", "--no-control": True, "--out": c.out}),
     "seeds": lambda i, c: (["2"], {"--out": c.out}),
     "compare": lambda i, c: ([i.result_a, i.result_b], {"--out": c.out}),
     "peak": lambda i, c: ([], {"--dtype": ["float32"]}),
