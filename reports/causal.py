@@ -34,7 +34,12 @@ def _rows(r: DASResult) -> list[list[Any]]:
     for x in r.layers:
         spread = (f"{min(x.das_seeds):.2f}–{max(x.das_seeds):.2f}" if len(x.das_seeds) > 1
                   else "one seed")
-        rows.append([x.layer, x.das.text(), spread, x.random.text(), x.full.text(),
+        def text(v: Any) -> str:
+            return v.text() if v is not None else "—"
+
+        rows.append([x.layer, x.das.text(), spread, text(x.probe_direction),
+                     text(x.mean_difference), text(x.probe_accuracy), x.random.text(),
+                     x.full.text(),
                      x.none.text(),
                      (f"{x.control.text()}, chance {x.control_chance:.2f}"
                       if x.control is not None and x.control_chance is not None else "—"),

@@ -6,7 +6,10 @@ on the held-out pairs, beside a random subspace of the same dimension, the full
 interchange (exact patching of the residual stream at the position: the ceiling), no
 interchange (the floor), and, with ``control``, DAS trained and scored on the control
 task, whose counterfactual labels are drawn at random per pair (source or base label;
-held-out IIA there must stay near its chance, the majority label's share). Pairs are
+held-out IIA there must stay near its chance, the majority label's share). For a binary
+task (two label tokens in all), a probe of the label at the position gives its held-out
+accuracy (is the concept *readable* there?), and the probe's direction and the
+class-mean difference are scored as subspaces too (is that direction *used*?). Pairs are
 split by the task's ``template`` column when every pair has one (whole templates held
 out), else at random.
 """
@@ -29,7 +32,7 @@ from interp.causal.interchange import (
     train_das,
 )
 from interp.causal.results import DASConfig, DASResult, LayerIIA, Rate
-from interp.circuits.tasks import load_task, tokenize_task
+from interp.circuits.tasks import TokenizedTask, load_task, tokenize_task
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
@@ -62,6 +65,39 @@ def split_pairs(groups: list[str] | None, n: int, test_size: float,
     if len(train) == 0 or len(test) == 0:
         raise InterpError(f"cannot split {n} pairs into train and held-out sets")
     return sorted(int(i) for i in train), sorted(int(i) for i in test), how
+
+
+def concept_directions(
+    tt: TokenizedTask, base: Tensor, source: Tensor, where: Tensor, train: list[int],
+    test: list[int], seed: int,
+) -> tuple[Rate, Tensor, Tensor] | None:
+    """For a binary task (two label tokens in all: he/she, good/bad), a probe of the
+    prompt's own label on the residual stream at the position (mean over its tokens; the
+    base and source prompt of every training pair, L2 logistic regression as
+    :func:`interp.probing.probes.fit_probe` fits it) and its held-out accuracy on both
+    prompts of the held-out pairs; its direction (the weights mapped back from the
+    standardised space) and the class-mean difference on the training prompts, each as
+    a unit ``d_model × 1`` basis. ``None`` when the task has more than two labels."""
+    from interp.probing.probes import fit_probe
+
+    ids = sorted(set(tt.answer.tolist()) | set(tt.wrong.tolist()))
+    if len(ids) != 2:
+        return None
+    w = where[..., None].to(base.dtype)
+    count = w.sum(1).clamp_min(1)
+    xb, xs = (base * w).sum(1) / count, (source * w).sum(1) / count
+    x = torch.cat([xb, xs]).double().cpu().numpy()
+    y = torch.cat([tt.wrong, tt.answer]).eq(ids[1]).long().cpu().numpy()
+    n = len(tt)
+    rows_train = np.array(train + [i + n for i in train])
+    rows_test = np.array(test + [i + n for i in test])
+    fit = fit_probe(x, y, rows_train, rows_test, seed=seed)
+    k = round(fit.test_accuracy * len(rows_test))
+    accuracy = Rate(fit.test_accuracy, wilson_ci(k, len(rows_test)), len(rows_test))
+    probe = torch.as_tensor(fit.model.coef_[0] / fit.scaler.scale_, dtype=torch.float32)
+    xt, yt = torch.as_tensor(x[rows_train]), torch.as_tensor(y[rows_train])
+    diff = (xt[yt == 1].mean(0) - xt[yt == 0].mean(0)).float()
+    return (accuracy, (probe / probe.norm())[:, None], (diff / diff.norm())[:, None])
 
 
 def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | None = None,
@@ -110,6 +146,7 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 seeds.append(score(basis).iia)
                 bar.advance(job)
             das = score(bases[0])
+            concept = concept_directions(tt, base, source, where, train, test, config.seed)
             ctrl, chance = None, None
             if config.control:
                 bar.update(job, info=f"layer {layer}, control task")
@@ -125,7 +162,10 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 layer=layer, das=das, das_seeds=seeds,
                 random=score(random_basis(d, config.dim, config.seed + 7919 + layer)),
                 full=score(torch.eye(d)), none=score(torch.zeros(d, 1)), control=ctrl,
-                seconds=time.perf_counter() - t0, control_chance=chance))
+                seconds=time.perf_counter() - t0, control_chance=chance,
+                probe_accuracy=concept[0] if concept else None,
+                probe_direction=score(concept[1]) if concept else None,
+                mean_difference=score(concept[2]) if concept else None))
     return DASResult(
         config=config, task=task.name, task_sha256=task.sha256, position=config.position,
         n_train=len(train), n_test=len(test), split=how, layers=out, model_id=model.model_id,

@@ -8,18 +8,21 @@ from typing import TYPE_CHECKING
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from interp.plotting import MUTED, PALETTE, ci_line, new_figure, styled
+from interp.plotting import INK, MUTED, PALETTE, ci_line, new_figure, styled
 
 if TYPE_CHECKING:
     from interp.causal.results import DASResult
 
-#: (field, label, colour, dashed) of each line, in drawing order
+#: (field, label, colour, dashed, marker) of each line, in drawing order (the last on top)
 LINES = (
-    ("full", "full interchange (ceiling)", MUTED, True),
-    ("das", "DAS", PALETTE[0], False),
-    ("random", "random direction", PALETTE[1], False),
-    ("control", "control task (random labels)", PALETTE[2], True),
-    ("none", "no interchange (floor)", MUTED, False),
+    ("full", "full interchange (ceiling)", INK, True, "s"),
+    ("none", "no interchange (floor)", MUTED, False, "s"),
+    ("probe_accuracy", "probe accuracy (readable)", PALETTE[5], True, "o"),
+    ("control", "control task (random labels)", PALETTE[2], True, "o"),
+    ("mean_difference", "class-mean difference", PALETTE[4], False, "o"),
+    ("probe_direction", "probe direction", PALETTE[3], False, "o"),
+    ("random", "random direction", PALETTE[1], False, "x"),
+    ("das", "DAS", PALETTE[0], False, "o"),
 )
 
 
@@ -34,18 +37,18 @@ def iia_by_layer(result: DASResult) -> Figure:
     fig = new_figure(7.2, 3.8)
     ax = fig.subplots()
     xs = [r.layer for r in result.layers]
-    for name, label, colour, dashed in LINES:
+    for name, label, colour, dashed, marker in LINES:
         rates = [getattr(r, name) for r in result.layers]
         if any(x is None for x in rates):
             continue
         ci_line(ax, xs, [x.iia for x in rates], [_nan(x.iia_ci95[0]) for x in rates],
                 [_nan(x.iia_ci95[1]) for x in rates], label=label, color=colour,
-                dashed=dashed)
+                dashed=dashed, marker=marker)
     ax.axhline(0.5, color=MUTED, linewidth=0.8, linestyle=":")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("layer (residual stream after the block)")
-    ax.set_ylabel("held-out IIA")
+    ax.set_ylabel("held-out IIA (or accuracy)")
     k = result.config.dim
     ax.set_title(f"Interchange-intervention accuracy at {result.position}, "
                  f"{k} dimension{'s' * (k > 1)}", loc="left")

@@ -5,8 +5,9 @@ Every IIA is a proportion of held-out pairs with its Wilson 95% interval (``iia`
 layer: a random direction of the same dimension (the control subspace), the full
 interchange (every direction: exact patching of the residual stream, the ceiling), no
 interchange (the base run, the floor), and DAS trained and scored on the control task
-(random counterfactual labels, which must stay at chance: the majority label's share of
-the held-out pairs, since a subspace that always or never flips the output scores that).
+(random counterfactual labels, which must not beat chance: the majority label's share of
+the held-out pairs, the best that a subspace which always flips the output, or never
+does, can score; a control run that cannot flip anything scores the minority's share).
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ class LayerIIA:
     #: the control task's chance: the majority label's share among the held-out pairs
     #: (a subspace that always flips, or never flips, the output scores exactly this)
     control_chance: float | None = None
+    #: binary tasks only: a probe's held-out accuracy at the position (readable?), and
+    #: the IIA of its direction and of the class-mean difference (used?)
+    probe_accuracy: Rate | None = None
+    probe_direction: Rate | None = None
+    mean_difference: Rate | None = None
 
 
 @dataclass
@@ -130,7 +136,8 @@ class DASResult(Result):
         rows = []
         for r in self.layers:
             row: dict[str, Any] = {"layer": r.layer}
-            for name in ("das", "random", "full", "none", "control"):
+            for name in ("das", "random", "full", "none", "control", "probe_accuracy",
+                         "probe_direction", "mean_difference"):
                 rate = getattr(r, name)
                 if rate is not None:
                     row[name] = rate.iia
@@ -142,14 +149,21 @@ class DASResult(Result):
 
     def headline(self) -> Headline:
         """IIA per layer: DAS, the random direction, the full interchange, the control task."""
-        table = [[r.layer, r.das.text(), r.random.text(), r.full.text(), r.none.text(),
-                  r.control.text() if r.control is not None else "—"] for r in self.layers]
+        def text(x: Rate | None) -> str:
+            return x.text() if x is not None else "—"
+
+        table = [[r.layer, r.das.text(), text(r.probe_direction), text(r.mean_difference),
+                  r.random.text(), r.full.text(), r.none.text(), text(r.control),
+                  text(r.probe_accuracy)] for r in self.layers]
         b = self.best()
         verdict = None
         if b is not None:
             verdict = (f"best layer {b.layer}: DAS IIA {b.das.text()} against a random "
                        f"direction's {b.random.text()} and the full interchange's "
                        f"{b.full.text()}")
+            if b.probe_direction is not None and b.probe_accuracy is not None:
+                verdict += (f"; the probe's direction {b.probe_direction.text()}, the probe "
+                            f"reads the label at {b.probe_accuracy.text()}")
             if b.control is not None:
                 verdict += (f"; control task {b.control.text()} (chance "
                             f"{b.control_chance:.2f})")
@@ -161,8 +175,8 @@ class DASResult(Result):
                   ("pairs", f"{self.n_train} train, {self.n_test} held out ({self.split})"),
                   ("seeds", self.config.seeds)],
             table_title="held-out IIA by layer (95% Wilson CI)",
-            columns=["layer", "DAS", "random direction", "full interchange", "none",
-                     "control task"],
+            columns=["layer", "DAS", "probe direction", "mean difference", "random direction",
+                     "full interchange", "none", "control task", "probe accuracy"],
             table=table, verdict=verdict)
 
     def figure(self) -> Figure | None:

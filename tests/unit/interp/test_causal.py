@@ -79,16 +79,17 @@ def test_das_learns_a_direction_that_beats_random(tiny_model, tt):
         position_mask(tt, "nowhere")
 
 
-def _tiny_task_file(tmp_path) -> str:
+def _tiny_task_file(tmp_path, binary: bool = False) -> str:
+    """Six pairs in three templates; ``binary``: every pair the fox one (two labels)."""
     import json
 
     rows = []
     for i in range(6):
-        p = tiny_pair_list()[i % 2]
+        p = tiny_pair_list()[0 if binary else i % 2]
         rows.append({"clean": p.clean, "corrupted": p.corrupted, "answer": p.answer,
                      "wrong": p.wrong, "labels": [list(x) for x in p.labels or []],
                      "template": i % 3})
-    path = tmp_path / "t.jsonl"
+    path = tmp_path / f"t{int(binary)}.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return str(path)
 
@@ -116,6 +117,14 @@ def test_run_das_on_tiny(tiny_model, tmp_path):
     assert list(res.to_frame()["layer"]) == [0, 1]
     assert "best layer" in (res.headline().verdict or "")
     assert res.figure() is not None
+    assert res.layers[0].probe_accuracy is None  # four label tokens: no binary concept
+    binary = run_das(tiny_model, DASConfig(task=_tiny_task_file(tmp_path, True), layers=[1],
+                                           position="animal", steps=3, test_size=0.34,
+                                           control=False), progress=False)
+    (r,) = binary.layers
+    assert r.probe_accuracy is not None and r.probe_accuracy.iia_n == 2 * binary.n_test
+    assert r.probe_direction is not None and r.mean_difference is not None
+    assert "probe direction" in binary.headline().columns
     with pytest.raises(ConfigError, match="test_size"):
         DASConfig(test_size=1.0)
     with pytest.raises(InterpError, match="dim"):
@@ -143,3 +152,28 @@ def test_cli_causal_das_writes_report_and_results(tiny_model_dir, tmp_path, caps
     assert 'data-figure="iia"' in page and "Held-out IIA by layer" in page
     assert (out / "figures").is_dir()
     assert "best layer" in stdout
+
+
+def test_concept_directions_are_unit_and_separate_the_labels(tiny_model, tmp_path):
+    """The probe and class-mean directions are unit vectors; the mean difference points
+    from the base prompts' label to the source's (projections ordered on training data)."""
+    from interp.causal.das import concept_directions
+    from interp.circuits import load_task
+
+    tt2 = tokenize_task(tiny_model, load_task(_tiny_task_file(tmp_path, True)))
+    base, source = residuals(tiny_model, tt2, 1)
+    where = position_mask(tt2, "animal")
+    got = concept_directions(tt2, base, source, where, [0, 1, 2, 3], [4, 5], seed=0)
+    assert got is not None
+    acc, probe, diff = got
+    assert 0 <= acc.iia <= 1 and acc.iia_n == 4
+    for v in (probe, diff):
+        assert v.shape == (tiny_model.d_model, 1)
+        assert abs(float(v.norm()) - 1) < 1e-5
+    pooled = lambda h: (h * where[..., None]).sum(1) / where.sum(1, keepdim=True)  # noqa: E731
+    sign = 1 if int(tt2.answer[0]) > int(tt2.wrong[0]) else -1  # y = 1 is the larger id
+    gap = sign * ((pooled(source) - pooled(base))[:4] @ diff).mean()
+    assert float(gap) > 0
+    tt4 = tokenize_task(tiny_model, load_task(_tiny_task_file(tmp_path)))
+    b4, s4 = residuals(tiny_model, tt4, 1)
+    assert concept_directions(tt4, b4, s4, position_mask(tt4, "animal"), [0, 1], [2], 0) is None
