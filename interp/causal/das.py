@@ -135,17 +135,15 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 want = torch.ones_like(ld) if lab is None else lab[test]
                 return rate((want * ld > 0).float())
 
-            seeds = []
-            bases = []
+            seeds: list[Rate] = []
             for s in range(config.seeds):
                 bar.update(job, info=f"layer {layer}, seed {s}")
                 basis, _ = train_das(model, tt, train, layer, base, source, where,
                                      dim=config.dim, steps=config.steps, lr=config.lr,
                                      batch_size=config.batch_size, seed=config.seed + s)
-                bases.append(basis)
-                seeds.append(score(basis).iia)
+                seeds.append(score(basis))
                 bar.advance(job)
-            das = score(bases[0])
+            das = seeds[0]
             concept = concept_directions(tt, base, source, where, train, test, config.seed)
             ctrl, chance = None, None
             if config.control:
@@ -159,7 +157,7 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 chance = max(plus, 1.0 - plus)
                 bar.advance(job)
             out.append(LayerIIA(
-                layer=layer, das=das, das_seeds=seeds,
+                layer=layer, das=das, das_seeds=[x.iia for x in seeds],
                 random=score(random_basis(d, config.dim, config.seed + 7919 + layer)),
                 full=score(torch.eye(d)), none=score(torch.zeros(d, 1)), control=ctrl,
                 seconds=time.perf_counter() - t0, control_chance=chance,
