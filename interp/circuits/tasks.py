@@ -7,8 +7,11 @@ A task is a JSONL file, one pair per line::
      "answer": " Mary", "wrong": " John",
      "labels": [["start", 0, 4], ["IO", 4, 9], ..., ["END", 57, 60]]}
 
-``answer`` and ``wrong`` must be single tokens; the clean and corrupted prompts must
-tokenize to the same length (patching swaps activations position by position).
+The same pair may be spelled counterfactually, as ``interp causal`` reads it:
+``{"base", "source", "base_label", "source_label"}`` (base = corrupted, source = clean,
+base_label = wrong, source_label = answer). ``answer`` and ``wrong`` must be single
+tokens; the clean and corrupted prompts must tokenize to the same length (patching
+swaps activations position by position).
 ``labels`` (optional) name character spans of the clean prompt, so that pairs of
 different lengths align by role: a *position* of a position family is a label, and
 patching it patches every token of that span. The final token is always its own
@@ -37,6 +40,9 @@ from interp.runs.paths import datasets_dir
 
 END = "END"
 _KEYS = ("clean", "corrupted", "answer", "wrong")
+#: the counterfactual spelling of a pair (interp causal): base = corrupted, source = clean
+COUNTERFACTUAL_KEYS = {"source": "clean", "base": "corrupted", "source_label": "answer",
+                       "base_label": "wrong"}
 _SCALARS = (str, int, float, bool)
 
 
@@ -152,6 +158,8 @@ def load_task(spec: str, limit: int | None = None) -> Task:
     pairs: list[Pair] = []
     for n, row in jsonl_objects(path, open_text(path)):
         where = f"{path.name} line {n}"
+        if "clean" not in row and "source" in row:  # the counterfactual spelling
+            row = {COUNTERFACTUAL_KEYS.get(k, k): v for k, v in row.items()}
         missing = [k for k in _KEYS if not isinstance(row.get(k), str) or not row[k]]
         if missing:
             raise InterpError(f"{where}: missing or empty {', '.join(missing)}")

@@ -1,0 +1,62 @@
+"""Counterfactual pairs from a labelled probe set (``datasets/probes/sentiment.jsonl``).
+
+A probe set's rows ``{"text", "label", "group", "target_tokens"}`` come as minimal pairs:
+two texts that differ in one word (the group: "wonderful" / "terrible") with opposite
+labels. :func:`pairs_from_probe_set` pairs each row with the next when they do, and
+writes the pair counterfactually: the label-0 text is the base, the label-1 text the
+source, and the labels are the texts' ``target_tokens`` (" bad" / " good"). The two
+deciding words are the pair's ``template`` ("terrible./wonderful."), so the held-out
+split keeps whole word pairs apart, as the probe tool splits by the deciding word.
+Pairs whose two texts tokenize to different lengths (or whose target tokens are not one
+token each) are left out, since an interchange swaps position by position.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from interp.circuits.tasks import Pair, Task
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.manifest import sha256_file
+
+
+def _one_word_apart(a: str, b: str) -> int | None:
+    """The index of the one whitespace-separated word where ``a`` and ``b`` differ."""
+    wa, wb = a.split(), b.split()
+    if len(wa) != len(wb):
+        return None
+    diff = [i for i, (x, y) in enumerate(zip(wa, wb, strict=True)) if x != y]
+    return diff[0] if len(diff) == 1 else None
+
+
+def pairs_from_probe_set(path: str | Path, model: Model) -> Task:
+    """The probe set's minimal pairs as a counterfactual task (see the module docstring);
+    a file with no usable pair is an error."""
+    from interp.data.readers import jsonl_objects, open_text
+
+    path = Path(path)
+    rows = [row for _, row in jsonl_objects(path, open_text(path))]
+    pairs: list[Pair] = []
+    i = 0
+    while i + 1 < len(rows):
+        a, b = rows[i], rows[i + 1]
+        at = _one_word_apart(str(a.get("text", "")), str(b.get("text", "")))
+        targets = a.get("target_tokens") or {}
+        if at is None or {a.get("label"), b.get("label")} != {0, 1} or \
+                not isinstance(targets, dict) or not {"0", "1"} <= set(targets):
+            i += 1
+            continue
+        base, source = (a, b) if a["label"] == 0 else (b, a)
+        template = f"{str(base['text']).split()[at]}/{str(source['text']).split()[at]}"
+        ok = (len(model.encode(base["text"])) == len(model.encode(source["text"]))
+              and all(len(model.encode_continuation(targets[k])) == 1 for k in ("0", "1")))
+        if ok:
+            pairs.append(Pair(clean=source["text"], corrupted=base["text"],
+                              answer=targets["1"], wrong=targets["0"],
+                              columns={"template": template}))
+        i += 2
+    if not pairs:
+        raise InterpError(f"{path}: no minimal pairs (two texts one word apart, labels 0 "
+                          "and 1, target tokens for both, equal token lengths)")
+    return Task(f"{path.stem} pairs", str(path), sha256_file(path), pairs)
