@@ -8,7 +8,10 @@ source, and the labels are the texts' ``target_tokens`` (" bad" / " good"). The 
 deciding words are the pair's ``template`` ("terrible./wonderful."), so the held-out
 split keeps whole word pairs apart, as the probe tool splits by the deciding word.
 Pairs whose two texts tokenize to different lengths (or whose target tokens are not one
-token each) are left out, since an interchange swaps position by position.
+token each) are left out, since an interchange swaps position by position; so are the
+pairs the model does not get right (``solved``): the source must prefer its label and the
+base its own (logit(good) − logit(bad) above 0 on the source, below 0 on the base),
+or an interchange's success would say nothing about the swap.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ def _one_word_apart(a: str, b: str) -> int | None:
     return diff[0] if len(diff) == 1 else None
 
 
-def pairs_from_probe_set(path: str | Path, model: Model) -> Task:
+def pairs_from_probe_set(path: str | Path, model: Model, *, solved: bool = True) -> Task:
     """The probe set's minimal pairs as a counterfactual task (see the module docstring);
     a file with no usable pair is an error."""
     from interp.data.readers import jsonl_objects, open_text
@@ -56,7 +59,16 @@ def pairs_from_probe_set(path: str | Path, model: Model) -> Task:
                               answer=targets["1"], wrong=targets["0"],
                               columns={"template": template}))
         i += 2
-    if not pairs:
+    task = Task(f"{path.stem} pairs", str(path), sha256_file(path), pairs)
+    if pairs and solved:
+        from interp.circuits.patching import pair_lds
+        from interp.circuits.tasks import tokenize_task
+
+        clean, corr = pair_lds(model, tokenize_task(model, task), 32)
+        task.pairs = [p for p, c, k in zip(pairs, clean.tolist(), corr.tolist(), strict=True)
+                      if c > 0 > k]
+    if not task.pairs:
         raise InterpError(f"{path}: no minimal pairs (two texts one word apart, labels 0 "
-                          "and 1, target tokens for both, equal token lengths)")
-    return Task(f"{path.stem} pairs", str(path), sha256_file(path), pairs)
+                          "and 1, target tokens for both, equal token lengths"
+                          + (", solved by the model)" if solved else ")"))
+    return task

@@ -177,3 +177,43 @@ def test_concept_directions_are_unit_and_separate_the_labels(tiny_model, tmp_pat
     tt4 = tokenize_task(tiny_model, load_task(_tiny_task_file(tmp_path)))
     b4, s4 = residuals(tiny_model, tt4, 1)
     assert concept_directions(tt4, b4, s4, position_mask(tt4, "animal"), [0, 1], [2], 0) is None
+
+
+def test_counterfactual_spelling_and_probe_set_pairs(tiny_model, tmp_path):
+    """base/source rows read as corrupted/clean pairs; a probe set's minimal pairs become
+    a counterfactual task grouped by the deciding word pair (unpaired rows skipped)."""
+    import json
+
+    from interp.causal.pairs import pairs_from_probe_set
+    from interp.circuits import load_task
+
+    cf = tmp_path / "cf.jsonl"
+    cf.write_text(json.dumps({"base": "The capital of Italy is the", "source":
+                              "The capital of France is the", "base_label": " Rome",
+                              "source_label": " Paris", "family": "capitals"}) + "\n")
+    (p,) = load_task(str(cf)).pairs
+    assert (p.clean, p.corrupted, p.answer, p.wrong) == (
+        "The capital of France is the", "The capital of Italy is the", " Paris", " Rome")
+    assert p.columns == {"family": "capitals"}
+    targets = {"0": " fox", "1": " dog"}
+    rows = [
+        {"text": "The quick brown fox jumps", "label": 1, "group": "brown",
+         "target_tokens": targets},
+        {"text": "The quick lazy fox jumps", "label": 0, "group": "lazy",
+         "target_tokens": targets},
+        {"text": "A row with no partner", "label": 1, "group": "x", "target_tokens": targets},
+        {"text": "The lazy dog sat", "label": 0, "group": "lazy", "target_tokens": targets},
+        {"text": "The quick dog sat", "label": 1, "group": "quick", "target_tokens": targets},
+    ]
+    path = tmp_path / "probe.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    task = pairs_from_probe_set(path, tiny_model, solved=False)
+    assert [(q.clean, q.corrupted) for q in task.pairs] == [
+        ("The quick brown fox jumps", "The quick lazy fox jumps"),
+        ("The quick dog sat", "The lazy dog sat")]
+    assert [q.columns["template"] for q in task.pairs] == ["lazy/brown", "lazy/quick"]
+    assert all((q.answer, q.wrong) == (" dog", " fox") for q in task.pairs)
+    empty = tmp_path / "none.jsonl"
+    empty.write_text(json.dumps(rows[2]) + "\n")
+    with pytest.raises(InterpError, match="no minimal pairs"):
+        pairs_from_probe_set(empty, tiny_model)
