@@ -164,8 +164,10 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 probe_accuracy=concept[0] if concept else None,
                 probe_direction=score(concept[1]) if concept else None,
                 mean_difference=score(concept[2]) if concept else None))
-    return DASResult(
+    result = DASResult(
         config=config, task=task.name, task_sha256=task.sha256, position=config.position,
         n_train=len(train), n_test=len(test), split=how, layers=out, model_id=model.model_id,
         manifest=run_manifest(model_id=model.model_id, seed=config.seed,
                               dataset_hash=task.sha256, config=config.to_dict()))
+    result.add_warnings()
+    return result

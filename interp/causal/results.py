@@ -125,6 +125,25 @@ class DASResult(Result):
 
     warnings_always: ClassVar[bool] = False
 
+    def illusions(self) -> list[LayerIIA]:
+        """Layers where DAS does more than the full interchange beyond the noise (its
+        interval wholly above the full interchange's): not a variable the model uses,
+        but a direction that opens a dormant path (Makelov et al. 2023)."""
+        out = []
+        for r in self.layers:
+            lo, hi = r.das.iia_ci95[0], r.full.iia_ci95[1]
+            if lo is not None and hi is not None and lo > hi:
+                out.append(r)
+        return out
+
+    def add_warnings(self) -> None:
+        """One warning per layer of :meth:`illusions`."""
+        for r in self.illusions():
+            self.warn(f"layer {r.layer}: DAS's IIA {r.das.text()} exceeds the full "
+                      f"interchange's {r.full.text()} beyond the noise: the direction opens "
+                      "a path the model does not use (a subspace illusion), not a causal "
+                      "variable")
+
     def best(self) -> LayerIIA | None:
         """The layer with the highest DAS IIA (the first of ties)."""
         return max(self.layers, key=lambda r: r.das.iia, default=None)

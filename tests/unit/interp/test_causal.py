@@ -217,3 +217,20 @@ def test_counterfactual_spelling_and_probe_set_pairs(tiny_model, tmp_path):
     empty.write_text(json.dumps(rows[2]) + "\n")
     with pytest.raises(InterpError, match="no minimal pairs"):
         pairs_from_probe_set(empty, tiny_model)
+
+
+def test_das_above_the_full_interchange_is_flagged():
+    """A layer whose DAS interval lies wholly above the full interchange's is an illusion,
+    warned about; overlapping intervals are not."""
+    from interp.causal import DASConfig, DASResult, LayerIIA
+    from interp.causal.das import rate
+
+    def layer(i: int, das: int, full: int) -> LayerIIA:
+        r = [rate(torch.tensor([1.0] * k + [0.0] * (40 - k))) for k in (das, 0, full, 0)]
+        return LayerIIA(i, r[0], [r[0].iia], r[1], r[2], r[3], None, 0.0)
+
+    res = DASResult(DASConfig(), "t", "0" * 64, "END", 120, 40, "random",
+                    [layer(4, 20, 2), layer(8, 6, 3), layer(22, 40, 39)])
+    assert [r.layer for r in res.illusions()] == [4]
+    res.add_warnings()
+    assert len(res.warnings) == 1 and res.warnings[0].startswith("layer 4: DAS's IIA 0.50")
