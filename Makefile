@@ -69,6 +69,7 @@ bench: setup
 	$(BIN)/python bench/probe.py
 	$(BIN)/python bench/steering.py
 	$(BIN)/python bench/patching.py
+	$(BIN)/python bench/das.py
 	$(BIN)/python bench/models.py
 	$(BIN)/python bench/mfu.py
 	$(BIN)/python bench/tuned_lens.py
