@@ -97,6 +97,33 @@ def run_ld(
     ``capture`` names hook points stored unchanged (detached, model dtype). Runs under
     the caller's grad mode, so AtP can differentiate through it.
     """
+    return _ld_pass(model, lambda: forward(model, ids, mask.long()), direction, fwd_hooks,
+                    capture)
+
+
+def ld_from_block(
+    model: Model,
+    hidden: Float[Tensor, "rows width d_model"],
+    block: int,
+    mask: Bool[Tensor, "rows width"],
+    direction: Float[Tensor, "rows d_model"],
+    fwd_hooks: Sequence[tuple[str, HookFn]],
+) -> Float[Tensor, " rows"]:
+    """:func:`run_ld` for rows whose residual before ``block`` is ``hidden``: only the
+    blocks from ``block`` on run (:func:`~interp.models.forward.forward_from_block`)."""
+    return _ld_pass(model, lambda: forward_from_block(model, hidden, block, mask.long()),
+                    direction, fwd_hooks, ())[0]
+
+
+def _ld_pass(
+    model: Model,
+    run: Callable[[], object],
+    direction: Float[Tensor, "b d_model"],
+    fwd_hooks: Sequence[tuple[str, HookFn]],
+    capture: Sequence[str],
+) -> tuple[Float[Tensor, " b"], dict[str, Tensor]]:
+    """``run`` (a forward) with ``fwd_hooks`` and keepers for ``capture``, stopped at the
+    final norm: the last position's logit difference along ``direction``, and captures."""
     store: dict[str, Tensor] = {}
     final: dict[str, Tensor] = {}
 
@@ -114,15 +141,13 @@ def run_ld(
     hooks = [*fwd_hooks, *[(n, keeper(n)) for n in capture], (FINAL_NORM_HOOK, stop)]
     with model.bridge.hooks(fwd_hooks=hooks):
         try:
-            forward(model, ids, mask.long())
+            run()
         except _Stop:
             pass
     missing = [n for n in capture if n not in store]
     if "x" not in final or missing:
         raise InterpError(f"hook point(s) never fired: {', '.join(missing or [FINAL_NORM_HOOK])}")
-    ld = (final["x"].float() * direction).sum(-1)
-    out = store
-    return ld, out
+    return (final["x"].float() * direction).sum(-1), store
 
 
 @dataclass
@@ -248,32 +273,6 @@ def _prefix_resid(
         except _Stop:
             pass
     return store
-
-
-def ld_from_block(
-    model: Model,
-    hidden: Float[Tensor, "rows width d_model"],
-    block: int,
-    mask: Bool[Tensor, "rows width"],
-    direction: Float[Tensor, "rows d_model"],
-    fwd_hooks: Sequence[tuple[str, HookFn]],
-) -> Float[Tensor, " rows"]:
-    """:func:`run_ld` for rows whose residual before ``block`` is ``hidden``: only the
-    blocks from ``block`` on run (:func:`~interp.models.forward.forward_from_block`)."""
-    final: dict[str, Tensor] = {}
-
-    def stop(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-        final["x"] = t[:, -1]
-        raise _Stop
-
-    with model.bridge.hooks(fwd_hooks=[*fwd_hooks, (FINAL_NORM_HOOK, stop)]):
-        try:
-            forward_from_block(model, hidden, block, mask.long())
-        except _Stop:
-            pass
-    if "x" not in final:
-        raise InterpError(f"hook point never fired: {FINAL_NORM_HOOK}")
-    return (final["x"].float() * direction).sum(-1)
 
 
 @dataclass
