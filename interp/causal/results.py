@@ -13,8 +13,9 @@ does, can score; a control run that cannot flip anything scores the minority's s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from interp.circuits.results import Direction, GroupEffects, TaskSummary
 from interp.display import ci_text
 from interp.schema import (
     Config,
@@ -22,6 +23,8 @@ from interp.schema import (
     Result,
     at_least,
     fraction,
+    json_field,
+    non_negative,
     not_empty,
     positive,
     seed_range,
@@ -203,3 +206,186 @@ class DASResult(Result):
         from interp.causal.figures import iia_by_layer
 
         return iia_by_layer(self) if self.layers else None
+
+
+# ---------------------------------------------------------------------- edge attribution
+EdgeMethod = Literal["all", "eap", "eap-ig", "exact"]
+
+
+@dataclass(frozen=True)
+class EdgeConfig(Config):
+    """What :func:`~interp.causal.edge_experiment.run_edges` scores, and against what."""
+
+    task: str = setting("ioi", check=not_empty, metavar="NAME|FILE",
+                        help="A shipped circuit task (ioi, capitals, pronoun) or a JSONL file "
+                             "of clean/corrupted pairs.")
+    method: EdgeMethod = setting(
+        "all", help="eap | eap-ig (EAP comes with it) | exact (path patching of a sample) | "
+                    "all (EAP and EAP-IG for every edge, exact for the sample, compared).")
+    ig_steps: int = setting(5, check=at_least(1), cli_range=True,
+                            help="EAP-IG's integration steps (1 gives EAP).")
+    sample: int = setting(500, check=at_least(1), cli_range=True,
+                          help="Edges patched exactly: the top edges by the approximations "
+                               "(--top) plus a random sample stratified by receiver layer.")
+    top: int = setting(100, check=at_least(0), cli_range=True,
+                       help="Of the sample, this many are the edges with the largest EAP or "
+                            "EAP-IG scores.")
+    direction: Direction = setting(
+        "denoise", help="denoise: clean values into the corrupted run; noise: the reverse.")
+    limit: int | None = setting(None, check=at_least(1), cli_range=True,
+                                help="Use the first N pairs of the task.")
+    min_gap: float = setting(0.1, check=non_negative, cli_range=True,
+                             help="Leave out pairs whose clean − corrupted logit difference "
+                                  "gap is smaller.")
+    circuit_edges: int = setting(200, check=at_least(1), cli_range=True,
+                                 help="Edges kept in the saved circuit (before pruning).")
+    max_edges: int = setting(1000, check=at_least(1), cli_range=True,
+                             help="The faithfulness curve's largest edge count.")
+    random_draws: int = setting(3, check=at_least(1), cli_range=True,
+                                help="Random edge sets per count on the faithfulness curve.")
+    recall_k: int = setting(50, check=at_least(1), cli_range=True,
+                            help="k of recall@k against exact path patching.")
+    n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100), cli_range=True,
+                          help="Bootstrap resamples (over pairs) for the agreement CIs.")
+    batch_size: int = setting(8, cli=False, check=at_least(1),
+                              help="Pairs per gradient pass; rows per patched pass x4.")
+    group_by: str = setting(
+        "auto", check=not_empty, metavar="COLUMN|auto|none",
+        help="A task-file column whose values group the pairs: the top sampled edges' exact "
+             "effects per group. auto: 'template' when every pair has it; none: no groups.")
+    seed: int = setting(0, check=seed_range, cli=False,
+                        help="Seeds the edge sample, the random circuits and the bootstrap.")
+
+    def check(self) -> None:
+        """The sample holds its top edges."""
+        if self.top > self.sample:
+            raise self.error("top", f"must be at most --sample ({self.sample})", self.top)
+
+
+@dataclass
+class EdgeAgreement:
+    """One approximation against exact path patching on the sampled edges."""
+
+    method: str
+    n_edges: int
+    spearman: float
+    spearman_ci95: list[float]
+    k: int
+    recall: float
+    recall_ci95: list[float]
+    #: the same on the random (stratified) part of the sample alone
+    spearman_random: float = float("nan")
+
+
+@dataclass
+class FaithCurve:
+    """The share of the clean − corrupted gap kept by circuits of ``n`` edges."""
+
+    method: str
+    n: list[int]
+    mean: list[float]
+    ci95: list[list[float]]
+
+
+@dataclass
+class CircuitEdge:
+    sender: str
+    receiver: str
+    score: float
+
+
+@dataclass
+class Circuit:
+    """The pruned edge set: the top edges by ``method``, less those that reach neither the
+    input nor the logits through other kept edges."""
+
+    method: str
+    n_top: int
+    edges: list[CircuitEdge]
+    faithfulness: float
+    faithfulness_ci95: list[float]
+
+    def to_json(self) -> dict[str, Any]:
+        """``circuit.json``."""
+        nodes = sorted({e.sender for e in self.edges} | {e.receiver for e in self.edges})
+        return {"method": self.method, "top_edges": self.n_top, "nodes": nodes,
+                "edges": [[e.sender, e.receiver, e.score] for e in self.edges],
+                "faithfulness": self.faithfulness,
+                "faithfulness_ci95": self.faithfulness_ci95}
+
+
+@dataclass
+class SampledEdge:
+    """One edge patched exactly: its mean effect on the logit difference (raw, nats)
+    under each method, and whether it was chosen as a top edge or at random."""
+
+    edge: str
+    chosen: str  # "top" or "random"
+    exact: float
+    eap: float | None = None
+    eap_ig: float | None = None
+
+
+@dataclass
+class EdgeResult(Result):
+    """Edge scores against exact path patching; ``to_dict()`` is ``results.json``."""
+
+    config: EdgeConfig
+    task: TaskSummary
+    n_edges: int
+    n_senders: int
+    n_receivers: int
+    seconds: dict[str, float] = field(default_factory=dict)
+    #: seconds of one unpatched forward pass of a batch, for forward-equivalents
+    forward_seconds: float = float("nan")
+    agreement: list[EdgeAgreement] = field(default_factory=list)
+    faithfulness: list[FaithCurve] = field(default_factory=list)
+    circuit: Circuit | None = json_field(None, omit_none=True)
+    sample: list[SampledEdge] = field(default_factory=list)
+    top_edges: list[SampledEdge] = field(default_factory=list)
+    groups: GroupEffects | None = json_field(None, omit_none=True)
+    model_id: str = ""
+    #: per-pair scores ``[pairs, edges]`` by method (``exact``: ``[pairs, sample]``)
+    scores: dict[str, Any] = json_field(default_factory=dict, skip=True)
+
+    def forward_equivalents(self, method: str) -> float:
+        """A method's time per batch of pairs in unpatched forward passes of that batch."""
+        n_batches = -(-self.task.n_used // self.config.batch_size)
+        return self.seconds.get(method, float("nan")) / n_batches / self.forward_seconds
+
+    def headline(self) -> Headline:
+        """Agreement with exact path patching, and the circuit's faithfulness."""
+        table = [[a.method, a.n_edges, f"{a.spearman:.2f} {ci_text(*a.spearman_ci95)}",
+                  f"{a.spearman_random:.2f}", a.k,
+                  f"{a.recall:.2f} {ci_text(*a.recall_ci95)}",
+                  f"{self.seconds.get(a.method, float('nan')):.1f}",
+                  f"{self.forward_equivalents(a.method):.1f}"] for a in self.agreement]
+        verdict = None
+        if self.circuit is not None:
+            c = self.circuit
+            verdict = (f"circuit of the top {c.n_top} {c.method} edges ({len(c.edges)} after "
+                       f"pruning) keeps {c.faithfulness:.2f} {ci_text(*c.faithfulness_ci95)} "
+                       "of the clean − corrupted gap")
+            rand = next((f for f in self.faithfulness if f.method == "random"), None)
+            if rand is not None and c.n_top in rand.n:
+                i = rand.n.index(c.n_top)
+                verdict += f"; {c.n_top} random edges keep {rand.mean[i]:.2f}"
+        return Headline(
+            title="Edge attribution against exact path patching",
+            rows=[("model", self.model_id or "unknown"), ("task", self.task.name),
+                  ("pairs", f"{self.task.n_used} used of {self.task.n_read}"),
+                  ("graph", f"{self.n_senders} senders, {self.n_receivers} receivers, "
+                            f"{self.n_edges} edges"),
+                  ("direction", self.config.direction),
+                  ("EAP-IG steps", self.config.ig_steps)],
+            table_title="agreement with exact path patching on the sampled edges "
+                        "(95% bootstrap CI over pairs)",
+            columns=["method", "edges", "Spearman", "Spearman (random part)", "k",
+                     "recall@k", "seconds", "forward-equivalents per batch"],
+            table=table, verdict=verdict)
+
+    def figure(self) -> Figure | None:
+        """:func:`~interp.causal.figures.faithfulness_curves`."""
+        from interp.causal.figures import faithfulness_curves
+
+        return faithfulness_curves(self) if self.faithfulness else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import fields, asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
@@ -177,6 +177,13 @@ class TaskSummary:
             d[f"{key}_mean"] = mean
             d[f"{key}_ci95"] = [lo, hi]
         return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TaskSummary:
+        """Read back from :meth:`to_dict`: the per-pair logit differences are not in the
+        file, so they come back empty."""
+        keep = {f.name for f in fields(cls)} - {"clean_ld", "corrupted_ld"}
+        return cls(**{k: data[k] for k in keep}, clean_ld=[], corrupted_ld=[])
 
 
 @dataclass
