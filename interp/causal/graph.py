@@ -41,6 +41,7 @@ class Group:
 
     @property
     def n_edges(self) -> int:
+        """Edges into the group."""
         return self.size * self.upstream
 
 
@@ -55,12 +56,15 @@ class Graph:
     # ----------------------------------------------------------------- senders
     @property
     def n_senders(self) -> int:
+        """Input, every head, every MLP."""
         return 1 + self.n_layers * (self.n_heads + 1)
 
     def head_sender(self, layer: int, head: int) -> int:
+        """The sender index of a head."""
         return 1 + layer * (self.n_heads + 1) + head
 
     def mlp_sender(self, layer: int) -> int:
+        """The sender index of an MLP."""
         return 1 + layer * (self.n_heads + 1) + self.n_heads
 
     @cached_property
@@ -79,6 +83,7 @@ class Graph:
 
     @property
     def n_receivers(self) -> int:
+        """Every layer's attention inputs and MLP, and the logits."""
         return self.n_layers * (self.attn_size + 1) + 1
 
     @cached_property
@@ -112,6 +117,7 @@ class Graph:
     # ----------------------------------------------------------------- edges
     @property
     def n_edges(self) -> int:
+        """Every sender joined to every receiver downstream of it."""
         last = self.groups[-1]
         return last.edge_start + last.n_edges
 
@@ -126,6 +132,7 @@ class Graph:
         return torch.cat(snd), torch.cat(rcv)
 
     def edge_name(self, e: int) -> str:
+        """``sender->receiver``."""
         s, r = self.edge_index
         return f"{self.senders[int(s[e])]}->{self.receivers[int(r[e])]}"
 
@@ -143,6 +150,7 @@ class Graph:
         return g.edge_start + (r - g.first) * g.upstream + s
 
     def group_of(self, receiver: int) -> Group:
+        """The group holding a receiver."""
         for g in self.groups:
             if g.first <= receiver < g.first + g.size:
                 return g
@@ -156,6 +164,7 @@ class Graph:
         return out
 
     def sender_node(self, s: int) -> str:
+        """A sender's name."""
         return self.senders[s]
 
     def receiver_node(self, r: int) -> list[str]:

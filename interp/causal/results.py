@@ -289,6 +289,8 @@ class FaithCurve:
 
 @dataclass
 class CircuitEdge:
+    """One kept edge and its score (the circuit's method, mean over pairs)."""
+
     sender: str
     receiver: str
     score: float
