@@ -1,4 +1,5 @@
-"""The distributed-alignment-search HTML report (``interp causal das``).
+"""The causal reports: distributed alignment search (``interp causal das``) and edge
+attribution against exact path patching (``interp causal edges``).
 
 Input is a :class:`~interp.causal.results.DASResult` (its manifest included). The page
 (``templates/das.html.j2``) shows the held-out IIA by layer
@@ -13,20 +14,27 @@ from typing import Any
 
 from markupsafe import Markup
 
-from interp.causal.figures import iia_by_layer
-from interp.causal.results import DASResult
+from interp.causal.figures import (
+    agreement_scatter,
+    circuit_graph,
+    faithfulness_curves,
+    iia_by_layer,
+)
+from interp.causal.results import DASResult, EdgeResult
+from interp.circuits.figures import group_forest, group_titles
 from reports.html import Report, ReportFigure, render_page, warnings_box
+from reports.patching import group_rows
 
-__all__ = ["das_report"]
+__all__ = ["das_report", "edges_report"]
 
 
-def _lead(r: DASResult) -> Markup:
-    """The verdict (best layer against its controls), then the headline's facts."""
+def _lead(r: DASResult | EdgeResult) -> Markup:
+    """The verdict, then the headline's facts."""
     h = r.headline()
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
                          for k, v in h.rows)
     return Markup('<p class="verdict">{}</p>{}<dl class="facts">{}</dl>').format(
-        (h.verdict or "no layer searched") + ".", warnings_box(r.warnings), dl)
+        (h.verdict or "nothing measured") + ".", warnings_box(r.warnings), dl)
 
 
 def _rows(r: DASResult) -> list[list[Any]]:
@@ -71,3 +79,63 @@ def das_report(result: DASResult) -> Report:
                   "and the output follows the source or not."),
         lead=_lead(r), manifest=r.manifest or {}, figures=figures, r=r, width=width,
         rows=_rows(r), setup=setup)
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None or x != x else f"{x:+.{digits}f}"
+
+
+def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> Report:
+    """The edge-attribution report (page and figures) of one run."""
+    r = result
+    figures: dict[str, ReportFigure] = {}
+    if r.sample and r.agreement:
+        figures["agreement"] = ReportFigure(agreement_scatter(r),
+                                            label="Scores against exact path patching")
+    if r.faithfulness:
+        figures["faith"] = ReportFigure(faithfulness_curves(r), label="Faithfulness")
+    if r.circuit is not None and r.circuit.edges:
+        figures["circuit"] = ReportFigure(circuit_graph(r.circuit, n_heads, n_layers, n_kv),
+                                          label="Circuit")
+    if r.groups is not None and len(r.groups.groups) > 1:
+        figures["groups"] = ReportFigure(group_forest(r.groups), titles=group_titles(r.groups),
+                                         label=f"Effect by {r.groups.column}")
+    agreement = [[a.method, a.n_edges, f"{a.spearman:.2f}",
+                  f"[{a.spearman_ci95[0]:.2f}, {a.spearman_ci95[1]:.2f}]",
+                  f"{a.spearman_random:.2f}", a.k, f"{a.recall:.2f}",
+                  f"[{a.recall_ci95[0]:.2f}, {a.recall_ci95[1]:.2f}]"] for a in r.agreement]
+    faith = []
+    for curve in r.faithfulness:
+        for n, mu, ci in zip(curve.n, curve.mean, curve.ci95, strict=True):
+            faith.append([curve.method, n, f"{mu:.3f}", f"[{ci[0]:.3f}, {ci[1]:.3f}]"])
+    top = [[Markup("<code>{}</code>").format(e.edge), _num(e.eap), _num(e.eap_ig),
+            _num(e.exact)] for e in r.top_edges]
+    circuit = ([[Markup("<code>{}</code>").format(e.sender),
+                 Markup("<code>{}</code>").format(e.receiver), _num(e.score)]
+                for e in sorted(r.circuit.edges, key=lambda e: -abs(e.score))[:40]]
+               if r.circuit is not None else [])
+    c, t = r.config, r.task
+    setup = [("model", r.model_id or None), ("task", t.name), ("task file", t.source),
+             ("task sha256", Markup("<code>{}</code>").format(t.sha256)),
+             ("pairs read / used / left out", f"{t.n_read} / {t.n_used} / {t.n_left_out}"),
+             ("method", c.method), ("direction", c.direction), ("EAP-IG steps", c.ig_steps),
+             ("exact sample", f"{c.sample} edges ({c.top} top, the rest stratified random)"),
+             ("circuit edges", c.circuit_edges), ("random draws", c.random_draws),
+             ("bootstrap resamples", c.n_boot), ("batch size", c.batch_size),
+             ("limit", c.limit), ("seed", c.seed),
+             ("seconds", ", ".join(f"{k} {v:.1f}" for k, v in r.seconds.items())),
+             ("one forward pass of a batch", f"{r.forward_seconds:.3f} s")]
+    return render_page(
+        "edges.html.j2",
+        title=f"Edge attribution — {t.name} · {r.model_id or 'unknown model'}",
+        subtitle=("Which edges between heads, MLPs, the input and the logits carry the "
+                  "task: gradient scores for every edge (EAP, EAP-IG), checked against "
+                  "exact path patching of a sample, and circuits of the top edges run "
+                  "against random edge sets."),
+        lead=_lead(r), manifest=r.manifest or {}, figures=figures, r=r,
+        agreement=agreement, faith=faith, top=top, circuit=circuit, setup=setup,
+        group_rows=group_rows(r.groups) if r.groups is not None else [],
+        group_heads=([f"{r.groups.column} {g} (n = {n})"
+                      for g, n in zip(r.groups.groups, r.groups.n_pairs, strict=True)]
+                     if r.groups is not None else []),
+        stylesheets=["circuits.css"])

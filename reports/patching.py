@@ -38,13 +38,19 @@ from interp.circuits.figures import (
     group_titles,
     within_noise,
 )
-from interp.circuits.results import AttentionResult, Effects, PatchResult, ci95_over_pairs
+from interp.circuits.results import (
+    AttentionResult,
+    Effects,
+    GroupEffects,
+    PatchResult,
+    ci95_over_pairs,
+)
 from interp.display import with_ci
 from interp.stats.intervals import mean_ci
 from reports.attention import top_keys
 from reports.html import Report, ReportFigure, render_page, token_html, warnings_box
 
-__all__ = ["attention_anchor", "patching_report"]
+__all__ = ["attention_anchor", "group_rows", "patching_report"]
 
 #: Components in the top table.
 TOP_K = 10
@@ -290,11 +296,10 @@ def _top_heads(r: PatchResult, heads: list[_Head]) -> list[list[Any]]:
 
 
 # ----------------------------------------------------------------------- groups
-def _group_rows(r: PatchResult) -> list[list[Any]]:
+def group_rows(groups: GroupEffects) -> list[list[Any]]:
     """One row per looked-at component: each group's mean [CI], Holm p, the verdict."""
-    assert r.groups is not None
     rows = []
-    for c in r.groups.components:
+    for c in groups.components:
         cells: list[Any] = [Markup("<code>{}</code>").format(c.component)]
         for m, ci in zip(c.mean, c.ci95, strict=True):
             cells.append(f"{fmt_effect(m)} {effect_ci(ci[0], ci[1])}" if ci is not None
@@ -392,7 +397,7 @@ def patching_report(result: PatchResult) -> Report:
         dla_rows=_dla_rows(r) if r.dla is not None else [], dla_width=dla_width,
         heads=heads, top_heads=_top_heads(r, heads) if heads else [],
         heads_from_dla=r.family != "heads", split=_split_half(r), split_rows=_split_rows(r),
-        group_rows=_group_rows(r) if group_width else [], group_width=group_width,
+        group_rows=group_rows(r.groups) if group_width and r.groups is not None else [], group_width=group_width,
         group_heads=([f"{r.groups.column} {g} (n = {n})"
                       for g, n in zip(r.groups.groups, r.groups.n_pairs, strict=True)]
                      if r.groups is not None else []),

@@ -129,11 +129,11 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
     config = EdgeConfig.resolve(config, settings)
     task = load_task(config.task, config.limit)
     column = group_column(task, config.group_by)
+    tt_all = tokenize_task(model, task)
     graph = graph_of(model)
     if config.sample > graph.n_edges:
         raise InterpError(f"--sample {config.sample} is larger than the model's "
                           f"{graph.n_edges} edges")
-    tt_all = tokenize_task(model, task)
     bs = config.batch_size
     clean_all, corr_all = pair_lds(model, tt_all, bs)
     gap = clean_all - corr_all
@@ -181,8 +181,9 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
         seconds["exact"] = time.perf_counter() - t0
         exact_eff = raw - base_ld[:, None]
         scores["exact"] = exact_eff
+        scores["exact_edges"] = sample  # the edge index of each of exact's columns
         for m, s in scores.items():
-            if m != "exact":
+            if m in ("eap", "eap-ig"):
                 agree.append(agreement(m, s[:, sample], exact_eff, origin, config.recall_k,
                                        config.n_boot, config.seed))
         em = exact_eff.mean(0)

@@ -391,6 +391,7 @@ def exact_edges(
     batch_size: int = 32,
     reuse_prefix: bool = True,
     freeze_final_norm: bool = False,
+    scale: float = 1.0,
     progress: bool | None = None,
 ) -> Float[Tensor, "pairs k"]:
     """Raw LD of the base run with each edge patched alone, per (pair, edge).
@@ -398,7 +399,8 @@ def exact_edges(
     ``freeze_final_norm``: edges into the logits use the base run's final-norm scale
     (the LD is then linear in the edge's ``Δ``: the difference of the sender's direct
     logit attribution terms between the runs). ``reuse_prefix=False`` runs every chunk
-    whole (the reference for the prefix reuse)."""
+    whole (the reference for the prefix reuse). ``scale`` patches that fraction of each
+    ``Δ`` (``(patched(ε) - base) / ε`` tends to the edge's EAP score as ε → 0)."""
     graph = graph_of(model)
     w = _weights(model, graph)
     snd, rcv = graph.edge_index
@@ -427,13 +429,13 @@ def exact_edges(
             ld0, base = run_ld(model, base_ids[row], mask, d, capture=names)
             _, src = run_ld(model, src_ids[row], mask, d, capture=names)
             diff = (sender_outputs(graph, w, src) - sender_outputs(graph, w, base))[0]
-            diff = diff * mask[0, :, None, None].to(diff.dtype)  # [pos, S, d]
+            diff = diff * mask[0, :, None, None].to(diff.dtype) * scale  # [pos, S, d]
             if len(logit_edges):
                 x = base["ln_final.hook_in"][0, -1].float()
                 dl = diff[-1, e_snd[logit_edges]]  # [m, d]
                 if norm is not None:
-                    scale = torch.sqrt(x.pow(2).mean() + norm.eps)
-                    out[p, logit_edges] = (ld0.float() + (dl * norm.gain / scale) @ d[0]).cpu()
+                    rms = torch.sqrt(x.pow(2).mean() + norm.eps)
+                    out[p, logit_edges] = (ld0.float() + (dl * norm.gain / rms) @ d[0]).cpu()
                 else:
                     y = w.lnf((x + dl).to(model.dtype)).float()
                     out[p, logit_edges] = (y @ d[0]).cpu()

@@ -1,4 +1,5 @@
-"""``interp causal das``: distributed alignment search over layers, against its controls."""
+"""``interp causal das`` (distributed alignment search over layers, against its controls) and
+``interp causal edges`` (edge attribution against exact path patching)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,14 @@ from typing import Any
 
 import click
 
-from interp.causal.results import DASConfig
+from interp.causal.results import DASConfig, EdgeConfig
 from interp.cli.common import json_safe, load_model, log, make_model_options
 from interp.cli.options import build_config, config_options
 
 
 @click.group("causal")
 def causal_group() -> None:
-    """Causal validation: interchange interventions and distributed alignment search."""
+    """Causal validation: interchange interventions, DAS, and edge attribution."""
 
 
 @causal_group.command("das")
@@ -47,6 +48,55 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
     else:
         result.headline().print()
     log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
+
+
+@causal_group.command("edges")
+@config_options(EdgeConfig)
+@make_model_options(batch_size=8, batch_help="Pairs per gradient pass (exact path patching "
+                                             "runs 4x as many rows).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write report.html, results.json, circuit.json, edge_scores.safetensors "
+                   "and figures/ here.")
+@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+def edges(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+          out_dir: str, as_json: bool, **settings: Any) -> None:
+    """Score every edge by EAP and EAP-IG and check them against exact path patching."""
+    from interp.causal.edge_experiment import run_edges
+    from interp.causal.edges import graph_of
+    from interp.circuits.tasks import load_task
+    from interp.runs.outdir import OutDir
+    from reports.causal import edges_report
+
+    config = build_config(EdgeConfig, settings, batch_size=batch_size, seed=seed)
+    load_task(config.task, config.limit)  # a missing or empty task fails before the model loads
+    with OutDir(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
+        result = run_edges(model, config)
+        data: dict[str, Any] = json_safe(result.to_dict())
+        out.write_json("results.json", data)
+        if result.circuit is not None:
+            out.write_json("circuit.json", result.circuit.to_json())
+        if result.scores:
+            out.write_bytes("edge_scores.safetensors", edge_scores_file(result))
+        g = graph_of(model)
+        edges_report(result, g.n_layers, g.n_heads, g.n_kv).write(out)
+    for w in result.warnings:
+        log(f"warning: {w}")
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        result.headline().print()
+    log(f"wrote {os.path.join(out_dir, 'report.html')}, results.json and circuit.json")
+
+
+def edge_scores_file(result: Any) -> bytes:
+    """Every method's per-pair scores (``[pairs, edges]``; exact: ``[pairs, sample]``) as
+    safetensors, with the run's config as metadata."""
+    from safetensors.torch import save
+
+    tensors = {k.replace("-", "_"): v.contiguous() for k, v in result.scores.items()}
+    return save(tensors, metadata={"config": json.dumps(json_safe(result.config.to_dict())),
+                                   "model_id": result.model_id})
 
 
 __all__ = ["causal_group"]

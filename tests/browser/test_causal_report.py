@@ -31,3 +31,30 @@ def test_das_report_in_browser(tiny_model, tmp_path):
     assert v.checks["rows"] == 3
     assert not v.checks["overflow"]
     assert (ARTIFACTS / "das_report.png").stat().st_size > 10_000
+
+
+@pytest.mark.browser
+def test_edges_report_in_browser(tiny_model, tmp_path):
+    from interp.causal.edge_experiment import run_edges
+    from interp.causal.results import EdgeConfig
+    from reports.causal import edges_report
+
+    res = run_edges(tiny_model, EdgeConfig(task=_tiny_task_file(tmp_path), sample=40, top=8,
+                                           n_boot=100, min_gap=0, max_edges=100,
+                                           circuit_edges=20), progress=False)
+    path = edges_report(res, 3, 4, 2).save(tmp_path / "report")
+
+    def check(page):
+        return {
+            "figures": page.locator("svg.mpl-fig").count(),
+            "cards": page.locator("section.card").count(),
+            "overflow": page.evaluate(
+                "document.documentElement.scrollWidth > document.documentElement.clientWidth"),
+        }
+
+    v = visit(path, "edges_report.png", check)
+    assert_clean(v)
+    assert v.checks["figures"] == 4  # agreement, faithfulness, circuit, groups
+    assert v.checks["cards"] >= 5
+    assert not v.checks["overflow"]
+    assert (ARTIFACTS / "edges_report.png").stat().st_size > 10_000

@@ -534,6 +534,22 @@ CASES = [
         "--out", c.out], "test-size must be strictly between 0 and 1"),
     Case("causal-das-unknown-task", lambda c: [
         "causal", "das", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
+    Case("causal-edges-sample-too-large", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sample",
+        "1000", "--out", c.out], "--sample 1000 is larger than the model's 190 edges"),
+    Case("causal-edges-top-over-sample", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sample", "10",
+        "--top", "20", "--out", c.out], "top must be at most --sample (10)"),
+    Case("causal-edges-unknown-method", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--method",
+        "acdc", "--out", c.out], "acdc"),
+    Case("causal-edges-unpaired-row", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", json.dumps(
+            {"clean": "The capital of France is", "answer": " Paris", "wrong": " Rome"})),
+        "--out", c.out], "missing or empty corrupted"),
+    Case("causal-edges-multi-token-label", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair(answer=" Parisian") * 4),
+        "--out", c.out], "must be single tokens"),
     Case("patch-atp-star-not-heads", lambda c: [
         "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--method", "atp-star",
         "--out", c.out], "heads only"),
