@@ -397,7 +397,8 @@ def patching_report(result: PatchResult) -> Report:
         dla_rows=_dla_rows(r) if r.dla is not None else [], dla_width=dla_width,
         heads=heads, top_heads=_top_heads(r, heads) if heads else [],
         heads_from_dla=r.family != "heads", split=_split_half(r), split_rows=_split_rows(r),
-        group_rows=group_rows(r.groups) if group_width and r.groups is not None else [], group_width=group_width,
+        group_rows=group_rows(r.groups) if group_width and r.groups is not None else [],
+        group_width=group_width,
         group_heads=([f"{r.groups.column} {g} (n = {n})"
                       for g, n in zip(r.groups.groups, r.groups.n_pairs, strict=True)]
                      if r.groups is not None else []),

@@ -274,7 +274,8 @@ def _vjp(lns: Sequence[Any], xs: Sequence[Tensor], us: Sequence[Tensor]) -> list
     with torch.enable_grad():
         xe = [x.detach()[:, :, None, :].expand_as(u).clone().requires_grad_(True)
               for x, u in zip(xs, us, strict=True)]
-        total = sum((ln(x).float() * u).sum() for ln, x, u in zip(lns, xe, us, strict=True))
+        total = torch.stack([(ln(x).float() * u).sum()
+                             for ln, x, u in zip(lns, xe, us, strict=True)]).sum()
         grads = torch.autograd.grad(total, xe)
     return [g.float() for g in grads]
 

@@ -357,16 +357,19 @@ class EdgeResult(Result):
 
     def headline(self) -> Headline:
         """Agreement with exact path patching, and the circuit's faithfulness."""
-        table = [[a.method, a.n_edges, f"{a.spearman:.2f} {ci_text(*a.spearman_ci95)}",
+        def ci(x: list[float]) -> str:
+            return ci_text(x[0], x[1])
+
+        table = [[a.method, a.n_edges, f"{a.spearman:.2f} {ci(a.spearman_ci95)}",
                   f"{a.spearman_random:.2f}", a.k,
-                  f"{a.recall:.2f} {ci_text(*a.recall_ci95)}",
+                  f"{a.recall:.2f} {ci(a.recall_ci95)}",
                   f"{self.seconds.get(a.method, float('nan')):.1f}",
                   f"{self.forward_equivalents(a.method):.1f}"] for a in self.agreement]
         verdict = None
         if self.circuit is not None:
             c = self.circuit
             verdict = (f"circuit of the top {c.n_top} {c.method} edges ({len(c.edges)} after "
-                       f"pruning) keeps {c.faithfulness:.2f} {ci_text(*c.faithfulness_ci95)} "
+                       f"pruning) keeps {c.faithfulness:.2f} {ci(c.faithfulness_ci95)} "
                        "of the clean − corrupted gap")
             rand = next((f for f in self.faithfulness if f.method == "random"), None)
             if rand is not None and c.n_top in rand.n:
