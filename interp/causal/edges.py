@@ -34,6 +34,7 @@ in one line when it fails (Gemma's sandwich norms).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -218,10 +219,12 @@ def _edit_hooks(
 # ------------------------------------------------------------------ gradients: EAP, EAP-IG
 def _receiver_grads(
     model: Model, graph: Graph, w: _Weights, ids: Tensor, mask: Tensor, d: Tensor,
-    embed: Tensor | None, capture: Sequence[str],
+    embed: Tensor | None, capture: Sequence[str], prefix: Any = None,
 ) -> tuple[list[Tensor], dict[str, Tensor]]:
     """``∂LD/∂x_v`` for every receiver, per group ``[b, pos, size, d]``; the run on ``ids``
-    (with its input embeddings replaced by ``embed`` when given), and its captures."""
+    (with its input embeddings replaced by ``embed`` when given), and its captures.
+    With ``prefix`` (a KV cache of the first positions, copied, not extended), ``ids``
+    are the positions after them, and so are the gradients and captures."""
     deltas: dict[str, Tensor] = {}
 
     def adder(name: str) -> HookFn:
@@ -243,7 +246,7 @@ def _receiver_grads(
             for p in ("resid_pre", "resid_mid")]
     cap = list(dict.fromkeys([*need, *capture]))
     with torch.enable_grad():
-        ld, caps = run_ld(model, ids, mask, d, hooks, cap)
+        ld, caps = run_ld(model, ids, mask, d, hooks, cap, cache=_fresh(prefix))
         order = [n for n in names if n in deltas]
         if len(order) != len(names):
             raise InterpError("edge attribution: a receiver's hook point never fired")
@@ -266,6 +269,17 @@ def _receiver_grads(
     out = _vjp(lns, xs, vecs)
     out.append(g["ln_final.hook_in"].float()[:, :, None])
     return out, caps
+
+
+def _fresh(prefix: Any) -> Any:
+    """A copy of a prefix KV cache for one pass (each pass extends its own), or None."""
+    return None if prefix is None else copy.deepcopy(prefix)
+
+
+def _prefix_cache(model: Model, ids: Tensor, mask: Tensor) -> Any:
+    """The KV cache of ``ids`` (no gradient): the positions every run of a batch shares."""
+    with torch.no_grad():
+        return forward(model, ids, mask.long(), use_cache=True)[1]
 
 
 def _vjp(lns: Sequence[Any], xs: Sequence[Tensor], us: Sequence[Tensor]) -> list[Tensor]:
@@ -305,13 +319,16 @@ def edge_attribution(
     steps: int = 5,
     direction: str = "denoise",
     batch_size: int = 8,
+    cache_prefix: bool = True,
     progress: bool | None = None,
 ) -> tuple[Float[Tensor, "pairs edges"], Float[Tensor, "pairs edges"]]:
     """EAP and EAP-IG scores of every edge for every pair (EAP is EAP-IG's first step).
 
     Per batch: one no-grad pass of the source run, then ``steps`` forward and backward
     passes along the input path from the base (``k = 0``, which also captures the base's
-    sender outputs) toward the source."""
+    sender outputs) toward the source. ``cache_prefix``: the positions before the first
+    one where a batch's prompts differ run once, as a KV cache (``False``: every pass
+    runs every position; the reference, equal up to float rounding)."""
     if steps < 1:
         raise InterpError(f"steps must be at least 1, got {steps}")
     graph = graph_of(model)
@@ -325,25 +342,33 @@ def edge_attribution(
             sl = slice(s, s + batch_size)
             mask = tt.attention_mask[sl]
             d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
+            # Before the first position where the prompts differ, every sender's output
+            # is the same in both runs and along the path (causal attention): those
+            # positions add nothing to any score, so they run once, as a KV cache, and
+            # every pass runs only the positions after them.
+            cut = min(first_difference(base_ids[sl], src_ids[sl]), base_ids.shape[1] - 1)
+            prefix = (_prefix_cache(model, base_ids[sl, :cut], mask[:, :cut])
+                      if cut > 0 and cache_prefix else None)
+            if prefix is None:
+                cut = 0
             with torch.no_grad():
-                _, src = run_ld(model, src_ids[sl], mask, d, capture=names)
-            grads, base = _receiver_grads(model, graph, w, base_ids[sl], mask, d, None, names)
+                _, src = run_ld(model, src_ids[sl, cut:], mask, d, capture=names,
+                                cache=_fresh(prefix))
+            grads, base = _receiver_grads(model, graph, w, base_ids[sl, cut:], mask, d, None,
+                                          names, prefix)
             if s == 0:
                 check_additive(graph, w, base, model.model_id)
-            # Before the first position where the prompts differ, every sender's output is
-            # the same in both runs (causal attention): those positions add nothing.
-            cut = first_difference(base_ids[sl], src_ids[sl])
-            diff = (sender_outputs(graph, w, src) - sender_outputs(graph, w, base))[:, cut:]
+            diff = sender_outputs(graph, w, src) - sender_outputs(graph, w, base)
             diff = diff * mask[:, cut:, None, None].to(diff.dtype)
-            grads = [g[:, cut:] for g in grads]
             eap.append(_group_scores(graph, diff, grads).cpu())
             total = [g.clone() for g in grads]
             e0, e1 = base["blocks.0.hook_resid_pre"], src["blocks.0.hook_resid_pre"]
             for k in range(1, steps):
                 emb = e0 + (k / steps) * (e1 - e0)
-                more, _ = _receiver_grads(model, graph, w, base_ids[sl], mask, d, emb, ())
+                more, _ = _receiver_grads(model, graph, w, base_ids[sl, cut:], mask, d, emb,
+                                          (), prefix)
                 for t, m in zip(total, more, strict=True):
-                    t += m[:, cut:]
+                    t += m
             ig.append(_group_scores(graph, diff, [t / steps for t in total]).cpu())
             bar.advance(task, mask.shape[0])
     return torch.cat(eap), torch.cat(ig)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from jaxtyping import Bool, Float, Int
@@ -91,12 +92,18 @@ def run_ld(
     direction: Float[Tensor, "b d_model"],
     fwd_hooks: Sequence[tuple[str, HookFn]] = (),
     capture: Sequence[str] = (),
+    cache: Any = None,
 ) -> tuple[Float[Tensor, " b"], dict[str, Tensor]]:
     """One forward to the final norm: the last position's logit difference, and captures.
 
     ``capture`` names hook points stored unchanged (detached, model dtype). Runs under
-    the caller's grad mode, so AtP can differentiate through it.
+    the caller's grad mode, so AtP can differentiate through it. With ``cache`` (a KV
+    cache of the first positions, which it extends), ``ids`` are the positions after
+    them and ``mask`` covers all of them; the hooks see the new positions only.
     """
+    if cache is not None:
+        return _ld_pass(model, lambda: forward(model, ids, mask.long(), cache, use_cache=True),
+                        direction, fwd_hooks, capture)
     return _ld_pass(model, lambda: forward(model, ids, mask.long()), direction, fwd_hooks,
                     capture)
 

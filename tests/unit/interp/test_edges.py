@@ -101,6 +101,15 @@ def test_one_step_is_eap_and_eap_is_the_derivative_of_the_patch(tiny_model, tt):
     torch.testing.assert_close(slope, eap[:, edges], atol=2e-3, rtol=2e-2)
 
 
+def test_the_shared_prefix_runs_once_and_changes_nothing(tiny_model, tt):
+    """Positions before the first difference run once as a KV cache: the scores equal
+    those of passes over every position, up to float rounding."""
+    a = edge_attribution(tiny_model, tt, steps=3, progress=False)
+    b = edge_attribution(tiny_model, tt, steps=3, cache_prefix=False, progress=False)
+    for x, y in zip(a, b, strict=True):
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-4)
+
+
 def test_ig_converges_to_the_total_effect_through_the_input(tiny_model, tt):
     """Completeness: EAP-IG's scores of every edge leaving the input sum to the clean −
     corrupted gap as the steps grow (EAP's sum does not); the error shrinks with steps."""
