@@ -109,6 +109,11 @@ accept: setup
 	$(BIN)/interp patch --task capitals --family resid --method both --limit 100 \
 		--out accept-out/patch-capitals-resid
 	$(BIN)/python scripts/atp_vs_exact.py --limit 24 --out accept-out/atp-vs-exact
+	$(BIN)/interp causal das --task pronoun --layers 8,16 --position name --limit 80 \
+		--out accept-out/das-pronoun
+	$(BIN)/interp causal das --task capitals --layers 10,18,22 --position country \
+		--limit 120 --out accept-out/das-capitals
+	$(BIN)/interp causal edges --task ioi --limit 100 --out accept-out/edges-ioi
 	$(BIN)/python scripts/compare_probe_solvers.py
 	$(BIN)/python scripts/check_acceptance.py accept-out
 

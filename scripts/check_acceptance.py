@@ -54,7 +54,44 @@ def main(root: str = "accept-out") -> int:
     steer_path = Path(root) / "steer" / "results.json"
     if steer_path.exists():
         _check_steering(json.loads(steer_path.read_text()), check)
+    for name in ("das-pronoun", "das-capitals"):
+        path = Path(root) / name / "results.json"
+        if path.exists():
+            _check_das(name, json.loads(path.read_text()), check)
+    edges_path = Path(root) / "edges-ioi" / "results.json"
+    if edges_path.exists():
+        _check_edges(json.loads(edges_path.read_text()), check)
     return 0 if ok else 1
+
+
+def _check_das(name: str, r: dict, check) -> None:  # noqa: ANN001
+    """Issue 33's DAS figures: held-out IIA ≥ 0.8 at the best layer at k = 1, the random
+    direction and the random-label control task ≤ 0.55."""
+    best = max(r["layers"], key=lambda x: x["das"]["iia"])
+    check(f"{name}: DAS held-out IIA ≥ 0.8 at the best layer (k = 1)", best["das"]["iia"] >= 0.8,
+          f"layer {best['layer']}: {best['das']['iia']:.2f} {best['das']['iia_ci95']}, full "
+          f"interchange {best['full']['iia']:.2f}")
+    check(f"{name}: random direction ≤ 0.55 there", best["random"]["iia"] <= 0.55,
+          f"{best['random']['iia']:.2f} {best['random']['iia_ci95']}")
+    if best.get("control") is not None:
+        check(f"{name}: random-label control task ≤ 0.55", best["control"]["iia"] <= 0.55,
+              f"{best['control']['iia']:.2f} (chance {best['control_chance']:.2f})")
+
+
+def _check_edges(r: dict, check) -> None:  # noqa: ANN001
+    """Issue 33's edge figures on IOI: EAP-IG against exact path patching on 500 sampled
+    edges (Spearman ≥ 0.8, EAP beside it), and the top-200 circuit against random edges."""
+    by = {a["method"]: a for a in r["agreement"]}
+    ig, eap = by["eap-ig"], by["eap"]
+    check("edges: EAP-IG Spearman ≥ 0.8 against exact path patching", ig["spearman"] >= 0.8,
+          f"EAP-IG {ig['spearman']:.3f} {ig['spearman_ci95']}, EAP {eap['spearman']:.3f} "
+          f"{eap['spearman_ci95']} on {ig['n_edges']} edges")
+    curves = {c["method"]: c for c in r["faithfulness"]}
+    i = curves["eap-ig"]["n"].index(200)
+    top, rand = curves["eap-ig"]["ci95"][i], curves["random"]["ci95"][i]
+    check("edges: the top-200 EAP-IG edges keep more of the gap than 200 random edges",
+          top[0] > rand[1], f"{curves['eap-ig']['mean'][i]:.2f} {top} vs random "
+          f"{curves['random']['mean'][i]:.2f} {rand}")
 
 
 def _check_steering(r: dict, check) -> None:  # noqa: ANN001

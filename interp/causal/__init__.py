@@ -1,8 +1,11 @@
 """Causal validation: interchange interventions in subspaces and distributed alignment
 search (:mod:`interp.causal.interchange`; :func:`~interp.causal.das.run_das` over layers,
-with its controls)."""
+with its controls); edge attribution (EAP, EAP-IG) checked against exact path patching
+(:mod:`interp.causal.edges`; :func:`~interp.causal.edge_experiment.run_edges`)."""
 
 from interp.causal.das import run_das
+from interp.causal.edge_experiment import run_edges
+from interp.causal.edges import circuit_lds, edge_attribution, exact_edges, graph_of
 from interp.causal.interchange import (
     interchange,
     interchange_lds,
@@ -12,8 +15,16 @@ from interp.causal.interchange import (
     residuals,
     train_das,
 )
-from interp.causal.results import DASConfig, DASResult, LayerIIA, Rate
+from interp.causal.results import (
+    DASConfig,
+    DASResult,
+    EdgeConfig,
+    EdgeResult,
+    LayerIIA,
+    Rate,
+)
 
-__all__ = ["DASConfig", "DASResult", "LayerIIA", "Rate", "interchange", "interchange_lds",
-           "intervened_ld", "position_mask", "random_basis", "residuals", "run_das",
-           "train_das"]
+__all__ = ["DASConfig", "DASResult", "EdgeConfig", "EdgeResult", "LayerIIA", "Rate",
+           "circuit_lds", "edge_attribution", "exact_edges", "graph_of", "interchange",
+           "interchange_lds", "intervened_ld", "position_mask", "random_basis", "residuals",
+           "run_das", "run_edges", "train_das"]

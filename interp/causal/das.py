@@ -31,8 +31,9 @@ from interp.causal.interchange import (
     residuals,
     train_das,
 )
+from interp.causal.pairs import load_counterfactual_task
 from interp.causal.results import DASConfig, DASResult, LayerIIA, Rate
-from interp.circuits.tasks import TokenizedTask, load_task, tokenize_task
+from interp.circuits.tasks import TokenizedTask, tokenize_task
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
@@ -112,7 +113,7 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
     config = config.replace(layers=layers)
     if config.dim >= model.d_model:
         raise InterpError(f"--dim {config.dim} must be below d_model ({model.d_model})")
-    task = load_task(config.task, config.limit)
+    task = load_counterfactual_task(config.task, model, config.limit)
     tt = tokenize_task(model, task)
     where = position_mask(tt, config.position)
     n = len(tt)

@@ -72,3 +72,34 @@ def pairs_from_probe_set(path: str | Path, model: Model, *, solved: bool = True)
                           "and 1, target tokens for both, equal token lengths"
                           + (", solved by the model)" if solved else ")"))
     return task
+
+
+def is_probe_set(task: str) -> bool:
+    """``task`` names a JSONL file whose first row is a probe set's (``text`` and
+    ``label``, no clean/corrupted or base/source pair)."""
+    import json
+
+    path = Path(task)
+    if path.suffix != ".jsonl" or not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8") as f:
+            first = next((line for line in f if line.strip()), "")
+        row = json.loads(first) if first else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return (isinstance(row, dict) and "text" in row and "label" in row
+            and not {"clean", "base"} & set(row))
+
+
+def load_counterfactual_task(task: str, model: Model, limit: int | None = None) -> Task:
+    """A task for an interchange: a shipped task or a task file (:func:`load_task`), or a
+    probe set's minimal pairs (:func:`pairs_from_probe_set`), the first ``limit`` pairs."""
+    from interp.circuits.tasks import load_task
+
+    if not is_probe_set(task):
+        return load_task(task, limit)
+    out = pairs_from_probe_set(task, model)
+    if limit is not None:
+        out.pairs = out.pairs[:limit]
+    return out

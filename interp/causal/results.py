@@ -41,9 +41,10 @@ class DASConfig(Config):
     """What :func:`~interp.causal.das.run_das` searches: where, how, on which pairs."""
 
     task: str = setting("capitals", check=not_empty, metavar="NAME|FILE",
-                        help="A shipped circuit task (capitals, ioi, pronoun) or a JSONL file "
-                             "of clean/corrupted pairs: the corrupted prompt is the base, "
-                             "the clean one the source.")
+                        help="A shipped circuit task (capitals, ioi, pronoun), a JSONL file "
+                             "of clean/corrupted pairs (the corrupted prompt is the base, "
+                             "the clean one the source), or a probe set with target tokens "
+                             "(its minimal pairs the model solves).")
     layers: list[int] | str | int | None = setting(
         None, cli_default="all", help="Layers to search: comma-separated (0-based) or 'all'.")
     position: str = setting("END", check=not_empty,

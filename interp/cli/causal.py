@@ -29,12 +29,14 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
         out_dir: str, as_json: bool, **settings: Any) -> None:
     """Learn a subspace per layer whose interchange makes the output follow the source."""
     from interp.causal.das import run_das
+    from interp.causal.pairs import is_probe_set
     from interp.circuits.tasks import load_task
     from interp.runs.outdir import OutDir
     from reports.causal import das_report
 
     config = build_config(DASConfig, settings, batch_size=batch_size, seed=seed)
-    load_task(config.task, config.limit)  # a missing or empty task fails before the model loads
+    if not is_probe_set(config.task):  # a missing or empty task fails before the model loads
+        load_task(config.task, config.limit)
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         result = run_das(model, config)

@@ -217,6 +217,13 @@ def test_counterfactual_spelling_and_probe_set_pairs(tiny_model, tmp_path):
     empty.write_text(json.dumps(rows[2]) + "\n")
     with pytest.raises(InterpError, match="no minimal pairs"):
         pairs_from_probe_set(empty, tiny_model)
+    # run_das and its verb take the probe set itself (the pairs the model solves)
+    from interp.causal.pairs import is_probe_set, load_counterfactual_task
+
+    assert is_probe_set(str(path)) and not is_probe_set(str(cf)) and not is_probe_set("ioi")
+    assert load_counterfactual_task(str(cf), tiny_model).pairs[0].answer == " Paris"
+    with pytest.raises(InterpError, match="no minimal pairs"):
+        load_counterfactual_task(str(empty), tiny_model)
 
 
 def test_das_above_the_full_interchange_is_flagged():
