@@ -44,7 +44,14 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from interp.causal.graph import Graph, Group, model_graph
-from interp.circuits.patching import HookFn, ld_direction, ld_from_block, module_weight, run_ld
+from interp.circuits.patching import (
+    HookFn,
+    ld_direction,
+    ld_from_block,
+    module_weight,
+    prefix_resid,
+    run_ld,
+)
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from interp.models.forward import can_run_from_block, forward
@@ -381,33 +388,6 @@ def first_difference(a: Int[Tensor, "b width"], b: Int[Tensor, "b width"]) -> in
 
 
 # ------------------------------------------------------------------ exact path patching
-class _Stop(Exception):
-    """Raised once the deepest residual a prefix pass needs is stored."""
-
-
-def _prefix(model: Model, ids: Tensor, mask: Tensor, blocks: Sequence[int]) -> dict[int, Tensor]:
-    """``blocks.{b}.hook_resid_pre`` for each block, from one unpatched pass that stops
-    at the deepest."""
-    store: dict[int, Tensor] = {}
-    last = max(blocks)
-
-    def keeper(b: int) -> HookFn:
-        def keep(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            store[b] = t.detach()
-            if b == last:
-                raise _Stop
-            return t
-        return keep
-
-    with torch.no_grad(), model.bridge.hooks(
-            fwd_hooks=[(f"blocks.{b}.hook_resid_pre", keeper(b)) for b in sorted(set(blocks))]):
-        try:
-            forward(model, ids, mask.long())
-        except _Stop:
-            pass
-    return store
-
-
 def exact_edges(
     model: Model,
     tt: TokenizedTask,
@@ -470,7 +450,7 @@ def exact_edges(
             cut = reuse_prefix and len(chunks) > 1 and can_run_from_block(model)
             rows_n = size
             starts = [int(layer_of[c].min()) for c in chunks]
-            prefix = (_prefix(model, base_ids[row].expand(rows_n, -1),
+            prefix = (prefix_resid(model, base_ids[row].expand(rows_n, -1),
                               mask.expand(rows_n, -1), [s for s in starts if s > 0])
                       if cut and any(s > 0 for s in starts) else {})
             for chunk, start in zip(chunks, starts, strict=True):

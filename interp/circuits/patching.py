@@ -253,14 +253,14 @@ def entry_block(layer: int) -> int:
     return max(layer, 0)
 
 
-def _prefix_resid(
+def prefix_resid(
     model: Model,
     ids: Int[Tensor, "rows width"],
     mask: Bool[Tensor, "rows width"],
     blocks: Sequence[int],
 ) -> dict[int, Tensor]:
     """``blocks.{b}.hook_resid_pre`` for each of ``blocks`` (all > 0), one unpatched pass
-    that stops as the deepest one is stored."""
+    that stops as the deepest one is stored (under the caller's grad mode)."""
     store: dict[int, Tensor] = {}
     last = max(blocks)
 
@@ -368,7 +368,7 @@ def exact_patch(
             rows0 = group[0].pair_idx.to(dev)
             cut = (reuse_prefix and len(group) > 1 and can_run_from_block(model))
             starts = [c.start for c in group if c.start > 0] if cut else []
-            prefix = (_prefix_resid(model, base_ids[rows0], tt.attention_mask[rows0], starts)
+            prefix = (prefix_resid(model, base_ids[rows0], tt.attention_mask[rows0], starts)
                       if starts else {})
             for chunk in group:
                 pair_idx, real = chunk.pair_idx.to(dev), chunk.comp_idx >= 0

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from interp.causal.results import DASConfig, EdgeConfig
-from interp.cli.common import json_safe, load_model, log, make_model_options
+from interp.cli.common import json_safe, load_model, make_model_options, show_result
 from interp.cli.options import build_config, config_options
 
 
@@ -43,13 +43,8 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
         data: dict[str, Any] = json_safe(result.to_dict())
         out.write_json("results.json", data)
         das_report(result).write(out)
-    for w in result.warnings:
-        log(f"warning: {w}")
-    if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        result.headline().print()
-    log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
+    show_result(result, data, as_json,
+                f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
 
 
 @causal_group.command("edges")
@@ -82,13 +77,8 @@ def edges(model_name: str | None, device: str, dtype: str, batch_size: int, seed
             out.write_bytes("edge_scores.safetensors", edge_scores_file(result))
         g = graph_of(model)
         edges_report(result, g.n_layers, g.n_heads, g.n_kv).write(out)
-    for w in result.warnings:
-        log(f"warning: {w}")
-    if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-    else:
-        result.headline().print()
-    log(f"wrote {os.path.join(out_dir, 'report.html')}, results.json and circuit.json")
+    show_result(result, data, as_json, f"wrote {os.path.join(out_dir, 'report.html')}, "
+                                       "results.json and circuit.json")
 
 
 def edge_scores_file(result: Any) -> bytes:

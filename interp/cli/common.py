@@ -7,6 +7,7 @@ Verbs live in their own modules of :mod:`interp.cli` (``interp/cli/probe.py``,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -244,6 +245,18 @@ def manifest_for(model: Any, seed: int, texts: list[str], config: dict[str, Any]
         model_id=model.model_id, seed=seed, dataset_hash=sha256_texts(texts),
         config=config, extra={"model": model.manifest_info()},
     )
+
+
+def show_result(result: Any, data: dict[str, Any], as_json: bool, wrote: str) -> None:
+    """A verb's last words: each warning on stderr, the results JSON (``--json``) or the
+    headline table on stdout, then what was written."""
+    for w in result.warnings:
+        log(f"warning: {w}")
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        result.headline().print()
+    log(wrote)
 
 
 def log(message: str) -> None:
