@@ -356,6 +356,14 @@ class EdgeResult(Result):
         n_batches = -(-self.task.n_used // self.config.batch_size)
         return self.seconds.get(method, float("nan")) / n_batches / self.forward_seconds
 
+    def _seconds_text(self, method: str) -> str:
+        if method in self.seconds:
+            return f"{self.seconds[method]:.1f}"
+        return "in EAP-IG's" if method == "eap" and "eap-ig" in self.seconds else "—"
+
+    def _fwd_text(self, method: str) -> str:
+        return f"{self.forward_equivalents(method):.1f}" if method in self.seconds else "—"
+
     def headline(self) -> Headline:
         """Agreement with exact path patching, and the circuit's faithfulness."""
         def ci(x: list[float]) -> str:
@@ -364,8 +372,8 @@ class EdgeResult(Result):
         table = [[a.method, a.n_edges, f"{a.spearman:.2f} {ci(a.spearman_ci95)}",
                   f"{a.spearman_random:.2f}", a.k,
                   f"{a.recall:.2f} {ci(a.recall_ci95)}",
-                  f"{self.seconds.get(a.method, float('nan')):.1f}",
-                  f"{self.forward_equivalents(a.method):.1f}"] for a in self.agreement]
+                  self._seconds_text(a.method), self._fwd_text(a.method)]
+                 for a in self.agreement]
         verdict = None
         if self.circuit is not None:
             c = self.circuit
