@@ -73,8 +73,9 @@ def _caps(n_layers: int) -> list[str]:
 
 
 @dataclass
-class _Weights:
-    """The modules and weights each receiver reads its input through, per layer."""
+class GraphWeights:
+    """The modules and weights each receiver reads its input through, per layer (read
+    once from the bridge's wrapped modules: the same tensors, not copies)."""
 
     ln1: list[Any]
     ln2: list[Any]
@@ -90,7 +91,8 @@ def graph_of(model: Model) -> Graph:
     return model_graph(model.n_layers, int(cfg.n_heads), n_kv)
 
 
-def _weights(model: Model, graph: Graph) -> _Weights:
+def graph_weights(model: Model, graph: Graph) -> GraphWeights:
+    """The norms and projection weights of ``model`` that the graph's receivers read through."""
     d, h, kv = model.d_model, graph.n_heads, graph.n_kv
     dh = int(model.bridge.cfg.d_head)
     ln1, ln2, qkv, wo = [], [], [], []
@@ -101,11 +103,11 @@ def _weights(model: Model, graph: Graph) -> _Weights:
         qkv.append((module_weight(a.q).reshape(h, dh, d), module_weight(a.k).reshape(kv, dh, d),
                     module_weight(a.v).reshape(kv, dh, d)))
         wo.append(module_weight(a.o).reshape(d, h, dh))
-    return _Weights(ln1, ln2, qkv, wo, wrapped_module(model.bridge.ln_final))
+    return GraphWeights(ln1, ln2, qkv, wo, wrapped_module(model.bridge.ln_final))
 
 
 def sender_outputs(
-    graph: Graph, w: _Weights, caps: dict[str, Tensor]
+    graph: Graph, w: GraphWeights, caps: dict[str, Tensor]
 ) -> Float[Tensor, "b pos senders d_model"]:
     """Every sender's output at every position, from a run's captures."""
     first = caps["blocks.0.hook_resid_pre"]
@@ -120,7 +122,7 @@ def sender_outputs(
     return out
 
 
-def check_additive(graph: Graph, w: _Weights, caps: dict[str, Tensor], model_id: str) -> None:
+def check_additive(graph: Graph, w: GraphWeights, caps: dict[str, Tensor], model_id: str) -> None:
     """The residual stream at every receiver equals the sum of its upstream senders'
     outputs (relative error ≤ 1e-3), or a one-line :class:`EdgesUnsupported`."""
     a = sender_outputs(graph, w, caps)
@@ -151,7 +153,7 @@ Offsets = Callable[[Group], tuple[Tensor, Tensor] | None]
 
 
 def _edit_hooks(
-    graph: Graph, w: _Weights, offsets: Offsets, state: dict[str, Tensor]
+    graph: Graph, w: GraphWeights, offsets: Offsets, state: dict[str, Tensor]
 ) -> list[tuple[str, HookFn]]:
     """Hooks that make each receiver read ``x + Δ`` (through its own norm and projection),
     with ``Δ`` from ``offsets``; ``state`` collects the residual streams they need."""
@@ -225,7 +227,7 @@ def _edit_hooks(
 
 # ------------------------------------------------------------------ gradients: EAP, EAP-IG
 def _receiver_grads(
-    model: Model, graph: Graph, w: _Weights, ids: Tensor, mask: Tensor, d: Tensor,
+    model: Model, graph: Graph, w: GraphWeights, ids: Tensor, mask: Tensor, d: Tensor,
     embed: Tensor | None, capture: Sequence[str], prefix: Any = None,
 ) -> tuple[list[Tensor], dict[str, Tensor]]:
     """``∂LD/∂x_v`` for every receiver, per group ``[b, pos, size, d]``; the run on ``ids``
@@ -339,7 +341,7 @@ def edge_attribution(
     if steps < 1:
         raise InterpError(f"steps must be at least 1, got {steps}")
     graph = graph_of(model)
-    w = _weights(model, graph)
+    w = graph_weights(model, graph)
     base_ids, src_ids = tt.runs(direction)
     names = _caps(graph.n_layers)
     eap, ig = [], []
@@ -408,7 +410,7 @@ def exact_edges(
     whole (the reference for the prefix reuse). ``scale`` patches that fraction of each
     ``Δ`` (``(patched(ε) - base) / ε`` tends to the edge's EAP score as ε → 0)."""
     graph = graph_of(model)
-    w = _weights(model, graph)
+    w = graph_weights(model, graph)
     snd, rcv = graph.edge_index
     edges = edges.long().cpu()
     e_snd, e_rcv = snd[edges], rcv[edges]
@@ -502,7 +504,7 @@ def circuit_lds(
     """Raw LD of the clean prompt with only each circuit's edges carrying clean values
     (every other edge reads its sender's output in the corrupted run)."""
     graph = graph_of(model)
-    w = _weights(model, graph)
+    w = graph_weights(model, graph)
     snd, rcv = graph.edge_index
     names = _caps(graph.n_layers)
     out = torch.empty(len(tt), len(circuits))
@@ -524,7 +526,7 @@ def circuit_lds(
 
 
 def _circuit_pass(
-    model: Model, graph: Graph, w: _Weights, ids: Tensor, mask: Tensor, d: Tensor,
+    model: Model, graph: Graph, w: GraphWeights, ids: Tensor, mask: Tensor, d: Tensor,
     corr: dict[str, Tensor], a_corr: Tensor, c_snd: Tensor, c_rcv: Tensor,
 ) -> Tensor:
     """One clean pass whose receivers read corrupted values on every edge outside the

@@ -135,7 +135,7 @@ def _node_xy(name: str, n_heads: int, rep: int) -> tuple[float, float]:
 def circuit_graph(circuit: Circuit, n_heads: int, n_layers: int, n_kv: int) -> Figure:
     """The pruned circuit: heads by (head, layer), key/value heads (shared receivers)
     just below their query heads, MLPs at the right, input below and the logits above;
-    an edge's width is its |score|, blue positive, orange negative."""
+    an edge's width is its ``|score|``, blue positive, orange negative."""
     rep = max(n_heads // max(n_kv, 1), 1)
     fig = new_figure(7.2, 6.2)
     ax = fig.subplots()

@@ -93,8 +93,9 @@ def is_probe_set(task: str) -> bool:
 
 
 def load_counterfactual_task(task: str, model: Model, limit: int | None = None) -> Task:
-    """A task for an interchange: a shipped task or a task file (:func:`load_task`), or a
-    probe set's minimal pairs (:func:`pairs_from_probe_set`), the first ``limit`` pairs."""
+    """A task for an interchange: a shipped task or a task file
+    (:func:`~interp.circuits.tasks.load_task`), or a probe set's minimal pairs
+    (:func:`pairs_from_probe_set`), the first ``limit`` pairs."""
     from interp.circuits.tasks import load_task
 
     if not is_probe_set(task):
