@@ -37,8 +37,14 @@ def _lead(r: DASResult | EdgeResult) -> Markup:
         (h.verdict or "nothing measured") + ".", warnings_box(r.warnings), dl)
 
 
+def _extra(r: DASResult) -> list[str]:
+    """The names of the extra subspaces (an SAE's latents) scored at any layer."""
+    return list(dict.fromkeys(k for x in r.layers for k in x.subspaces))
+
+
 def _rows(r: DASResult) -> list[list[Any]]:
     rows = []
+    extra = _extra(r)
     for x in r.layers:
         spread = (f"{min(x.das_seeds):.2f}–{max(x.das_seeds):.2f}" if len(x.das_seeds) > 1
                   else "one seed")
@@ -46,7 +52,8 @@ def _rows(r: DASResult) -> list[list[Any]]:
             return v.text() if v is not None else "—"
 
         rows.append([x.layer, x.das.text(), spread, text(x.probe_direction),
-                     text(x.mean_difference), text(x.probe_accuracy), x.random.text(),
+                     text(x.mean_difference), *[text(x.subspaces.get(k)) for k in extra],
+                     text(x.probe_accuracy), x.random.text(),
                      x.full.text(),
                      x.none.text(),
                      (f"{x.control.text()}, chance {x.control_chance:.2f}"
@@ -70,6 +77,7 @@ def das_report(result: DASResult) -> Report:
              ("position", r.position), ("dimensions (k)", c.dim), ("training steps", c.steps),
              ("learning rate", c.lr), ("batch size", c.batch_size), ("seeds", c.seeds),
              ("pairs", f"{r.n_train} train, {r.n_test} held out ({r.split})"),
+             ("SAE", f"{c.sae} ({c.sae_latents} latents)" if c.sae else None),
              ("limit", c.limit), ("seed", c.seed)]
     return render_page(
         "das.html.j2",
@@ -78,7 +86,7 @@ def das_report(result: DASResult) -> Report:
                   "residual stream is swapped from the source prompt into the base prompt, "
                   "and the output follows the source or not."),
         lead=_lead(r), manifest=r.manifest or {}, figures=figures, r=r, width=width,
-        rows=_rows(r), setup=setup)
+        rows=_rows(r), setup=setup, extra=_extra(r))
 
 
 def _num(x: float | None, digits: int = 3) -> str:

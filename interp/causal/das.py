@@ -17,6 +17,7 @@ out), else at random.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -101,12 +102,20 @@ def concept_directions(
     return (accuracy, (probe / probe.norm())[:, None], (diff / diff.norm())[:, None])
 
 
+#: A named subspace to score beside DAS: ``(layer, base, source, where, train)`` → an
+#: orthonormal basis ``[d_model, k]`` (chosen from the training pairs only), or ``None``
+#: where it does not apply (an SAE's latents exist at its own layer only)
+SubspaceFn = Callable[[int, Tensor, Tensor, Tensor, list[int]], Tensor | None]
+
+
 def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | None = None,
-            **settings: Any) -> DASResult:
+            subspaces: Mapping[str, SubspaceFn] | None = None, **settings: Any) -> DASResult:
     """Run distributed alignment search (see the module docstring).
 
     Settings come from ``config`` or, equally, keyword arguments named as the fields of
     :class:`DASConfig`, not both. The result's config holds the resolved layer list.
+    ``subspaces`` adds named subspaces scored like DAS on the held-out pairs at each
+    layer where they apply (:func:`saes.subspace.latent_subspace`: an SAE's latents).
     """
     config = DASConfig.resolve(config, settings)
     layers = model.parse_layers(config.layers)
@@ -157,6 +166,11 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 plus = float((control[test] > 0).float().mean())
                 chance = max(plus, 1.0 - plus)
                 bar.advance(job)
+            extra = {}
+            for name, fn in (subspaces or {}).items():
+                basis = fn(layer, base, source, where, list(train))
+                if basis is not None:
+                    extra[name] = score(basis)
             out.append(LayerIIA(
                 layer=layer, das=das, das_seeds=[x.iia for x in seeds],
                 random=score(random_basis(d, config.dim, config.seed + 7919 + layer)),
@@ -164,7 +178,7 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
                 seconds=time.perf_counter() - t0, control_chance=chance,
                 probe_accuracy=concept[0] if concept else None,
                 probe_direction=score(concept[1]) if concept else None,
-                mean_difference=score(concept[2]) if concept else None))
+                mean_difference=score(concept[2]) if concept else None, subspaces=extra))
     result = DASResult(
         config=config, task=task.name, task_sha256=task.sha256, position=config.position,
         n_train=len(train), n_test=len(test), split=how, layers=out, model_id=model.model_id,

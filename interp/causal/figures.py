@@ -45,6 +45,11 @@ def iia_by_layer(result: DASResult) -> Figure:
         ci_line(ax, xs, [x.iia for x in rates], [_nan(x.iia_ci95[0]) for x in rates],
                 [_nan(x.iia_ci95[1]) for x in rates], label=label, color=colour,
                 dashed=dashed, marker=marker)
+    for i, name in enumerate(dict.fromkeys(k for r in result.layers for k in r.subspaces)):
+        pts = [(r.layer, r.subspaces[name]) for r in result.layers if name in r.subspaces]
+        ci_line(ax, [p[0] for p in pts], [p[1].iia for p in pts],
+                [_nan(p[1].iia_ci95[0]) for p in pts], [_nan(p[1].iia_ci95[1]) for p in pts],
+                label=name, color=PALETTE[(6 + i) % len(PALETTE)], marker="D")
     ax.axhline(0.5, color=MUTED, linewidth=0.8, linestyle=":")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(-0.02, 1.02)

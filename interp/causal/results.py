@@ -66,6 +66,12 @@ class DASConfig(Config):
                          help="Training seeds per layer (the spread is reported).")
     control: bool = setting(True, flag="--no-control",
                             help="Skip the control task (DAS on random counterfactual labels).")
+    sae: str | None = setting(None, metavar="DIR",
+                              help="An SAE artifact of one layer's residual stream: its "
+                                   "latents that differ most between the prompts are scored "
+                                   "as a subspace at that layer.")
+    sae_latents: int = setting(8, check=at_least(1), cli_range=True,
+                               help="How many SAE latents span that subspace.")
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Seeds the split, the random directions and the first training.")
 
@@ -111,6 +117,8 @@ class LayerIIA:
     probe_accuracy: Rate | None = None
     probe_direction: Rate | None = None
     mean_difference: Rate | None = None
+    #: the IIA of each named extra subspace (an SAE's latents) where it applies
+    subspaces: dict[str, Rate] = field(default_factory=dict)
 
 
 @dataclass
@@ -165,6 +173,9 @@ class DASResult(Result):
                 if rate is not None:
                     row[name] = rate.iia
                     row[f"{name}_lo"], row[f"{name}_hi"] = rate.iia_ci95
+            for name, rate in r.subspaces.items():
+                row[name] = rate.iia
+                row[f"{name}_lo"], row[f"{name}_hi"] = rate.iia_ci95
             row["das_seed_min"] = min(r.das_seeds)
             row["das_seed_max"] = max(r.das_seeds)
             rows.append(row)
@@ -175,7 +186,9 @@ class DASResult(Result):
         def text(x: Rate | None) -> str:
             return x.text() if x is not None else "—"
 
+        extra = list(dict.fromkeys(k for r in self.layers for k in r.subspaces))
         table = [[r.layer, r.das.text(), text(r.probe_direction), text(r.mean_difference),
+                  *[text(r.subspaces.get(k)) for k in extra],
                   r.random.text(), r.full.text(), r.none.text(), text(r.control),
                   text(r.probe_accuracy)] for r in self.layers]
         b = self.best()
@@ -198,8 +211,9 @@ class DASResult(Result):
                   ("pairs", f"{self.n_train} train, {self.n_test} held out ({self.split})"),
                   ("seeds", self.config.seeds)],
             table_title="held-out IIA by layer (95% Wilson CI)",
-            columns=["layer", "DAS", "probe direction", "mean difference", "random direction",
-                     "full interchange", "none", "control task", "probe accuracy"],
+            columns=["layer", "DAS", "probe direction", "mean difference", *extra,
+                     "random direction", "full interchange", "none", "control task",
+                     "probe accuracy"],
             table=table, verdict=verdict)
 
     def figure(self) -> Figure | None:

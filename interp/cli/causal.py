@@ -39,7 +39,14 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
         load_task(config.task, config.limit)
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        result = run_das(model, config)
+        subspaces = {}
+        if config.sae is not None:
+            from saes.loading import load_sae
+            from saes.subspace import latent_subspace
+
+            subspaces[f"SAE latents ({config.sae_latents})"] = latent_subspace(
+                load_sae(config.sae, model), config.sae_latents)
+        result = run_das(model, config, subspaces=subspaces)
         data: dict[str, Any] = json_safe(result.to_dict())
         out.write_json("results.json", data)
         das_report(result).write(out)

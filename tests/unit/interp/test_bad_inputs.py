@@ -534,6 +534,10 @@ CASES = [
         "--out", c.out], "test-size must be strictly between 0 and 1"),
     Case("causal-das-unknown-task", lambda c: [
         "causal", "das", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
+    Case("causal-das-sae-of-another-model", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sae",
+        str(_sae_artifact(c, "sae-other", 64, "other-model")), "--out", c.out],
+        "was trained on model 'other-model'"),
     Case("causal-edges-sample-too-large", lambda c: [
         "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sample",
         "1000", "--out", c.out], "--sample 1000 is larger than the model's 190 edges"),
