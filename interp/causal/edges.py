@@ -458,7 +458,7 @@ def exact_edges(
             for chunk, start in zip(chunks, starts, strict=True):
                 m = len(chunk)
                 # pad to the common chunk size with rows that patch nothing
-                offs = _exact_offsets(graph, groups, e_snd[chunk], e_rcv[chunk], diff, rows_n)
+                offs = _exact_offsets(groups, e_snd[chunk], e_rcv[chunk], diff)
                 state: dict[str, Tensor] = {}
                 hooks = _edit_hooks(graph, w, lambda g, o=offs: o.get(g.first), state)
                 amask = mask.expand(rows_n, -1)
@@ -473,7 +473,7 @@ def exact_edges(
 
 
 def _exact_offsets(
-    graph: Graph, groups: dict[int, Group], snd: Tensor, rcv: Tensor, diff: Tensor, rows: int
+    groups: dict[int, Group], snd: Tensor, rcv: Tensor, diff: Tensor
 ) -> dict[int, tuple[Tensor, Tensor]]:
     """Per group (keyed by its first receiver): the rows that patch one of its receivers,
     and their ``Δ`` at that receiver's slot (zero elsewhere)."""
@@ -488,7 +488,6 @@ def _exact_offsets(
         for j, i in enumerate(idx):
             delta[j, :, int(rcv[i]) - g.first] = diff[:, int(snd[i])]
         out[first] = (torch.tensor(idx, device=diff.device), delta)
-    del rows
     return out
 
 
