@@ -33,3 +33,42 @@ def test_prefix_is_the_longest_common_token_prefix(tiny_model):
     assert len({r[k] for r in rows if len(r) > k}) > 1 or k == min(len(r) for r in rows) - 1
     assert shared_prefix_length([[1, 2, 3], [1, 2, 3]]) == 2  # one token left to run
     assert shared_prefix_length([]) == 0
+
+
+def _planted(tokens_per_text: list[list[str]], fire) -> list:  # noqa: ANN001
+    from saes.results import FeatureContext
+
+    out = []
+    for toks in tokens_per_text:
+        acts = [float(fire(toks, j)) for j in range(len(toks))]
+        out.append(FeatureContext(tokens=toks, acts=acts,
+                                  max_at=max(range(len(toks)), key=lambda j: acts[j])))
+    return out
+
+
+def test_programmatic_explainer_recovers_planted_tokens():
+    """A feature planted to fire on " because" and " since" is explained by exactly those
+    tokens; one planted to fire on " bank" only after " river" is explained by the
+    bigram; a dead feature by nothing."""
+    from saes.autointerp.explainers import programmatic_explanation, token_cues
+
+    texts = [[" We", " left", " because", " it", " rained"],
+             [" Since", " then", " we", " stayed", " since", " it", " was", " late"],
+             [" I", " ran", " because", " of", " the", " dog"],
+             [" the", " river", " bank", " was", " wet"],
+             [" the", " city", " bank", " was", " closed"],
+             [" a", " river", " bank", " and", " a", " river", " bank"]]
+    planted = {" because", " since"}
+    ctx = _planted(texts, lambda toks, j: 2.0 if toks[j] in planted else 0.0)
+    cues = token_cues(ctx)
+    assert {c.token for c in cues} == planted and all(c.previous is None for c in cues)
+    assert sum(c.coverage for c in cues) == 1.0
+    text = programmatic_explanation(ctx)
+    assert "' because'" in text and "' since'" in text
+    river = _planted(texts, lambda toks, j: 1.0 if toks[j] == " bank" and j > 0
+                     and toks[j - 1] == " river" else 0.0)
+    (cue,) = token_cues(river)
+    assert (cue.token, cue.previous, cue.precision) == (" bank", " river", 1.0)
+    assert programmatic_explanation(river) == "the token ' bank' after ' river'"
+    dead = _planted(texts, lambda toks, j: 0.0)
+    assert token_cues(dead) == [] and programmatic_explanation(dead) == "no consistent token"
