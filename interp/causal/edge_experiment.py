@@ -48,14 +48,19 @@ from interp.stats.intervals import bootstrap_ci, mean_ci
 CURVE = (1, 3, 10, 30, 100, 200, 300, 500, 1000, 3000, 10000)
 
 
+def check_sample(graph: Graph, n: int) -> None:
+    """A sample of ``n`` edges fits the graph (a one-line error otherwise)."""
+    if n > graph.n_edges:
+        raise InterpError(f"--sample {n} is larger than the model's {graph.n_edges} edges")
+
+
 def sample_edges(
     graph: Graph, scores: list[Tensor], n: int, top: int, seed: int
 ) -> tuple[Tensor, list[str]]:
     """``n`` edge indices: the ``top`` with the largest ``|score|`` under any of ``scores``
     (each scaled by its largest), then a random sample of the rest stratified by receiver
     layer (proportional allocation, largest remainders); and each one's origin."""
-    if n > graph.n_edges:
-        raise InterpError(f"--sample {n} is larger than the model's {graph.n_edges} edges")
+    check_sample(graph, n)
     chosen: list[int] = []
     if scores and top:
         rel = torch.stack([s.abs() / s.abs().max().clamp_min(1e-12) for s in scores]).amax(0)
@@ -131,9 +136,7 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
     column = group_column(task, config.group_by)
     tt_all = tokenize_task(model, task)
     graph = graph_of(model)
-    if config.sample > graph.n_edges:
-        raise InterpError(f"--sample {config.sample} is larger than the model's "
-                          f"{graph.n_edges} edges")
+    check_sample(graph, config.sample)  # before any pass
     bs = config.batch_size
     clean_all, corr_all = pair_lds(model, tt_all, bs)
     gap = clean_all - corr_all
@@ -169,6 +172,11 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
             seconds["eap-ig"] = spent
     means = {m: s.mean(0) for m, s in scores.items()}
 
+    def approx(e: int) -> tuple[float | None, float | None]:
+        """Edge ``e``'s mean EAP and EAP-IG scores (None for a method not run)."""
+        eap = float(means["eap"][e]) if "eap" in means else None
+        return eap, float(means["eap-ig"][e]) if "eap-ig" in means else None
+
     sample, origin = sample_edges(graph, list(means.values()), config.sample,
                                   min(config.top, config.sample) if means else 0, config.seed)
     sampled: list[SampledEdge] = []
@@ -188,10 +196,7 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
                                        config.n_boot, config.seed))
         em = exact_eff.mean(0)
         for j, e in enumerate(sample.tolist()):
-            sampled.append(SampledEdge(
-                graph.edge_name(e), origin[j], float(em[j]),
-                float(means["eap"][e]) if "eap" in means else None,
-                float(means["eap-ig"][e]) if "eap-ig" in means else None))
+            sampled.append(SampledEdge(graph.edge_name(e), origin[j], float(em[j]), *approx(e)))
 
     # faithfulness curves and the circuit
     curves: list[FaithCurve] = []
@@ -248,10 +253,8 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
             hit = (sample == e).nonzero()
             if exact_eff is not None and len(hit):
                 ex = float(exact_eff[:, int(hit[0])].mean())
-            top_edges.append(SampledEdge(
-                graph.edge_name(e), "top", ex if ex is not None else math.nan,
-                float(means["eap"][e]) if "eap" in means else None,
-                float(means["eap-ig"][e]) if "eap-ig" in means else None))
+            top_edges.append(SampledEdge(graph.edge_name(e), "top",
+                                         ex if ex is not None else math.nan, *approx(e)))
 
     summary = TaskSummary(
         name=task.name, source=task.source, sha256=task.sha256, n_read=len(tt_all),

@@ -106,6 +106,13 @@ def graph_weights(model: Model, graph: Graph) -> GraphWeights:
     return GraphWeights(ln1, ln2, qkv, wo, wrapped_module(model.bridge.ln_final))
 
 
+def head_outputs(
+    w: GraphWeights, layer: int, z: Float[Tensor, "b pos heads d_head"]
+) -> Float[Tensor, "b pos heads d_model"]:
+    """Each head's ``z_h W_O[h]`` at ``layer`` (float32): the heads' sender outputs."""
+    return torch.einsum("bphk,dhk->bphd", z.float(), w.w_o[layer].float())
+
+
 def sender_outputs(
     graph: Graph, w: GraphWeights, caps: dict[str, Tensor]
 ) -> Float[Tensor, "b pos senders d_model"]:
@@ -116,8 +123,8 @@ def sender_outputs(
     out[:, :, 0] = first.float()
     for layer in range(graph.n_layers):
         s = graph.head_sender(layer, 0)
-        z = caps[f"blocks.{layer}.attn.hook_z"].float()
-        out[:, :, s:s + graph.n_heads] = torch.einsum("bphk,dhk->bphd", z, w.w_o[layer].float())
+        out[:, :, s:s + graph.n_heads] = head_outputs(w, layer,
+                                                      caps[f"blocks.{layer}.attn.hook_z"])
         out[:, :, graph.mlp_sender(layer)] = caps[f"blocks.{layer}.hook_mlp_out"].float()
     return out
 
@@ -156,7 +163,8 @@ def _edit_hooks(
     graph: Graph, w: GraphWeights, offsets: Offsets, state: dict[str, Tensor]
 ) -> list[tuple[str, HookFn]]:
     """Hooks that make each receiver read ``x + Δ`` (through its own norm and projection),
-    with ``Δ`` from ``offsets``; ``state`` collects the residual streams they need."""
+    with ``Δ`` from ``offsets``; ``state`` collects the residual stream each group reads,
+    under the names :func:`_resid_at` reads them by (an ``offsets`` may read it too)."""
     hooks: list[tuple[str, HookFn]] = []
     memo: dict[int, tuple[Tensor, Tensor] | None] = {}
 
@@ -221,7 +229,8 @@ def _edit_hooks(
             mid = f"blocks.{g.layer}.hook_resid_mid"
             hooks += [(mid, keep(mid)), (f"blocks.{g.layer}.mlp.hook_in", mlp_edit(g))]
         else:
-            hooks.append(("ln_final.hook_in", logits_edit(g)))
+            hooks += [("ln_final.hook_in", keep("ln_final.hook_in")),
+                      ("ln_final.hook_in", logits_edit(g))]
     return hooks
 
 
@@ -534,7 +543,6 @@ def _circuit_pass(
     now = torch.zeros_like(a_corr)
     state: dict[str, Tensor] = {}
     rows = torch.arange(b, device=ids.device)
-    by_first = {g.first: g for g in graph.groups}
     edges_in: dict[int, tuple[Tensor, Tensor]] = {}
     for g in graph.groups:
         sel = (c_rcv >= g.first) & (c_rcv < g.first + g.size)
@@ -542,13 +550,7 @@ def _circuit_pass(
             edges_in[g.first] = ((c_rcv[sel] - g.first).to(ids.device), c_snd[sel].to(ids.device))
 
     def offsets(g: Group) -> tuple[Tensor, Tensor]:
-        if g.kind == "logits":
-            x_now = state["ln_final.hook_in"]
-        elif g.kind == "attn":
-            x_now = state[f"blocks.{g.layer}.hook_resid_pre"]
-        else:
-            x_now = state[f"blocks.{g.layer}.hook_resid_mid"]
-        base = (_resid_at(by_first[g.first], corr).float() - x_now.float())
+        base = _resid_at(g, corr).float() - _resid_at(g, state).float()
         delta = base[:, :, None, :].repeat(1, 1, g.size, 1)
         if g.first in edges_in:
             slots, snds = edges_in[g.first]
@@ -556,35 +558,31 @@ def _circuit_pass(
             delta.index_add_(2, slots, -keep)
         return rows, delta
 
-    def store(name: str, fill: Callable[[Tensor], None] | None = None) -> HookFn:
+    def record(fill: Callable[[Tensor], None]) -> HookFn:
+        """A hook that writes a sender's output of this pass into ``now``."""
         def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            state[name] = t.detach()
-            if fill is not None:
-                fill(t.detach().float())
+            fill(t.detach())
             return t
         return hook
 
     def heads(layer: int) -> Callable[[Tensor], None]:
         def fill(z: Tensor) -> None:
             s = graph.head_sender(layer, 0)
-            now[:, :, s:s + graph.n_heads] = torch.einsum("bphk,dhk->bphd", z,
-                                                          w.w_o[layer].float())
+            now[:, :, s:s + graph.n_heads] = head_outputs(w, layer, z)
         return fill
 
     def mlp(layer: int) -> Callable[[Tensor], None]:
         def fill(x: Tensor) -> None:
-            now[:, :, graph.mlp_sender(layer)] = x
+            now[:, :, graph.mlp_sender(layer)] = x.float()
         return fill
 
     def embed(x: Tensor) -> None:
-        now[:, :, 0] = x
+        now[:, :, 0] = x.float()
 
-    hooks = [("blocks.0.hook_resid_pre", store("input", embed))]
+    hooks = [("blocks.0.hook_resid_pre", record(embed))]
     for layer in range(graph.n_layers):
-        hooks.append((f"blocks.{layer}.attn.hook_z", store(f"z{layer}", heads(layer))))
-        hooks.append((f"blocks.{layer}.hook_mlp_out", store(f"mlp{layer}", mlp(layer))))
-    hooks.append(("ln_final.hook_in", store("ln_final.hook_in")))
-    # the keepers run before the edits at the same point (ln_final.hook_in)
+        hooks.append((f"blocks.{layer}.attn.hook_z", record(heads(layer))))
+        hooks.append((f"blocks.{layer}.hook_mlp_out", record(mlp(layer))))
     hooks += _edit_hooks(graph, w, offsets, state)
     ld, _ = run_ld(model, ids, mask, d, hooks)
     return ld
