@@ -538,6 +538,13 @@ CASES = [
         "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sae",
         str(_sae_artifact(c, "sae-other", 64, "other-model")), "--out", c.out],
         "was trained on model 'other-model'"),
+    Case("causal-das-sae-latents-too-many", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sae",
+        str(_sae_artifact(c, "sae-tiny", 64, c.tiny)), "--sae-latents", "64",
+        "--out", c.out], "--sae-latents 64 must be between 1 and d_in − 1 (63)"),
+    Case("causal-das-probe-set-without-pairs", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("p.jsonl", _probe_rows([0, 1, 0, 1])),
+        "--out", c.out], "no minimal pairs"),
     Case("causal-edges-sample-too-large", lambda c: [
         "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sample",
         "1000", "--out", c.out], "--sample 1000 is larger than the model's 190 edges"),
