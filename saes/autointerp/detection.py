@@ -48,15 +48,16 @@ YES = ("1", " 1")
 NO = ("0", " 0")
 
 
+def prompt_texts(model: Model, explanation: str, texts: Sequence[str]) -> list[str]:
+    """Each text's detection prompt as the scorer reads it: the chat template when the
+    scorer has one (the answer's turn opened), else the raw prompt."""
+    return [model.format_prompt(INSTRUCTIONS + QUERY.format(explanation=explanation, text=t),
+                                chat=model.has_chat_template) for t in texts]
+
+
 def detection_prompts(model: Model, explanation: str, texts: Sequence[str]) -> list[list[int]]:
-    """The token ids of each text's detection prompt (the chat template when the scorer
-    has one, the answer's turn opened; else the raw prompt)."""
-    out = []
-    for text in texts:
-        body = INSTRUCTIONS + QUERY.format(explanation=explanation, text=text)
-        prompt = model.format_prompt(body, chat=model.has_chat_template)
-        out.append(model.encode(prompt))
-    return out
+    """The token ids of each text's detection prompt (:func:`prompt_texts`)."""
+    return [model.encode(p) for p in prompt_texts(model, explanation, texts)]
 
 
 def shared_prefix_length(rows: Sequence[Sequence[int]]) -> int:
@@ -120,22 +121,17 @@ def detection_scores(
     if not texts:
         return torch.empty(0)
     yes, no = _answer_ids(model, YES), _answer_ids(model, NO)
-    rows = detection_prompts(model, explanation, texts)
     dev = model.device
     out = []
     with torch.no_grad():
         if not share_prefix:
-            for s in range(0, len(rows), batch_size):
-                part = rows[s:s + batch_size]
-                width = max(len(r) for r in part)
-                ids = torch.zeros(len(part), width, dtype=torch.long)
-                mask = torch.zeros(len(part), width, dtype=torch.long)
-                for i, r in enumerate(part):
-                    ids[i, width - len(r):] = torch.tensor(r)
-                    mask[i, width - len(r):] = 1
-                resid = _final_resid(model, ids.to(dev), mask.to(dev))
+            prompts = prompt_texts(model, explanation, texts)
+            for s in range(0, len(prompts), batch_size):
+                ids, mask = model.encode_padded(prompts[s:s + batch_size])  # left-padded
+                resid = _final_resid(model, ids, mask)
                 out.append(_log_odds(model.unembed(resid[:, -1]), yes, no).cpu())
             return torch.cat(out)
+        rows = detection_prompts(model, explanation, texts)
         k = shared_prefix_length(rows)
         head = torch.tensor([rows[0][:k]], dtype=torch.long, device=dev)
         _, prefix = forward(model, head, torch.ones_like(head), use_cache=True)
