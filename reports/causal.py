@@ -22,6 +22,7 @@ from interp.causal.figures import (
 )
 from interp.causal.results import DASResult, EdgeResult
 from interp.circuits.figures import group_forest, group_titles
+from interp.display import ci_text
 from reports.html import Report, ReportFigure, render_page, warnings_box
 from reports.patching import group_rows
 
@@ -109,13 +110,13 @@ def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> 
         figures["groups"] = ReportFigure(group_forest(r.groups), titles=group_titles(r.groups),
                                          label=f"Effect by {r.groups.column}")
     agreement = [[a.method, a.n_edges, f"{a.spearman:.2f}",
-                  f"[{a.spearman_ci95[0]:.2f}, {a.spearman_ci95[1]:.2f}]",
+                  ci_text(a.spearman_ci95[0], a.spearman_ci95[1], 2),
                   f"{a.spearman_random:.2f}", a.k, f"{a.recall:.2f}",
-                  f"[{a.recall_ci95[0]:.2f}, {a.recall_ci95[1]:.2f}]"] for a in r.agreement]
+                  ci_text(a.recall_ci95[0], a.recall_ci95[1], 2)] for a in r.agreement]
     faith = []
     for curve in r.faithfulness:
         for n, mu, ci in zip(curve.n, curve.mean, curve.ci95, strict=True):
-            faith.append([curve.method, n, f"{mu:.3f}", f"[{ci[0]:.3f}, {ci[1]:.3f}]"])
+            faith.append([curve.method, n, f"{mu:.3f}", ci_text(ci[0], ci[1])])
     top = [[Markup("<code>{}</code>").format(e.edge), _num(e.eap), _num(e.eap_ig),
             _num(e.exact)] for e in r.top_edges]
     circuit = ([[Markup("<code>{}</code>").format(e.sender),
