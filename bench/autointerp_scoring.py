@@ -5,7 +5,7 @@
 One explanation, ``--texts`` texts (the sentences of ``datasets/probes/sentiment.jsonl``,
 half of them with the word "because" spliced in), scored by SmolLM2-135M-Instruct:
 
-* **shared prefix** (``detection_scores``): the prompt's common token prefix (instructions,
+* **shared prefix** (``scores``): the prompt's common token prefix (instructions,
   few-shot examples, the explanation) runs once into a KV cache; each batch runs only
   its texts;
 * **whole prompts** (``share_prefix=False``): every prompt run from its start, left-padded.
@@ -32,7 +32,7 @@ import torch  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 import interp  # noqa: E402
-from saes.autointerp import detection_prompts, detection_scores, shared_prefix_length  # noqa: E402
+from saes.autointerp import scores, scoring_prompts, shared_prefix_length  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,16 +61,16 @@ def main() -> None:
     model = interp.load("smollm2-135m-instruct")
     xs, labels = texts(args.texts)
     expl = 'the word "because"'
-    rows = detection_prompts(model, expl, xs)
+    rows = scoring_prompts(model, expl, xs)
     k = shared_prefix_length(rows)
     times: dict[str, list[float]] = {"shared": [], "whole": []}
-    detection_scores(model, expl, xs[:2])
+    scores(model, expl, xs[:2])
     for _ in range(args.repeats):
         t0 = time.perf_counter()
-        a = detection_scores(model, expl, xs, batch_size=args.batch_size)
+        a = scores(model, expl, xs, batch_size=args.batch_size)
         times["shared"].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        b = detection_scores(model, expl, xs, batch_size=args.batch_size, share_prefix=False)
+        b = scores(model, expl, xs, batch_size=args.batch_size, share_prefix=False)
         times["whole"].append(time.perf_counter() - t0)
         assert torch.allclose(a, b, atol=1e-3, rtol=1e-3), (a - b).abs().max()
     med = {k2: statistics.median(v) for k2, v in times.items()}

@@ -23,19 +23,10 @@ from interp.causal.figures import (
 from interp.causal.results import DASResult, EdgeResult
 from interp.circuits.figures import group_forest, group_titles
 from interp.display import ci_text
-from reports.html import Report, ReportFigure, render_page, warnings_box
+from reports.html import Report, ReportFigure, headline_lead, render_page
 from reports.patching import group_rows
 
 __all__ = ["das_report", "edges_report"]
-
-
-def _lead(r: DASResult | EdgeResult) -> Markup:
-    """The verdict, then the headline's facts."""
-    h = r.headline()
-    dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
-                         for k, v in h.rows)
-    return Markup('<p class="verdict">{}</p>{}<dl class="facts">{}</dl>').format(
-        (h.verdict or "nothing measured") + ".", warnings_box(r.warnings), dl)
 
 
 def _extra(r: DASResult) -> list[str]:
@@ -86,7 +77,7 @@ def das_report(result: DASResult) -> Report:
         subtitle=("Is the information used where it is readable? A learned subspace of the "
                   "residual stream is swapped from the source prompt into the base prompt, "
                   "and the output follows the source or not."),
-        lead=_lead(r), manifest=r.manifest or {}, figures=figures, r=r, width=width,
+        lead=headline_lead(r), manifest=r.manifest or {}, figures=figures, r=r, width=width,
         rows=_rows(r), setup=setup, extra=_extra(r))
 
 
@@ -141,7 +132,7 @@ def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> 
                   "task: gradient scores for every edge (EAP, EAP-IG), checked against "
                   "exact path patching of a sample, and circuits of the top edges run "
                   "against random edge sets."),
-        lead=_lead(r), manifest=r.manifest or {}, figures=figures, r=r,
+        lead=headline_lead(r), manifest=r.manifest or {}, figures=figures, r=r,
         agreement=agreement, faith=faith, top=top, circuit=circuit, setup=setup,
         group_rows=group_rows(r.groups) if r.groups is not None else [],
         group_heads=([f"{r.groups.column} {g} (n = {n})"

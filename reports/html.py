@@ -192,6 +192,16 @@ def warnings_box(warnings: Sequence[str]) -> Markup:
                   ).format(head, items)
 
 
+def headline_lead(result: Any) -> Markup:
+    """A result's lead from its :meth:`~interp.schema.result.Result.headline`: the verdict,
+    the warnings, then the headline's facts."""
+    h = result.headline()
+    dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
+                         for k, v in h.rows)
+    return Markup('<p class="verdict">{}</p>{}<dl class="facts">{}</dl>').format(
+        (h.verdict or "nothing measured") + ".", warnings_box(result.warnings), dl)
+
+
 def noise_label(lo: float, hi: float, zero: float = 0.0) -> Markup:
     """A badge for a difference with interval ``[lo, hi]``: "within noise" when it holds
     ``zero`` (not a result), "no noise estimate" when it is unknown, else nothing."""

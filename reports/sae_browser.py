@@ -25,6 +25,7 @@ from typing import Any
 
 from interp.display import MISSING, count, format_number, percent, short
 from reports.html import Report, ReportFigure, render_page, token_repr, visible_token
+from saes.autointerp.store import FeatureExplanation
 from saes.browser import BrowserData
 from saes.figures import density_figure, hover_titles
 from saes.results import FeatureCard, FeatureContext
@@ -101,9 +102,12 @@ def _tokens(ctx: FeatureContext, max_act: float) -> list[_Token]:
     return out
 
 
-def _search_text(card: FeatureCard) -> str:
-    """What the search box matches besides the index: every token text on the card."""
+def _search_text(card: FeatureCard, explanation: FeatureExplanation | None = None) -> str:
+    """What the search box matches besides the index: every token text on the card and
+    its explanations."""
     parts = [t for t, _ in card.promoted] + [t for t, _ in card.suppressed]
+    if explanation is not None:
+        parts += list(explanation.explanations.values())
     parts += ["".join(c.tokens) for c in card.contexts]
     return "\n".join(parts)
 
@@ -114,9 +118,13 @@ def steer_command(sae_path: str | None, index: int) -> str:
     return f"interp steer train --sae {where} --feature {index} --out feature-{index}-vector"
 
 
-def _card(card: FeatureCard, n_tokens: int, sae_path: str | None) -> dict[str, Any]:
+def _card(card: FeatureCard, n_tokens: int, sae_path: str | None,
+          explanation: FeatureExplanation | None = None) -> dict[str, Any]:
     return {
-        "index": card.index, "search": _search_text(card),
+        "index": card.index, "search": _search_text(card, explanation),
+        "label": explanation.label if explanation is not None else None,
+        "explained": explanation.explained if explanation is not None else None,
+        "badge": explanation.badge() if explanation is not None else None,
         "steer": steer_command(sae_path, card.index) if card.n_fires else None,
         "density": _density_text(card, n_tokens), "max_act": short(card.max_act),
         "contribution": short(card.max_act * card.dec_norm),
@@ -128,9 +136,13 @@ def _card(card: FeatureCard, n_tokens: int, sae_path: str | None) -> dict[str, A
     }
 
 
-def sae_browser_report(data: BrowserData, manifest: Mapping[str, Any] | None = None) -> Report:
+def sae_browser_report(data: BrowserData, manifest: Mapping[str, Any] | None = None,
+                       explanations: Mapping[int, FeatureExplanation] | None = None) -> Report:
     """The feature browser of ``data`` (a page and its density figure), with its manifest
-    (``data.manifest`` unless given)."""
+    (``data.manifest`` unless given) and, when given, each feature's explanation
+    (``explanations.jsonl``, :func:`saes.autointerp.store.read_explanations`) with its
+    score badge, searchable."""
+    ex = explanations or {}
     manifest = manifest if manifest is not None else (data.manifest or {})
     cfg = data.config
     lo, hi = data.dead_fraction_ci95
@@ -155,5 +167,6 @@ def sae_browser_report(data: BrowserData, manifest: Mapping[str, Any] | None = N
         figures={"density": ReportFigure(fig, titles=hover_titles(fig),
                                          label="Histogram of log10 feature density")},
         facts=facts, data=data,
-        cards=[_card(c, data.n_tokens, data.sae_path) for c in data.features],
+        cards=[_card(c, data.n_tokens, data.sae_path, ex.get(c.index)) for c in data.features],
+        n_explained=sum(1 for c in data.features if c.index in ex),
     )

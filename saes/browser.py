@@ -55,6 +55,7 @@ __all__ = [
     "BrowserData",
     "FeatureCard",
     "FeatureContext",
+    "check_sae",
     "collect_browser_data",
     "logit_effects",
     "parse_feature_spec",
@@ -182,7 +183,8 @@ def _batch_topk(
     return _TopK(vals, gid, sl)
 
 
-def _check_sae(model: Model, sae: SparseAutoencoder) -> None:
+def check_sae(model: Model, sae: SparseAutoencoder) -> None:
+    """Refuse an SAE that does not read this model: its width or its model id differ."""
     if sae.cfg.d_in != model.d_model:
         raise InterpError(
             f"SAE reads activations of width d_in={sae.cfg.d_in}, but model {model.model_id} "
@@ -218,7 +220,7 @@ def collect_browser_data(
     cfg = BrowserConfig.resolve(cfg, settings)
     sae, loaded = unpack_sae(sae)
     sae_path = str(loaded.path) if loaded is not None else None
-    _check_sae(model, sae)
+    check_sae(model, sae)
     hook = sae.cfg.hook_point
     require_text(model, docs, need=cfg.n_windows * cfg.seq_len, what="the feature browser",
                  asked=f"tokens={cfg.tokens:,}",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from jaxtyping import Float
@@ -37,6 +38,7 @@ from interp.profiling.session import phase
 from interp.runs.progress import make_progress
 from interp.schema import Config, at_least, seed_range, setting
 from interp.steering.vectors import SteeringVector
+from saes.autointerp.store import EXPLANATIONS, read_explanations
 from saes.loading import LoadedSAE, unpack_sae
 from saes.sae import SparseAutoencoder
 
@@ -146,11 +148,17 @@ def feature_vector(
                           "typical activation to scale a steering vector by")
     direction = sae.W_dec[feature].detach().float().cpu()
     n_fired = int((maxima > 0).sum())
+    explained: dict[str, Any] = {}
+    if loaded is not None and (loaded.path / EXPLANATIONS).is_file():
+        known = read_explanations(loaded.path, d_sae=sae.cfg.d_sae).get(feature)
+        if known is not None:  # the SAE's explanations.jsonl names it: say so where it shows
+            explained = {"explanation": known.label, "explanation_score": known.badge()}
+            source = f"{source} · feature {feature}: {known.label} ({known.badge()})"
     return SteeringVector(
         direction * scale, layer, model.model_id, "sae_feature", source, 0, SCALE_NOTE,
         extra={"feature": feature, "typical_max_activation": scale,
                "windows_fired": n_fired, "windows": int(maxima.shape[0]),
                "decoder_norm": float(direction.norm()),
                "architecture": sae.cfg.architecture, "sae_hook_point": sae.cfg.hook_point,
-               "feature_config": cfg.to_dict()},
+               "feature_config": cfg.to_dict(), **explained},
     )

@@ -5,7 +5,7 @@
 The first ``--texts`` sentences of ``datasets/probes/sentiment.jsonl``; every other one gets
 a planted clause (" because it was so.", " on 12 May 2019.", " The dog and the cat
 agreed."). For each scorer (SmolLM2-135M-Instruct, Gemma-3-270M) and each planted
-explanation, the detection AUROC (:func:`saes.autointerp.detection_scores`) of the true
+explanation, the detection AUROC (:func:`saes.autointerp.scores`) of the true
 explanation and of a shuffled one (another plant's), raw and as a contrast with the
 log-odds under a null explanation ("nothing in particular"). An exploration for issue 32,
 not a test: it prints a table.
@@ -20,7 +20,7 @@ from pathlib import Path
 from sklearn.metrics import roc_auc_score
 
 import interp
-from saes.autointerp import detection_scores
+from saes.autointerp import scores
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTS = {
@@ -45,9 +45,9 @@ def main() -> None:
             texts = [t.rstrip(".") + PLANTS[expl] if j % 2 else t for j, t in enumerate(rows)]
             labels = [j % 2 for j in range(len(rows))]
             other = names[(i + 1) % len(names)]
-            true = detection_scores(model, expl, texts)
-            shuf = detection_scores(model, other, texts)
-            null = detection_scores(model, "nothing in particular", texts)
+            true = scores(model, expl, texts)
+            shuf = scores(model, other, texts)
+            null = scores(model, "nothing in particular", texts)
             auc = [roc_auc_score(labels, x.numpy()) for x in
                    (true, shuf, true - null, shuf - null)]
             print(f"{scorer} | {expl} | " + " | ".join(f"{a:.3f}" for a in auc))

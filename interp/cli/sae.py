@@ -1,4 +1,4 @@
-"""``interp sae train|eval|browse|export|import|probe``: sparse autoencoders from the command line.
+"""``interp sae train|eval|browse|explain|export|import|probe``: SAEs from the command line.
 
 Each verb's settings are its config's fields (:class:`~saes.train.SAETrainConfig`,
 :class:`~saes.results.SAEEvalConfig`, :class:`~saes.results.BrowserConfig`,
@@ -37,6 +37,7 @@ from interp.runs.outdir import OutDir, check_creatable
 from interp.schema import Headline
 from interp.schema.settings import setting_info
 from saes.architectures import ARCHITECTURES, Architecture, architecture
+from saes.autointerp.results import AutoInterpConfig
 from saes.results import BrowserConfig, SAEEvalConfig
 from saes.sparse_probing import SparseProbeConfig
 from saes.train import SAETrainConfig
@@ -338,29 +339,88 @@ def _print_eval(head: Headline) -> None:
 @text_options
 @config_options(BrowserConfig, only=["tokens", "features", "top_k", "seq_len"])
 @_window_options
+@click.option("--explanations", "explanations_file", default=None,
+              type=click.Path(dir_okay=False),
+              help="explanations.jsonl to show [default: the SAE folder's, if it has one].")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write browser.html (and features.json) here.")
 def browse(
     sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
-    device: str, dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any,
+    device: str, dtype: str, batch_size: int, seed: int, explanations_file: str | None,
+    out_dir: str, **settings: Any,
 ) -> None:
-    """One HTML feature browser: density, top contexts, promoted/suppressed tokens, search."""
+    """One HTML feature browser: density, top contexts, promoted/suppressed tokens, search
+    (by explanation too, with score badges, when the SAE has explanations.jsonl)."""
     from interp.data.corpus import text_source
     from reports.sae_browser import sae_browser_report
+    from saes.autointerp.store import EXPLANATIONS, read_explanations
     from saes.browser import collect_browser_data
     from saes.loading import load_sae
 
     path = sae_path(sae_dir)
+    found = explanations_file or (path / EXPLANATIONS if (path / EXPLANATIONS).is_file()
+                                  else None)
+
     cfg = build_config(BrowserConfig, settings, batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     check_creatable(out_dir, inputs=(sae_dir, path))
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        browser = collect_browser_data(model, load_sae(path, model, device=device), docs, cfg,
-                                       data=data)
+        loaded = load_sae(path, model, device=device)
+        explanations = (read_explanations(found, d_sae=loaded.sae.cfg.d_sae)
+                        if found is not None else None)
+        browser = collect_browser_data(model, loaded, docs, cfg, data=data)
         out.write_json("features.json", browser.to_dict())
-        sae_browser_report(browser).write(out, page="browser.html")
+        sae_browser_report(browser, explanations=explanations).write(out, page="browser.html")
     log(f"wrote {os.path.join(out_dir, 'browser.html')} ({len(browser.features)} features)")
+
+
+@sae_group.command("explain")
+@click.argument("sae_dir", type=click.Path())
+@text_options
+@config_options(AutoInterpConfig)
+@_window_options
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write report.html, results.json, explanations.jsonl and figures/ here "
+                   "(explanations.jsonl also beside the SAE).")
+@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+def explain(
+    sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
+    device: str, dtype: str, batch_size: int, seed: int, out_dir: str, as_json: bool,
+    **settings: Any,
+) -> None:
+    """Explain SAE features (programmatic and language-model explainers) and score the
+    explanations against shuffled ones, random-SAE features and planted features."""
+    from interp.cli.common import show_result
+    from interp.data.corpus import text_source
+    from interp.runs.atomic import atomic_write_text
+    from interp.schema import json_safe
+    from reports.autointerp import autointerp_report
+    from saes.autointerp import run_autointerp
+    from saes.autointerp.store import EXPLANATIONS, explanations_text
+    from saes.loading import load_sae
+
+    path = sae_path(sae_dir)
+    cfg = build_config(AutoInterpConfig, settings, batch_size=batch_size, seed=seed)
+    docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
+    check_creatable(out_dir, inputs=(sae_dir, path))
+    with OutDir(out_dir) as out:
+        model = load_model(model_name, device, dtype, seed)
+        result = run_autointerp(model, load_sae(path, model, device=device), docs, cfg,
+                                data=data)
+        body: dict[str, Any] = json_safe(result.to_dict())
+        out.write_json("results.json", body)
+        text = explanations_text(result)
+        out.write_text(EXPLANATIONS, text)
+        autointerp_report(result).write(out)
+    beside = ""
+    try:
+        atomic_write_text(path / EXPLANATIONS, text)
+        beside = f" and {path / EXPLANATIONS}"
+    except OSError as e:  # a read-only SAE folder: the copy in --out is the record
+        log(f"could not write {path / EXPLANATIONS} ({e.strerror or e}); it is in {out_dir}")
+    show_result(result, body, as_json, f"wrote {os.path.join(out_dir, 'report.html')}, "
+                                       f"results.json, {EXPLANATIONS}{beside}")
 
 
 @sae_group.command("export")

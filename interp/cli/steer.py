@@ -97,7 +97,7 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     model = load_model(model_name, device, dtype, seed)
     loaded = load_sae(path, model, device=device)
-    vec = feature_vector(model, loaded.sae, docs, cfg, source=str(loaded.path))
+    vec = feature_vector(model, loaded, docs, cfg)
     man = manifest_for(model, seed, docs[:0], {"sae": str(loaded.path), **asdict(cfg)})
     man["dataset_hash"] = data["sha256"]
     man["data_source"] = data["source"]

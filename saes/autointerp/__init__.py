@@ -1,13 +1,27 @@
-"""Automatic interpretation of SAE features (issue 32, in progress): detection scoring
-read from a scorer model's log-probabilities (:mod:`saes.autointerp.detection`) and the
-programmatic explainer, the baseline (:mod:`saes.autointerp.explainers`)."""
+"""Automatic interpretation of SAE features, offline, scored against null controls.
 
-from saes.autointerp.detection import (
-    detection_prompts,
-    detection_scores,
+:func:`run_autointerp` (:mod:`saes.autointerp.run`) reads each feature's contexts
+(:mod:`~saes.autointerp.contexts`), explains them (:mod:`~saes.autointerp.explainers`: the
+programmatic baseline and a language-model explainer), scores the explanations by
+detection and fuzzing from a scorer model's log-probabilities
+(:mod:`~saes.autointerp.scoring`) beside a shuffled-explanation control
+(:mod:`~saes.autointerp.metrics`), and returns an
+:class:`~saes.autointerp.results.AutoInterpResult`; :mod:`~saes.autointerp.store` writes
+and reads ``explanations.jsonl``.
+"""
+
+from saes.autointerp.explainers import Cue, lm_explanations, programmatic_explanation, token_cues
+from saes.autointerp.results import AutoInterpConfig, AutoInterpResult
+from saes.autointerp.run import run_autointerp
+from saes.autointerp.scoring import (
+    DETECTION,
+    FUZZING,
+    ScoringPrompt,
+    scores,
+    scoring_prompts,
     shared_prefix_length,
 )
-from saes.autointerp.explainers import Cue, programmatic_explanation, token_cues
 
-__all__ = ["Cue", "detection_prompts", "detection_scores", "programmatic_explanation",
-           "shared_prefix_length", "token_cues"]
+__all__ = ["DETECTION", "FUZZING", "AutoInterpConfig", "AutoInterpResult", "Cue",
+           "ScoringPrompt", "lm_explanations", "programmatic_explanation", "run_autointerp",
+           "scores", "scoring_prompts", "shared_prefix_length", "token_cues"]

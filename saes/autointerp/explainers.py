@@ -1,4 +1,6 @@
-"""The programmatic explainer: the tokens (and, where they need it, the preceding token)
+"""Explainers: the programmatic baseline and a language-model explainer.
+
+**The programmatic explainer**: the tokens (and, where they need it, the preceding token)
 that carry a feature's activation in its contexts. Every other explainer must beat it.
 
 For each token text among the contexts it measures **coverage** (its share of the
@@ -9,6 +11,11 @@ explained or ``max_tokens`` are named. When a token fires only after a particula
 preceding token (its precision alone is lower, the bigram's high), the bigram is named
 instead: 'the token " bank" after " river"' (when the bigram carries ≥ 80% of the
 token's mass and its precision is ≥ 0.2 higher). Deterministic: ties break by token text.
+
+**The language-model explainer** (:func:`lm_explanations`) shows an instruct model the top
+contexts with the active tokens marked ``<<…>>`` (delphi's explainer prompt shows its
+examples the same way) and takes its greedy answer, through the generation engine:
+batched over features, and with ``deterministic=True`` independent of the batch.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from interp.errors import InterpError
+from interp.generation.engine import generate
+from interp.models.loading import Model
 from saes.results import FeatureContext
 
 #: A bigram replaces its token when it carries this share of the token's activation mass
@@ -98,4 +108,52 @@ def programmatic_explanation(contexts: Sequence[FeatureContext], **settings: flo
     return f"the token {names}" if len(cues) == 1 else f"the tokens {names}"
 
 
-__all__ = ["Cue", "programmatic_explanation", "token_cues"]
+EXPLAIN_PROMPT = (
+    "A feature of a language model is active on some words. In each text below, the words "
+    "where it is active are marked <<like this>>.\n\n{examples}\n\n"
+    "What do the marked words have in common? Answer with one short phrase, such as: "
+    "the word \"because\", or: numbers in dates, or: words about cooking."
+)
+
+
+def explainer_prompt(contexts: Sequence[FeatureContext], marked: Sequence[Sequence[bool]],
+                     ) -> str:
+    """The explainer's request: the contexts numbered, their marked tokens in ``<<…>>``."""
+    from saes.autointerp.scoring import marked_text
+
+    lines = [f"{i + 1}. {marked_text(c.tokens, m).strip()}"
+             for i, (c, m) in enumerate(zip(contexts, marked, strict=True))]
+    return EXPLAIN_PROMPT.format(examples="\n".join(lines))
+
+
+def clean_explanation(text: str, limit: int = 160) -> str:
+    """A generated answer as an explanation: its first line, without surrounding quotes,
+    a trailing full stop or a lead-in such as 'The marked words are'."""
+    line = text.strip().split("\n", 1)[0].strip()
+    for lead in ("The marked words are ", "The marked words ", "They are ", "Answer: "):
+        if line.lower().startswith(lead.lower()):
+            line = line[len(lead):]
+    line = line.strip().strip('"').rstrip(".").strip()
+    return line[:limit] if line else "no explanation"
+
+
+def lm_explanations(
+    model: Model, contexts: Sequence[Sequence[FeatureContext]], *, max_new_tokens: int = 24,
+    deterministic: bool = True, batch_size: int = 8, progress: bool | None = None,
+) -> list[str]:
+    """One explanation per feature from an instruct ``model`` shown ``contexts[i]`` (each
+    context's active tokens marked), greedy, one batched call of the generation engine."""
+    if not model.has_chat_template:
+        raise InterpError(f"the explainer {model.model_id} is not an instruct model (it has no "
+                          "chat template): use --explainer programmatic or an instruct model")
+    prompts = [explainer_prompt(cs, [[a > 0 for a in c.acts] for c in cs]) for cs in contexts]
+    if not prompts:
+        return []
+    out = generate(model, prompts, chat=True, max_new_tokens=max_new_tokens, temperature=0.0,
+                   deterministic=deterministic, batch_size=batch_size, stop=("\n",),
+                   progress=progress)
+    return [clean_explanation(t) for t in out.texts]
+
+
+__all__ = ["EXPLAIN_PROMPT", "Cue", "clean_explanation", "explainer_prompt", "lm_explanations",
+           "programmatic_explanation", "token_cues"]

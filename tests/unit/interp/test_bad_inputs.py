@@ -654,6 +654,25 @@ CASES = [
     Case("sae-browse-tokens-beyond-text", lambda c: [
         "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "5000",
         "--out", c.out], "the feature browser asks for tokens=5,000"),
+    Case("sae-explain-feature-out-of-range", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), *_EXPLAIN, "--features",
+        "99", "--out", c.out], "feature index 99 is out of range"),
+    Case("sae-explain-dead-feature", lambda c: [
+        "sae", "explain", _dead_feature_sae(c), *M(c), "--text", _text(c), *_EXPLAIN,
+        "--features", "0,2", "--out", c.out], "feature 2 never fires"),
+    Case("sae-explain-base-explainer", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), *_EXPLAIN,
+        "--explainer", c.no_template, "--out", c.out], "is not an instruct model"),
+    Case("sae-explain-unknown-method", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--methods", "simulation",
+        "--out", c.out], "detection, fuzzing or both"),
+    Case("sae-explain-tokens-beyond-text", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "automatic interpretation asks for tokens=65,536"),
+    Case("sae-browse-explanations-of-another-sae", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "200",
+        "--seq-len", "24", "--explanations", c.file("x.jsonl", '{"feature": 40}\n'),
+        "--out", c.out], "outside the SAE's d_sae=16"),
     Case("tuned-lens-train-tokens-beyond-text", lambda c: [
         "tuned-lens", "train", *M(c), "--text", _text(c), "--tokens", "50000000",
         "--out", c.out], "tuned-lens training asks for tokens=50,000,000",
@@ -715,6 +734,23 @@ def _truncated_sae(ctx: Ctx) -> str:
     w = path / "weights.safetensors"
     w.write_bytes(w.read_bytes()[: len(w.read_bytes()) // 2])
     return str(path)
+
+
+_EXPLAIN = ["--tokens", "120", "--seq-len", "24", "--ctx-len", "8", "--n-score", "2",
+            "--bootstrap", "100"]
+
+
+def _dead_feature_sae(ctx: Ctx) -> str:
+    """The tiny SAE with feature 2 unable to fire."""
+    import torch
+
+    from saes.loading import load_sae
+
+    path = _sae_artifact(ctx, "dead_sae", 64, ctx.tiny)
+    sae = load_sae(path).sae
+    with torch.no_grad():
+        sae.b_enc[2] = -1e4
+    return str(sae.save(ctx.tmp / "dead_sae2", manifest={}))
 
 
 def _tiny_sae(ctx: Ctx) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from saes.autointerp import detection_prompts, detection_scores, shared_prefix_length
+from saes.autointerp import scores, scoring_prompts, shared_prefix_length
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "Once upon a time",
          "A longer text about cooking onions in butter until they are brown and soft.",
@@ -15,19 +15,19 @@ def test_shared_prefix_scores_equal_whole_prompts(tiny_model):
     """Running the common prefix once (a KV cache copied per batch, texts right-padded)
     gives every text the score of its whole prompt run alone, and the batch size does
     not change a score."""
-    whole = torch.stack([detection_scores(tiny_model, "words about animals", [t],
+    whole = torch.stack([scores(tiny_model, "words about animals", [t],
                                           share_prefix=False)[0] for t in TEXTS])
     for bs in (1, 4, 16):
-        shared = detection_scores(tiny_model, "words about animals", TEXTS, batch_size=bs)
+        shared = scores(tiny_model, "words about animals", TEXTS, batch_size=bs)
         torch.testing.assert_close(shared, whole, atol=1e-4, rtol=1e-4)
-    left = detection_scores(tiny_model, "words about animals", TEXTS, share_prefix=False,
+    left = scores(tiny_model, "words about animals", TEXTS, share_prefix=False,
                             batch_size=16)
     torch.testing.assert_close(left, whole, atol=1e-4, rtol=1e-4)
     assert whole.std() > 0  # the texts are told apart
 
 
 def test_prefix_is_the_longest_common_token_prefix(tiny_model):
-    rows = detection_prompts(tiny_model, "words about animals", TEXTS)
+    rows = scoring_prompts(tiny_model, "words about animals", TEXTS)
     k = shared_prefix_length(rows)
     assert all(r[:k] == rows[0][:k] for r in rows)
     assert len({r[k] for r in rows if len(r) > k}) > 1 or k == min(len(r) for r in rows) - 1

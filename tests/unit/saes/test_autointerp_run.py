@@ -1,0 +1,152 @@
+"""run_autointerp on the tiny random model (fast): the pipeline's invariants, its controls
+and its bad inputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+
+from interp.activations.capture import forward_with_hooks
+from interp.data.windows import pack_windows
+from interp.errors import InterpError
+from saes.autointerp import AutoInterpConfig, run_autointerp
+from saes.autointerp.contexts import feature_examples, planted_activations
+from saes.autointerp.metrics import auroc, balanced_accuracy, paired_difference
+from saes.autointerp.run import derangement
+from saes.autointerp.scoring import marked_text
+from saes.sae import SAEConfig, SparseAutoencoder
+from tests.conftest import TINY_TEXT
+
+DOCS = [s.strip() + "." for s in TINY_TEXT.split(".") if s.strip()] * 20
+CFG = dict(features="alive:4", tokens=1200, seq_len=40, ctx_len=8, n_explain=4, n_score=4,
+           n_hard=2, random_features=2, planted=2, n_boot=100, batch_size=8,
+           methods="detection,fuzzing")
+
+
+@pytest.fixture(scope="module")
+def sae(tiny_model) -> SparseAutoencoder:
+    s = SparseAutoencoder(SAEConfig(d_in=tiny_model.d_model, d_sae=32,
+                                    hook_point=tiny_model.resid_hook(1), layer=1,
+                                    model_id=tiny_model.model_id))
+    s.init_weights(torch.Generator().manual_seed(0))
+    ids = pack_windows(tiny_model, DOCS, seq_len=40, n_windows=30, seed=0)
+    x = forward_with_hooks(tiny_model, ids, None, [s.cfg.hook_point])[0][s.cfg.hook_point]
+    with torch.no_grad():  # each feature fires on about 3% of tokens
+        pre = s.pre_acts(x[:, 1:].reshape(-1, x.shape[-1]))
+        s.b_enc -= pre.quantile(0.97, dim=0)
+        s.b_enc[3] = -1e4  # dead
+    return s
+
+
+@pytest.fixture(scope="module")
+def result(tiny_model, sae):
+    return run_autointerp(tiny_model, sae, DOCS, AutoInterpConfig(**CFG), progress=False)
+
+
+def test_groups_scores_and_controls(result):
+    groups = {f.group for f in result.features}
+    assert groups == {"sae", "random", "planted"}
+    scored = [f for f in result.features if f.skipped is None]
+    for f in scored:
+        assert f.shuffled_from is not None
+        assert (f.shuffled_group, f.shuffled_from) != (f.group, f.feature)
+        assert f.explanations["programmatic"]
+    # every scored feature × explainer × scorer × method has a row, and only those
+    assert len(result.scores) == len(scored) * 1 * 1 * 2
+    for r in result.scores:
+        assert r.difference == pytest.approx(r.auroc - r.shuffled_auroc)
+        lo, hi = r.difference_ci95
+        assert lo <= hi
+    assert {(s.group, s.method) for s in result.summary} == \
+        {(g, m) for g in groups for m in ("detection", "fuzzing")}
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["planted_named_n"] == len(result.planted)
+    back = type(result).from_dict(data)
+    assert back.summary == result.summary
+
+
+def test_programmatic_explainer_names_planted_tokens(result):
+    """A planted feature fires exactly on its tokens: the programmatic explainer names them
+    (the explain contexts hold every firing occurrence and negatives for precision)."""
+    assert result.planted
+    for p in result.planted:
+        assert p.named, (p.tokens, p.explanation)
+        for t in p.tokens:
+            assert repr(t) in p.explanation
+
+
+def test_contexts_split_and_labels(tiny_model, result):
+    """Explain and score contexts come from disjoint windows; positives fire, negatives do
+    not, hard negatives hold a top token."""
+    ids = pack_windows(tiny_model, DOCS, seq_len=40, n_windows=30, seed=0)
+    acts = planted_activations(ids, [[int(ids[0, 5])]])
+    (fe,) = feature_examples(tiny_model, ids, acts, [0], ctx_len=8, n_explain=4, n_score=4,
+                             n_hard=2, n_quantiles=2, seed=0)
+    shown = {c.window for c in fe.explain + fe.explain_negatives}
+    held = {c.window for c in fe.scoring}
+    assert shown and held and not shown & held
+    assert all(max(c.acts) > 0 for c in fe.positives)
+    assert all(max(c.acts) == 0 for c in fe.negatives + fe.hard)
+    top = {tiny_model.decode_token(t) for t in fe.top_tokens}
+    assert all(top & set(c.tokens) for c in fe.hard)
+    assert fe.labels == [1] * len(fe.positives) + [0] * (len(fe.negatives) + len(fe.hard))
+
+
+def test_metrics_match_sklearn():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 40)
+    s = rng.normal(size=40) + y
+    assert auroc(y, s) == pytest.approx(roc_auc_score(y, s))
+    assert auroc(y, np.round(s)) == pytest.approx(roc_auc_score(y, np.round(s)))
+    assert np.isnan(auroc([1, 1], [0.1, 0.2]))
+    assert balanced_accuracy([1, 1, 0, 0], [1.0, -1.0, -1.0, -1.0]) == pytest.approx(0.75)
+    at, ab, d, (lo, hi) = paired_difference(list(y), list(s), list(-s), n_boot=200, seed=0)
+    assert d == pytest.approx(at - ab) and lo <= d <= hi and lo > 0
+
+
+def test_derangement_has_no_fixed_point():
+    for n in (2, 3, 10):
+        for seed in range(5):
+            p = derangement(n, seed)
+            assert sorted(p) == list(range(n)) and all(p[i] != i for i in range(n))
+
+
+def test_marked_text():
+    assert marked_text([" a", " b", " c", " d"], [False, True, True, False]) == " a<< b c>> d"
+    assert marked_text([" a", " b"], [False, True]) == " a<< b>>"
+
+
+def test_bad_inputs(tiny_model, sae):
+    with pytest.raises(InterpError, match="never fires"):
+        run_autointerp(tiny_model, sae, DOCS, AutoInterpConfig(**{**CFG, "features": "3,4"}),
+                       progress=False)
+    with pytest.raises(InterpError, match="out of range"):
+        run_autointerp(tiny_model, sae, DOCS, AutoInterpConfig(**{**CFG, "features": "99"}),
+                       progress=False)
+    with pytest.raises(InterpError):
+        AutoInterpConfig(methods="detection,simulation")
+
+
+def test_report_and_explanations_file(result, tmp_path):
+    """The report renders every explanation escaped; explanations.jsonl reads back."""
+    from reports.autointerp import autointerp_report
+    from saes.autointerp.store import explanations_text, read_explanations
+
+    f = next(f for f in result.features if f.group == "sae" and f.explanations)
+    f.explanations["programmatic"] = "<script>alert(1)</script>"
+    page = autointerp_report(result).html
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    (tmp_path / "explanations.jsonl").write_text(explanations_text(result))
+    got = read_explanations(tmp_path, d_sae=result.d_sae)
+    assert set(got) == {g.feature for g in result.features if g.group == "sae" and g.explanations}
+    assert got[f.feature].explanations["programmatic"] == "<script>alert(1)</script>"
+    with pytest.raises(InterpError, match="d_sae"):
+        read_explanations(tmp_path, d_sae=result.d_sae + 1)
+    (tmp_path / "bad.jsonl").write_text('{"kind": "feature"}\n')
+    with pytest.raises(InterpError, match="line 1"):
+        read_explanations(tmp_path / "bad.jsonl")
