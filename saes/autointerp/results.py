@@ -71,8 +71,9 @@ class AutoInterpConfig(Config):
         help="programmatic (named tokens), or an instruct model interp loads ('self': the "
              "model whose SAE it is); the programmatic baseline is always run beside it.")
     scorers: str = setting(
-        "self", flag="--scorer", check=not_empty, metavar="MODEL[,MODEL]",
-        help="Scorer models, comma-separated ('self': the model whose SAE it is).")
+        "programmatic,self", flag="--scorer", check=not_empty, metavar="MODEL[,MODEL]",
+        help="Scorers, comma-separated: programmatic (the named tokens matched, no model), "
+             "'self' (the model whose SAE it is) or any model interp loads.")
     methods: str = setting("detection,fuzzing",
                            check=Check(_methods_ok, "must be detection, fuzzing or both"),
                            help="Scorers' tasks: detection, fuzzing or both (comma list).")

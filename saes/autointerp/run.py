@@ -48,6 +48,7 @@ from saes.autointerp.results import (
     ScoreSummary,
 )
 from saes.autointerp.scoring import PROMPTS, marked_text, scores
+from saes.autointerp.token_scorer import token_scores
 from saes.browser import check_sae, select_features
 from saes.loading import LoadedSAE, unpack_sae
 from saes.sae import SparseAutoencoder
@@ -55,6 +56,8 @@ from saes.sae import SparseAutoencoder
 #: Shown per feature in the report and the result.
 N_EXAMPLES_SHOWN = 3
 SELF = "self"
+#: What the programmatic scorer is recorded as.
+TOKEN_MATCH = "token match (no model)"
 
 
 def random_sae(sae: SparseAutoencoder, resid: torch.Tensor, seed: int) -> SparseAutoencoder:
@@ -95,20 +98,33 @@ def _scorable(fe: FeatureExamples) -> str | None:
     return None
 
 
-def _fuzz_texts(fe: FeatureExamples, seed: int) -> list[str]:
-    """Positives with their active tokens marked; negatives marked at the positions of an
-    activating example (chosen with ``seed``)."""
+def fuzz_marks(fe: FeatureExamples, seed: int) -> list[list[bool]]:
+    """The marks of fuzzing, per scoring context: a positive's own active tokens; a
+    negative's at the positions of an activating example (drawn with ``seed``), as delphi's
+    default fuzzing marks them."""
     g = torch.Generator().manual_seed(seed)
     pos = [[a > 0 for a in c.acts] for c in fe.positives]
-    out = [marked_text(c.tokens, m) for c, m in zip(fe.positives, pos, strict=True)]
+    out = [list(m) for m in pos]
     for c in [*fe.negatives, *fe.hard]:
         m = pos[int(torch.randint(len(pos), (1,), generator=g))]
-        marks = (list(m) + [False] * len(c.tokens))[:len(c.tokens)]
-        out.append(marked_text(c.tokens, marks))
+        out.append((list(m) + [False] * len(c.tokens))[:len(c.tokens)])
     return out
 
 
+def _score(scorer: Model | None, explanation: str, fe: FeatureExamples, method: str,
+           marks: list[list[bool]], batch_size: int) -> torch.Tensor:
+    """One explanation's scores of a feature's held-out contexts: from the scorer model's
+    log-odds, or (``scorer`` None) the programmatic scorer's token matches."""
+    fuzz = method == "fuzzing"
+    if scorer is None:
+        return token_scores(explanation, fe.scoring, marks if fuzz else None)
+    texts = ([marked_text(c.tokens, m) for c, m in zip(fe.scoring, marks, strict=True)]
+             if fuzz else ["".join(c.tokens) for c in fe.scoring])
+    return scores(scorer, explanation, texts, PROMPTS[method], batch_size=batch_size)
+
+
 def _load(name: str, model: Model, loaded: dict[str, Model]) -> Model:
+    """``name``'s model: the explained model for 'self' (or its own id), else loaded once."""
     if name in (SELF, model.model_id):
         return model
     if name not in loaded:
@@ -150,7 +166,9 @@ def run_autointerp(
         raise InterpError(f"the explainer {explainer.model_id} is not an instruct model (it "
                           "has no chat template): use --explainer programmatic or an "
                           "instruct model")
-    scorer_models = {name: _load(name, model, pool) for name in cfg.scorer_list}
+    scorer_models: dict[str, Model | None] = {
+        name: None if name == PROGRAMMATIC else _load(name, model, pool)
+        for name in cfg.scorer_list}
 
     s = scan(model, docs, sae.cfg.hook_point, tokens=cfg.tokens, seq_len=cfg.seq_len,
              batch_size=cfg.batch_size, seed=cfg.seed, progress=progress)
@@ -242,14 +260,10 @@ def run_autointerp(
         for k, (sn, mth, xp, e) in enumerate(jobs):
             fe = ex[(e.group, e.feature)]
             donor = by_key[(e.shuffled_group or e.group, e.shuffled_from or 0)]
-            true_x, shuf_x = e.explanations[xp], donor.explanations[xp]
-            if mth == "detection":
-                texts = ["".join(c.tokens) for c in fe.scoring]
-            else:
-                texts = _fuzz_texts(fe, cfg.seed + k)
+            marks = fuzz_marks(fe, cfg.seed + e.feature)
             sc = scorer_models[sn]
-            a = scores(sc, true_x, texts, PROMPTS[mth], batch_size=cfg.batch_size)
-            b = scores(sc, shuf_x, texts, PROMPTS[mth], batch_size=cfg.batch_size)
+            a = _score(sc, e.explanations[xp], fe, mth, marks, cfg.batch_size)
+            b = _score(sc, donor.explanations[xp], fe, mth, marks, cfg.batch_size)
             labels = fe.labels
             at, ab, diff, ci = paired_difference(labels, a.tolist(), b.tolist(),
                                                  n_boot=cfg.n_boot, seed=cfg.seed + k)
@@ -282,7 +296,8 @@ def run_autointerp(
         config=cfg, model_id=model.model_id, hook_point=sae.cfg.hook_point,
         layer=sae.cfg.layer, d_sae=sae.cfg.d_sae, n_tokens=s.n_tokens, features=explained,
         scores=rows, summary=summary, planted=planted,
-        scorer_ids={n: m.model_id for n, m in scorer_models.items()},
+        scorer_ids={n: m.model_id if m is not None else TOKEN_MATCH
+                    for n, m in scorer_models.items()},
         explainer_id=explainer.model_id if explainer is not None else None,
         seconds=seconds, sae_path=sae_path, data=dict(data) if data is not None else None,
         manifest=model_manifest(model, seed=cfg.seed, config=recorded,
@@ -313,4 +328,4 @@ def summarize(rows: Sequence[FeatureScore], cfg: AutoInterpConfig) -> list[Score
     return out
 
 
-__all__ = ["check_features", "derangement", "random_sae", "run_autointerp", "summarize"]
+__all__ = ["check_features", "derangement", "fuzz_marks", "random_sae", "run_autointerp", "summarize"]

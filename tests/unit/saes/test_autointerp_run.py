@@ -56,7 +56,8 @@ def test_groups_scores_and_controls(result):
         assert (f.shuffled_group, f.shuffled_from) != (f.group, f.feature)
         assert f.explanations["programmatic"]
     # every scored feature × explainer × scorer × method has a row, and only those
-    assert len(result.scores) == len(scored) * 1 * 1 * 2
+    # programmatic explainer × (programmatic, self) scorers × (detection, fuzzing)
+    assert len(result.scores) == len(scored) * 1 * 2 * 2
     for r in result.scores:
         assert r.difference == pytest.approx(r.auroc - r.shuffled_auroc)
         lo, hi = r.difference_ci95
@@ -77,6 +78,36 @@ def test_programmatic_explainer_names_planted_tokens(result):
         assert p.named, (p.tokens, p.explanation)
         for t in p.tokens:
             assert repr(t) in p.explanation
+
+
+def test_planted_features_score_far_above_their_shuffled_control(result):
+    """The programmatic scorer matches the named tokens: a planted feature's own
+    explanation detects its held-out contexts perfectly, another feature's does not."""
+    rows = [r for r in result.scores if r.group == "planted" and r.scorer == "programmatic"
+            and r.method == "detection"]
+    assert rows
+    for r in rows:
+        assert r.auroc == 1.0
+        assert r.shuffled_auroc < 0.9 and r.explained
+    assert all(p.recovered("programmatic") for p in result.planted)
+    assert result.scorer_ids["programmatic"].startswith("token match")
+
+
+def test_token_scorer_reads_the_programmatic_explanations():
+    from saes.autointerp.explainers import Cue
+    from saes.autointerp.token_scorer import parse_cues, token_scores
+    from saes.results import FeatureContext
+
+    cues = [Cue(" bank", " river", 0.5, 1.0), Cue("'s", None, 0.2, 0.9), Cue('"', None, 0, 1)]
+    text = "the tokens " + ", ".join(c.text() for c in cues)
+    assert parse_cues(text) == [(" bank", " river"), ("'s", None), ('"', None)]
+    assert parse_cues("words about cooking") == []
+    ctx = [FeatureContext([" the", " river", " bank"], [0, 0, 1.0]),
+           FeatureContext([" the", " city", " bank"], [0, 0, 0.0])]
+    assert token_scores(text, ctx).tolist() == [1.0, 0.0]
+    assert token_scores(text, ctx, [[False, False, True], [False, False, True]]).tolist() \
+        == [0.5, -0.5]
+    assert token_scores("words about rivers", ctx).tolist() == [0.0, 0.0]
 
 
 def test_contexts_split_and_labels(tiny_model, result):
