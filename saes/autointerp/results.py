@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 GROUPS = ("sae", "random", "planted")
 METHODS = ("detection", "fuzzing")
 PROGRAMMATIC = "programmatic"
+#: Fewer features than this: a summary's verdict needs every feature explained.
+MIN_FEATURES = 5
 
 
 def _spec_ok(spec: str) -> bool:
@@ -212,8 +214,12 @@ class ScoreSummary:
 
     @property
     def verdict(self) -> str:
-        """'explained' when the mean difference's interval lies above 0, else 'inside the
-        noise'."""
+        """'explained' when the mean difference's interval lies above 0 (with fewer than
+        :data:`MIN_FEATURES` features, whose bootstrap across features means little: when
+        every feature's own interval does), else 'inside the noise'."""
+        if self.n_features < MIN_FEATURES:
+            return "explained" if self.n_features and self.explained == 1.0 \
+                else "inside the noise"
         lo = self.difference_ci95[0]
         return "explained" if lo == lo and lo > 0 else "inside the noise"
 

@@ -71,3 +71,35 @@ def test_real_model_feature_steering_raises_its_feature(model, real_topk_sae):
     assert own > base + 0.4 * typical
     assert own > other + 0.4 * typical
 
+
+
+#: Measured here (features alive:4, 3 random-SAE features, 2 planted; 16,384 tokens):
+#: planted features, programmatic explainer × programmatic scorer, detection: AUROC 1.00
+#: against 0.5 shuffled (difference +0.50); random-SAE features about 0 (their named
+#: tokens do not separate held-out contexts better than another feature's). The embedded
+#: scorer (SmolLM2-135M-Instruct) is at chance on planted features (AUROC 0.3–0.6 for true
+#: and shuffled explanations alike: bench/README.md, "autointerp").
+def test_real_model_autointerp_planted_far_above_shuffled(model, real_topk_sae, tmp_path):
+    """Explain and score a handful of features of the short TopK SAE: a planted feature's
+    explanation names its tokens and scores far above its shuffled control; a random-weight
+    SAE's feature does not; the language-model explainer and scorer run end to end."""
+    from interp.data.corpus import load_texts
+    from reports.autointerp import autointerp_report
+    from saes.autointerp import AutoInterpConfig, run_autointerp
+
+    cfg = AutoInterpConfig(features="alive:4", explainer="self", scorers="programmatic,self",
+                           methods="detection", tokens=16384, random_features=3, planted=2,
+                           n_boot=300, batch_size=32)
+    res = run_autointerp(model, real_topk_sae, load_texts("heldout"), cfg, progress=False)
+    for s in res.summary:
+        print(s.cells())
+    assert res.planted and all(p.named for p in res.planted)
+    planted = res.summary_of("planted", "programmatic", "programmatic", "detection")
+    rand = res.summary_of("random", "programmatic", "programmatic", "detection")
+    assert planted is not None and rand is not None
+    assert planted.auroc > 0.95 and planted.difference_ci95[0] > 0.3
+    assert rand.difference < 0.15 and rand.difference < planted.difference_ci95[0]
+    lm = [f.explanations.get("self") for f in res.features if f.skipped is None]
+    assert all(isinstance(x, str) and x for x in lm)
+    assert any(r.scorer == "self" for r in res.scores)
+    autointerp_report(res).save(tmp_path / "report")

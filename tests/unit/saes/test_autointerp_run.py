@@ -28,7 +28,7 @@ CFG = dict(features="alive:4", tokens=1200, seq_len=40, ctx_len=8, n_explain=4, 
 
 
 @pytest.fixture(scope="module")
-def sae(tiny_model) -> SparseAutoencoder:
+def ai_sae(tiny_model) -> SparseAutoencoder:
     s = SparseAutoencoder(SAEConfig(d_in=tiny_model.d_model, d_sae=32,
                                     hook_point=tiny_model.resid_hook(1), layer=1,
                                     model_id=tiny_model.model_id))
@@ -43,54 +43,54 @@ def sae(tiny_model) -> SparseAutoencoder:
 
 
 @pytest.fixture(scope="module")
-def result(tiny_model, sae):
-    return run_autointerp(tiny_model, sae, DOCS, AutoInterpConfig(**CFG), progress=False)
+def ai_result(tiny_model, ai_sae):
+    return run_autointerp(tiny_model, ai_sae, DOCS, AutoInterpConfig(**CFG), progress=False)
 
 
-def test_groups_scores_and_controls(result):
-    groups = {f.group for f in result.features}
+def test_groups_scores_and_controls(ai_result):
+    groups = {f.group for f in ai_result.features}
     assert groups == {"sae", "random", "planted"}
-    scored = [f for f in result.features if f.skipped is None]
+    scored = [f for f in ai_result.features if f.skipped is None]
     for f in scored:
         assert f.shuffled_from is not None
         assert (f.shuffled_group, f.shuffled_from) != (f.group, f.feature)
         assert f.explanations["programmatic"]
     # every scored feature × explainer × scorer × method has a row, and only those
     # programmatic explainer × (programmatic, self) scorers × (detection, fuzzing)
-    assert len(result.scores) == len(scored) * 1 * 2 * 2
-    for r in result.scores:
+    assert len(ai_result.scores) == len(scored) * 1 * 2 * 2
+    for r in ai_result.scores:
         assert r.difference == pytest.approx(r.auroc - r.shuffled_auroc)
         lo, hi = r.difference_ci95
         assert lo <= hi
-    assert {(s.group, s.method) for s in result.summary} == \
+    assert {(s.group, s.method) for s in ai_result.summary} == \
         {(g, m) for g in groups for m in ("detection", "fuzzing")}
-    data = json.loads(json.dumps(result.to_dict()))
-    assert data["planted_named_n"] == len(result.planted)
-    back = type(result).from_dict(data)
-    assert back.summary == result.summary
+    data = json.loads(json.dumps(ai_result.to_dict()))
+    assert data["planted_named_n"] == len(ai_result.planted)
+    back = type(ai_result).from_dict(data)
+    assert back.summary == ai_result.summary
 
 
-def test_programmatic_explainer_names_planted_tokens(result):
+def test_programmatic_explainer_names_planted_tokens(ai_result):
     """A planted feature fires exactly on its tokens: the programmatic explainer names them
     (the explain contexts hold every firing occurrence and negatives for precision)."""
-    assert result.planted
-    for p in result.planted:
+    assert ai_result.planted
+    for p in ai_result.planted:
         assert p.named, (p.tokens, p.explanation)
         for t in p.tokens:
             assert repr(t) in p.explanation
 
 
-def test_planted_features_score_far_above_their_shuffled_control(result):
+def test_planted_features_score_far_above_their_shuffled_control(ai_result):
     """The programmatic scorer matches the named tokens: a planted feature's own
     explanation detects its held-out contexts perfectly, another feature's does not."""
-    rows = [r for r in result.scores if r.group == "planted" and r.scorer == "programmatic"
+    rows = [r for r in ai_result.scores if r.group == "planted" and r.scorer == "programmatic"
             and r.method == "detection"]
     assert rows
     for r in rows:
         assert r.auroc == 1.0
         assert r.shuffled_auroc < 0.9 and r.explained
-    assert all(p.recovered("programmatic") for p in result.planted)
-    assert result.scorer_ids["programmatic"].startswith("token match")
+    assert all(p.recovered("programmatic") for p in ai_result.planted)
+    assert ai_result.scorer_ids["programmatic"].startswith("token match")
 
 
 def test_token_scorer_reads_the_programmatic_explanations():
@@ -110,7 +110,7 @@ def test_token_scorer_reads_the_programmatic_explanations():
     assert token_scores("words about rivers", ctx).tolist() == [0.0, 0.0]
 
 
-def test_contexts_split_and_labels(tiny_model, result):
+def test_contexts_split_and_labels(tiny_model, ai_result):
     """Explain and score contexts come from disjoint windows; positives fire, negatives do
     not, hard negatives hold a top token."""
     ids = pack_windows(tiny_model, DOCS, seq_len=40, n_windows=30, seed=0)
@@ -151,33 +151,43 @@ def test_marked_text():
     assert marked_text([" a", " b"], [False, True]) == " a<< b>>"
 
 
-def test_bad_inputs(tiny_model, sae):
+def test_bad_inputs(tiny_model, ai_sae):
     with pytest.raises(InterpError, match="never fires"):
-        run_autointerp(tiny_model, sae, DOCS, AutoInterpConfig(**{**CFG, "features": "3,4"}),
+        run_autointerp(tiny_model, ai_sae, DOCS, AutoInterpConfig(**{**CFG, "features": "3,4"}),
                        progress=False)
     with pytest.raises(InterpError, match="out of range"):
-        run_autointerp(tiny_model, sae, DOCS, AutoInterpConfig(**{**CFG, "features": "99"}),
+        run_autointerp(tiny_model, ai_sae, DOCS, AutoInterpConfig(**{**CFG, "features": "99"}),
                        progress=False)
     with pytest.raises(InterpError):
         AutoInterpConfig(methods="detection,simulation")
 
 
-def test_report_and_explanations_file(result, tmp_path):
+def hostile(result):  # noqa: ANN001, ANN201
+    """A copy of ``result`` whose first SAE feature's explanation is a script tag."""
+    import copy
+
+    out = copy.deepcopy(result)
+    f = next(f for f in out.features if f.group == "sae" and f.explanations)
+    f.explanations["programmatic"] = "<script>alert(1)</script>"
+    return out, f
+
+
+def test_report_and_explanations_file(ai_result, tmp_path):
     """The report renders every explanation escaped; explanations.jsonl reads back."""
     from reports.autointerp import autointerp_report
     from saes.autointerp.store import explanations_text, read_explanations
 
-    f = next(f for f in result.features if f.group == "sae" and f.explanations)
-    f.explanations["programmatic"] = "<script>alert(1)</script>"
-    page = autointerp_report(result).html
+    ai_result, f = hostile(ai_result)
+    page = autointerp_report(ai_result).html
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    (tmp_path / "explanations.jsonl").write_text(explanations_text(result))
-    got = read_explanations(tmp_path, d_sae=result.d_sae)
-    assert set(got) == {g.feature for g in result.features if g.group == "sae" and g.explanations}
+    (tmp_path / "explanations.jsonl").write_text(explanations_text(ai_result))
+    got = read_explanations(tmp_path, d_sae=ai_result.d_sae)
+    assert set(got) == {g.feature for g in ai_result.features
+                        if g.group == "sae" and g.explanations}
     assert got[f.feature].explanations["programmatic"] == "<script>alert(1)</script>"
     with pytest.raises(InterpError, match="d_sae"):
-        read_explanations(tmp_path, d_sae=result.d_sae + 1)
+        read_explanations(tmp_path, d_sae=ai_result.d_sae + 1)
     (tmp_path / "bad.jsonl").write_text('{"kind": "feature"}\n')
     with pytest.raises(InterpError, match="line 1"):
         read_explanations(tmp_path / "bad.jsonl")
