@@ -85,6 +85,8 @@ TUNED_LENS_TOKENS ?= 10240
 # The layer-6 SAE (d_sae 4608) trains for about 30 minutes here (≤ 45 min is the target).
 SAE_TOKENS ?= 3000000
 SAE_L1 ?= 4
+# The automatic-interpretation figures (issue 32) take about 2 hours of the run: 214
+# features × 2 explainers × 2 methods × 2 language-model scorers, true and shuffled.
 # The CLI fuzzing in depth: every case run to its end (about 5 minutes per example of
 # every option on 2 cores).
 FUZZ_EXAMPLES ?= 4
@@ -114,6 +116,10 @@ accept: setup
 	$(BIN)/interp causal das --task capitals --layers 10,18,22 --position country \
 		--limit 120 --out accept-out/das-capitals
 	$(BIN)/interp causal edges --task ioi --limit 100 --out accept-out/edges-ioi
+	$(BIN)/interp sae train --layer 6 --d-sae 4608 --arch topk --k 32 --tokens 600000 \
+		--lr 1e-3 --out accept-out/sae-topk
+	$(BIN)/interp sae explain accept-out/sae-topk --features alive:200 --explainer self \
+		--scorer programmatic,self,gemma3-270m --batch-size 32 --out accept-out/autointerp
 	$(BIN)/python scripts/compare_probe_solvers.py
 	$(BIN)/python scripts/check_acceptance.py accept-out
 

@@ -61,7 +61,32 @@ def main(root: str = "accept-out") -> int:
     edges_path = Path(root) / "edges-ioi" / "results.json"
     if edges_path.exists():
         _check_edges(json.loads(edges_path.read_text()), check)
+    ai_path = Path(root) / "autointerp" / "results.json"
+    if ai_path.exists():
+        _check_autointerp(json.loads(ai_path.read_text()), check)
     return 0 if ok else 1
+
+
+def _check_autointerp(r: dict, check) -> None:  # noqa: ANN001
+    """Issue 32: planted features recovered (named, detection AUROC ≥ 0.9) by ≥ 90%; per
+    explainer × scorer, true against shuffled detection AUROC on the SAE's features, and
+    the goal of a difference ≥ 0.15 with its CI above 0 for the best pair."""
+    planted = r["planted"]
+    for scorer in r["scorer_ids"]:
+        got = sum(p["named"] and p["detection_auroc"].get(scorer, 0) >= 0.9 for p in planted)
+        check(f"autointerp: planted features recovered with scorer {scorer} (≥ 90%)",
+              bool(planted) and got >= 0.9 * len(planted), f"{got} of {len(planted)}")
+    rows = [s for s in r["summary"] if s["group"] == "sae"]
+    for s in rows:
+        print(f"      {s['explainer']} × {s['scorer']} ({s['method']}): AUROC {s['auroc']:.3f}, "
+              f"shuffled {s['shuffled_auroc']:.3f}, difference {s['difference']:+.3f} "
+              f"{[round(x, 3) for x in s['difference_ci95']]} over {s['n_features']} features")
+    best = max(rows, key=lambda s: s["difference_ci95"][0], default=None)
+    check("autointerp: best explainer × scorer beats shuffled by ≥ 0.15 AUROC, CI above 0",
+          best is not None and best["difference"] >= 0.15 and best["difference_ci95"][0] > 0,
+          "none" if best is None else
+          f"{best['explainer']} × {best['scorer']} ({best['method']}): "
+          f"{best['difference']:+.3f} {[round(x, 3) for x in best['difference_ci95']]}")
 
 
 def _check_das(name: str, r: dict, check) -> None:  # noqa: ANN001

@@ -139,7 +139,7 @@ def clean_explanation(text: str, limit: int = 160) -> str:
         if line.lower().startswith(lead.lower()):
             line = line[len(lead):]
             break
-    line = line.strip().strip('"').rstrip(".").strip()
+    line = line.strip().rstrip(".").strip().strip('"').rstrip(".").strip()
     return line[:limit] if line else "no explanation"
 
 

@@ -72,3 +72,31 @@ def test_programmatic_explainer_recovers_planted_tokens():
     assert programmatic_explanation(river) == "the token ' bank' after ' river'"
     dead = _planted(texts, lambda toks, j: 0.0)
     assert token_cues(dead) == [] and programmatic_explanation(dead) == "no consistent token"
+
+
+def test_lm_explainer_prompt_and_cleaning(tiny_model):
+    """The explainer's request marks each context's active tokens; answers lose their
+    lead-in, quotes and full stop; generation is batched and deterministic; a model with
+    no chat template is refused."""
+    import pytest
+
+    from interp.errors import InterpError
+    from saes.autointerp.explainers import clean_explanation, explainer_prompt, lm_explanations
+    from saes.results import FeatureContext
+
+    ctx = [FeatureContext([" the", " river", " bank"], [0, 0, 2.0]),
+           FeatureContext([" a", " bank", "\n", " loan"], [0, 1.0, 0, 0])]
+    p = explainer_prompt(ctx, [[a > 0 for a in c.acts] for c in ctx])
+    assert "1. the river<< bank>>" in p and "2. a<< bank>>  loan" in p
+    assert clean_explanation('The marked words share the topic of "banking".\nMore') == "banking"
+    assert clean_explanation("   ") == "no explanation"
+    one = lm_explanations(tiny_model, [ctx], max_new_tokens=6, batch_size=1)
+    two = lm_explanations(tiny_model, [ctx, ctx[:1]], max_new_tokens=6, batch_size=2)
+    assert one[0] == two[0] and all(isinstance(x, str) and x for x in two)
+
+    class NoTemplate:
+        has_chat_template = False
+        model_id = "base"
+
+    with pytest.raises(InterpError, match="not an instruct model"):
+        lm_explanations(NoTemplate(), [ctx])  # type: ignore[arg-type]
