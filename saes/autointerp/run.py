@@ -328,4 +328,5 @@ def summarize(rows: Sequence[FeatureScore], cfg: AutoInterpConfig) -> list[Score
     return out
 
 
-__all__ = ["check_features", "derangement", "fuzz_marks", "random_sae", "run_autointerp", "summarize"]
+__all__ = ["check_features", "derangement", "fuzz_marks", "random_sae", "run_autointerp",
+           "summarize"]
