@@ -70,6 +70,14 @@ def test_feature_vector_takes_a_loaded_sae(tiny_model, docs, tmp_path):
     vec = feature_vector(tiny_model, loaded, docs, cfg)
     assert torch.allclose(vec.vector, feature_vector(tiny_model, sae, docs, cfg).vector)
     assert vec.source == str(loaded.path)
+    # with the SAE's explanations.jsonl naming feature 5, the vector says what it is
+    (folder / "explanations.jsonl").write_text(
+        '{"kind": "header", "d_sae": %d}\n{"kind": "feature", "feature": 5, "label": '
+        '"the token \' river\'", "explained": true, "scores": [{"difference": 0.4}]}\n'
+        % sae.cfg.d_sae)
+    vec = feature_vector(tiny_model, load_sae(folder, tiny_model), docs, cfg)
+    assert vec.extra["explanation"] == "the token ' river'"
+    assert vec.source == f"{loaded.path} · feature 5: the token ' river' (+0.40 explained)"
 
 
 def test_feature_vector_refuses_bad_features(tiny_model, docs):
