@@ -7,6 +7,7 @@ definition serves probes, lenses, SAEs and the evaluations alike.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -94,15 +95,19 @@ def bootstrap_ci(
             return np.asarray(statistic(idx))
         return np.apply_along_axis(lambda row: statistic(row), axis, idx)
 
-    res = sps.bootstrap(
-        (np.arange(n),),
-        stat,
-        n_resamples=n_resamples,
-        method="percentile",
-        confidence_level=confidence,
-        vectorized=False,
-        rng=np.random.default_rng(seed),
-    )
+    with warnings.catch_warnings():
+        # a degenerate distribution (every resample equal, as for a perfect AUROC) makes
+        # scipy warn about the BCa interval, which the percentile method does not compute
+        warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+        res = sps.bootstrap(
+            (np.arange(n),),
+            stat,
+            n_resamples=n_resamples,
+            method="percentile",
+            confidence_level=confidence,
+            vectorized=False,
+            rng=np.random.default_rng(seed),
+        )
     dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
     dist = dist[np.isfinite(dist)]
     if dist.size == 0:

@@ -166,6 +166,12 @@ BASES: dict[str, Callable[[Inputs, Case], Base]] = {
                                         "--out": c.out}),
     "sae browse": lambda i, c: ([i.sae], {**_m(i), "--text": i.text, "--tokens": "32",
                                           "--seq-len": "16", "--out": c.out}),
+    # a copy of the SAE: explain writes explanations.jsonl beside the SAE it reads
+    "sae explain": lambda i, c: ([_sae_copy(i, c)], {
+        **_m(i), "--text": i.text, "--tokens": "120", "--seq-len": "24", "--ctx-len": "2",
+        "--n-explain": "2", "--n-score": "2", "--n-hard": "1", "--features": "alive:3",
+        "--scorer": "programmatic", "--random-features": "0", "--planted": "0",
+        "--bootstrap": "100", "--out": c.out}),
     "sae export": lambda i, c: ([i.sae], {"--out": c.out}),
     "sae import": lambda i, c: ([i.saelens], {"--out": c.out}),
     "sae probe": lambda i, c: ([i.sae], {**_m(i), "--dataset": i.probe, "--ks": "1,2",
@@ -192,6 +198,14 @@ BASES: dict[str, Callable[[Inputs, Case], Base]] = {
 }
 #: What ``seeds`` runs under each seed (after ``--``).
 SEEDS_VERB = ["lens", "hi", "--model"]
+
+
+def _sae_copy(i: Inputs, c: Case) -> str:
+    """The inputs' SAE copied into the case's folder (once per case)."""
+    dst = c.dir / "sae-copy"
+    if not dst.exists():
+        shutil.copytree(i.sae, dst)
+    return str(dst)
 
 
 def _write(path: Path, text: str) -> str:
