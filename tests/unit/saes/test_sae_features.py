@@ -71,10 +71,10 @@ def test_feature_vector_takes_a_loaded_sae(tiny_model, docs, tmp_path):
     assert torch.allclose(vec.vector, feature_vector(tiny_model, sae, docs, cfg).vector)
     assert vec.source == str(loaded.path)
     # with the SAE's explanations.jsonl naming feature 5, the vector says what it is
-    (folder / "explanations.jsonl").write_text(
-        '{"kind": "header", "d_sae": %d}\n{"kind": "feature", "feature": 5, "label": '
-        '"the token \' river\'", "explained": true, "scores": [{"difference": 0.4}]}\n'
-        % sae.cfg.d_sae)
+    lines = [{"kind": "header", "d_sae": sae.cfg.d_sae},
+             {"kind": "feature", "feature": 5, "label": "the token ' river'", "explained": True,
+              "scores": [{"difference": 0.4}]}]
+    (folder / "explanations.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     vec = feature_vector(tiny_model, load_sae(folder, tiny_model), docs, cfg)
     assert vec.extra["explanation"] == "the token ' river'"
     assert vec.source == f"{loaded.path} · feature 5: the token ' river' (+0.40 explained)"
