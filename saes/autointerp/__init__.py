@@ -1,6 +1,6 @@
 """Automatic interpretation of SAE features, offline, scored against null controls.
 
-:func:`run_autointerp` (:mod:`saes.autointerp.run`) reads each feature's contexts
+:func:`~saes.autointerp.run.run_autointerp` reads each feature's contexts
 (:mod:`~saes.autointerp.contexts`), explains them (:mod:`~saes.autointerp.explainers`: the
 programmatic baseline and a language-model explainer), scores the explanations by
 detection and fuzzing from a scorer model's log-probabilities

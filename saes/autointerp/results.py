@@ -115,12 +115,12 @@ class AutoInterpConfig(Config):
 
     @property
     def scorer_list(self) -> list[str]:
-        """:attr:`scorers` as a list."""
+        """``scorers`` as a list."""
         return split_list(self.scorers)
 
     @property
     def method_list(self) -> list[str]:
-        """:attr:`methods` as a list."""
+        """``methods`` as a list."""
         return split_list(self.methods)
 
     @property
