@@ -191,3 +191,32 @@ def test_report_and_explanations_file(ai_result, tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"kind": "feature"}\n')
     with pytest.raises(InterpError, match="line 1"):
         read_explanations(tmp_path / "bad.jsonl")
+
+
+def test_cli_sae_explain_writes_results_and_explanations_beside(tiny_model_dir, ai_sae,
+                                                                 tmp_path, capsys):
+    """`interp sae explain` on the tiny model: report, results, explanations.jsonl in --out
+    and beside the SAE, which `interp sae browse` then shows."""
+    from tests.support.cli_runner import run
+    from tests.support.text_fixtures import paragraphs
+
+    folder = ai_sae.save(tmp_path / "sae", manifest={})
+    text = tmp_path / "text.txt"
+    text.write_text("\n\n".join(paragraphs(600, seed=3)))
+    m = ["--model", str(tiny_model_dir), "--text", str(text)]
+    code, out, err = run(["sae", "explain", str(folder), *m, "--tokens", "1200", "--seq-len",
+                          "40", "--ctx-len", "8", "--n-explain", "4", "--n-score", "4",
+                          "--features", "alive:4", "--scorer", "programmatic",
+                          "--random-features", "2", "--planted", "2", "--bootstrap", "100",
+                          "--out", str(tmp_path / "ex"), "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert {s["group"] for s in data["summary"]} >= {"sae", "planted"}
+    for name in ("report.html", "results.json", "explanations.jsonl"):
+        assert (tmp_path / "ex" / name).is_file()
+    assert (folder / "explanations.jsonl").read_text() == \
+        (tmp_path / "ex" / "explanations.jsonl").read_text()
+    code, out, err = run(["sae", "browse", str(folder), *m, "--tokens", "400", "--seq-len",
+                          "40", "--features", "all", "--out", str(tmp_path / "b")], capsys)
+    assert code == 0, err
+    assert "fb-expl" in (tmp_path / "b" / "browser.html").read_text()
