@@ -223,7 +223,8 @@ def run_autointerp(
         todo = [(g, fe) for g in GROUPS for fe in groups.get(g, []) if fe.explain]
         texts = lm_explanations(explainer, [fe.explain for _, fe in todo],
                                 max_new_tokens=cfg.max_explanation_tokens,
-                                deterministic=cfg.deterministic, batch_size=cfg.batch_size,
+                                deterministic=cfg.deterministic,
+                                batch_size=cfg.explain_batch_size,
                                 progress=progress)
         for (g, fe), text in zip(todo, texts, strict=True):
             by_key[(g, fe.feature)].explanations[cfg.explainer] = text
