@@ -222,10 +222,11 @@ class ScoreSummary:
     def verdict(self) -> str:
         """'explained' when the mean difference's interval lies above 0 (with fewer than
         :data:`MIN_FEATURES` features, whose bootstrap across features means little: when
-        every feature's own interval does), else 'inside the noise'."""
+        every feature's own interval does, else how many do), else 'inside the noise'."""
         if self.n_features < MIN_FEATURES:
-            return "explained" if self.n_features and self.explained == 1.0 \
-                else "inside the noise"
+            k = round(self.explained * self.n_features) if self.n_features else 0
+            return "explained" if self.n_features and k == self.n_features \
+                else f"{k} of {self.n_features} features explained (too few to pool)"
         lo = self.difference_ci95[0]
         return "explained" if lo == lo and lo > 0 else "inside the noise"
 
