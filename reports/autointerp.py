@@ -8,7 +8,7 @@ from markupsafe import Markup
 from interp.display import ci_text
 from reports.html import Report, ReportFigure, headline_lead, render_page
 from saes.autointerp.figures import scatter_figure, score_figure
-from saes.autointerp.results import AutoInterpResult, ScoreSummary
+from saes.autointerp.results import AutoInterpResult, ScoreSummary, best_score
 from saes.results import FeatureContext
 
 #: The page's only script: filter the feature rows by the search box. Constant: never built
@@ -43,7 +43,7 @@ def _feature_rows(r: AutoInterpResult, group: str) -> list[list[object]]:
         expl = Markup("<br>").join(
             Markup("<b>{}</b>: {}").format(k, v) for k, v in f.explanations.items())
         scores = [s for s in r.scores if s.group == group and s.feature == f.feature]
-        best = max(scores, key=lambda s: (s.difference_ci95[0], s.difference), default=None)
+        best = best_score(scores)
         score = (Markup("{:+.2f} {} <span class=\"badge {}\">{}</span>").format(
             best.difference, ci_text(best.difference_ci95[0], best.difference_ci95[1]),
             "ok" if best.explained else "muted",

@@ -38,7 +38,7 @@ from interp.profiling.session import phase
 from interp.runs.progress import make_progress
 from interp.schema import Config, at_least, seed_range, setting
 from interp.steering.vectors import SteeringVector
-from saes.autointerp.store import EXPLANATIONS, read_explanations
+from saes.autointerp.store import explanations_beside
 from saes.loading import LoadedSAE, unpack_sae
 from saes.sae import SparseAutoencoder
 
@@ -149,11 +149,11 @@ def feature_vector(
     direction = sae.W_dec[feature].detach().float().cpu()
     n_fired = int((maxima > 0).sum())
     explained: dict[str, Any] = {}
-    if loaded is not None and (loaded.path / EXPLANATIONS).is_file():
-        known = read_explanations(loaded.path, d_sae=sae.cfg.d_sae).get(feature)
-        if known is not None:  # the SAE's explanations.jsonl names it: say so where it shows
-            explained = {"explanation": known.label, "explanation_score": known.badge()}
-            source = f"{source} · feature {feature}: {known.label} ({known.badge()})"
+    beside = explanations_beside(loaded.path, sae.cfg.d_sae) if loaded is not None else None
+    known = beside.get(feature) if beside is not None else None
+    if known is not None:  # the SAE's explanations.jsonl names it: say so where it shows
+        explained = {"explanation": known.label, "explanation_score": known.badge()}
+        source = f"{source} · feature {feature}: {known.label} ({known.badge()})"
     return SteeringVector(
         direction * scale, layer, model.model_id, "sae_feature", source, 0, SCALE_NOTE,
         extra={"feature": feature, "typical_max_activation": scale,

@@ -353,22 +353,20 @@ def browse(
     (by explanation too, with score badges, when the SAE has explanations.jsonl)."""
     from interp.data.corpus import text_source
     from reports.sae_browser import sae_browser_report
-    from saes.autointerp.store import EXPLANATIONS, read_explanations
+    from saes.autointerp.store import explanations_beside, read_explanations
     from saes.browser import collect_browser_data
     from saes.loading import load_sae
 
     path = sae_path(sae_dir)
-    found = explanations_file or (path / EXPLANATIONS if (path / EXPLANATIONS).is_file()
-                                  else None)
-
     cfg = build_config(BrowserConfig, settings, batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     check_creatable(out_dir, inputs=(sae_dir, path))
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         loaded = load_sae(path, model, device=device)
-        explanations = (read_explanations(found, d_sae=loaded.sae.cfg.d_sae)
-                        if found is not None else None)
+        d_sae = loaded.sae.cfg.d_sae
+        explanations = (read_explanations(explanations_file, d_sae=d_sae) if explanations_file
+                        else explanations_beside(path, d_sae))
         browser = collect_browser_data(model, loaded, docs, cfg, data=data)
         out.write_json("features.json", browser.to_dict())
         sae_browser_report(browser, explanations=explanations).write(out, page="browser.html")

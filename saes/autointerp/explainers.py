@@ -143,15 +143,20 @@ def clean_explanation(text: str, limit: int = 160) -> str:
     return line[:limit] if line else "no explanation"
 
 
+def check_explainer(model: Model) -> None:
+    """Refuse an explainer that is not an instruct model (it has no chat template)."""
+    if not model.has_chat_template:
+        raise InterpError(f"the explainer {model.model_id} is not an instruct model (it has no "
+                          "chat template): use --explainer programmatic or an instruct model")
+
+
 def lm_explanations(
     model: Model, contexts: Sequence[Sequence[FeatureContext]], *, max_new_tokens: int = 24,
     deterministic: bool = True, batch_size: int = 8, progress: bool | None = None,
 ) -> list[str]:
     """One explanation per feature from an instruct ``model`` shown ``contexts[i]`` (each
     context's active tokens marked), greedy, one batched call of the generation engine."""
-    if not model.has_chat_template:
-        raise InterpError(f"the explainer {model.model_id} is not an instruct model (it has no "
-                          "chat template): use --explainer programmatic or an instruct model")
+    check_explainer(model)
     prompts = [explainer_prompt(cs, [[a > 0 for a in c.acts] for c in cs]) for cs in contexts]
     if not prompts:
         return []
@@ -161,5 +166,5 @@ def lm_explanations(
     return [clean_explanation(t) for t in out.texts]
 
 
-__all__ = ["EXPLAIN_PROMPT", "Cue", "clean_explanation", "explainer_prompt", "lm_explanations",
-           "programmatic_explanation", "token_cues"]
+__all__ = ["EXPLAIN_PROMPT", "Cue", "check_explainer", "clean_explanation", "explainer_prompt",
+           "lm_explanations", "programmatic_explanation", "token_cues"]

@@ -13,6 +13,7 @@ indicators of a known token set, which the programmatic explainer must name).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -182,6 +183,12 @@ class FeatureScore:
         return bool(self.difference_ci95[0] > 0)
 
 
+def best_score(rows: Sequence[FeatureScore]) -> FeatureScore | None:
+    """The row whose difference interval starts highest (then the larger difference): an
+    explained row whenever any is."""
+    return max(rows, key=lambda r: (r.difference_ci95[0], r.difference), default=None)
+
+
 @dataclass
 class ScoreSummary:
     """One group × explainer × scorer × method over its features: the mean AUROC of true
@@ -348,4 +355,5 @@ class AutoInterpResult(Result):
 
 
 __all__ = ["GROUPS", "METHODS", "PROGRAMMATIC", "AutoInterpConfig", "AutoInterpResult",
-           "ExplainedFeature", "FeatureScore", "PlantedRecovery", "ScoreSummary", "split_list"]
+           "ExplainedFeature", "FeatureScore", "PlantedRecovery", "ScoreSummary", "best_score",
+           "split_list"]

@@ -35,7 +35,12 @@ from saes.autointerp.contexts import (
     sae_activations,
     scan,
 )
-from saes.autointerp.explainers import lm_explanations, programmatic_explanation, token_cues
+from saes.autointerp.explainers import (
+    check_explainer,
+    lm_explanations,
+    programmatic_explanation,
+    token_cues,
+)
 from saes.autointerp.metrics import balanced_accuracy, mean_ci, paired_difference
 from saes.autointerp.results import (
     GROUPS,
@@ -162,10 +167,8 @@ def run_autointerp(
                  fix="lower tokens or give more held-out text")
     # explainer and scorers load (and are checked) before the long pass
     explainer = None if cfg.explainer == PROGRAMMATIC else _load(cfg.explainer, model, pool)
-    if explainer is not None and not explainer.has_chat_template:
-        raise InterpError(f"the explainer {explainer.model_id} is not an instruct model (it "
-                          "has no chat template): use --explainer programmatic or an "
-                          "instruct model")
+    if explainer is not None:
+        check_explainer(explainer)
     scorer_models: dict[str, Model | None] = {
         name: None if name == PROGRAMMATIC else _load(name, model, pool)
         for name in cfg.scorer_list}
@@ -234,14 +237,12 @@ def run_autointerp(
     scored = [e for e in explained if e.skipped is None]
     for g in GROUPS:
         members = [e for e in scored if e.group == g]
-        donors = members if len(members) >= 2 else [e for e in scored if e not in members]
+        others = [e for e in scored if e not in members]
         if len(members) >= 2:
             perm = derangement(len(members), cfg.seed + GROUPS.index(g))
             pairs = [(m, members[perm[i]]) for i, m in enumerate(members)]
-        elif donors:
-            pairs = [(m, donors[cfg.seed % len(donors)]) for m in members]
-        else:
-            pairs = []
+        else:  # a group of one borrows from the others (none: the check below refuses)
+            pairs = [(m, others[cfg.seed % len(others)]) for m in members] if others else []
         for m, d in pairs:
             m.shuffled_from, m.shuffled_group = d.feature, d.group
     if len(scored) < 2:

@@ -20,7 +20,7 @@ from typing import Any
 
 from interp.errors import InterpError
 from interp.schema import json_safe
-from saes.autointerp.results import PROGRAMMATIC, AutoInterpResult, FeatureScore
+from saes.autointerp.results import PROGRAMMATIC, AutoInterpResult, FeatureScore, best_score
 
 EXPLANATIONS = "explanations.jsonl"
 
@@ -53,9 +53,8 @@ class FeatureExplanation:
 
 
 def _label(explanations: dict[str, str], rows: list[FeatureScore]) -> tuple[str, bool]:
-    explained = [r for r in rows if r.explained]
-    if explained:
-        best = max(explained, key=lambda r: (r.difference_ci95[0], r.difference))
+    best = best_score(rows)
+    if best is not None and best.explained:
         return explanations.get(best.explainer, ""), True
     return explanations.get(PROGRAMMATIC) or next(iter(explanations.values()), ""), False
 
@@ -128,5 +127,11 @@ def read_explanations(path: str | Path, d_sae: int | None = None,
     return out
 
 
-__all__ = ["EXPLANATIONS", "FeatureExplanation", "explanation_lines", "explanations_text",
-           "read_explanations"]
+def explanations_beside(folder: str | Path, d_sae: int) -> dict[int, FeatureExplanation] | None:
+    """The explanations an SAE folder holds (its ``explanations.jsonl``), or None."""
+    path = Path(folder) / EXPLANATIONS
+    return read_explanations(path, d_sae=d_sae) if path.is_file() else None
+
+
+__all__ = ["EXPLANATIONS", "FeatureExplanation", "explanation_lines", "explanations_beside",
+           "explanations_text", "read_explanations"]
