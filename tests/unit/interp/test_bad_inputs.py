@@ -669,6 +669,10 @@ CASES = [
     Case("sae-explain-tokens-beyond-text", lambda c: [
         "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--out", c.out],
         "automatic interpretation asks for tokens=65,536"),
+    Case("sae-browse-explanations-not-records", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "200",
+        "--seq-len", "24", "--explanations", c.file("y.jsonl", "[1, 2]\n"),
+        "--out", c.out], "line 1 is not an explanation record"),
     Case("sae-browse-explanations-of-another-sae", lambda c: [
         "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "200",
         "--seq-len", "24", "--explanations", c.file("x.jsonl", '{"feature": 40}\n'),
