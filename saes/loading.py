@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from interp.errors import InterpError
-from saes.architectures import sae_class
+import saes.architectures  # noqa: F401 - registers every architecture
 from saes.sae import KIND, SAEConfig, SparseAutoencoder
 
 __all__ = ["LoadedSAE", "build_sae", "load_sae", "sae_from_tensors", "unpack_sae"]
@@ -40,8 +40,9 @@ def unpack_sae(sae: SparseAutoencoder | LoadedSAE) -> tuple[SparseAutoencoder, L
 
 
 def build_sae(cfg: SAEConfig) -> SparseAutoencoder:
-    """An SAE of ``cfg.architecture`` with zero weights (see :mod:`saes.architectures`)."""
-    return sae_class(cfg.architecture)(cfg)
+    """An SAE of ``cfg.architecture`` with zero weights (see :mod:`saes.architectures`); a
+    transcoder's settings build a transcoder."""
+    return cfg.model_class()(cfg)
 
 
 def sae_from_tensors(cfg: SAEConfig, tensors: dict[str, Tensor]) -> SparseAutoencoder:
@@ -71,31 +72,36 @@ def sae_from_tensors(cfg: SAEConfig, tensors: dict[str, Tensor]) -> SparseAutoen
     return sae
 
 
-def load_sae(path: str | Path, model: Any | None = None, device: str = "cpu") -> LoadedSAE:
+def load_sae(path: str | Path, model: Any | None = None, device: str = "cpu", *,
+             kind: str = KIND, config_class: type[SAEConfig] = SAEConfig) -> LoadedSAE:
     """Load an SAE artifact; with ``model``, refuse one made for another model or width.
 
-    Raises :class:`InterpError` in one line for a missing, corrupt or truncated file, a
-    shape mismatch, or an SAE whose ``d_model``/model id differ from ``model``'s.
+    ``kind`` and ``config_class`` read another member of the family (a transcoder:
+    :func:`saes.transcoders.files.load_transcoder`). Raises :class:`InterpError` in one line
+    for a missing, corrupt or truncated file, a shape mismatch, or an SAE whose
+    ``d_model``/model id differ from ``model``'s.
     """
     from interp.runs.artifacts import load_artifact
 
-    art = load_artifact(path, kind=KIND)
-    sae_cfg = art.config.get("sae")
+    art = load_artifact(path, kind=kind)
+    sae_cfg = art.config.get(kind)
+    what = "SAE" if kind == KIND else kind
     if not isinstance(sae_cfg, dict):
-        raise InterpError(f"SAE {path}: config.json has no 'sae' settings")
+        raise InterpError(f"{what} {path}: config.json has no {kind!r} settings")
     try:
-        cfg = SAEConfig(**sae_cfg)
+        cfg = config_class(**sae_cfg)
     except TypeError as exc:
-        raise InterpError(f"SAE {path}: bad 'sae' settings in config.json ({exc})") from None
+        raise InterpError(f"{what} {path}: bad {kind!r} settings in config.json ({exc})"
+                          ) from None
     if model is not None:
         if cfg.d_in != model.d_model:
             raise InterpError(
-                f"SAE {path} reads activations of width d_in={cfg.d_in}, but model "
+                f"{what} {path} reads activations of width d_in={cfg.d_in}, but model "
                 f"{model.model_id} has d_model={model.d_model}"
             )
         if art.model_id != model.model_id:
             raise InterpError(
-                f"SAE {path} was trained on model {art.model_id!r} but the loaded model is "
+                f"{what} {path} was trained on model {art.model_id!r} but the loaded model is "
                 f"{model.model_id!r}"
             )
     sae = sae_from_tensors(cfg, art.tensors).to(device)

@@ -74,6 +74,12 @@ class SAEConfig(Config):
 
         architecture(self.architecture).check_sae(self)
 
+    def model_class(self) -> type[SparseAutoencoder]:
+        """The class that builds a model of these settings (the architecture's SAE class)."""
+        from saes.registry import architecture
+
+        return architecture(self.architecture).sae_class
+
 
 def check_k(k: object, d_sae: int, config: str = "SAEConfig") -> int:
     """``k`` as the number of active latents: an integer in ``1 … d_sae``."""
@@ -92,6 +98,8 @@ class SparseAutoencoder(nn.Module):
 
     #: Decoder rows kept at unit norm after every step (TopK, BatchTopK, JumpReLU).
     unit_decoder: ClassVar[bool] = False
+    #: The artifact's kind, and the key of these settings in its ``config.json``.
+    artifact_kind: ClassVar[str] = KIND
 
     def __init__(self, cfg: SAEConfig, train: Any = None) -> None:
         super().__init__()
@@ -139,6 +147,20 @@ class SparseAutoencoder(nn.Module):
         """``(x − b_dec)·W_enc + b_enc`` of already-scaled ``x``."""
         return (x - self.b_dec) @ self.W_enc + self.b_enc
 
+    def encoder_offset(self) -> Float[Tensor, " d_sae"]:
+        """``c`` in ``pre_acts(x) = x·W_enc + c`` (``b_enc − b_dec·W_enc`` here)."""
+        return self.b_enc - self.b_dec @ self.W_enc
+
+    # What a training batch holds. An SAE reconstructs its input; a transcoder
+    # (:mod:`saes.transcoders`) reads a batch of [input | target] rows and adds a skip path.
+    def split(self, x: Float[Tensor, "n width"]) -> tuple[Tensor, Tensor]:
+        """A scaled training batch as (encoder input, reconstruction target): ``(x, x)``."""
+        return x, x
+
+    def skip_out(self, x: Float[Tensor, "n d_in"]) -> Tensor | float:
+        """The skip path's contribution to the scaled reconstruction (none here)."""
+        return 0.0
+
     def activate(self, pre: Float[Tensor, "... d_sae"]) -> Float[Tensor, "... d_sae"]:
         """The inference activation of pre-activations (ReLU here)."""
         return torch.relu(pre)
@@ -168,9 +190,10 @@ class SparseAutoencoder(nn.Module):
         (Σ f·‖W_dec‖ per token), ``l0`` (active features per token) and ``fired`` (which
         latents fired on any token of the batch). Every architecture returns these.
         """
+        x, y = self.split(x)
         f = torch.relu(self.pre_acts(x))
-        x_hat = f @ self.W_dec + self.b_dec
-        mse = (x_hat - x).pow(2).sum(-1).mean()
+        y_hat = f @ self.W_dec + self.b_dec + self.skip_out(x)
+        mse = (y_hat - y).pow(2).sum(-1).mean()
         l1 = (f * self.W_dec.norm(dim=1)).sum(-1).mean()
         loss = mse + coefficient * l1
         return loss, {"mse": mse.detach(), "l1": l1.detach(),
@@ -204,6 +227,11 @@ class SparseAutoencoder(nn.Module):
     def load_state_tensors(self, tensors: dict[str, Tensor]) -> None:
         """Set the :meth:`state_tensors` from saved values (shapes already checked)."""
 
+    def set_scales(self, scale: float | list[float]) -> None:
+        """Record the scale(s) training multiplied activations by (then
+        :meth:`fold_input_scale` folds them into the weights)."""
+        self.cfg = self.cfg.replace(input_scale=float(scale))  # type: ignore[arg-type]
+
     @torch.no_grad()
     def fold_input_scale(self) -> None:
         """Fold ``input_scale`` c into the weights so the SAE takes raw activations.
@@ -236,9 +264,9 @@ class SparseAutoencoder(nn.Module):
         """
         from interp.runs.artifacts import save_artifact
 
-        config = {"sae": self.cfg.to_dict(), **(extra or {})}
+        config = {self.artifact_kind: self.cfg.to_dict(), **(extra or {})}
         return save_artifact(
-            path, self.tensors(), kind=KIND, config=config,
+            path, self.tensors(), kind=self.artifact_kind, config=config,
             model_id=self.cfg.model_id or "unknown", d_model=d_model or self.cfg.d_in,
             hook_point=self.cfg.hook_point, manifest=manifest,
         )

@@ -73,7 +73,10 @@ class StoreConfig(Config):
     """Where the activations come from and how they are cut and shuffled (set from the
     training run's settings; its fields key the disk cache)."""
 
-    layer: int = setting(help="Residual stream after this block.")
+    layer: int = setting(help="The block whose activations are read.")
+    site: str = setting("resid", help="What is read at the layer: 'resid' (the residual stream "
+                                      "after the block) or 'mlp' (the MLP's input and output, "
+                                      "side by side, for transcoders).")
     seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.")
     windows_per_chunk: int = setting(1024, check=at_least(1),
                                      help="Windows shuffled together.")
@@ -82,7 +85,9 @@ class StoreConfig(Config):
     forward_batch: int = setting(8, check=at_least(1), help="Windows per model forward.")
 
     def check(self) -> None:
-        """``windows_per_chunk`` must be a multiple of ``data_shards``."""
+        """A known ``site``; ``windows_per_chunk`` a multiple of ``data_shards``."""
+        if self.site not in SITES:
+            raise self.error("site", f"must be one of {', '.join(SITES)}", self.site)
         if self.windows_per_chunk % self.data_shards:
             raise self.error("windows_per_chunk", "must be a positive multiple of the data "
                              f"shards ({self.data_shards})", self.windows_per_chunk)
@@ -99,22 +104,43 @@ class StoreConfig(Config):
         return self.windows_per_shard_chunk * (self.seq_len - 1)
 
 
+#: What a store can read at a layer, and how many activations of width d_model sit side by
+#: side in each of its rows (:func:`site_hooks`).
+SITES = {"resid": 1, "mlp": 2}
+
+
+def site_hooks(model: Model, layer: int, site: str = "resid") -> list[str]:
+    """The hook points read at ``layer`` for ``site``: ``resid`` is the residual stream after
+    the block; ``mlp`` is the MLP's input (the normalised residual that feeds it,
+    ``mlp.hook_in``) then what the MLP adds to the residual stream (``hook_mlp_out``, after
+    Gemma's post-MLP norm)."""
+    if site == "resid":
+        return [model.resid_hook(layer)]
+    if site == "mlp":
+        return [f"blocks.{layer}.mlp.hook_in", f"blocks.{layer}.hook_mlp_out"]
+    raise InterpError(f"unknown activation site {site!r}: use {', '.join(SITES)}")
+
+
 def capture_windows_layers(
-    model: Model, windows: Int[Tensor, "n seq"], layers: Sequence[int], batch: int = 8
-) -> dict[int, Float[Tensor, "n_tokens d"]]:
-    """``hook_resid_post`` of each of ``layers`` for every window position but the first, in
-    order, from one forward per batch stopped after the deepest layer.
+    model: Model, windows: Int[Tensor, "n seq"], layers: Sequence[int], batch: int = 8,
+    site: str = "resid",
+) -> dict[int, Float[Tensor, "n_tokens width"]]:
+    """The ``site`` activations (:func:`site_hooks`, side by side) of each of ``layers`` for
+    every window position but the first, in order, from one forward per batch stopped after
+    the deepest layer.
 
     Rows are window-major: window 0's positions 1…seq−1, then window 1's, …
     """
-    hooks = {layer: model.resid_hook(layer) for layer in layers}
+    hooks = {layer: site_hooks(model, layer, site) for layer in layers}
     out: dict[int, list[Tensor]] = {layer: [] for layer in layers}
     with phase("forward"):
         for i in range(0, windows.shape[0], batch):
             ids = windows[i:i + batch].to(model.device)
-            acts, _ = forward_with_hooks(model, ids, None, list(hooks.values()))
-            for layer, hook in hooks.items():
-                a = acts[hook]
+            acts, _ = forward_with_hooks(model, ids, None,
+                                         [h for names in hooks.values() for h in names])
+            for layer, names in hooks.items():
+                a = torch.cat([acts[h] for h in names], dim=-1) if len(names) > 1 \
+                    else acts[names[0]]
                 out[layer].append(a[:, 1:].reshape(-1, a.shape[-1]).cpu())
     return {layer: torch.cat(parts) for layer, parts in out.items()}
 
@@ -130,13 +156,14 @@ class SharedForward:
     """One model forward per chunk of windows for the stores of several layers.
 
     The first store that needs chunk ``c`` of substream ``s`` runs the windows through the
-    model once, up to the deepest of ``layers``; every layer's activations are kept until
-    that layer's store takes them (at most one chunk per layer and substream). A store of
-    one layer uses one of these on its own.
+    model once, up to the deepest of ``layers``; every layer's activations (at ``site``) are
+    kept until that layer's store takes them (at most one chunk per layer and substream). A
+    store of one layer uses one of these on its own.
     """
 
-    def __init__(self, model: Model, layers: Sequence[int]) -> None:
+    def __init__(self, model: Model, layers: Sequence[int], site: str = "resid") -> None:
         self.model = model
+        self.site = site
         self.layers = sorted({model.check_layer(layer) for layer in layers})
         self.forward_tokens = 0  # tokens this process has run through the model (MFU)
         self._kept: dict[tuple[int, int], dict[int, Tensor]] = {}
@@ -153,7 +180,7 @@ class SharedForward:
             for old in [k for k in self._kept if k[0] == shard]:
                 del self._kept[old]
             kept = self._kept[key] = capture_windows_layers(self.model, ids, self.layers,
-                                                            forward_batch)
+                                                            forward_batch, self.site)
             self.forward_tokens += ids.numel()
         return kept.pop(layer)
 
@@ -256,9 +283,11 @@ class ActivationStore:
         self.batch_size = batch_size
         self.rank, self.world = rank, world
         self.shards = list(range(rank, cfg.data_shards, world))
-        if shared is not None and cfg.layer not in shared.layers:
-            raise InterpError(f"the shared forward does not capture layer {cfg.layer}")
-        self.shared = shared or SharedForward(model, [cfg.layer])
+        if shared is not None and (cfg.layer not in shared.layers or cfg.site != shared.site):
+            raise InterpError(f"the shared forward does not capture {cfg.site} at layer "
+                              f"{cfg.layer}")
+        self.shared = shared or SharedForward(model, [cfg.layer], cfg.site)
+        self.width = model.d_model * len(site_hooks(model, cfg.layer, cfg.site))
         self._subs = {s: _Substream(self, s) for s in self.shards}
         self.cache = Path(cache_dir) / self.cache_key(data_hash) if cache_dir else None
         self._lock: Lock | None = None
@@ -284,7 +313,7 @@ class ActivationStore:
         """Tokens this process contributes to each global batch."""
         return self.batch_size // self.cfg.data_shards * len(self.shards)
 
-    def batch(self, step: int) -> Float[Tensor, "local_batch d"]:
+    def batch(self, step: int) -> Float[Tensor, "local_batch width"]:
         """This process's part of the global batch of ``step`` (substreams concatenated)."""
         per = self.batch_size // self.cfg.data_shards
         return torch.cat([self._subs[s].tokens(step * per, per) for s in self.shards])
@@ -299,6 +328,8 @@ class ActivationStore:
         the text's hash ``data_hash``."""
         key = {**self.cfg.to_dict(), "model_id": self.model.model_id, "data": data_hash}
         key.pop("forward_batch")
+        if key["site"] == "resid":  # the residual stream's entries keep their names
+            key.pop("site")
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     def _init_cache(self, data_hash: str) -> None:
@@ -332,7 +363,8 @@ class ActivationStore:
 
             text = json.dumps(
                 {**self.cfg.to_dict(), "model_id": self.model.model_id, "data": data_hash,
-                 "hook": self.model.resid_hook(self.cfg.layer), "d_model": self.model.d_model,
+                 "hook": ", ".join(site_hooks(self.model, self.cfg.layer, self.cfg.site)),
+                 "d_model": self.model.d_model,
                  "version": CACHE_VERSION},
                 indent=1)
             self._writable = cache_write(lambda: atomic_write_text(info, text), "activations")
@@ -382,7 +414,7 @@ class ActivationStore:
         elif problem is None and meta.get("sha256") != _digest(acts):
             problem = "damaged (sha256 mismatch)"
         elif problem is None and acts is not None and tuple(acts.shape) != (
-                self.cfg.tokens_per_shard_chunk, self.model.d_model):
+                self.cfg.tokens_per_shard_chunk, self.width):
             problem = "damaged (wrong shape)"
         if problem is not None or acts is None:  # recomputed, never trusted
             note(f"activation cache shard {p} is {problem}; rebuilding it")

@@ -71,6 +71,7 @@ from saes.architectures import Architecture, ReLUConfig
 from saes.results import TrainingRecord
 from saes.sae import SAEConfig, SparseAutoencoder
 from saes.store import (
+    SITES,
     ActivationStore,
     SharedForward,
     StoreConfig,
@@ -147,6 +148,11 @@ class SAETrainConfig(Config):
                                help="Substreams of the text [default: the number of "
                                     "processes].")
 
+    #: What the activation store reads at the layer (:data:`saes.store.SITES`).
+    site: ClassVar[str] = "resid"
+    #: What the progress bar and messages call the trained model.
+    noun: ClassVar[str] = "SAE"
+
     def __post_init__(self) -> None:
         if isinstance(self.arch, Mapping):  # read back from a saved config.json
             object.__setattr__(self, "arch", Architecture.from_dict(self.arch))
@@ -189,9 +195,13 @@ class SAETrainConfig(Config):
         return SAEConfig(d_in=model.d_model, d_sae=self.d_sae, hook_point=model.resid_hook(
             self.layer), layer=self.layer, model_id=model.model_id, **self.arch.sae_fields())
 
+    def build(self, model: Model) -> SparseAutoencoder:
+        """The (zero-weight) model this run trains on ``model``."""
+        return self.arch.sae_class(self.sae_config(model), self.arch)
+
     def store_config(self) -> StoreConfig:
         """The activation store's settings this run implies."""
-        return StoreConfig(layer=self.layer, seq_len=self.seq_len,
+        return StoreConfig(layer=self.layer, site=self.site, seq_len=self.seq_len,
                            windows_per_chunk=self.windows_per_chunk,
                            data_shards=self.data_shards, seed=self.seed)
 
@@ -382,7 +392,7 @@ def train_sae(
     cfg = cfg or SAETrainConfig()
     check_memory(model, cfg)
     check_text(model, docs, cfg)
-    return _train_runs(model, docs, [(cfg, Path(out_dir).expanduser())], data=data,
+    return train_runs(model, docs, [(cfg, Path(out_dir).expanduser())], data=data,
                        cache_dir=cache_dir, stop_at=stop_at, manifest=manifest,
                        progress=progress, on_checkpoint=on_checkpoint)[0]
 
@@ -393,7 +403,8 @@ def check_memory(model: Model, cfg: SAETrainConfig, n_saes: int = 1) -> None:
     from interp.runs.memory import require, sae_training_bytes
 
     need = sae_training_bytes(cfg.d_sae, model.d_model, batch=cfg.batch_size,
-                              chunk_tokens=cfg.windows_per_chunk * cfg.seq_len,
+                              chunk_tokens=cfg.windows_per_chunk * cfg.seq_len
+                              * SITES[cfg.site],
                               n_saes=n_saes)
     what = f"{n_saes} SAEs" if n_saes > 1 else "an SAE"
     require(need, f"training {what} of d_sae={cfg.d_sae:,} on d_model={model.d_model} "
@@ -461,12 +472,12 @@ def train_saes(
     check_memory(model, cfg, n_saes=len(checked))
     check_text(model, docs, cfg)
     runs = [(replace(cfg, layer=layer), layer_dir(out_dir, layer)) for layer in checked]
-    results = _train_runs(model, docs, runs, data=data, cache_dir=cache_dir, stop_at=stop_at,
+    results = train_runs(model, docs, runs, data=data, cache_dir=cache_dir, stop_at=stop_at,
                           manifest=manifest, progress=progress, on_checkpoint=on_checkpoint)
     return dict(zip(checked, results, strict=True))
 
 
-class _Run(ResumableRun):
+class SAERun(ResumableRun):
     """One SAE being trained: weights, optimiser, dead-feature counters, history and the
     activation store it draws its batches from; :func:`interp.training.train_steps` owns
     the run folder, checkpoints, progress and FLOPs."""
@@ -487,15 +498,17 @@ class _Run(ResumableRun):
                          dtypes=(self.model_dtype, "float32"), rank=rank, world=world)
         self.model, self.cfg, self.data = model, cfg, data
         self.sae_dir = self.final_dir
-        self.hook = model.resid_hook(cfg.layer)
         torch.manual_seed(cfg.seed)
-        self.sae = cfg.arch.sae_class(cfg.sae_config(model), cfg.arch)
+        self.sae = cfg.build(model)
+        self.hook = self.sae.cfg.hook_point
         self.optimizer = torch.optim.Adam(self.sae.parameters(), lr=cfg.lr,
                                           betas=(cfg.beta1, cfg.beta2))
         self.steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each fired
         self.history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
         self.resampled: list[list[int]] = []
-        self.scale: float | None = None
+        #: the activations' scale: one float (an SAE), or one per block of a row (a transcoder's
+        #: input and output), each making E‖c·x‖² = d_model
+        self.scale: float | list[float] | None = None
         self.resume()
         self.shape = ModelShape.of(model)
         self.final_batches: dict[int, Tensor] = {}  # step -> scaled batch, for calibration
@@ -523,7 +536,8 @@ class _Run(ResumableRun):
                 t.copy_(tensors[name])
         self.steps_since = tensors["steps_since_fired"].clone()
         self.history = {k: list(v) for k, v in config["history"].items()}
-        self.scale = float(config["input_scale"])
+        scale = config["input_scale"]
+        self.scale = [float(c) for c in scale] if isinstance(scale, list) else float(scale)
         self.resampled = list(config.get("resampled", []))
 
     def checkpoint_config(self) -> dict[str, Any]:
@@ -553,20 +567,33 @@ class _Run(ResumableRun):
             self.module = DistributedDataParallel(self.module)
 
     def init_from(self, first: Tensor) -> None:
-        """A fresh run: input scale and b_dec from this process's first chunk(s)."""
-        stats = _all_reduce(torch.tensor([*mean_sq_norm(first)], dtype=torch.float64))
-        self.scale = input_scale(float(stats[0]), int(stats[1]), self.model.d_model)
-        total = _all_reduce((first.double() * self.scale).sum(0))
+        """A fresh run: input scale(s) and b_dec from this process's first chunk(s)."""
+        d = self.model.d_model
+        scales, n = [], 0
+        for block in first.split(d, dim=1):  # a transcoder's rows are [input | output]
+            stats = _all_reduce(torch.tensor([*mean_sq_norm(block)], dtype=torch.float64))
+            n = int(stats[1])  # rows over every process
+            scales.append(input_scale(float(stats[0]), n, d))
+        self.scale = scales[0] if len(scales) == 1 else scales
+        total = _all_reduce((first.double() * self.scale_factor()).sum(0))
         self.sae.init_weights(torch.Generator().manual_seed(self.cfg.seed),
                               self.cfg.dec_init_norm)
-        with torch.no_grad():
-            self.sae.b_dec.copy_((total / int(stats[1])).float())
+        mean = (total / n).float()[None]
+        with torch.no_grad():  # the mean of what the decoder reconstructs
+            self.sae.b_dec.copy_(self.sae.split(mean)[1][0])
+
+    def scale_factor(self) -> float | Tensor:
+        """What a raw batch is multiplied by: the scale, or per-block scales side by side."""
+        assert self.scale is not None
+        if isinstance(self.scale, list):
+            return torch.tensor(self.scale).repeat_interleave(self.model.d_model)
+        return self.scale
 
     def batch(self, step: int) -> Tensor:
         """The scaled batch of ``step``; the model FLOPs it cost, if it ran the model."""
         assert self.store is not None and self.shared is not None and self.scale is not None
         forwarded = self.shared.forward_tokens
-        x = self.store.batch(step) * self.scale
+        x = self.store.batch(step) * self.scale_factor()
         if self.shared.forward_tokens > forwarded:  # this batch ran the model
             self.work.add(self.model_dtype, forward_flops(
                 self.shape, self.shared.forward_tokens - forwarded, self.cfg.seq_len,
@@ -587,7 +614,8 @@ class _Run(ResumableRun):
         with phase("loss"):
             loss, parts = self.module(x, coef, dead_now)
             loss_sum = _all_reduce(torch.stack([loss.detach(), parts["mse"], parts["l1"],
-                                                parts["l0"], _var(x)]).double()) / self.world
+                                                parts["l0"], _var(sae.split(x)[1])]).double()
+                                    ) / self.world
             if "threshold_sample" in parts:  # BatchTopK: one threshold for all ranks
                 parts["threshold_sample"] = (_all_reduce(
                     parts["threshold_sample"].double().clone()) / self.world).float()
@@ -649,7 +677,7 @@ class _Run(ResumableRun):
                 calibration = self.sae.calibrate(
                     batches, lambda t: _all_reduce(t.double().clone()) / self.world)
                 calibration["tokens"] = self.world * sum(int(x.shape[0]) for x in batches)
-            self.sae.cfg = self.sae.cfg.replace(input_scale=float(self.scale))  # type: ignore[arg-type]
+            self.sae.set_scales(self.scale)  # type: ignore[arg-type]
             self.sae.fold_input_scale()
             if self.rank == 0:
                 sae_path = self.sae.save(self.sae_dir, d_model=self.model.d_model,
@@ -673,7 +701,7 @@ class _Run(ResumableRun):
         assert self.store is not None and self.scale is not None
         steps = self.cfg.steps
         return [self.final_batches[s] if s in self.final_batches
-                else self.store.batch(s) * self.scale
+                else self.store.batch(s) * self.scale_factor()
                 for s in range(max(0, steps - CALIBRATION_STEPS), steps)]
 
     def result(self, done: int, sae_path: Path | None,
@@ -688,20 +716,21 @@ class _Run(ResumableRun):
                               calibration=calibration)
 
 
-def _train_runs(
+def train_runs(
     model: Model, docs: Sequence[str], specs: Sequence[tuple[SAETrainConfig, Path]], *,
     data: dict[str, Any] | None, cache_dir: str | Path | None, stop_at: int | None,
     manifest: dict[str, Any] | None, progress: bool | None,
-    on_checkpoint: Callable[[int], None] | None,
+    on_checkpoint: Callable[[int], None] | None, run_class: type[SAERun] | None = None,
 ) -> list[SAETrainResult]:
     """Train the runs of ``specs`` (one per layer, same settings otherwise) in lockstep from
-    shared model forwards (:class:`saes.store.SharedForward`)."""
+    shared model forwards (:class:`saes.store.SharedForward`); ``run_class`` is the run's
+    class (:class:`SAERun`, or a transcoder's)."""
     rank, world = _dist()
     data = dict(data or {})
-    runs: list[_Run] = []
+    runs: list[SAERun] = []
     try:
         for cfg, out in specs:
-            runs.append(_Run(model, cfg, out, data, rank, world))
+            runs.append((run_class or SAERun)(model, cfg, out, data, rank, world))
         return _train_locked(model, docs, runs, specs, data=data, cache_dir=cache_dir,
                              stop_at=stop_at, manifest=manifest, progress=progress,
                              on_checkpoint=on_checkpoint, rank=rank, world=world)
@@ -711,7 +740,7 @@ def _train_runs(
 
 
 def _train_locked(
-    model: Model, docs: Sequence[str], runs: list[_Run],
+    model: Model, docs: Sequence[str], runs: list[SAERun],
     specs: Sequence[tuple[SAETrainConfig, Path]], *, data: dict[str, Any],
     cache_dir: str | Path | None, stop_at: int | None, manifest: dict[str, Any] | None,
     progress: bool | None, on_checkpoint: Callable[[int], None] | None, rank: int, world: int,
@@ -721,7 +750,7 @@ def _train_locked(
     results = {id(r): r.result(r.start, r.sae_dir) for r in runs if r.complete}
     active = [r for r in runs if id(r) not in results]
     if active:
-        shared = SharedForward(model, [r.cfg.layer for r in active])
+        shared = SharedForward(model, [r.cfg.layer for r in active], active[0].cfg.site)
         deepest = max(r.cfg.layer for r in active)
         for run in active:
             run.attach(ActivationStore(model, docs, run.cfg.store_config(),
@@ -730,7 +759,8 @@ def _train_locked(
                                        data_hash=str(data.get("sha256", "")), shared=shared),
                        shared, deepest)
         done = train_steps(active, stop_at=stop_at, progress=progress,
-                           labels=[f"SAE L{r.cfg.layer} d_sae={r.cfg.d_sae}" for r in active],
+                           labels=[f"{r.cfg.noun} L{r.cfg.layer} d_sae={r.cfg.d_sae}"
+                                   for r in active],
                            on_checkpoint=on_checkpoint)
         for run in active:
             results[id(run)] = run.finish(max(run.start, done), manifest)

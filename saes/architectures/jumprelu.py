@@ -111,12 +111,13 @@ class JumpReLUSAE(SparseAutoencoder):
         """MSE plus ``coefficient`` × L0 (the step function's count of active latents,
         straight-through gradient to θ within ``bandwidth``); parts: mse, decoder-norm-weighted l1,
         l0 and the latents that fired."""
+        x, y = self.split(x)
         pre = self.pre_acts(x)
         theta = self.threshold
         eps = self.train_cfg.bandwidth
         f = jumprelu(pre, theta, eps)
-        x_hat = f @ self.W_dec + self.b_dec
-        mse = (x_hat - x).pow(2).sum(-1).mean()
+        y_hat = f @ self.W_dec + self.b_dec + self.skip_out(x)
+        mse = (y_hat - y).pow(2).sum(-1).mean()
         l0 = step(pre, theta, eps).sum(-1).mean()
         loss = mse + coefficient * l0
         active = f.detach() > 0

@@ -96,8 +96,7 @@ def selected_pre(sae: SparseAutoencoder, x: Float[Tensor, "n d_in"], pre: Tensor
     """``pre[rows, cols]`` of ``sae`` on scaled ``x``, differentiable in the SAE's weights
     through :class:`_SelectedPre` (``pre`` is :meth:`~saes.sae.SparseAutoencoder.pre_acts`,
     computed without a graph)."""
-    c = sae.b_enc - sae.b_dec @ sae.W_enc  # pre = x·W_enc + c
-    return _SelectedPre.apply(x, sae.W_enc, c, rows, cols, pre[rows, cols])  # type: ignore[no-any-return]
+    return _SelectedPre.apply(x, sae.W_enc, sae.encoder_offset(), rows, cols, pre[rows, cols])  # type: ignore[no-any-return]
 
 
 def decode_sparse(
@@ -130,15 +129,16 @@ class TopKSAE(SparseAutoencoder):
         """MSE of the top-k reconstruction plus ``aux_coefficient`` × AuxK (the dead latents'
         reconstruction of the residual); ``coefficient`` is unused (``k`` sets the sparsity). Parts:
         mse, decoder-norm-weighted l1, aux, l0, the latents that fired."""
+        x, y = self.split(x)
         with torch.no_grad():
             pre = self.pre_acts(x)
             idx = pre.topk(self.k, dim=-1).indices
         n = x.shape[0]
         rows = torch.arange(n, device=x.device).repeat_interleave(self.k)
         vals = torch.relu(selected_pre(self, x, pre, rows, idx.reshape(-1))).view(n, self.k)
-        x_hat = decode_sparse(idx, vals, self.W_dec) + self.b_dec
-        mse = (x_hat - x).pow(2).sum(-1).mean()
-        aux = self._aux_loss(x, pre, x - x_hat.detach(), dead)
+        y_hat = decode_sparse(idx, vals, self.W_dec) + self.b_dec + self.skip_out(x)
+        mse = (y_hat - y).pow(2).sum(-1).mean()
+        aux = self._aux_loss(x, pre, y - y_hat.detach(), dead)
         loss = mse + self.train_cfg.aux_coefficient * aux
         active = vals > 0
         fired = torch.zeros(self.cfg.d_sae, dtype=torch.bool, device=x.device)
@@ -190,6 +190,7 @@ class BatchTopKSAE(TopKSAE):
         """Like :meth:`TopKSAE.loss`, but the top ``k × n`` activations over the whole batch are
         kept (rows may keep more or fewer than ``k``); also returns the smallest kept activation
         (``threshold_sample``) for θ's moving average."""
+        x, y = self.split(x)
         with torch.no_grad():
             pre = self.pre_acts(x)
             n, d_sae = pre.shape
@@ -199,10 +200,10 @@ class BatchTopKSAE(TopKSAE):
             token, latent = token[order], latent[order]
         vals = torch.relu(selected_pre(self, x, pre, token, latent))
         offsets = torch.searchsorted(token, torch.arange(n, device=x.device))
-        x_hat = F.embedding_bag(latent, self.W_dec, offsets, mode="sum",
-                                per_sample_weights=vals) + self.b_dec
-        mse = (x_hat - x).pow(2).sum(-1).mean()
-        aux = self._aux_loss(x, pre, x - x_hat.detach(), dead)
+        y_hat = F.embedding_bag(latent, self.W_dec, offsets, mode="sum",
+                                per_sample_weights=vals) + self.b_dec + self.skip_out(x)
+        mse = (y_hat - y).pow(2).sum(-1).mean()
+        aux = self._aux_loss(x, pre, y - y_hat.detach(), dead)
         loss = mse + self.train_cfg.aux_coefficient * aux
         active = vals > 0
         fired = torch.zeros(d_sae, dtype=torch.bool, device=x.device)
@@ -232,8 +233,8 @@ class BatchTopKSAE(TopKSAE):
 
     @torch.no_grad()
     def batch_cut(self, x: Float[Tensor, "n d_in"]) -> Tensor:
-        """The smallest activation batch top-k keeps on ``x`` (already scaled)."""
-        act = torch.relu(self.pre_acts(x)).flatten()
+        """The smallest activation batch top-k keeps on ``x`` (a scaled training batch)."""
+        act = torch.relu(self.pre_acts(self.split(x)[0])).flatten()
         kept = act.topk(min(self.k * x.shape[0], act.numel())).values
         kept = kept[kept > 0]
         return kept[-1] if kept.numel() else act.new_zeros(())

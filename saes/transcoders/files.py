@@ -1,0 +1,165 @@
+"""Transcoders on disk: one artifact per layer, and a folder of them as a set.
+
+A training run writes ``OUT/layer-L/transcoder/`` for each layer (an
+:mod:`interp.runs.artifacts` folder of kind ``"transcoder"``, see
+:mod:`saes.transcoders.model`). :func:`load_transcoders` reads such a folder, a folder of
+``layer-L`` artifacts, or files in sparsify's or circuit-tracer's layouts
+(:mod:`saes.transcoders.formats`), into a :class:`TranscoderSet`: the transcoders by layer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from interp.errors import InterpError
+from saes.loading import LoadedSAE, load_sae
+from saes.sae import SparseAutoencoder
+from saes.transcoders.model import KIND, TranscoderConfig, is_transcoder
+from saes.transcoders.train import TRANSCODER_SUBDIR
+
+_LAYER = re.compile(r"^layer-(\d+)$")
+
+
+def load_transcoder(path: str | Path, model: Any | None = None, device: str = "cpu"
+                    ) -> LoadedSAE:
+    """One transcoder artifact (a run folder's ``transcoder/`` or the artifact itself);
+    with ``model``, refused in one line when made for another model or width."""
+    p = Path(path).expanduser()
+    if (p / TRANSCODER_SUBDIR / "config.json").is_file():
+        p = p / TRANSCODER_SUBDIR
+    return load_sae(p, model, device, kind=KIND, config_class=TranscoderConfig)
+
+
+@dataclass
+class TranscoderSet:
+    """Transcoders by layer (each replaces that block's MLP), with where they came from."""
+
+    by_layer: dict[int, SparseAutoencoder]
+    source: str = ""
+    #: "interp", "sparsify" or "circuit-tracer": the layout they were read from
+    format: str = "interp"
+    paths: dict[int, str] = field(default_factory=dict)
+    manifests: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.by_layer:
+            raise InterpError("no transcoders: the set is empty")
+        for layer, tc in self.by_layer.items():
+            if not is_transcoder(tc):
+                raise InterpError(f"layer {layer}: {type(tc).__name__} is not a transcoder")
+        self.by_layer = dict(sorted(self.by_layer.items()))
+
+    @property
+    def layers(self) -> list[int]:
+        """The layers with a transcoder, in order."""
+        return list(self.by_layer)
+
+    def __getitem__(self, layer: int) -> SparseAutoencoder:
+        return self.by_layer[layer]
+
+    def __contains__(self, layer: object) -> bool:
+        return layer in self.by_layer
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.by_layer)
+
+    def __len__(self) -> int:
+        return len(self.by_layer)
+
+    def items(self) -> Iterator[tuple[int, SparseAutoencoder]]:
+        """(layer, transcoder) pairs in layer order."""
+        return iter(self.by_layer.items())
+
+    def check_model(self, model: Any) -> None:
+        """Refuse (one line) transcoders of another width or layer count than ``model``'s."""
+        for layer, tc in self.by_layer.items():
+            if tc.cfg.d_in != model.d_model:
+                raise InterpError(f"the layer-{layer} transcoder reads width {tc.cfg.d_in}, but "
+                                  f"{model.model_id} has d_model={model.d_model}")
+            if not 0 <= layer < model.n_layers:
+                raise InterpError(f"a transcoder for layer {layer}, but {model.model_id} has "
+                                  f"layers 0–{model.n_layers - 1}")
+            if tc.cfg.layer is not None and tc.cfg.layer != layer:
+                raise InterpError(f"the transcoder filed under layer {layer} was made for "
+                                  f"layer {tc.cfg.layer}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Where the set came from and each layer's settings (for results.json)."""
+        return {"source": self.source, "format": self.format, "layers": self.layers,
+                "transcoders": {str(layer): {**tc.cfg.to_dict(),
+                                             "path": self.paths.get(layer, "")}
+                                for layer, tc in self.by_layer.items()}}
+
+
+def layer_folders(folder: Path) -> dict[int, Path]:
+    """``layer-L`` subfolders by layer."""
+    found = {}
+    for d in folder.iterdir() if folder.is_dir() else []:
+        m = _LAYER.match(d.name)
+        if m and d.is_dir():
+            found[int(m.group(1))] = d
+    return dict(sorted(found.items()))
+
+
+def load_transcoders(
+    path: str | Path, model: Any | None = None, *, layers: Mapping[int, Any] | list[int] |
+    None = None, device: str = "cpu",
+) -> TranscoderSet:
+    """The transcoders in ``path``: an ``interp transcoder train`` run folder (``layer-L/``
+    each holding ``transcoder/``), one transcoder artifact, or sparsify's / circuit-tracer's
+    per-layer files (:func:`saes.transcoders.formats.detect`). ``layers`` keeps only those.
+
+    Raises :class:`InterpError` (one line) for a missing folder, a folder without
+    transcoders, an unfinished run, a layer asked for that is not there, or transcoders that
+    do not fit ``model``.
+    """
+    from saes.transcoders.formats import detect, read_foreign
+
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise InterpError(f"no transcoders at {p}: no such folder")
+    wanted = None if layers is None else sorted(set(layers))
+    fmt = detect(p)
+    if fmt != "interp":
+        tset = read_foreign(p, fmt, model, wanted, device)
+    else:
+        if (p / "config.json").is_file() or (p / TRANSCODER_SUBDIR).is_dir():
+            loaded = {None: load_transcoder(p, model, device)}
+        else:
+            folders = layer_folders(p)
+            if not folders:
+                raise InterpError(f"no transcoders in {p}: expected layer-L/transcoder/ "
+                                  "folders (interp transcoder train --out), one transcoder, or "
+                                  "sparsify or circuit-tracer files")
+            unfinished = [layer for layer, d in folders.items()
+                          if not (d / TRANSCODER_SUBDIR / "config.json").is_file()]
+            pick = [layer for layer in folders if wanted is None or layer in wanted]
+            if wanted is None and unfinished:
+                raise InterpError(f"{p}: layer(s) {', '.join(map(str, unfinished))} unfinished; "
+                                  "rerun `interp transcoder train` to finish")
+            loaded = {layer: load_transcoder(folders[layer], model, device) for layer in pick}
+        by_layer: dict[int, SparseAutoencoder] = {}
+        paths, manifests = {}, {}
+        for key, ld in loaded.items():
+            layer = ld.sae.cfg.layer if key is None else key
+            if layer is None:
+                raise InterpError(f"transcoder {ld.path} does not say which layer it is for")
+            by_layer[layer], paths[layer], manifests[layer] = ld.sae, str(ld.path), ld.manifest
+        if wanted is not None:
+            missing = [layer for layer in wanted if layer not in by_layer]
+            if missing:
+                raise InterpError(f"{p} has no transcoder for layer(s) "
+                                  f"{', '.join(map(str, missing))} (it has "
+                                  f"{', '.join(map(str, sorted(by_layer)))})")
+        tset = TranscoderSet(by_layer, source=str(p), format="interp", paths=paths,
+                             manifests=manifests)
+    if model is not None:
+        tset.check_model(model)
+    return tset
+
+
+__all__ = ["TranscoderSet", "layer_folders", "load_transcoder", "load_transcoders"]

@@ -1,0 +1,193 @@
+"""Other tools' transcoder files, read from a local folder (and written, for circuit-tracer).
+
+**sparsify** (EleutherAI, ``SparseCoder.save_to_disk``): one folder per hook point, named
+``layers.L.mlp``, holding ``cfg.json`` (``d_in``, ``k``, ``num_latents`` or
+``expansion_factor``, ``activation`` "topk", ``transcode``, ``skip_connection``) and
+``sae.safetensors`` with ``encoder.weight`` [d_sae, d_in], ``encoder.bias``, ``W_dec``
+[d_sae, d_in], ``b_dec`` and ``W_skip`` [d_in, d_in] (applied as ``x·W_skipᵀ``). Its
+transcoders read the MLP module's input and predict the MLP module's output; its encoder
+subtracts nothing (``transcode``). Read as our TopK transcoder (sparsify's ReLU-then-top-k
+equals our top-k-then-ReLU).
+
+**circuit-tracer** (0.5, ``TranscoderSet.to_safetensors``): ``layer_L.safetensors`` per
+layer with ``W_enc`` [d_sae, d_model] (applied as ``x·W_encᵀ + b_enc``), ``W_dec``
+[d_sae, d_model], ``b_enc``, ``b_dec``, optional ``activation_function.threshold``
+(JumpReLU; ReLU without it) and ``W_skip`` (``x·W_skipᵀ``). Read as our ReLU or JumpReLU
+transcoder; :func:`write_circuit_tracer` writes ours (ReLU and JumpReLU: circuit-tracer's
+per-layer loader knows no TopK).
+
+The MLP's output is ``hook_mlp_out`` in both, as in ours, for models without a norm after
+the MLP (Llama, SmolLM2). For Gemma, whose ``hook_mlp_out`` is after the post-MLP norm,
+sparsify's files predict the MLP module's output before it; they are refused there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from interp.errors import InterpError
+from saes.loading import sae_from_tensors
+from saes.sae import SparseAutoencoder
+from saes.transcoders.model import TranscoderConfig
+
+FORMATS = ("interp", "sparsify", "circuit-tracer")
+_SPARSIFY = re.compile(r"^layers\.(\d+)\.mlp$")
+_CIRCUIT_TRACER = re.compile(r"^layer_(\d+)\.safetensors$")
+
+
+def detect(path: Path) -> str:
+    """Which layout ``path`` holds: "sparsify", "circuit-tracer" or "interp" (ours, or
+    nothing recognisable: the caller says what is missing)."""
+    if path.is_dir():
+        names = [p.name for p in path.iterdir()]
+        if any(_CIRCUIT_TRACER.match(n) for n in names):
+            return "circuit-tracer"
+        if any(_SPARSIFY.match(n) for n in names) or (
+                (path / "cfg.json").is_file() and (path / "sae.safetensors").is_file()):
+            return "sparsify"
+    return "interp"
+
+
+def _read_safetensors(path: Path) -> dict[str, Tensor]:
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - truncated, not safetensors: one line
+        raise InterpError(f"cannot read {path}: {str(exc).splitlines()[0][:200]}") from None
+
+
+def _needs(tensors: dict[str, Tensor], names: tuple[str, ...], path: Path) -> None:
+    missing = [n for n in names if n not in tensors]
+    if missing:
+        raise InterpError(f"{path} lacks {', '.join(missing)}")
+
+
+def _build(cfg: TranscoderConfig, tensors: dict[str, Tensor]) -> SparseAutoencoder:
+    return sae_from_tensors(cfg, {k: v.float() for k, v in tensors.items()})
+
+
+def _hooks(layer: int) -> tuple[str, str]:
+    return f"blocks.{layer}.mlp.hook_in", f"blocks.{layer}.hook_mlp_out"
+
+
+def read_sparsify_layer(folder: Path, layer: int, model_id: str = "") -> SparseAutoencoder:
+    """One sparsify transcoder folder (``layers.L.mlp``) as our TopK transcoder."""
+    try:
+        cfg = json.loads((folder / "cfg.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise InterpError(f"{folder}/cfg.json: unreadable ({exc})") from None
+    if not cfg.get("transcode", False):
+        raise InterpError(f"{folder} holds a sparsify SAE, not a transcoder (transcode is false)")
+    if cfg.get("activation", "topk") != "topk":
+        raise InterpError(f"{folder}: sparsify activation {cfg.get('activation')!r} is not "
+                          "supported (topk is)")
+    t = _read_safetensors(folder / "sae.safetensors")
+    _needs(t, ("encoder.weight", "encoder.bias", "W_dec", "b_dec"), folder / "sae.safetensors")
+    d_sae, d_in = t["encoder.weight"].shape
+    hook_in, hook_out = _hooks(layer)
+    skip = "W_skip" in t
+    tc = TranscoderConfig(d_in=int(d_in), d_sae=int(d_sae), hook_point=hook_in,
+                          output_hook=hook_out, layer=layer, model_id=model_id,
+                          architecture="topk", k=int(cfg.get("k", 32)), skip=skip)
+    ours = {"W_enc": t["encoder.weight"].T.contiguous(), "b_enc": t["encoder.bias"],
+            "W_dec": t["W_dec"], "b_dec": t["b_dec"]}
+    if skip:
+        ours["W_skip"] = t["W_skip"].T.contiguous()
+    return _build(tc, ours)
+
+
+def read_circuit_tracer_layer(file: Path, layer: int, model_id: str = "") -> SparseAutoencoder:
+    """One circuit-tracer ``layer_L.safetensors`` as our ReLU or JumpReLU transcoder."""
+    t = _read_safetensors(file)
+    _needs(t, ("W_enc", "W_dec", "b_enc", "b_dec"), file)
+    d_sae, d_in = t["W_enc"].shape
+    hook_in, hook_out = _hooks(layer)
+    threshold = t.get("activation_function.threshold")
+    skip = "W_skip" in t
+    tc = TranscoderConfig(d_in=int(d_in), d_sae=int(d_sae), hook_point=hook_in,
+                          output_hook=hook_out, layer=layer, model_id=model_id,
+                          architecture="jumprelu" if threshold is not None else "relu",
+                          skip=skip)
+    ours = {"W_enc": t["W_enc"].T.contiguous(), "b_enc": t["b_enc"], "W_dec": t["W_dec"],
+            "b_dec": t["b_dec"]}
+    if threshold is not None:
+        ours["threshold"] = threshold.expand(int(d_sae)).contiguous()
+    if skip:
+        ours["W_skip"] = t["W_skip"].T.contiguous()
+    return _build(tc, ours)
+
+
+def read_foreign(path: Path, fmt: str, model: Any | None, layers: list[int] | None,
+                 device: str = "cpu") -> Any:
+    """The :class:`~saes.transcoders.files.TranscoderSet` of sparsify's or circuit-tracer's
+    files in ``path`` (``layers``: only those)."""
+    from saes.transcoders.files import TranscoderSet
+
+    model_id = getattr(model, "model_id", "")
+    found: dict[int, Path] = {}
+    if fmt == "sparsify" and (path / "cfg.json").is_file():
+        m = _SPARSIFY.match(path.name)
+        if m is None:
+            raise InterpError(f"{path}: a sparsify folder's name must be layers.L.mlp to say "
+                              "its layer")
+        found[int(m.group(1))] = path
+    else:
+        pattern = _SPARSIFY if fmt == "sparsify" else _CIRCUIT_TRACER
+        for p in path.iterdir():
+            m = pattern.match(p.name)
+            if m:
+                found[int(m.group(1))] = p
+    if layers is not None:
+        missing = [layer for layer in layers if layer not in found]
+        if missing:
+            raise InterpError(f"{path} has no {fmt} transcoder for layer(s) "
+                              f"{', '.join(map(str, missing))}")
+        found = {layer: found[layer] for layer in layers}
+    if fmt == "sparsify" and model is not None and _post_mlp_norm(model):
+        raise InterpError(f"{path}: sparsify transcoders predict the MLP module's output, "
+                          f"before {model.model_id}'s post-MLP norm; only models without one "
+                          "(Llama, SmolLM2) can use them")
+    read = read_sparsify_layer if fmt == "sparsify" else read_circuit_tracer_layer
+    by_layer = {layer: read(p, layer, model_id).to(device) for layer, p in sorted(found.items())}
+    return TranscoderSet(by_layer, source=str(path), format=fmt,
+                         paths={layer: str(p) for layer, p in found.items()})
+
+
+def _post_mlp_norm(model: Any) -> bool:
+    cfg = getattr(getattr(getattr(model, "bridge", None), "original_model", None), "config", None)
+    return getattr(cfg, "model_type", "").startswith("gemma")
+
+
+def write_circuit_tracer(tcs: Any, folder: str | Path) -> list[Path]:
+    """Write a :class:`~saes.transcoders.files.TranscoderSet` of ReLU or JumpReLU transcoders
+    as circuit-tracer's ``layer_L.safetensors`` files (for its own venv: bench/)."""
+    from interp.runs.atomic import save_safetensors
+
+    out = Path(folder).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for layer, tc in tcs.items():
+        if tc.cfg.architecture not in ("relu", "jumprelu"):
+            raise InterpError(f"circuit-tracer reads ReLU and JumpReLU transcoders, not "
+                              f"{tc.cfg.architecture} (layer {layer})")
+        t = {"W_enc": tc.W_enc.detach().T.contiguous(), "W_dec": tc.W_dec.detach().contiguous(),
+             "b_enc": tc.b_enc.detach().contiguous(), "b_dec": tc.b_dec.detach().contiguous()}
+        if tc.cfg.architecture == "jumprelu":
+            t["activation_function.threshold"] = tc.state_tensors()["threshold"].detach()
+        if getattr(tc, "W_skip", None) is not None:
+            t["W_skip"] = tc.W_skip.detach().T.contiguous()
+        target = out / f"layer_{layer}.safetensors"
+        save_safetensors({k: v.float().cpu() for k, v in t.items()}, str(target))
+        written.append(target)
+    return written
+
+
+__all__ = ["FORMATS", "detect", "read_circuit_tracer_layer", "read_foreign",
+           "read_sparsify_layer", "write_circuit_tracer"]

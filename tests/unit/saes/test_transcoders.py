@@ -1,0 +1,136 @@
+"""Transcoders on the tiny model: the trainer, scales, files, other tools' formats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from interp.activations.capture import forward_with_hooks
+from saes.transcoders import (
+    TranscoderConfig,
+    TranscoderTrainConfig,
+    load_transcoders,
+    train_transcoders,
+    transcoder_class,
+)
+from saes.transcoders.formats import write_circuit_tracer
+from tests.support.text_fixtures import paragraphs
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    return paragraphs(150)
+
+
+def _cfg(**kw) -> TranscoderTrainConfig:
+    base = dict(d_sae=128, tokens=64 * 40, batch_size=64, seq_len=16, windows_per_chunk=16,
+                checkpoint_every=100, dead_window=64 * 20, lr=3e-3)
+    return TranscoderTrainConfig(**{**base, **kw})
+
+
+def _mlp_io(model, text: str, layer: int):
+    ids = torch.tensor([model.encode(text)])
+    hooks = [f"blocks.{layer}.mlp.hook_in", f"blocks.{layer}.hook_mlp_out"]
+    acts, _ = forward_with_hooks(model, ids, None, hooks)
+    return acts[hooks[0]][0, 1:], acts[hooks[1]][0, 1:]
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_model, docs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("tc")
+    res = train_transcoders(tiny_model, docs, out, [0, 2], _cfg(skip=True), progress=False)
+    return out, res
+
+
+def test_trains_several_layers_that_predict_the_mlp_output(tiny_model, docs, trained):
+    out, res = trained
+    assert sorted(res) == [0, 2] and all(r.complete for r in res.values())
+    tcs = load_transcoders(out, tiny_model)
+    assert tcs.layers == [0, 2]
+    for layer, r in res.items():
+        h = r.history
+        assert sum(h["mse"][-5:]) < 0.5 * sum(h["mse"][:5])
+        tc = tcs[layer]
+        assert tc.cfg.input_scale == tc.cfg.output_scale == 1.0  # folded
+        assert tc.cfg.hook_point == f"blocks.{layer}.mlp.hook_in"
+        assert tc.cfg.output_hook == f"blocks.{layer}.hook_mlp_out"
+        x, y = _mlp_io(tiny_model, " ".join(paragraphs(3, seed=9)), layer)
+        with torch.no_grad():
+            pred = tc(x)
+        nmse = float((pred - y).pow(2).sum() / (y - y.mean(0)).pow(2).sum())
+        ev = sum(h["explained_variance"][-5:]) / 5  # training's, in scaled units
+        assert nmse < 0.9  # better than the mean
+        assert abs((1 - nmse) - ev) < 0.15, (layer, nmse, ev)  # raw units: scales folded right
+        assert tc.encode(x).gt(0).sum(-1).float().mean() <= tc.cfg.k  # TopK
+
+
+def test_fold_keeps_outputs(tiny_model):
+    torch.manual_seed(0)
+    cfg = TranscoderConfig(d_in=8, d_sae=16, hook_point="h", k=4, architecture="topk",
+                           skip=True, input_scale=2.5, output_scale=0.3)
+    tc = cfg.model_class()(cfg)
+    assert type(tc) is transcoder_class(type(tc).__mro__[2])  # TopKSAE + the mixin, cached
+    with torch.no_grad():
+        for p in tc.parameters():
+            p.copy_(torch.randn_like(p))
+    x = torch.randn(5, 8)
+    before = tc(x)
+    tc.fold_input_scale()
+    assert tc.cfg.input_scale == tc.cfg.output_scale == 1.0
+    assert torch.allclose(tc(x), before, atol=1e-4)
+
+
+def test_loss_is_against_the_output_not_the_input():
+    cfg = TranscoderConfig(d_in=4, d_sae=8, hook_point="h", architecture="relu")
+    tc = cfg.model_class()(cfg)
+    x_in, y = torch.randn(6, 4), torch.randn(6, 4)
+    with torch.no_grad():
+        tc.b_dec.copy_(y.mean(0))
+    _, parts = tc.loss(torch.cat([x_in, y], 1), 0.0)
+    assert float(parts["mse"]) == pytest.approx(float((y - y.mean(0)).pow(2).sum(-1).mean()),
+                                                rel=1e-5)
+
+
+def test_circuit_tracer_and_sparsify_files_read_back(tiny_model, tmp_path):
+    from safetensors.torch import save_file
+
+    from saes.transcoders.files import TranscoderSet
+
+    torch.manual_seed(1)
+    d, m = tiny_model.d_model, 32
+    by_layer = {}
+    for layer, arch in ((0, "relu"), (1, "jumprelu")):
+        cfg = TranscoderConfig(d_in=d, d_sae=m, hook_point=f"blocks.{layer}.mlp.hook_in",
+                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
+                               architecture=arch, skip=True)
+        tc = cfg.model_class()(cfg)
+        with torch.no_grad():
+            for p in tc.parameters():
+                p.copy_(torch.randn_like(p) * 0.1)
+        by_layer[layer] = tc
+    ours = TranscoderSet(by_layer)
+    write_circuit_tracer(ours, tmp_path / "ct")
+    back = load_transcoders(tmp_path / "ct", tiny_model)
+    assert back.format == "circuit-tracer" and back.layers == [0, 1]
+    x = torch.randn(7, d)
+    for layer in (0, 1):
+        assert back[layer].cfg.architecture == by_layer[layer].cfg.architecture
+        assert torch.allclose(back[layer](x), by_layer[layer](x), atol=1e-5)
+    # sparsify: a folder per hook point, encoder.weight [d_sae, d_in], W_skip applied as x·Wᵀ
+    w_enc, b_enc = torch.randn(m, d), torch.randn(m)
+    w_dec, b_dec, w_skip = torch.randn(m, d), torch.randn(d), torch.randn(d, d)
+    folder = tmp_path / "sp" / "layers.2.mlp"
+    folder.mkdir(parents=True)
+    save_file({"encoder.weight": w_enc, "encoder.bias": b_enc, "W_dec": w_dec, "b_dec": b_dec,
+               "W_skip": w_skip}, str(folder / "sae.safetensors"))
+    (folder / "cfg.json").write_text(json.dumps({"activation": "topk", "k": 5, "num_latents": m,
+                                                 "transcode": True, "skip_connection": True,
+                                                 "d_in": d}))
+    sp = load_transcoders(tmp_path / "sp", tiny_model)
+    assert sp.format == "sparsify" and sp.layers == [2]
+    pre = torch.relu(x @ w_enc.T + b_enc)  # sparsify: ReLU, then the top k
+    vals, idx = pre.topk(5, dim=-1)
+    want = torch.zeros_like(pre).scatter_(-1, idx, vals) @ w_dec + b_dec + x @ w_skip.T
+    assert torch.allclose(sp[2](x), want, atol=1e-4)
