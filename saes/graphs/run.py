@@ -1,0 +1,224 @@
+"""``run_attribution``: one prompt's attribution graph, built, pruned, scored and checked
+against the real model."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from interp.errors import InterpError
+from interp.models.loading import Model
+from interp.runs.progress import make_progress
+from saes.graphs.attribution import Nodes, active_features, adjacency
+from saes.graphs.checks import _deltas, agreement, real_metric, replacement_metric, writes
+from saes.graphs.influence import prune, scores, total_effects
+from saes.graphs.replacement import Frozen, Stack, freeze, final_normed, replacement_forward
+from saes.graphs.results import AttributionConfig, AttributionGraph, FeatureCheck
+
+
+def _one_token(model: Model, text: str, what: str) -> int:
+    ids = model.encode_continuation(text)
+    if len(ids) != 1:
+        raise InterpError(f"the {what} {text!r} is not one token ({len(ids)} tokens: "
+                          f"{model.token_strs(ids)})")
+    return ids[0]
+
+
+def _targets(model: Model, stack: Stack, fz: Frozen, cfg: AttributionConfig
+             ) -> tuple[list[str], list[int | None], torch.Tensor, torch.Tensor,
+                        tuple[int, int] | None]:
+    """Target names, tokens, weights, vectors (read off the final normed residual) and the
+    custom pair."""
+    w_u = stack.w_u
+    pair = cfg.answer_wrong()
+    if pair is not None:
+        a = _one_token(model, pair[0], "target token")
+        b = _one_token(model, pair[1], "target token")
+        name = f"logit({pair[0]!r}) − logit({pair[1]!r})"
+        return [name], [None], torch.ones(1), (w_u[a] - w_u[b])[None], (a, b)
+    probs = torch.softmax(fz.logits.double(), -1).float()
+    top_p, top_i = probs.topk(cfg.max_logits)
+    cut = int(torch.searchsorted(torch.cumsum(top_p, 0), torch.tensor(cfg.logit_probability)))
+    keep = min(cut + 1, cfg.max_logits)
+    top_p, top_i = top_p[:keep], top_i[:keep]
+    vecs = w_u[top_i] - w_u.mean(0, keepdim=True)
+    names = [f"logit {model.token_strs([int(t)])[0]!r}" for t in top_i]
+    return names, [int(t) for t in top_i], top_p, vecs, None
+
+
+def run_attribution(
+    model: Model, transcoders: Any, prompt: str, cfg: AttributionConfig | None = None, *,
+    progress: bool | None = None,
+) -> AttributionGraph:
+    """The attribution graph of ``prompt`` on ``model`` with ``transcoders`` (a
+    :class:`~saes.transcoders.files.TranscoderSet` or a dict layer → transcoder).
+
+    Raises :class:`InterpError` (one line) for no transcoders, transcoders that do not fit
+    the model, a prompt longer than ``cfg.max_tokens``, or a target token that is not one
+    token.
+    """
+    from saes.transcoders.files import TranscoderSet
+
+    cfg = cfg or AttributionConfig()
+    start = time.perf_counter()
+    if not isinstance(transcoders, TranscoderSet):
+        if not transcoders:
+            raise InterpError("no transcoders: a graph needs at least one layer's")
+        transcoders = TranscoderSet(dict(transcoders))
+    transcoders.check_model(model)
+    tcs = transcoders.by_layer
+    ids = torch.tensor(model.encode(prompt))
+    if ids.numel() > cfg.max_tokens:
+        raise InterpError(f"the prompt is {ids.numel()} tokens, over the limit of "
+                          f"{cfg.max_tokens} (max_tokens)")
+    if ids.numel() < 2:
+        raise InterpError("the prompt needs at least 2 tokens")
+    stack = Stack(model)
+    fz = freeze(model, stack, ids)
+    layer_t, pos_t, feat_t, act_t, errors = active_features(fz, tcs)
+    names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
+    nodes = Nodes(layer_t, pos_t, feat_t, act_t, stack.n_layers, len(ids), sorted(tcs),
+                  names, toks, weights, vecs, pair)
+    n_rows = nodes.n_features + len(names)
+    bar = make_progress(enabled=progress)
+    with bar:
+        task = bar.add_task("graph rows (backward passes)", total=n_rows, info="")
+        adj = adjacency(stack, fz, tcs, nodes, errors, batch_size=cfg.batch_size,
+                        on_rows=lambda k: bar.advance(task, k))
+    err_list = [errors[i] for i in range(stack.n_layers)]
+    with torch.no_grad():
+        x = replacement_forward(stack, fz, tcs, err_list)[0, -1]
+        target_replacement = float(x @ vecs.T @ weights)
+    softcap = stack.softcap
+    real_clean = real_metric(model, fz, nodes, {}, 1, softcap)[0] if softcap is None else float(
+        final_normed(stack, fz, fz.resid_final)[-1] @ vecs.T @ weights)
+    edge_sum = float(weights @ adj[nodes.target_start:].sum(-1))
+    replacement_score, completeness_score = scores(adj, nodes)
+    pr = prune(adj, nodes, cfg.node_threshold, cfg.edge_threshold)
+    pruned_adj = adj * pr.edge_mask
+    p_rep, p_comp = scores(pruned_adj, nodes)
+    effects = total_effects(adj, nodes)
+    result = AttributionGraph(
+        prompt=prompt, tokens=model.token_strs(ids.tolist()), token_ids=ids.tolist(),
+        target=" + ".join(f"{float(w):.3f}·{n}" for w, n in zip(weights, names, strict=True))
+        if pair is None else names[0],
+        nodes=_node_rows(nodes, pr, effects, model), edges=_edge_rows(pruned_adj, pr.edge_mask),
+        n_active_features=nodes.n_features, n_nodes=nodes.total,
+        replacement_score=replacement_score, completeness_score=completeness_score,
+        pruned_replacement_score=p_rep, pruned_completeness_score=p_comp,
+        target_real=float(real_clean), target_replacement=target_replacement,
+        target_edge_sum=edge_sum, config=cfg, adjacency=adj,
+        transcoders=transcoders.to_dict())
+    if cfg.check_features and nodes.n_features:
+        _check(model, stack, fz, nodes, tcs, err_list, pr, effects, cfg, result)
+    result.elapsed_s = time.perf_counter() - start
+    return result
+
+
+def _node_rows(nodes: Nodes, pr: Any, effects: torch.Tensor, model: Model
+               ) -> list[dict[str, Any]]:
+    rows = []
+    for i in pr.node_mask.nonzero(as_tuple=True)[0].tolist():
+        kind = nodes.kind(i)
+        row: dict[str, Any] = {"id": i, "kind": kind, "influence": float(pr.node_influence[i]),
+                               "cumulative": float(pr.cumulative[i]),
+                               "effect": float(effects[i])}
+        if kind == "feature":
+            row.update(layer=int(nodes.feature_layer[i]), position=int(nodes.feature_pos[i]),
+                       feature=int(nodes.feature_id[i]),
+                       activation=float(nodes.activation[i]))
+        elif kind == "error":
+            j = i - nodes.error_start
+            row.update(layer=j // nodes.n_pos, position=j % nodes.n_pos)
+        elif kind == "bias":
+            row.update(layer=nodes.bias_layers[i - nodes.bias_start], position=-1)
+        elif kind == "embedding":
+            row.update(layer=-1, position=i - nodes.embed_start)
+        else:
+            k = i - nodes.target_start
+            row.update(layer=nodes.n_layers, position=nodes.n_pos - 1,
+                       name=nodes.target_names[k], weight=float(nodes.target_weights[k]))
+        rows.append(row)
+    return rows
+
+
+def _edge_rows(pruned: torch.Tensor, mask: torch.Tensor) -> list[dict[str, Any]]:
+    t, s = mask.nonzero(as_tuple=True)
+    w = pruned[t, s]
+    return [{"source": int(a), "target": int(b), "weight": float(c)}
+            for a, b, c in zip(s.tolist(), t.tolist(), w.tolist(), strict=True)]
+
+
+def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, errors: list,
+           pr: Any, effects: torch.Tensor, cfg: AttributionConfig,
+           result: AttributionGraph) -> None:
+    """Interventions on the top feature nodes; faithfulness of the pruned graph."""
+    f = nodes.n_features
+    top = torch.argsort(pr.node_influence[:f], descending=True)[:cfg.check_features].tolist()
+    ws = writes(nodes, tcs, top)
+    t, d = fz.embed.shape
+    rows = [[w] for w in ws] * 2
+    coefs = [-1.0] * len(ws) + [1.0] * len(ws)
+    deltas = _deltas(rows, coefs, t, d)
+    clean_real = result.target_real
+    real = real_metric(model, fz, nodes, deltas, len(rows), stack.softcap) - clean_real
+    rep = replacement_metric(stack, fz, nodes, tcs, errors, deltas) - result.target_replacement
+    n = len(ws)
+    pred = np.array([-float(effects[i]) for i in top])
+    for j, i in enumerate(top):
+        result.checks.append(FeatureCheck(
+            layer=int(nodes.feature_layer[i]), position=int(nodes.feature_pos[i]),
+            feature=int(nodes.feature_id[i]), activation=float(nodes.activation[i]),
+            influence=float(pr.node_influence[i]), predicted=float(pred[j]),
+            replacement=float(rep[j]), real=float(real[j]),
+            replacement_doubled=float(rep[n + j]), real_doubled=float(real[n + j])))
+    a_real = agreement(pred, real[:n], cfg.seed)
+    a_rep = agreement(pred, rep[:n], cfg.seed)
+    a_dbl = agreement(-pred, real[n:], cfg.seed)
+    result.agreement = {
+        "spearman_real": a_real["spearman"], "spearman_real_ci95": a_real["spearman_ci95"],
+        "sign_real": a_real["sign"], "sign_real_ci95": a_real["sign_ci95"],
+        "spearman_replacement": a_rep["spearman"],
+        "spearman_replacement_ci95": a_rep["spearman_ci95"],
+        "sign_replacement": a_rep["sign"], "sign_replacement_ci95": a_rep["sign_ci95"],
+        "spearman_real_doubled": a_dbl["spearman"], "sign_real_doubled": a_dbl["sign"],
+        "n_features": n}
+    result.faithfulness = _faithfulness(model, fz, nodes, tcs, pr, cfg, clean_real, stack)
+
+
+def _faithfulness(model: Model, fz: Frozen, nodes: Nodes, tcs: Any, pr: Any,
+                  cfg: AttributionConfig, clean: float, stack: Stack) -> dict[str, Any]:
+    f = nodes.n_features
+    kept = pr.node_mask[:f]
+    k = int(kept.sum())
+    all_ws = writes(nodes, tcs, range(f))
+    g = torch.Generator().manual_seed(cfg.seed)
+    sets = [kept]
+    for _ in range(cfg.random_subgraphs):
+        m = torch.zeros(f, dtype=torch.bool)
+        m[torch.randperm(f, generator=g)[:k]] = True
+        sets.append(m)
+    rows = [[all_ws[i] for i in range(f)]] + [
+        [all_ws[i] for i in (~m).nonzero(as_tuple=True)[0].tolist()] for m in sets]
+    t, d = fz.embed.shape
+    vals = real_metric(model, fz, nodes, _deltas(rows, [-1.0] * len(rows), t, d), len(rows),
+                       stack.softcap)
+    empty = float(vals[0])
+    span = clean - empty
+
+    def frac(v: float) -> float:
+        return float((v - empty) / span) if abs(span) > 1e-12 else float("nan")
+
+    rand = np.array([frac(v) for v in vals[2:]])
+    return {"features_kept": k, "features_active": f, "target_clean": clean,
+            "target_no_features": empty, "target_graph_only": float(vals[1]),
+            "faithfulness": frac(float(vals[1])),
+            "random_mean": float(rand.mean()),
+            "random_interval": [float(np.quantile(rand, 0.025)),
+                                float(np.quantile(rand, 0.975))]}
+
+
+__all__ = ["run_attribution"]
