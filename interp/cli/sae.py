@@ -83,13 +83,17 @@ class _TrainCommand(click.Command):
     registry has changed since it was last read, so an architecture registered after this
     module was imported has its options too (in parsing, ``--help`` and ``params``)."""
 
+    #: the architecture ``--arch`` defaults to (``sae train``: the SAE default's)
+    default_arch: str | None = None
+
     @property  # type: ignore[override]
     def params(self) -> list[click.Parameter]:
         key = tuple(ARCHITECTURES.items())
         if key != self._registry:
             static = self._static
             at = next((i + 1 for i, p in enumerate(static) if p.name == "d_sae"), len(static))
-            self._params[:] = [*static[:at], *architecture_params(), *static[at:]]
+            self._params[:] = [*static[:at], *architecture_params(self.default_arch),
+                               *static[at:]]
             self._registry = key
         return self._params
 
@@ -113,13 +117,14 @@ def architecture_settings() -> dict[str, tuple[type[Architecture], list[str]]]:
     return out
 
 
-def architecture_params() -> list[click.Parameter]:
+def architecture_params(default: str | None = None) -> list[click.Parameter]:
     """``--arch`` and one option per architecture setting (``--k``, ``--l1``, …), derived
-    from the registry: the default architecture's settings show their defaults; the
-    others default to None, "the architecture's own default", named in their help."""
-    key = tuple(ARCHITECTURES.items())
+    from the registry: the default architecture's (``default``, else the SAE trainer's)
+    settings show their defaults; the others default to None, "the architecture's own
+    default", named in their help."""
+    default = default or SAETrainConfig().arch.name
+    key = (*ARCHITECTURES.items(), default)
     if key not in _ARCH_PARAMS:
-        default = SAETrainConfig().arch.name
         names = list(ARCHITECTURES)
 
         @click.option("--arch", "architecture", default=default, show_default=True,
@@ -139,7 +144,8 @@ def architecture_params() -> list[click.Parameter]:
                     text += f" (default {value:g})"
             fn = config_options(cls, only=[field], help={field: text + "."},
                                 defaults={} if cls.name == default else {field: None})(fn)
-        _ARCH_PARAMS.clear()
+        for stale in [k for k in _ARCH_PARAMS if k[:-1] != key[:-1]]:
+            del _ARCH_PARAMS[stale]
         _ARCH_PARAMS[key] = list(fn.__click_params__)  # type: ignore[attr-defined]
     return _ARCH_PARAMS[key]
 

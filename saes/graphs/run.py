@@ -15,7 +15,7 @@ from interp.runs.progress import make_progress
 from saes.graphs.attribution import Nodes, active_features, adjacency
 from saes.graphs.checks import _deltas, agreement, real_metric, replacement_metric, writes
 from saes.graphs.influence import prune, scores, total_effects
-from saes.graphs.replacement import Frozen, Stack, freeze, final_normed, replacement_forward
+from saes.graphs.replacement import Frozen, Stack, final_normed, freeze, replacement_forward
 from saes.graphs.results import AttributionConfig, AttributionGraph, FeatureCheck
 
 

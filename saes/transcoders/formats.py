@@ -28,7 +28,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from interp.errors import InterpError

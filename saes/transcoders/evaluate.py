@@ -1,0 +1,272 @@
+"""Transcoder metrics on held-out text, each with its baseline and a 95% interval.
+
+Held-out documents are packed into windows (:func:`interp.data.windows.pack_windows`);
+position 0 of every window is left out of everything, and the MLP output there is never
+replaced (as in :mod:`saes.splice`: the transcoders never saw the attention sink).
+
+Per layer, from the clean pass:
+
+* ``nmse`` = Σ‖y − ŷ‖² / Σ‖y − ȳ‖² of the MLP output ``y`` (``ŷ`` the transcoder's
+  prediction from the real MLP input; ȳ the mean over the eval tokens), and
+  ``explained_variance`` = 1 − nmse;
+* ``l0`` (active latents per token) and ``dead_fraction`` (latents that never fired on the
+  eval tokens).
+
+Spliced into the model (next-token cross-entropy in nats over positions 1…seq−2):
+
+* **every layer at once**: every trained layer's MLP output replaced by its transcoder's
+  prediction from the *live* MLP input (errors compound through the layers);
+  ``ce_loss_score_all = (CE_zero − CE_tc)/(CE_zero − CE_clean)`` against every one of those
+  MLPs zero-ablated;
+* **one layer at a time** (``one_at_a_time``): the same with only that layer replaced or
+  zero-ablated; the blocks before it run once (:func:`interp.models.forward.logits_from_layer`).
+
+Intervals: percentile bootstrap over windows, recomputing each ratio from resampled sums.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from interp.activations.capture import forward_with_hooks
+from interp.data.windows import pack_windows
+from interp.models.forward import logits_from_layer
+from interp.models.loading import Model
+from interp.runs.manifest import model_manifest, sha256_texts
+from interp.runs.progress import make_progress
+from interp.schema import Config, Headline, Result, at_least, seed_range, setting
+from interp.stats.intervals import bootstrap_ci
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+@dataclass(frozen=True)
+class TranscoderEvalConfig(Config):
+    """How much held-out text :func:`evaluate_transcoders` uses."""
+
+    tokens: int = setting(16_384, cli_range=True, check=at_least(1),
+                          help="Held-out tokens (positions 1… of each window).")
+    seq_len: int = setting(128, cli_range=True, check=at_least(3),
+                           help="Tokens per text window.")
+    one_at_a_time: bool = setting(True, flag="--one-at-a-time/--all-only",
+                                  help="Also score each layer replaced alone (two suffix "
+                                       "passes per layer).")
+    batch_size: int = setting(8, cli=False, check=at_least(1),
+                              help="Text windows per forward pass.")
+    n_bootstrap: int = setting(1000, cli=False, check=at_least(1),
+                               help="Bootstrap resamples of each 95% interval.")
+    seed: int = setting(0, check=seed_range, cli=False, help="Seeds the windows and the "
+                                                             "bootstrap.")
+
+    @property
+    def n_windows(self) -> int:
+        """Windows of ``seq_len − 1`` scored tokens covering ``tokens``."""
+        return max(1, math.ceil(self.tokens / (self.seq_len - 1)))
+
+
+@dataclass
+class LayerMetrics:
+    """One layer's transcoder on held-out text."""
+
+    layer: int
+    nmse: float
+    explained_variance: float
+    l0: float
+    dead_fraction: float
+    ce_loss_score: float | None = None        # this layer alone replaced
+    ce_loss_score_ci95: list[float] | None = None
+    delta_ce: float | None = None             # CE with it replaced − clean
+
+
+@dataclass
+class TranscoderEvalResult(Result):
+    """Transcoder metrics per layer and with every layer replaced at once."""
+
+    layers: list[LayerMetrics]
+    tokens: int
+    ce_clean: float
+    ce_all: float                  # every trained layer replaced
+    ce_zero_all: float             # every trained layer's MLP zero-ablated
+    ce_loss_score_all: float
+    ce_loss_score_all_ci95: list[float]
+    config: TranscoderEvalConfig | None = None
+    transcoders: dict[str, Any] = field(default_factory=dict)
+
+    json_order: ClassVar[tuple[Any, ...]] = ("ce_loss_score_all", "ce_loss_score_all_ci95",
+                                             ...)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per layer."""
+        return pd.DataFrame([vars(m) for m in self.layers])
+
+    def headline(self) -> Headline:
+        """Every layer at once, then the per-layer table."""
+        lo, hi = self.ce_loss_score_all_ci95
+        rows: list[tuple[str, Any]] = [
+            ("layers", len(self.layers)), ("tokens", self.tokens),
+            ("CE clean / all replaced / all zero-ablated",
+             f"{self.ce_clean:.3f} / {self.ce_all:.3f} / {self.ce_zero_all:.3f}"),
+            ("CE-loss score, all layers at once", f"{self.ce_loss_score_all:.3f} "
+                                                   f"[{lo:.3f}, {hi:.3f}]")]
+        table = [[m.layer, m.nmse, m.explained_variance, m.l0, m.dead_fraction,
+                  m.ce_loss_score if m.ce_loss_score is not None else float("nan"),
+                  m.delta_ce if m.delta_ce is not None else float("nan")]
+                 for m in self.layers]
+        return Headline("Transcoders — held-out metrics", rows=rows,
+                        columns=["layer", "NMSE", "EV", "L0", "dead", "CE score (alone)",
+                                 "ΔCE (alone)"], table=table)
+
+    def figure(self) -> Figure | None:
+        """NMSE and the one-layer CE-loss score by layer."""
+        from saes.transcoders.figures import eval_figure
+
+        return eval_figure(self)
+
+
+def _ce(logits: Tensor, ids: Tensor) -> Tensor:
+    """Summed next-token CE per window over positions 1…seq−2 (predicting 2…seq−1)."""
+    lp = torch.log_softmax(logits[:, 1:-1].float(), -1)
+    return -lp.gather(-1, ids[:, 2:, None].to(lp.device))[..., 0].sum(-1).cpu()
+
+
+def _ratio_ci(num: np.ndarray, den: np.ndarray, cfg: TranscoderEvalConfig) -> list[float]:
+    def stat(i: np.ndarray) -> float:
+        d = den[i].sum()
+        return float(num[i].sum() / d) if d != 0 else float("nan")
+
+    return bootstrap_ci(stat, len(num), n_resamples=cfg.n_bootstrap, seed=cfg.seed)
+
+
+@torch.no_grad()
+def evaluate_transcoders(
+    model: Model, transcoders: Any, docs: list[str], cfg: TranscoderEvalConfig | None = None,
+    *, data: dict[str, Any] | None = None, progress: bool | None = None,
+) -> TranscoderEvalResult:
+    """Reconstruction, sparsity and the CE-loss scores of a
+    :class:`~saes.transcoders.files.TranscoderSet` on held-out ``docs`` (module doc)."""
+    cfg = cfg or TranscoderEvalConfig()
+    transcoders.check_model(model)
+    tcs = transcoders.by_layer
+    layers = list(tcs)
+    windows = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=cfg.n_windows,
+                           seed=cfg.seed)
+    n_w = windows.shape[0]
+    sse = {i: 0.0 for i in layers}
+    y_sum = {i: torch.zeros(model.d_model, dtype=torch.float64) for i in layers}
+    y_sq = dict.fromkeys(layers, 0.0)
+    l0 = dict.fromkeys(layers, 0.0)
+    fired = {i: torch.zeros(tcs[i].cfg.d_sae, dtype=torch.bool) for i in layers}
+    ce: dict[str, list[Tensor]] = {k: [] for k in ("clean", "all", "zero_all")}
+    one: dict[int, dict[str, list[Tensor]]] = {i: {"tc": [], "zero": []} for i in layers}
+    names = [h for i in layers for h in (f"blocks.{i}.mlp.hook_in", f"blocks.{i}.hook_mlp_out")]
+    names += [model.resid_hook(i) for i in layers] + [f"blocks.{i}.hook_resid_mid"
+                                                      for i in layers]
+    names = list(dict.fromkeys(names))
+    bar = make_progress(enabled=progress)
+    n_tok = 0
+    with bar:
+        task = bar.add_task("transcoder eval", total=n_w, info="")
+        for s in range(0, n_w, cfg.batch_size):
+            ids = windows[s:s + cfg.batch_size].to(model.device)
+            acts, logits = forward_with_hooks(model, ids, None, names, with_logits=True)
+            assert logits is not None
+            ce["clean"].append(_ce(logits, ids))
+            n_tok += ids.shape[0] * (ids.shape[1] - 1)
+            for i in layers:
+                x = acts[f"blocks.{i}.mlp.hook_in"][:, 1:].float()
+                y = acts[f"blocks.{i}.hook_mlp_out"][:, 1:].float()
+                f = tcs[i].encode(x)
+                pred = tcs[i].decode(f) + tcs[i].skip(x)  # type: ignore[operator]
+                sse[i] += float((pred - y).pow(2).sum())
+                flat = y.reshape(-1, y.shape[-1]).double()
+                y_sum[i] += flat.sum(0).cpu()
+                y_sq[i] += float(flat.pow(2).sum())
+                active = f > 0
+                l0[i] += float(active.sum())
+                fired[i] |= active.reshape(-1, active.shape[-1]).any(0).cpu()
+                if cfg.one_at_a_time:
+                    mid = acts[f"blocks.{i}.hook_resid_mid"]
+                    real = acts[f"blocks.{i}.hook_mlp_out"]
+                    for key, new in (("tc", pred), ("zero", torch.zeros_like(pred))):
+                        out = real.clone()
+                        out[:, 1:] = new.to(out.dtype)
+                        one[i][key].append(_ce(logits_from_layer(model, mid + out, i), ids))
+            for key, fn in (("all", _replace_with(tcs)), ("zero_all", _zero())):
+                with model.bridge.hooks(fwd_hooks=_splice_hooks(layers, fn)):
+                    ce[key].append(_ce(model.logits(ids, torch.ones_like(ids)), ids))
+            bar.advance(task, ids.shape[0])
+    per = {k: torch.cat(v).double().numpy() for k, v in ce.items()}
+    tok_per_window = cfg.seq_len - 2
+    clean, full, zero = (float(per[k].sum() / (n_w * tok_per_window))
+                         for k in ("clean", "all", "zero_all"))
+    score_all = (zero - full) / (zero - clean) if zero != clean else float("nan")
+    metrics = []
+    for i in layers:
+        n = n_tok
+        var = y_sq[i] - float(y_sum[i].pow(2).sum()) / n
+        nmse = sse[i] / var if var > 0 else float("nan")
+        m = LayerMetrics(layer=i, nmse=nmse, explained_variance=1 - nmse, l0=l0[i] / n,
+                         dead_fraction=float((~fired[i]).float().mean()))
+        if cfg.one_at_a_time:
+            tc_ce = torch.cat(one[i]["tc"]).double().numpy()
+            z_ce = torch.cat(one[i]["zero"]).double().numpy()
+            den = z_ce - per["clean"]
+            m.ce_loss_score = float((z_ce - tc_ce).sum() / den.sum()) if den.sum() else None
+            m.ce_loss_score_ci95 = _ratio_ci(z_ce - tc_ce, den, cfg)
+            m.delta_ce = float((tc_ce - per["clean"]).sum() / (n_w * tok_per_window))
+        metrics.append(m)
+    result = TranscoderEvalResult(
+        layers=metrics, tokens=n_tok, ce_clean=clean, ce_all=full, ce_zero_all=zero,
+        ce_loss_score_all=score_all,
+        ce_loss_score_all_ci95=_ratio_ci(per["zero_all"] - per["all"],
+                                         per["zero_all"] - per["clean"], cfg),
+        config=cfg, transcoders=transcoders.to_dict())
+    result.manifest = model_manifest(model, seed=cfg.seed, config=cfg.to_dict(),
+                                     dataset_hash=(data or {}).get("sha256")
+                                     or sha256_texts(docs))
+    return result
+
+
+def _replace_with(tcs: dict[int, Any]) -> Callable[[int, Tensor, Tensor], Tensor]:
+    def fn(layer: int, x_in: Tensor, out: Tensor) -> Tensor:  # noqa: ARG001
+        tc = tcs[layer]
+        x = x_in[:, 1:].float()
+        return (tc.decode(tc.encode(x)) + tc.skip(x)).to(out.dtype)
+    return fn
+
+
+def _zero() -> Callable[[int, Tensor, Tensor], Tensor]:
+    return lambda layer, x_in, out: torch.zeros_like(out[:, 1:])  # noqa: ARG005
+
+
+def _splice_hooks(layers: list[int], new: Callable[[int, Tensor, Tensor], Tensor]
+                  ) -> list[tuple[str, Callable[..., Tensor]]]:
+    """Hooks replacing each layer's MLP output (positions 1…) by ``new(layer, live MLP
+    input, output)``."""
+    live: dict[int, Tensor] = {}
+    hooks: list[tuple[str, Callable[..., Tensor]]] = []
+    for i in layers:
+        def keep(t: Tensor, hook: Any, i: int = i) -> Tensor:  # noqa: ARG001
+            live[i] = t
+            return t
+
+        def put(t: Tensor, hook: Any, i: int = i) -> Tensor:  # noqa: ARG001
+            out = t.clone()
+            out[:, 1:] = new(i, live.pop(i), t)
+            return out
+
+        hooks += [(f"blocks.{i}.mlp.hook_in", keep), (f"blocks.{i}.hook_mlp_out", put)]
+    return hooks
+
+
+__all__ = ["LayerMetrics", "TranscoderEvalConfig", "TranscoderEvalResult",
+           "evaluate_transcoders"]
