@@ -72,6 +72,7 @@ def _register_verbs() -> None:
     from interp.cli.data import corpus, models
     from interp.cli.evals import eval_group
     from interp.cli.generate import generate_cmd
+    from interp.cli.graph import graph
     from interp.cli.lens import lens
     from interp.cli.noise import compare, seeds
     from interp.cli.patch import patch
@@ -79,10 +80,12 @@ def _register_verbs() -> None:
     from interp.cli.probe import probe
     from interp.cli.sae import sae_group
     from interp.cli.steer import steer
+    from interp.cli.transcoder import transcoder_group
     from interp.cli.tuned_lens import tuned_lens
 
     for command in (lens, capture, probe, generate_cmd, steer, models, corpus, tuned_lens,
-                    sae_group, eval_group, patch, attention, causal_group, seeds, compare, peak):
+                    sae_group, eval_group, patch, attention, causal_group, seeds, compare, peak,
+                    transcoder_group, graph):
         cli.add_command(command)
 
 
@@ -150,6 +153,8 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         _fail(" ".join(exc.format_message().split()))
     except FileNotFoundError as exc:
+        if os.environ.get("INTERP_DEBUG"):
+            raise
         _fail(f"cannot read {exc.filename}: no such file")
     except PermissionError as exc:
         _fail(f"cannot access {exc.filename}: permission denied")

@@ -55,29 +55,36 @@ class Nodes:
 
     @property
     def n_features(self) -> int:
+        """Active feature nodes."""
         return int(self.feature_id.numel())
 
     @property
     def error_start(self) -> int:
+        """Index of the first error node."""
         return self.n_features
 
     @property
     def bias_start(self) -> int:
+        """Index of the first bias node."""
         return self.error_start + self.n_layers * self.n_pos
 
     @property
     def embed_start(self) -> int:
+        """Index of the first embedding node."""
         return self.bias_start + len(self.bias_layers)
 
     @property
     def target_start(self) -> int:
+        """Index of the first target node."""
         return self.embed_start + self.n_pos
 
     @property
     def total(self) -> int:
+        """Every node."""
         return self.target_start + len(self.target_names)
 
     def error_index(self, layer: int, pos: int) -> int:
+        """The error node of (layer, position)."""
         return self.error_start + layer * self.n_pos + pos
 
     def kind(self, i: int) -> str:

@@ -62,28 +62,31 @@ def real_metric(model: Model, fz: Frozen, nodes: Nodes, deltas: Mapping[int, Ten
     vecs = nodes.target_vectors
     for s in range(0, n_rows, batch):
         e = min(n_rows, s + batch)
-
-        def hook(layer: int):
-            def fn(tensor: Tensor, hook: object) -> Tensor:  # noqa: ARG001
-                return tensor + deltas[layer][s:e].to(tensor.device, tensor.dtype)
-            return fn
-
-        hooks = [(f"blocks.{layer}.hook_mlp_out", hook(layer)) for layer in deltas]
-        captured: dict[str, Tensor] = {}
-
-        def keep(tensor: Tensor, hook: object) -> Tensor:  # noqa: ARG001
-            captured["x"] = tensor.detach()
-            return tensor
-
-        with torch.no_grad(), model.bridge.hooks(fwd_hooks=[*hooks,
-                                                            ("ln_final.hook_out", keep)]):
+        hooks = [(f"blocks.{layer}.hook_mlp_out", _adder(delta[s:e]))
+                 for layer, delta in deltas.items()]
+        captured: list[Tensor] = []
+        hooks.append(("ln_final.hook_out", _keeper(captured)))
+        with torch.no_grad(), model.bridge.hooks(fwd_hooks=hooks):
             logits = forward(model, ids[s:e])[0][:, -1].float().cpu()
         if softcap is None:
             vals = _logit_metric(logits, nodes)
         else:  # the pre-softcap logits: the final normed residual read by the targets
-            vals = captured["x"][:, -1].float().cpu() @ vecs.T @ nodes.target_weights
+            vals = captured[-1][:, -1].float().cpu() @ vecs.T @ nodes.target_weights
         out.append(vals)
     return torch.cat(out).numpy()
+
+
+def _adder(delta: Tensor):  # noqa: ANN202 - a TransformerLens hook
+    def add(tensor: Tensor, hook: object) -> Tensor:  # noqa: ARG001
+        return tensor + delta.to(tensor.device, tensor.dtype)
+    return add
+
+
+def _keeper(into: list[Tensor]):  # noqa: ANN202 - a TransformerLens hook
+    def keep(tensor: Tensor, hook: object) -> Tensor:  # noqa: ARG001
+        into.append(tensor.detach())
+        return tensor
+    return keep
 
 
 def _logit_metric(logits: Tensor, nodes: Nodes) -> Tensor:

@@ -160,9 +160,10 @@ def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None =
     summary["sign_replacement"], summary["sign_replacement_ci95"] = _pooled_sign(rep_pairs,
                                                                                  cfg.seed)
     lo = summary["spearman_real_ci95"][0]
-    summary["verdict"] = (
-        f"goal (Spearman ≥ 0.8, sign ≥ 90%) {'met' if summary['spearman_real'] >= 0.8 and summary['sign_real'] >= 0.9 else 'not met'}"
-        f"; the real-model Spearman's CI lower end is {lo:.2f}")
+    met = summary["spearman_real"] >= 0.8 and summary["sign_real"] >= 0.9
+    summary["verdict"] = (f"goal (Spearman ≥ 0.8, sign agreement ≥ 90%) "
+                          f"{'met' if met else 'not met'}; the real-model Spearman's 95% CI "
+                          f"starts at {lo:.2f}")
     worst.sort(key=lambda w: (not w["sign_differs"], -abs(w["real"] - w["predicted"])))
     result = GraphTaskResult(task=task.name, n_pairs=len(task.pairs), prompts=prompts,
                              summary=summary, worst=worst[:cfg.worst], config=cfg,

@@ -684,6 +684,45 @@ CASES = [
     Case("tuned-lens-eval-tokens-beyond-text", lambda c: [
         "tuned-lens", "eval", *M(c), "--lens", _tiny_lens(c), "--text", _text(c),
         "--tokens", "5000", "--out", c.out], "lens evaluation asks for tokens=5,000"),
+    # ---------------------- transcoders and attribution graphs (issue 31)
+    Case("transcoder-train-tokens-beyond-text", lambda c: [
+        "transcoder", "train", *M(c), "--layers", "0,1", "--text", _text(c), "--tokens",
+        "50000000", "--out", c.out], "lower tokens (or windows_per_chunk) or give more text",
+        out_is_artifact=True),
+    Case("transcoder-train-bad-layer", lambda c: [
+        "transcoder", "train", *M(c), "--layers", "0,7", "--text", _text(c), "--out", c.out],
+        "layer 7", out_is_artifact=True),
+    Case("transcoder-eval-no-transcoders", lambda c: [
+        "transcoder", "eval", _folder(c, "empty_tc"), *M(c), "--text", _text(c),
+        "--out", c.out], "no transcoders in"),
+    Case("transcoder-eval-an-sae", lambda c: [
+        "transcoder", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "a 'sae' artifact, expected 'transcoder'"),
+    Case("graph-no-transcoders", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _folder(c, "no_tc"), *M(c),
+        "--no-contexts", "--out", c.out], "no transcoders in"),
+    Case("graph-layer-mismatch", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 5]),
+        *M(c), "--no-contexts", "--out", c.out], "has layers 0–2"),
+    Case("graph-other-width", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0], 32),
+        *M(c), "--no-contexts", "--out", c.out], "reads activations of width d_in=32"),
+    Case("graph-target-not-one-token", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--target", " Parisian capital, Rome", *M(c), "--no-contexts", "--out", c.out],
+        "is not one token"),
+    Case("graph-target-not-a-pair", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--target", " Paris", *M(c), "--no-contexts", "--out", c.out], "ANSWER,WRONG"),
+    Case("graph-prompt-too-long", lambda c: [
+        "graph", "word " * 200, "--transcoders", _tiny_transcoders(c, [0, 1]), *M(c),
+        "--no-contexts", "--out", c.out], "over the limit of 64"),
+    Case("graph-prompt-and-task", lambda c: [
+        "graph", "hi there", "--task", "ioi", "--transcoders", _tiny_transcoders(c, [0]),
+        *M(c), "--out", c.out], "not both"),
+    Case("graph-missing-task", lambda c: [
+        "graph", "--task", str(c.tmp / "nope.jsonl"), "--transcoders",
+        _tiny_transcoders(c, [0]), *M(c), "--out", c.out], "nope.jsonl"),
     Case("steer-train-tokens-beyond-text", lambda c: [
         "steer", "train", "--sae", _tiny_sae(c), "--feature", "1", "--text", _text(c),
         "--tokens", "5000", *M(c), "--out", c.out],
@@ -755,6 +794,25 @@ def _dead_feature_sae(ctx: Ctx) -> str:
     with torch.no_grad():
         sae.b_enc[2] = -1e4
     return str(sae.save(ctx.tmp / "dead_sae2", manifest={}))
+
+
+def _tiny_transcoders(ctx: Ctx, layers: list[int], d_in: int = 64) -> str:
+    """Random TopK transcoders for ``layers`` of the tiny model (or another width), saved as
+    ``interp transcoder train`` lays them out."""
+    import torch
+
+    from saes.transcoders.model import TranscoderConfig
+
+    folder = ctx.tmp / f"tc_{'_'.join(map(str, layers))}_{d_in}"
+    for layer in layers:
+        cfg = TranscoderConfig(d_in=d_in, d_sae=16, hook_point=f"blocks.{layer}.mlp.hook_in",
+                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
+                               model_id=ctx.tiny if d_in == 64 else ctx.other_d_model,
+                               architecture="topk", k=4)
+        tc = cfg.model_class()(cfg)
+        tc.init_weights(torch.Generator().manual_seed(layer))
+        tc.save(folder / f"layer-{layer}" / "transcoder", manifest={})
+    return str(folder)
 
 
 def _tiny_sae(ctx: Ctx) -> str:

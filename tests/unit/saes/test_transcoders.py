@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+
+
 import pytest
 import torch
 
@@ -134,3 +136,59 @@ def test_circuit_tracer_and_sparsify_files_read_back(tiny_model, tmp_path):
     vals, idx = pre.topk(5, dim=-1)
     want = torch.zeros_like(pre).scatter_(-1, idx, vals) @ w_dec + b_dec + x @ w_skip.T
     assert torch.allclose(sp[2](x), want, atol=1e-4)
+
+
+# ------------------------------------------------------------------ the command line
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("text") / "text.txt"
+    p.write_text("\n\n".join(paragraphs(400, seed=1)))
+    return p
+
+
+def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
+    from tests.support.cli_runner import run
+
+    run_dir, m = tmp_path / "run", ["--model", str(tiny_model_dir)]
+    train = ["transcoder", "train", "--layers", "0,1,2", "--d-sae", "96", "--k", "8",
+             "--tokens", str(64 * 20), "--batch-size", "64", "--seq-len", "16",
+             "--windows-per-chunk", "8", "--text", str(text_file), *m, "--out", str(run_dir)]
+    code, out, err = run(train, capsys)
+    assert code == 0, err
+    assert out.count("steps 20/20") == 3
+    assert all((run_dir / f"layer-{i}" / "transcoder" / "config.json").is_file()
+               for i in range(3))
+    code, out, err = run(["transcoder", "eval", str(run_dir), "--text", str(text_file),
+                          "--tokens", "300", "--seq-len", "16", *m], capsys)
+    assert code == 0, err
+    res = json.loads((run_dir / "results.json").read_text())
+    assert [row["layer"] for row in res["layers"]] == [0, 1, 2]
+    assert res["ce_all"] >= res["ce_clean"] - 1e-6 or res["ce_loss_score_all"] <= 1.0
+    assert (run_dir / "figures" / "transcoders.svg").is_file()
+    assert (run_dir / "report.html").is_file()
+    g_dir = tmp_path / "graph"
+    code, out, err = run(["graph", "The capital of France is Paris. The capital of Italy is",
+                          "--transcoders", str(run_dir), "--check-features", "5",
+                          "--no-contexts", *m, "--out", str(g_dir)], capsys)
+    assert code == 0, err
+    g = json.loads((g_dir / "graph.json").read_text())
+    assert g["target_replacement"] == pytest.approx(g["target_real"], abs=1e-4)
+    assert g["target_edge_sum"] == pytest.approx(g["target_real"], abs=1e-4)
+    assert len(g["checks"]) == 5 and (g_dir / "report.html").is_file()
+    assert (g_dir / "adjacency.safetensors").is_file()
+    task = tmp_path / "task.jsonl"
+    task.write_text("\n".join(json.dumps({"clean": f"The capital of {c} is", "corrupted":
+                                          f"The capital of {d} is", "answer": " Paris",
+                                          "wrong": " Rome"})
+                              for c, d in (("France", "Italy"), ("Italy", "France"),
+                                           ("Spain", "Italy"))) + "\n")
+    t_dir = tmp_path / "task"
+    code, out, err = run(["graph", "--task", str(task), "--limit", "3", "--transcoders",
+                          str(run_dir), "--check-features", "4", *m, "--out", str(t_dir)],
+                         capsys)
+    assert code == 0, err
+    res = json.loads((t_dir / "results.json").read_text())
+    assert res["n_pairs"] == 3 and len(res["prompts"]) == 3
+    assert "spearman_real" in res["summary"] and (t_dir / "report.html").is_file()

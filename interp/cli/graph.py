@@ -1,0 +1,122 @@
+"""``interp graph``: an attribution graph of one prompt on transcoders, checked against the
+real model; or, with ``--task``, the check over a task's pairs."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from interp.cli.common import json_safe, load_model, log, make_model_options
+from interp.cli.options import build_config, config_options
+from interp.errors import InterpError
+from interp.runs.outdir import OutDir, check_creatable
+from saes.graphs.tasks import GraphTaskConfig
+
+
+@click.command("graph")
+@click.argument("prompt", required=False)
+@click.option("--transcoders", "transcoders_dir", required=True, type=click.Path(),
+              help="A folder of transcoders: interp transcoder train's --out, or sparsify's or "
+                   "circuit-tracer's per-layer files.")
+@click.option("--task", default=None, metavar="capitals|ioi|pronoun|FILE",
+              help="Instead of PROMPT: a graph per pair of this task, target logit(answer) − "
+                   "logit(wrong), and the agreement with the real model over the pairs.")
+@config_options(GraphTaskConfig, exclude=["task"])
+@click.option("--contexts/--no-contexts", default=True, show_default=True,
+              help="Collect each kept feature's top activating contexts from held-out text "
+                   "for the viewer (one prompt only).")
+@make_model_options(batch_size=256, batch_help="Graph rows (targets) per backward pass.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Write report.html (the viewer), graph.json, adjacency.safetensors and "
+                   "figures/ here.")
+@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+def graph(prompt: str | None, transcoders_dir: str, task: str | None, contexts: bool,
+          model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+          out_dir: str, as_json: bool, **settings: Any) -> None:
+    """Build a prompt's attribution graph on transcoders and check it in the real model."""
+    from interp.cli.common import show_result
+    from saes.transcoders.files import load_transcoders
+
+    if (prompt is None) == (task is None):
+        raise InterpError("give a PROMPT or --task, not both" if prompt else
+                          "give a PROMPT (or --task capitals|ioi|pronoun|FILE)")
+    cfg = build_config(GraphTaskConfig, settings, batch_size=batch_size, seed=seed,
+                       **({"task": task} if task else {}))
+    if task is not None:
+        from interp.circuits.tasks import load_task
+
+        load_task(cfg.task, cfg.limit)  # a missing task fails before the model loads
+    check_creatable(out_dir)
+    model = load_model(model_name, device, dtype, seed)
+    tcs = load_transcoders(transcoders_dir, model, device=device)
+    with OutDir(out_dir) as out:
+        if task is not None:
+            from reports.graph_task import graph_task_report
+            from saes.graphs.tasks import run_graph_task
+
+            result: Any = run_graph_task(model, tcs, cfg)
+            data = json_safe(result.to_dict())
+            out.write_json("results.json", data)
+            graph_task_report(result).write(out)
+        else:
+            assert prompt is not None
+            from reports.graph import graph_report
+            from saes.graphs.results import AttributionConfig
+            from saes.graphs.run import run_attribution
+
+            acfg = AttributionConfig(**{k: v for k, v in cfg.to_dict().items()
+                                        if k in AttributionConfig.settings()})
+            result = run_attribution(model, tcs, prompt, acfg)
+            data = json_safe(result.to_dict())
+            out.write_json("graph.json", data)
+            _write_adjacency(out, result)
+            ctx = _contexts(model, tcs, result) if contexts else None
+            graph_report(result, ctx, _explanations(transcoders_dir, tcs)).write(out)
+    show_result(result, data, as_json, f"wrote {os.path.join(out_dir, 'report.html')}")
+
+
+def _write_adjacency(out: OutDir, result: Any) -> None:
+    """The full direct-effect matrix (rows: targets, columns: sources), node order as
+    :mod:`saes.graphs.attribution` says."""
+    from safetensors.torch import save
+
+    if result.adjacency is None:
+        return
+    out.write_bytes("adjacency.safetensors", save(
+        {"adjacency": result.adjacency.contiguous()},
+        metadata={"rows": "targets", "columns": "sources",
+                  "order": "features, errors, biases, embeddings, targets"}))
+
+
+def _contexts(model: Any, tcs: Any, result: Any) -> dict[str, list[dict[str, Any]]]:
+    from interp.data.corpus import text_source
+    from saes.graphs.contexts import feature_contexts
+
+    feats = {(n["layer"], n["feature"]) for n in result.nodes if n["kind"] == "feature"}
+    docs, _ = text_source("heldout")
+    return feature_contexts(model, tcs, sorted(feats), docs)
+
+
+def _explanations(folder: str, tcs: Any) -> dict[str, str]:
+    """Labels of the transcoders' features where an ``explanations.jsonl`` sits beside a
+    layer's transcoder (``layer-L/transcoder/``, as ``interp sae explain`` writes beside an
+    SAE)."""
+    from pathlib import Path
+
+    from saes.autointerp.store import explanations_beside
+    from saes.transcoders.files import layer_folders
+    from saes.transcoders.train import TRANSCODER_SUBDIR
+
+    labels: dict[str, str] = {}
+    for layer, d in layer_folders(Path(folder).expanduser()).items():
+        if layer not in tcs:
+            continue
+        found = explanations_beside(d / TRANSCODER_SUBDIR, tcs[layer].cfg.d_sae) or {}
+        for feat, exp in found.items():
+            labels[f"{layer}:{feat}"] = exp.label
+    return labels
+
+
+__all__ = ["graph"]

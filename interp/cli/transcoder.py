@@ -1,0 +1,128 @@
+"""``interp transcoder train|eval``: transcoders (MLP input → output) from the command line.
+
+Each verb's settings are its config's fields (:class:`~saes.transcoders.train.
+TranscoderTrainConfig`, :class:`~saes.transcoders.evaluate.TranscoderEvalConfig`); the
+architecture options come from the SAE registry (TopK by default).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from interp.cli.common import (
+    json_safe,
+    load_model,
+    log,
+    make_model_options,
+    text_options,
+    throughput_text,
+    write_run_results,
+)
+from interp.cli.options import build_config, config_options
+from interp.cli.sae import _TrainCommand, build_architecture
+from interp.runs.outdir import OutDir, check_creatable
+from saes.transcoders.evaluate import TranscoderEvalConfig
+from saes.transcoders.train import TranscoderTrainConfig
+
+
+class _TranscoderTrainCommand(_TrainCommand):
+    default_arch = "topk"
+
+
+@click.group(name="transcoder")
+def transcoder_group() -> None:
+    """Transcoders: sparse replacements of the MLPs, trained and evaluated."""
+
+
+@transcoder_group.command("train", cls=_TranscoderTrainCommand)
+@click.option("--layers", "layers_spec", default="all", show_default=True,
+              metavar="all|L1,L2,…",
+              help="The MLPs to replace: one transcoder per layer, all from one pass over the "
+                   "text, each into OUT/layer-L.")
+@config_options(TranscoderTrainConfig, only=["d_sae", "skip", "tokens", "lr", "dead_window",
+                                             "seq_len", "windows_per_chunk"])
+@click.option("--cache-activations", "cache_dir", default=None, type=click.Path(file_okay=False),
+              help="Keep activations on disk here; later runs on the same text skip the model.")
+@config_options(TranscoderTrainConfig, only=["checkpoint_every"])
+@click.option("--stop-at", default=None, type=click.IntRange(min=0),
+              help="Stop after this many steps in all (resumable later).")
+@text_options
+@make_model_options(batch_size=4096, batch_help="Activations (tokens) per training step.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.")
+def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: int | None,
+          text_file: str | None, hf_dataset: str | None, model_name: str | None, device: str,
+          dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any) -> None:
+    """Train transcoders for several layers' MLPs from one pass; resumes if interrupted."""
+    from interp.data.corpus import text_source
+    from saes.train import check_memory, check_text
+    from saes.transcoders.train import train_transcoders
+
+    arch = build_architecture(architecture, settings)
+    cfg = build_config(TranscoderTrainConfig, settings, arch=arch, batch_size=batch_size,
+                       seed=seed)
+    docs, data = text_source("train", text_file=text_file, hf_dataset=hf_dataset)
+    check_creatable(out_dir)
+    if cache_dir is not None:
+        check_creatable(cache_dir)
+    model = load_model(model_name, device, dtype, seed)
+    layers = sorted(set(model.parse_layers(layers_spec)))
+    check_memory(model, cfg, n_saes=len(layers))
+    check_text(model, docs, cfg)
+    log(f"training {len(layers)} × {arch.knob_text()} transcoder{'s' if len(layers) > 1 else ''}"
+        f" (layers {layers_spec}, one forward for all): d_sae {cfg.d_sae}, {cfg.steps} steps of "
+        f"{batch_size} tokens from {data['source']} into {out_dir}")
+    results = train_transcoders(model, docs, out_dir, layers, cfg, data=data,
+                                cache_dir=cache_dir, stop_at=stop_at)
+    for layer, res in results.items():
+        h = res.history
+        k = min(20, len(h["loss"]))
+        ev = sum(h["explained_variance"][-k:]) / k if k else float("nan")
+        click.echo(f"layer {layer}: steps {res.steps_done}/{res.steps_total}  "
+                   f"EV (train) {ev:.3f}  dead {h['dead_fraction'][-1] if k else float('nan'):.3f}"
+                   f"  {throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
+                   + (f"→ {res.sae_path}" if res.complete else "unfinished: rerun to resume"))
+    first = results[layers[0]]
+    write_run_results(out_dir, {"layers": {str(li): {k: v for k, v in r.to_dict().items()
+                                                     if k != "manifest"}
+                                           for li, r in results.items()},
+                                "manifest": first.manifest})
+
+
+@transcoder_group.command("eval")
+@click.argument("transcoders_dir", type=click.Path())
+@click.option("--layers", "layers_spec", default=None, metavar="L1,L2,…",
+              help="Only these layers' transcoders [default: every one in the folder].")
+@text_options
+@config_options(TranscoderEvalConfig, only=["tokens", "seq_len", "one_at_a_time"])
+@make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Write results.json, report.html and figures/ here [default: the folder].")
+def eval_cmd(transcoders_dir: str, layers_spec: str | None, text_file: str | None,
+             hf_dataset: str | None, model_name: str | None, device: str, dtype: str,
+             batch_size: int, seed: int, out_dir: str | None, **settings: Any) -> None:
+    """NMSE, L0, dead latents and the CE-loss score, every layer at once and each alone."""
+    from interp.data.corpus import text_source
+    from reports.transcoder import transcoder_report
+    from saes.transcoders.evaluate import evaluate_transcoders
+    from saes.transcoders.files import load_transcoders
+
+    cfg = build_config(TranscoderEvalConfig, settings, batch_size=batch_size, seed=seed)
+    docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
+    target = transcoders_dir if out_dir is None else out_dir
+    check_creatable(target)
+    model = load_model(model_name, device, dtype, seed)
+    layers = None if layers_spec is None else model.parse_layers(layers_spec)
+    tcs = load_transcoders(transcoders_dir, model, layers=layers, device=device)
+    with OutDir(target) as out:
+        res = evaluate_transcoders(model, tcs, docs, cfg, data=data)
+        out.write_json("results.json", json_safe(res.to_dict()))
+        transcoder_report(res).write(out)
+    res.headline().print()
+    log(f"wrote {os.path.join(target, 'report.html')} and results.json")
+
+
+__all__ = ["transcoder_group"]
