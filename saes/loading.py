@@ -14,8 +14,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from interp.errors import InterpError
 import saes.architectures  # noqa: F401 - registers every architecture
+from interp.errors import InterpError
 from saes.sae import KIND, SAEConfig, SparseAutoencoder
 
 __all__ = ["LoadedSAE", "build_sae", "load_sae", "sae_from_tensors", "unpack_sae"]

@@ -527,10 +527,12 @@ class SAERun(ResumableRun):
 
     # ---------------------------------------------------------------- checkpoint contents
     def state_tensors(self) -> dict[str, Tensor]:
+        """The checkpoint's tensors: the model's state and the dead-latent counters."""
         return {**{k: v.detach() for k, v in self.sae.state_dict().items()},
                 "steps_since_fired": self.steps_since}
 
     def load_state(self, tensors: dict[str, Tensor], config: dict[str, Any]) -> None:
+        """Resume from a checkpoint's tensors and config."""
         with torch.no_grad():
             for name, t in self.sae.state_dict().items():  # parameters and buffers
                 t.copy_(tensors[name])
@@ -541,14 +543,17 @@ class SAERun(ResumableRun):
         self.resampled = list(config.get("resampled", []))
 
     def checkpoint_config(self) -> dict[str, Any]:
+        """The checkpoint's JSON: history, scale(s), resampling events."""
         return {"history": self.history, "input_scale": self.scale,
                 "resampled": self.resampled}
 
     def artifact_options(self) -> dict[str, Any]:
+        """The checkpoint artifact's hook point and manifest note."""
         return {"hook_point": self.hook,
                 "manifest": {"note": "SAE training checkpoint; the SAE is written at the end"}}
 
     def differences(self, have: dict[str, Any]) -> list[str]:
+        """What differs between a checkpoint's run and this one (the model)."""
         model_id = self.model.model_id
         return ([f"model {have.get('model_id')!r} → {model_id!r}"]
                 if have.get("model_id") != model_id else [])
@@ -651,6 +656,7 @@ class SAERun(ResumableRun):
         return rec["loss"]
 
     def info(self) -> str:
+        """The progress bar's text: recent loss, L0, EV, dead fraction, throughput."""
         history = self.history
         if not history["loss"]:
             return ""

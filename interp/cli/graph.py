@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from interp.cli.common import json_safe, load_model, log, make_model_options
+from interp.cli.common import json_safe, load_model, make_model_options
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir, check_creatable
