@@ -119,15 +119,16 @@ def replacement_metric(stack: Stack, fz: Frozen, nodes: Nodes,
 
 def agreement(pred: np.ndarray, measured: np.ndarray, seed: int = 0) -> dict[str, object]:
     """Spearman and sign agreement of predicted and measured effects, with bootstrap CIs
-    over the features."""
-    n = len(pred)
+    over the features and their counts (``spearman``, ``spearman_ci95``, ``spearman_n``,
+    ``sign``, …)."""
     ok = np.isfinite(pred) & np.isfinite(measured)
     pred, measured = pred[ok], measured[ok]
-    if len(pred) < 3:
-        return {"n": int(len(pred)), "spearman": math.nan, "spearman_ci95": [math.nan] * 2,
-                "sign": math.nan, "sign_ci95": [math.nan] * 2}
+    n = int(len(pred))
+    if n < 3:
+        return {"spearman_n": n, "sign_n": n, "spearman": math.nan,
+                "spearman_ci95": [math.nan] * 2, "sign": math.nan, "sign_ci95": [math.nan] * 2}
     sign = (np.sign(pred) == np.sign(measured)).astype(float)
-    return {"n": int(n),
+    return {"spearman_n": n, "sign_n": n,
             "spearman": spearman(pred, measured),
             "spearman_ci95": bootstrap_ci(lambda i: spearman(pred[i], measured[i]),
                                           len(pred), seed=seed),

@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
+from interp.display import visible_token
 from interp.plotting import ACCENT, INK, MUTED, new_figure, styled
 
 if TYPE_CHECKING:
@@ -65,13 +66,14 @@ def graph_figure(graph: AttributionGraph) -> Figure:
         ax.scatter(xs, ys, s=sizes, c=colour, label=kind, zorder=2, edgecolors="white",
                    linewidths=0.4)
     ax.set_xticks(range(n_pos))
-    ax.set_xticklabels([t.replace("\n", "⏎") for t in graph.tokens], rotation=60,
+    ax.set_xticklabels([visible_token(t) for t in graph.tokens], rotation=60,
                        fontsize=8, ha="right")
     ax.set_ylabel("layer")
     ax.set_xlim(-1.5, n_pos - 0.3)
     ax.set_ylim(-1.8, n_layers + 0.8)
     ax.legend(loc="upper left", fontsize=7, ncol=5, bbox_to_anchor=(0, 1.12))
-    ax.set_title(f"{graph.target} — {len(graph.nodes)} nodes, {len(graph.edges)} edges",
+    target = graph.target if len(graph.target) <= 60 else graph.target[:57] + "…"
+    ax.set_title(f"{target} — {len(graph.nodes)} nodes, {len(graph.edges)} edges",
                  fontsize=9, color=INK, loc="left", pad=22)
     return fig
 

@@ -78,6 +78,7 @@ class FeatureCheck:
     """One feature node intervened on: the graph's prediction against the frozen replacement
     model and the real model (changes of the target metric)."""
 
+    node: int               # the feature's node id in the graph
     layer: int
     position: int
     feature: int
@@ -149,7 +150,22 @@ class AttributionGraph(Result):
             ("sign agreement (graph vs real model)", ag.get("sign_real", MISSING)),
             ("Spearman (graph vs frozen replacement)", ag.get("spearman_replacement", MISSING)),
         ]
-        return Headline(f"Attribution graph — {self.prompt!r}", rows=rows)
+        return Headline(f"Attribution graph — {self.prompt!r}", rows=rows,
+                        verdict=self.verdict())
+
+    def verdict(self) -> str:
+        """Whether the replacement model is exact, and how the real model agrees."""
+        exact = (abs(self.target_replacement - self.target_real) <= 1e-4
+                 and abs(self.target_edge_sum - self.target_real) <= 1e-4)
+        text = ("replacement model exact (target and Σ edges equal the real model's to 1e-4)"
+                if exact else "replacement model NOT exact: a bug, please report it")
+        rho = self.agreement.get("spearman_real")
+        if rho is not None and rho == rho:
+            lo, hi = self.agreement.get("spearman_real_ci95", [float("nan")] * 2)
+            text += (f"; real-model Spearman {rho:.2f} [{lo:.2f}, {hi:.2f}] over "
+                     f"{self.agreement.get('spearman_real_n', 0)} features"
+                     + (" (within the noise of 0)" if lo <= 0 <= hi else ""))
+        return text
 
     def figure(self) -> Figure | None:
         """The pruned graph (:func:`saes.graphs.figures.graph_figure`)."""

@@ -170,7 +170,7 @@ def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, error
     pred = np.array([-float(effects[i]) for i in top])
     for j, i in enumerate(top):
         result.checks.append(FeatureCheck(
-            layer=int(nodes.feature_layer[i]), position=int(nodes.feature_pos[i]),
+            node=int(i), layer=int(nodes.feature_layer[i]), position=int(nodes.feature_pos[i]),
             feature=int(nodes.feature_id[i]), activation=float(nodes.activation[i]),
             influence=float(pr.node_influence[i]), predicted=float(pred[j]),
             replacement=float(rep[j]), real=float(real[j]),
@@ -178,14 +178,10 @@ def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, error
     a_real = agreement(pred, real[:n], cfg.seed)
     a_rep = agreement(pred, rep[:n], cfg.seed)
     a_dbl = agreement(-pred, real[n:], cfg.seed)
-    result.agreement = {
-        "spearman_real": a_real["spearman"], "spearman_real_ci95": a_real["spearman_ci95"],
-        "sign_real": a_real["sign"], "sign_real_ci95": a_real["sign_ci95"],
-        "spearman_replacement": a_rep["spearman"],
-        "spearman_replacement_ci95": a_rep["spearman_ci95"],
-        "sign_replacement": a_rep["sign"], "sign_replacement_ci95": a_rep["sign_ci95"],
-        "spearman_real_doubled": a_dbl["spearman"], "sign_real_doubled": a_dbl["sign"],
-        "n_features": n}
+    result.agreement = {f"{key}_{where}{suffix}": a[f"{key}{suffix}"]
+                        for where, a in (("real", a_real), ("replacement", a_rep),
+                                         ("real_doubled", a_dbl))
+                        for key in ("spearman", "sign") for suffix in ("", "_ci95", "_n")}
     result.faithfulness = _faithfulness(model, fz, nodes, tcs, pr, cfg, clean_real, stack)
 
 

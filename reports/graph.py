@@ -1,0 +1,763 @@
+"""The attribution-graph report: one self-contained page with an interactive graph viewer.
+
+Input is an :class:`saes.graphs.results.AttributionGraph` (``run_attribution``), and,
+optionally, top activating contexts and explanations of its features, keyed
+``"LAYER:FEATURE"``. The page (``templates/graph.html.j2``) leads with the prompt, the
+target, the replacement and completeness scores and the exactness check; then
+
+* **the viewer**: the pruned graph drawn as SVG by one constant script (:data:`GRAPH_JS`),
+  nodes by layer (y) × token position (x), a side panel for the clicked node (values,
+  explanation, contexts, its strongest input and output edges), a pruning-threshold slider
+  and supernode groups saved as a JSON file;
+* the check against the real model (predicted against measured changes of the target, the
+  agreement with its bootstrap CIs, the checked features);
+* faithfulness (the pruned graph's features against random sets of as many);
+* the static pruned graph (:func:`saes.graphs.figures.graph_figure`).
+
+Data reaches the script as a JSON data block, ``<script type="application/json"
+id="graph-data">``, which the browser never executes (so the page's CSP, which allows only
+:data:`GRAPH_JS` by its sha256, has nothing to say about it). Its text is ``json.dumps``
+output with ``<``, ``>``, ``&``, U+2028 and U+2029 written as ``\\uXXXX`` escapes, so no
+string in it can end the element or open a comment; they only occur inside JSON strings,
+where the escapes decode to the same characters. The script is a constant, never built from
+data, and it writes every string with ``textContent`` or ``setAttribute`` on elements it
+creates (never ``innerHTML``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup
+
+from interp.display import MISSING, as_float, ci_text, format_number, with_ci
+from reports.html import (
+    Report,
+    ReportFigure,
+    noise_label,
+    render_page,
+    token_html,
+    token_repr,
+    truncate,
+    visible_token,
+    warnings_box,
+)
+from saes.graphs.figures import KIND_COLOURS, NEGATIVE, POSITIVE, check_figure, graph_figure
+from saes.graphs.results import AttributionGraph, FeatureCheck
+
+__all__ = ["GRAPH_JS", "MAX_CONTEXTS", "graph_data", "graph_report"]
+
+#: Contexts shown per feature in the viewer's panel (the first ones given).
+MAX_CONTEXTS = 10
+#: The prompt's length in the page title (the lead shows all of it).
+TITLE_CHARS = 80
+#: Lowest value of the pruning-threshold slider.
+SLIDER_MIN = 0.05
+#: The exactness check: real, replacement and Σ edges agree within this (relative to
+#: max(1, |real|)).
+EXACT_TOL = 1e-3
+#: Group ring colours, in order (cycled).
+GROUP_COLOURS = ("#7b2cbf", "#2a9d8f", "#e76f51", "#f4a261", "#1d3557", "#e63946",
+                 "#6a994e", "#b5838d")
+
+#: The page's only script: draws the viewer from the JSON data block. Constant: never built
+#: from data; strings reach the page through textContent / setAttribute only.
+GRAPH_JS = """
+(function () {
+  "use strict";
+  var NS = "http://www.w3.org/2000/svg";
+  var island = document.getElementById("graph-data");
+  var svg = document.getElementById("gv-svg");
+  if (!island || !svg) { return; }
+  var data = JSON.parse(island.textContent);
+  var nojs = document.getElementById("gv-nojs");
+  if (nojs) { nojs.hidden = true; }
+  var GAP = 16, MIN_COL = 58, PAD = 14, ROW = 38, LEFT = 58, RIGHT = 16, TOP = 84,
+    BOTTOM = 92, TOP_EDGES = 8, LABEL_CHARS = 14, PRUNABLE = { feature: 1, error: 1, bias: 1 };
+  var body = document.getElementById("gv-panel-body");
+  var slider = document.getElementById("gv-threshold");
+  var sliderValue = document.getElementById("gv-threshold-value");
+  var countEl = document.getElementById("gv-count");
+  var nameBox = document.getElementById("gv-group-name");
+  var groupList = document.getElementById("gv-group-list");
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  }
+  function sv(tag, attrs) {
+    var e = document.createElementNS(NS, tag);
+    Object.keys(attrs || {}).forEach(function (k) { e.setAttribute(k, String(attrs[k])); });
+    return e;
+  }
+  function clear(e) { while (e.firstChild) { e.removeChild(e.firstChild); } }
+  function fmt(x) {
+    if (x === null || x === undefined || typeof x !== "number" || !isFinite(x)) {
+      return "\\u2014";
+    }
+    if (x === 0) { return "0"; }
+    var a = Math.abs(x);
+    var s = (a < 1e-3 || a >= 1e5) ? x.toExponential(2) : String(Number(x.toPrecision(4)));
+    return s.replace("-", "\\u2212");
+  }
+  function signed(x) { return (typeof x === "number" && x > 0 ? "+" : "") + fmt(x); }
+
+  // ----------------------------------------------------------------- the graph
+  var nodes = data.nodes;
+  var byId = {};
+  nodes.forEach(function (n) { byId[n.id] = n; n.ins = []; n.outs = []; n.visible = true; });
+  var edges = [];
+  data.edges.forEach(function (e) {
+    var s = byId[e[0]], t = byId[e[1]];
+    if (!s || !t) { return; }
+    var edge = { source: s, target: t, weight: e[2] };
+    edges.push(edge);
+    s.outs.push(edge);
+    t.ins.push(edge);
+  });
+  function byAbs(a, b) { return Math.abs(b.weight) - Math.abs(a.weight); }
+  nodes.forEach(function (n) { n.ins.sort(byAbs); n.outs.sort(byAbs); });
+
+  function tokenText(p) {
+    return p >= 0 && p < data.tokens.length ? data.tokens[p] : "";
+  }
+  function values(n) {
+    var rows = [["kind", n.kind]];
+    if (n.kind === "target") {
+      rows.push(["target", n.name]);
+      rows.push(["weight (probability)", fmt(n.weight)]);
+      rows.push(["position", n.position + " (" + data.exact[n.position] + ")"]);
+      return rows;
+    }
+    rows.push(["layer", n.kind === "embedding" ? "embedding" : String(n.layer)]);
+    rows.push(["position", n.kind === "bias" ? "every position \\u2265 1"
+      : n.position + " (" + data.exact[n.position] + ")"]);
+    if (n.kind === "feature") {
+      rows.push(["feature", String(n.feature)]);
+      rows.push(["activation", fmt(n.activation)]);
+    }
+    rows.push(["influence", fmt(n.influence)]);
+    rows.push(["cumulative influence", fmt(n.cumulative)]);
+    rows.push(["total effect", signed(n.effect)]);
+    return rows;
+  }
+  function nodeTitle(n) {
+    return n.label + "\\n" + values(n).map(function (r) { return r[0] + ": " + r[1]; })
+      .join("\\n");
+  }
+
+  // ---------------------------------------------------------------- the layout
+  var hasBias = nodes.some(function (n) { return n.kind === "bias"; });
+  var shift = hasBias ? 1 : 0;
+  var nCols = data.tokens.length + shift;
+  function colOf(n) { return n.kind === "bias" ? 0 : n.position + shift; }
+  var cells = {};
+  nodes.forEach(function (n) {
+    var key = colOf(n) + "|" + n.layer;
+    (cells[key] = cells[key] || []).push(n);
+  });
+  var widths = [];
+  for (var c = 0; c < nCols; c += 1) { widths.push(MIN_COL); }
+  Object.keys(cells).forEach(function (k) {
+    var col = Number(k.split("|")[0]);
+    widths[col] = Math.max(widths[col], cells[k].length * GAP + PAD);
+  });
+  var starts = [], acc = LEFT;
+  widths.forEach(function (w) { starts.push(acc); acc += w; });
+  var width = acc + RIGHT;
+  var height = TOP + (data.nLayers + 2) * ROW + BOTTOM;
+  function yOf(layer) { return TOP + (data.nLayers - layer) * ROW + ROW / 2; }
+  function centre(col) { return starts[col] + widths[col] / 2; }
+  Object.keys(cells).forEach(function (k) {
+    var list = cells[k].sort(function (a, b) { return a.id - b.id; });
+    var mid = centre(colOf(list[0]));
+    list.forEach(function (n, j) {
+      n.x = mid + (j - (list.length - 1) / 2) * GAP;
+      n.y = yOf(n.layer);
+    });
+  });
+  var maxInf = 0, maxW = 0;
+  nodes.forEach(function (n) {
+    if (n.kind !== "target" && n.influence > maxInf) { maxInf = n.influence; }
+  });
+  edges.forEach(function (e) { maxW = Math.max(maxW, Math.abs(e.weight)); });
+  nodes.forEach(function (n) {
+    n.r = n.kind === "target" ? 7 : 3 + 4.5 * Math.sqrt(maxInf > 0 ? n.influence / maxInf : 0);
+  });
+
+  // ----------------------------------------------------------------- drawing
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+  var canvas = svg.parentNode;
+  var fitButton = document.getElementById("gv-fit");
+  function setFit(on) {
+    canvas.classList.toggle("gv-fitted", on);
+    fitButton.setAttribute("aria-pressed", on ? "true" : "false");
+    fitButton.textContent = on ? "actual size" : "fit to width";
+  }
+  fitButton.addEventListener("click", function () {
+    setFit(!canvas.classList.contains("gv-fitted"));
+  });
+  setFit(width > canvas.clientWidth && canvas.clientWidth >= 0.55 * width);
+  var axes = sv("g", { "class": "gv-axes" });
+  for (var layer = -1; layer <= data.nLayers; layer += 1) {
+    var y = yOf(layer);
+    axes.appendChild(sv("line", { x1: LEFT - 4, x2: width - RIGHT, y1: y, y2: y,
+      "class": "gv-grid" }));
+    var lab = sv("text", { x: LEFT - 8, y: y + 4, "class": "gv-axis", "text-anchor": "end" });
+    lab.textContent = layer < 0 ? "emb" : (layer === data.nLayers ? "target" : "L" + layer);
+    axes.appendChild(lab);
+  }
+  var base = height - BOTTOM + 8;
+  for (var col = 0; col < nCols; col += 1) {
+    var x = centre(col);
+    var t = sv("text", { x: x, y: base + 4, "class": "gv-axis gv-tok", "text-anchor": "end",
+      transform: "rotate(-40 " + x + " " + (base + 4) + ")" });
+    var p = col - shift;
+    t.textContent = hasBias && col === 0 ? "bias" : tokenText(p);
+    if (!(hasBias && col === 0)) {
+      var tt = sv("title");
+      tt.textContent = "position " + p + ": " + data.exact[p];
+      t.appendChild(tt);
+    }
+    axes.appendChild(t);
+    if (col > 0) {
+      axes.appendChild(sv("line", { x1: starts[col], x2: starts[col], y1: TOP,
+        y2: height - BOTTOM, "class": "gv-sep" }));
+    }
+  }
+  nodes.forEach(function (n) {
+    if (n.kind !== "target") { return; }
+    var ty = n.y - n.r - 4;
+    var name = n.name.replace(/^logit /, "");
+    if (name.length > LABEL_CHARS) { name = name.slice(0, LABEL_CHARS - 1) + "\u2026"; }
+    var lt = sv("text", { x: n.x + 3, y: ty, "class": "gv-axis gv-tok", "text-anchor": "start",
+      transform: "rotate(-60 " + (n.x + 3) + " " + ty + ")" });
+    lt.textContent = name;
+    var ttl = sv("title");
+    ttl.textContent = n.name;
+    lt.appendChild(ttl);
+    axes.appendChild(lt);
+  });
+  svg.appendChild(axes);
+  var edgeLayer = sv("g", { "class": "gv-edges" });
+  edges.forEach(function (e) {
+    var line = sv("line", { x1: e.source.x, y1: e.source.y, x2: e.target.x, y2: e.target.y,
+      stroke: e.weight >= 0 ? data.positive : data.negative,
+      "stroke-width": (0.6 + 3.4 * (maxW > 0 ? Math.abs(e.weight) / maxW : 0)).toFixed(2),
+      "class": "gv-edge " + (e.weight >= 0 ? "gv-pos" : "gv-neg") });
+    var title = sv("title");
+    title.textContent = e.source.label + " \\u2192 " + e.target.label + "\\nweight: "
+      + signed(e.weight);
+    line.appendChild(title);
+    e.el = line;
+    edgeLayer.appendChild(line);
+  });
+  svg.appendChild(edgeLayer);
+  var nodeLayer = sv("g", { "class": "gv-nodes" });
+  nodes.forEach(function (n) {
+    var g = sv("g", { "class": "gv-node gv-" + n.kind, "data-id": n.id, tabindex: 0,
+      role: "button" });
+    g.setAttribute("aria-label", n.label);
+    n.rings = sv("g", { "class": "gv-rings" });
+    g.appendChild(n.rings);
+    g.appendChild(sv("circle", { cx: n.x, cy: n.y, r: n.r.toFixed(2),
+      fill: data.colours[n.kind] || "#888", "class": "gv-dot" }));
+    var title = sv("title");
+    title.textContent = nodeTitle(n);
+    g.appendChild(title);
+    g.addEventListener("click", function () { select(n.id); });
+    g.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); select(n.id); }
+    });
+    n.el = g;
+    nodeLayer.appendChild(g);
+  });
+  svg.appendChild(nodeLayer);
+
+  // -------------------------------------------------------------- selection
+  var selected = null;
+  function select(id) {
+    var n = byId[id];
+    selected = n && n.visible ? n : null;
+    nodes.forEach(function (m) { m.el.classList.toggle("gv-sel", m === selected); });
+    svg.classList.toggle("gv-has-sel", selected !== null);
+    edges.forEach(function (e) {
+      e.el.classList.toggle("gv-hl", selected !== null
+        && (e.source === selected || e.target === selected));
+    });
+    renderPanel();
+  }
+
+  function edgeList(title, list, other, id) {
+    var shown = list.filter(function (e) { return other(e).visible; });
+    var head = el("h4", null, title + " (" + Math.min(TOP_EDGES, shown.length) + " of "
+      + shown.length + ", by |weight|)");
+    var ol = el("ol", "gv-edge-list");
+    ol.id = id;
+    shown.slice(0, TOP_EDGES).forEach(function (e) {
+      var o = other(e);
+      var li = el("li");
+      var b = el("button", "gv-link", o.label);
+      b.type = "button";
+      b.setAttribute("data-node", String(o.id));
+      b.title = nodeTitle(o);
+      b.addEventListener("click", function () { select(o.id); });
+      li.appendChild(b);
+      li.appendChild(el("span", "gv-w " + (e.weight >= 0 ? "gv-pos" : "gv-neg"),
+        signed(e.weight)));
+      ol.appendChild(li);
+    });
+    if (!shown.length) { ol.appendChild(el("li", "gv-empty", "none")); }
+    return [head, ol];
+  }
+
+  function contextsOf(n) {
+    var list = (n.key && data.contexts[n.key]) || [];
+    if (!list.length) { return null; }
+    var top = 0;
+    list.forEach(function (c) {
+      c.acts.forEach(function (a) { if (typeof a === "number" && a > top) { top = a; } });
+    });
+    var wrap = el("div", "gv-ctxs");
+    wrap.appendChild(el("h4", null, "Top activating contexts"));
+    list.forEach(function (c) {
+      var row = el("div", "gv-ctx");
+      var peak = -Infinity, at = -1;
+      c.acts.forEach(function (a, j) {
+        if (typeof a === "number" && a > peak) { peak = a; at = j; }
+      });
+      row.appendChild(el("span", "gv-act", fmt(at >= 0 ? peak : null)));
+      c.tokens.forEach(function (tok, j) {
+        var a = c.acts[j];
+        var ratio = typeof a === "number" && top > 0 ? Math.max(0, Math.min(1, a / top)) : 0;
+        var s = el("span", "gv-t" + (j === at ? " gv-max" : ""), tok);
+        s.style.backgroundColor = "rgba(230, 97, 1, " + (0.85 * ratio).toFixed(3) + ")";
+        s.title = c.exact[j] + " \\u00b7 act " + fmt(a);
+        row.appendChild(s);
+      });
+      wrap.appendChild(row);
+    });
+    return wrap;
+  }
+
+  function renderPanel() {
+    clear(body);
+    if (!selected) {
+      body.appendChild(el("p", "gv-hint", "Click a node to see its values, explanation, "
+        + "contexts and strongest edges."));
+      return;
+    }
+    var n = selected;
+    var h = el("h3", "gv-label", n.label);
+    h.id = "gv-label";
+    var sw = el("span", "gv-swatch");
+    sw.style.backgroundColor = data.colours[n.kind] || "#888";
+    h.insertBefore(sw, h.firstChild);
+    body.appendChild(h);
+    var dl = el("dl", "gv-values");
+    values(n).forEach(function (r) {
+      var d = el("div");
+      d.appendChild(el("dt", null, r[0]));
+      d.appendChild(el("dd", null, r[1]));
+      dl.appendChild(d);
+    });
+    body.appendChild(dl);
+    var expl = n.key ? data.explanations[n.key] : null;
+    if (expl) {
+      var p = el("p", "gv-expl");
+      p.id = "gv-expl";
+      p.appendChild(el("span", "gv-lbl", "explanation"));
+      p.appendChild(document.createTextNode(" " + expl));
+      body.appendChild(p);
+    }
+    var pin = el("button", "gv-pin", pinText(n));
+    pin.type = "button";
+    pin.id = "gv-pin";
+    pin.addEventListener("click", function () { togglePin(n); });
+    body.appendChild(pin);
+    var ctx = contextsOf(n);
+    if (ctx) { body.appendChild(ctx); }
+    edgeList("Inputs", n.ins, function (e) { return e.source; }, "gv-inputs")
+      .forEach(function (x) { body.appendChild(x); });
+    edgeList("Outputs", n.outs, function (e) { return e.target; }, "gv-outputs")
+      .forEach(function (x) { body.appendChild(x); });
+  }
+
+  // ---------------------------------------------------------- the threshold
+  function applyThreshold() {
+    var v = Number(slider.value);
+    var shown = 0;
+    nodes.forEach(function (n) {
+      n.visible = !PRUNABLE[n.kind] || n.cumulative <= v + 1e-9;
+      n.el.classList.toggle("gv-hidden", !n.visible);
+      if (n.visible) { shown += 1; }
+    });
+    edges.forEach(function (e) {
+      e.el.classList.toggle("gv-hidden", !(e.source.visible && e.target.visible));
+    });
+    sliderValue.textContent = v.toFixed(2);
+    countEl.textContent = shown + " of " + nodes.length + " nodes shown";
+    if (selected && !selected.visible) { select(null); } else { renderPanel(); }
+  }
+  slider.addEventListener("input", applyThreshold);
+
+  // ---------------------------------------------------------- supernodes
+  var groups = [];
+  var current = -1;
+  function colourOf(i) { return data.groupColours[i % data.groupColours.length]; }
+  function newGroup(name) {
+    groups.push({ name: name || "group " + (groups.length + 1), nodes: [] });
+    current = groups.length - 1;
+    nameBox.value = groups[current].name;
+    renderGroups();
+  }
+  function pinText(n) {
+    if (current < 0) { return "pin to a new group"; }
+    var g = groups[current];
+    return (g.nodes.indexOf(n.id) >= 0 ? "unpin from " : "pin to ") + "\\u201c" + g.name
+      + "\\u201d";
+  }
+  function togglePin(n) {
+    if (current < 0) { newGroup(nameBox.value.trim()); }
+    var g = groups[current];
+    var at = g.nodes.indexOf(n.id);
+    if (at >= 0) { g.nodes.splice(at, 1); } else { g.nodes.push(n.id); }
+    renderGroups();
+    renderPanel();
+  }
+  function renderRings() {
+    nodes.forEach(function (n) { clear(n.rings); });
+    groups.forEach(function (g, i) {
+      g.nodes.forEach(function (id) {
+        var n = byId[id];
+        var k = n.rings.childNodes.length;
+        n.rings.appendChild(sv("circle", { cx: n.x, cy: n.y, r: (n.r + 3 + 3 * k).toFixed(2),
+          fill: "none", stroke: colourOf(i), "stroke-width": 2, "class": "gv-ring",
+          "data-group": i }));
+      });
+    });
+  }
+  function renderGroups() {
+    clear(groupList);
+    groups.forEach(function (g, i) {
+      var li = el("li", i === current ? "gv-current" : null);
+      var b = el("button", "gv-group", g.name + " (" + g.nodes.length + ")");
+      b.type = "button";
+      var sw = el("span", "gv-swatch");
+      sw.style.backgroundColor = colourOf(i);
+      b.insertBefore(sw, b.firstChild);
+      b.addEventListener("click", function () {
+        current = i;
+        nameBox.value = g.name;
+        renderGroups();
+        renderPanel();
+      });
+      li.appendChild(b);
+      groupList.appendChild(li);
+    });
+    renderRings();
+  }
+  nameBox.addEventListener("input", function () {
+    if (current < 0) { newGroup(nameBox.value); return; }
+    groups[current].name = nameBox.value;
+    renderGroups();
+    if (selected) { document.getElementById("gv-pin").textContent = pinText(selected); }
+  });
+  document.getElementById("gv-new-group").addEventListener("click", function () {
+    newGroup("");
+    renderPanel();
+    nameBox.focus();
+  });
+  document.getElementById("gv-save-groups").addEventListener("click", function () {
+    var out = { prompt: data.prompt, groups: groups.map(function (g) {
+      return { name: g.name, nodes: g.nodes.slice() };
+    }) };
+    var blob = new Blob([JSON.stringify(out, null, 2)], { type: "application/json" });
+    var url = URL.createObjectURL(blob);
+    var a = document.createElement("a");
+    a.href = url;
+    a.download = "graph-groups.json";
+    document.body.appendChild(a);
+    a.click();
+    document.body.removeChild(a);
+    setTimeout(function () { URL.revokeObjectURL(url); }, 1000);
+  });
+
+  applyThreshold();
+  renderGroups();
+})();
+""".lstrip()
+
+
+# --------------------------------------------------------------------------- data
+
+
+def _num(x: Any) -> float | None:
+    """A finite float to 6 significant digits, or None (JSON has no NaN)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return float(f"{v:.6g}") if math.isfinite(v) else None
+
+
+def _key(node: Mapping[str, Any]) -> str | None:
+    return f"{node['layer']}:{node['feature']}" if node["kind"] == "feature" else None
+
+
+def _node(graph: AttributionGraph, n: Mapping[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": int(n["id"]), "kind": str(n["kind"]), "layer": int(n["layer"]),
+        "position": int(n["position"]), "label": graph.node_label(dict(n)),
+        "influence": _num(n.get("influence")), "cumulative": _num(n.get("cumulative")),
+        "effect": _num(n.get("effect")), "key": _key(n)}
+    if n["kind"] == "feature":
+        row.update(feature=int(n["feature"]), activation=_num(n.get("activation")))
+    if n["kind"] == "target":
+        row.update(name=str(n.get("name", "target")), weight=_num(n.get("weight")))
+    return row
+
+
+def _context(ctx: Mapping[str, Any]) -> dict[str, Any]:
+    tokens = [str(t) for t in ctx.get("tokens", [])]
+    acts = list(ctx.get("acts", []))
+    return {"tokens": [visible_token(t) for t in tokens],
+            "exact": [token_repr(t) for t in tokens],
+            "acts": [_num(acts[j]) if j < len(acts) else None for j in range(len(tokens))]}
+
+
+def slider_max(graph: AttributionGraph) -> float:
+    """The pruning slider's top: the graph's node threshold, or the largest cumulative
+    influence of a kept feature, error or bias node when pruning kept one above it (the
+    node that crosses the threshold), so that every kept node shows at the start."""
+    thr = graph.config.node_threshold if graph.config is not None else 0.8
+    cums = [c for n in graph.nodes if n["kind"] in ("feature", "error", "bias")
+            if (c := _num(n.get("cumulative"))) is not None]
+    top = max([thr, *cums])
+    return min(1.0, math.ceil(top * 100 - 1e-6) / 100)
+
+
+def graph_data(graph: AttributionGraph, contexts: Mapping[str, Sequence[Mapping[str, Any]]]
+               | None = None, explanations: Mapping[str, str] | None = None
+               ) -> dict[str, Any]:
+    """What the viewer draws: nodes (with labels), edges ``[source, target, weight]``,
+    tokens, colours, and the contexts and explanations of the graph's features."""
+    nodes = [_node(graph, n) for n in graph.nodes]
+    ids = {n["id"] for n in nodes}
+    keys = {n["key"] for n in nodes if n["key"] is not None}
+    edges = [[int(e["source"]), int(e["target"]), _num(e["weight"]) or 0.0]
+             for e in graph.edges if e["source"] in ids and e["target"] in ids]
+    return {
+        "prompt": graph.prompt,
+        "tokens": [visible_token(t) for t in graph.tokens],
+        "exact": [token_repr(t) for t in graph.tokens],
+        "nLayers": max([n["layer"] for n in nodes if n["kind"] == "target"] or
+                       [max([n["layer"] for n in nodes] or [0]) + 1]),
+        "nodes": nodes, "edges": edges,
+        "colours": dict(KIND_COLOURS), "positive": POSITIVE, "negative": NEGATIVE,
+        "groupColours": list(GROUP_COLOURS),
+        "explanations": {k: str(v) for k, v in (explanations or {}).items() if k in keys},
+        "contexts": {k: [_context(c) for c in list(v)[:MAX_CONTEXTS]]
+                     for k, v in (contexts or {}).items() if k in keys},
+    }
+
+
+_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                 "\u2029": "\\u2029"}
+
+
+def json_island(data: Any) -> Markup:
+    """``data`` as the text of a ``<script type="application/json">`` element: JSON in
+    which ``<``, ``>``, ``&``, U+2028 and U+2029 are ``\\uXXXX`` escapes (they can only
+    occur inside strings), so nothing in it can close the element or open a comment."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return Markup("".join(_JSON_ESCAPES.get(ch, ch) for ch in text))
+
+
+# --------------------------------------------------------------------------- page
+
+
+def _exact(graph: AttributionGraph) -> bool:
+    tol = EXACT_TOL * max(1.0, abs(graph.target_real))
+    vals = (graph.target_real, graph.target_replacement, graph.target_edge_sum)
+    return all(math.isfinite(v) for v in vals) and (
+        abs(graph.target_replacement - graph.target_real) <= tol
+        and abs(graph.target_edge_sum - graph.target_real) <= tol)
+
+
+def _lead(graph: AttributionGraph) -> Markup:
+    """The prompt, the verdict on exactness, the target and the scores."""
+    exact = _exact(graph)
+    verdict = (
+        Markup('The replacement model reproduces the target, and the edges into it sum to '
+               'it <span class="badge ok">exact</span>') if exact else
+        Markup('The replacement model or the edges do not reproduce the real model\'s target '
+               '<span class="badge warn">not exact</span>'))
+    pair = f"{format_number(graph.target_real, 4)} / {format_number(graph.target_replacement, 4)}" \
+           f" / {format_number(graph.target_edge_sum, 4)}"
+    facts: list[tuple[str, Any]] = [
+        ("target", graph.target),
+        ("active features", str(graph.n_active_features)),
+        ("nodes kept", f"{len(graph.nodes)} of {graph.n_nodes}"),
+        ("edges kept", str(len(graph.edges))),
+        ("replacement score (full / pruned)",
+         f"{format_number(graph.replacement_score)} / "
+         f"{format_number(graph.pruned_replacement_score)}"),
+        ("completeness score (full / pruned)",
+         f"{format_number(graph.completeness_score)} / "
+         f"{format_number(graph.pruned_completeness_score)}"),
+        ("target: real model / replacement / Σ edges", pair),
+    ]
+    dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
+                         for k, v in facts)
+    return Markup('<p class="prompt-label">Prompt</p><pre class="prompt">{}</pre>'
+                  '<p class="verdict">{}.</p>{}<dl class="facts">{}</dl>').format(
+        graph.prompt, verdict, warnings_box(graph.warnings), dl)
+
+
+def _position(graph: AttributionGraph, pos: int) -> Markup:
+    tok = graph.tokens[pos] if 0 <= pos < len(graph.tokens) else ""
+    return Markup("{} {}").format(pos, token_html(tok))
+
+
+def _gap(c: FeatureCheck) -> float:
+    d = c.real - c.predicted
+    return abs(d) if math.isfinite(d) else -math.inf
+
+
+def _check_rows(graph: AttributionGraph) -> list[list[Any]]:
+    rows = []
+    for c in sorted(graph.checks, key=_gap, reverse=True):
+        rows.append([c.layer, _position(graph, c.position), c.feature, c.activation,
+                     c.influence, c.predicted, c.replacement, c.real, c.real_doubled,
+                     c.real - c.predicted])
+    return rows
+
+
+def _interval(ag: Mapping[str, Any], key: str) -> tuple[float, float]:
+    ci = ag.get(f"{key}_ci95") or [math.nan, math.nan]
+    try:
+        return float(ci[0]), float(ci[1])
+    except (TypeError, ValueError, IndexError):
+        return math.nan, math.nan
+
+
+def _agreement(graph: AttributionGraph) -> tuple[list[tuple[str, Any]], str | None]:
+    """The agreement rows (value [CI] and a noise badge) and the sentence on the noise."""
+    ag = graph.agreement
+    if not ag:
+        return [], None
+    rows: list[tuple[str, Any]] = [("features checked", str(ag.get("spearman_real_n", MISSING)))]
+    for key, label, chance in (
+            ("spearman_real", "Spearman, graph vs real model", 0.0),
+            ("sign_real", "sign agreement, graph vs real model", 0.5),
+            ("spearman_replacement", "Spearman, graph vs frozen replacement", 0.0),
+            ("sign_replacement", "sign agreement, graph vs frozen replacement", 0.5)):
+        lo, hi = _interval(ag, key)
+        rows.append((label, Markup("{} {}").format(with_ci(ag.get(key), lo, hi),
+                                                   noise_label(lo, hi, chance))))
+    rows.append(("Spearman, doubled features (real model)",
+                 format_number(ag.get("spearman_real_doubled"))))
+    rows.append(("sign agreement, doubled features (real model)",
+                 format_number(ag.get("sign_real_doubled"))))
+    lo, hi = _interval(ag, "spearman_real")
+    n = ag.get("spearman_real_n", len(graph.checks))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        sentence = (f"With {n} features checked there is no interval for the agreement "
+                    "with the real model: too few to tell it from noise.")
+    elif lo <= 0 <= hi:
+        sentence = (f"The 95% interval of the Spearman correlation with the real model, "
+                    f"{ci_text(lo, hi)}, includes 0: with {n} features checked, the "
+                    "agreement between the graph's predictions and the real model is within "
+                    "the noise.")
+    else:
+        sentence = (f"The 95% interval of the Spearman correlation with the real model, "
+                    f"{ci_text(lo, hi)}, excludes 0: the graph's predictions rank the "
+                    f"features' real effects better than chance ({n} features checked).")
+    slo, shi = _interval(ag, "sign_real")
+    if math.isfinite(slo) and slo <= 0.5 <= shi:
+        sentence += (f" The sign agreement's interval {ci_text(slo, shi)} includes 0.5 "
+                     "(chance): the signs agree no better than noise.")
+    return rows, sentence
+
+
+def _faithfulness(graph: AttributionGraph) -> tuple[list[tuple[str, Any]], Markup | None]:
+    f = graph.faithfulness
+    if not f:
+        return [], None
+    lo, hi = (f.get("random_interval") or [math.nan, math.nan])[:2]
+    n_random = graph.config.random_subgraphs if graph.config is not None else None
+    rows: list[tuple[str, Any]] = [
+        ("features kept by pruning", f"{f.get('features_kept')} of "
+                                     f"{f.get('features_active')} active"),
+        ("target, clean", f.get("target_clean")),
+        ("target, every active feature removed", f.get("target_no_features")),
+        ("target, only the graph's features left", f.get("target_graph_only")),
+        ("faithfulness (share of the target kept)", f.get("faithfulness")),
+        ("random subgraphs of the same size: mean", f.get("random_mean")),
+        ("random subgraphs: 95% interval", ci_text(lo, hi)),
+        ("random subgraphs drawn", n_random),
+    ]
+    faith, lo, hi = as_float(f.get("faithfulness")), as_float(lo), as_float(hi)
+    if not (math.isfinite(faith) and math.isfinite(lo) and math.isfinite(hi)):
+        verdict = Markup('<span class="badge noise">not measured</span> Removing every '
+                         "active feature does not change the target, so no share of it can "
+                         "be measured.")
+    elif faith > hi:
+        verdict = Markup('<span class="badge ok">beats the random interval</span> The pruned '
+                         "graph's features keep {} of the target, above the interval {} of "
+                         "random sets of as many features.").format(
+            format_number(faith), ci_text(lo, hi))
+    elif faith < lo:
+        verdict = Markup('<span class="badge warn">below the random interval</span> The '
+                         "pruned graph's features keep {} of the target, less than random "
+                         "sets of as many features ({}).").format(
+            format_number(faith), ci_text(lo, hi))
+    else:
+        verdict = Markup('<span class="badge noise">within the random interval</span> The '
+                         "pruned graph's features keep {} of the target, inside the "
+                         "interval {} of random sets of as many features: no better than "
+                         "chance.").format(format_number(faith), ci_text(lo, hi))
+    return rows, verdict
+
+
+def graph_report(graph: AttributionGraph, contexts: Mapping[str, list[dict]] | None = None,
+                 explanations: Mapping[str, str] | None = None) -> Report:
+    """The report of one attribution graph: the interactive viewer, the check against the
+    real model, faithfulness and the static pruned graph. ``contexts`` and
+    ``explanations`` are keyed ``"LAYER:FEATURE"``; each context is ``{"tokens": [str,
+    ...], "acts": [float, ...]}`` (the first :data:`MAX_CONTEXTS` are shown)."""
+    figures: dict[str, ReportFigure] = {
+        "graph": ReportFigure(graph_figure(graph), label="The pruned attribution graph")}
+    if graph.checks:
+        figures["check"] = ReportFigure(
+            check_figure(graph), label="Predicted against measured change of the target")
+    data = graph_data(graph, contexts, explanations)
+    top = slider_max(graph)
+    thr = graph.config.node_threshold if graph.config is not None else None
+    ag_rows, ag_sentence = _agreement(graph)
+    faith_rows, faith_verdict = _faithfulness(graph)
+    return render_page(
+        "graph.html.j2",
+        title=f"Attribution graph — {truncate(graph.prompt, TITLE_CHARS)}",
+        subtitle=f"{len(graph.nodes)} of {graph.n_nodes} nodes ({graph.n_active_features} "
+                 f"active features) and {len(graph.edges)} edges kept by pruning.",
+        manifest=graph.manifest or {}, lead=_lead(graph), script=GRAPH_JS,
+        stylesheets=["graph.css"], figures=figures,
+        graph_json=json_island(data), slider_min=min(SLIDER_MIN, top), slider_max=top,
+        node_threshold=thr, n_nodes=len(graph.nodes),
+        colours=list(KIND_COLOURS.items()), positive=POSITIVE, negative=NEGATIVE,
+        check_columns=["layer", "position", "feature", "activation", "influence",
+                       "predicted", "frozen replacement", "real", "doubled real",
+                       "real − predicted"],
+        check_rows=_check_rows(graph), agreement_rows=ag_rows, agreement_sentence=ag_sentence,
+        faith_rows=faith_rows, faith_verdict=faith_verdict,
+        n_contexts=len(data["contexts"]), n_explanations=len(data["explanations"]),
+    )
