@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/sae.py throughput [--arch topk --k 32] [--steps 12] [--repeats 3]
     .venv/bin/python bench/sae.py layers [--layers 2,6,12] [--steps 8] [--repeats 1]
+    .venv/bin/python bench/sae.py layers --transcoders [--layers 5,11,17,23,29] [--arch topk]
     .venv/bin/python bench/sae.py memory [--chunk-windows 256] [--chunks 2]
 
 ``throughput``: d_in 576 → d_sae 4608, batch 4096, on activations of the embedded model's
@@ -16,7 +17,9 @@ is shared:
   trainer trains a TopK SAE and the reference stays this ReLU loop (the issue's ratio).
 
 ``layers``: ``train_saes`` on several layers from one pass against one ``train_sae`` run
-per layer, both streaming from the model (no cache), same tokens and settings.
+per layer, both streaming from the model (no cache), same tokens and settings. With
+``--transcoders``, the same for transcoders (``train_transcoders`` on all the layers at once
+against one call per layer; MLP input and output read from each pass).
 
 SAELens's own trainer step is timed against the same plain loop by
 ``bench/saelens_compat.py`` (it needs its own venv); bench/README.md puts both together.
@@ -123,31 +126,48 @@ def layers(args: argparse.Namespace) -> dict:
     both streaming from the model (no activation cache), same settings, interleaved."""
     import interp
     from interp.data.corpus import corpus_hash, load_texts
+    from saes.architectures import architecture
     from saes.train import SAETrainConfig, train_sae, train_saes
+    from saes.transcoders import TranscoderTrainConfig, train_transcoders
 
     model = interp.load(args.model)
     docs = load_texts("train")
     data = {"source": "corpus", "sha256": corpus_hash()}
     layer_list = [int(x) for x in args.layers.split(",")]
-    cfg = SAETrainConfig(d_sae=4608, tokens=args.steps * 4096, windows_per_chunk=128,
-                         checkpoint_every=10**6)
+    spec = architecture(args.arch)
+    arch = spec(k=args.k) if spec.uses_k else spec()  # type: ignore[call-arg]
+    kind = TranscoderTrainConfig if args.transcoders else SAETrainConfig
+    cfg = kind(d_sae=4608, arch=arch, tokens=args.steps * 4096, windows_per_chunk=128,
+               checkpoint_every=10**6)
+
+    def together(out: str) -> None:
+        if args.transcoders:
+            train_transcoders(model, docs, out, layer_list, cfg, data=data, progress=False)
+        else:
+            train_saes(model, docs, out, layer_list, cfg, data=data, progress=False)
+
+    def alone(out: str, layer: int) -> None:
+        if args.transcoders:
+            train_transcoders(model, docs, out, [layer], cfg, data=data, progress=False)
+        else:
+            train_sae(model, docs, out, cfg.replace(layer=layer), data=data, progress=False)
+
     times: dict[str, list[float]] = {"one_pass": [], "per_layer": []}
     for r in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            train_saes(model, docs, tmp, layer_list, cfg, data=data, progress=False)
+            together(tmp)
             times["one_pass"].append(time.perf_counter() - t0)
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
             for layer in layer_list:
-                train_sae(model, docs, Path(tmp) / str(layer),
-                          cfg.replace(layer=layer), data=data,
-                          progress=False)
+                alone(str(Path(tmp) / str(layer)), layer)
             times["per_layer"].append(time.perf_counter() - t0)
         print(f"repeat {r}: one pass {times['one_pass'][-1]:.1f} s, one run per layer "
               f"{times['per_layer'][-1]:.1f} s", flush=True)
     med = {k: statistics.median(v) for k, v in times.items()}
-    res = {"layers": layer_list, "steps": cfg.steps, "batch": cfg.batch_size,
+    res = {"kind": "transcoders" if args.transcoders else "saes", "arch": args.arch,
+           "layers": layer_list, "steps": cfg.steps, "batch": cfg.batch_size,
            "d_sae": cfg.d_sae, "threads": torch.get_num_threads(), "median_s": med,
            "per_layer_over_one_pass": med["per_layer"] / med["one_pass"], "times": times}
     print(json.dumps(res, indent=1))
@@ -195,10 +215,13 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="Activation cache folder (default: temp).")
     ap.add_argument("--chunk-windows", type=int, default=256)
     ap.add_argument("--chunks", type=int, default=2)
+    ap.add_argument("--transcoders", action="store_true",
+                    help="layers: train transcoders (MLP input → output) instead of SAEs")
     args = ap.parse_args()
     res = {"throughput": throughput, "memory": memory, "layers": layers}[args.what](args)
     RESULTS.mkdir(exist_ok=True)
-    name = f"{args.what}_{args.arch}" if args.what == "throughput" else args.what
+    name = (f"{args.what}_{args.arch}" if args.what == "throughput" else
+            "transcoder_layers" if args.what == "layers" and args.transcoders else args.what)
     (RESULTS / f"sae_{name}.json").write_text(json.dumps(res, indent=1) + "\n")
 
 
