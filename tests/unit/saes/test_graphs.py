@@ -123,3 +123,39 @@ def test_custom_target_and_checks_run(tiny_model):
     # stay active respond linearly); the real model's are what the check is for
     assert g.agreement["spearman_replacement"] > 0.5
     assert 0 <= g.faithfulness["features_kept"] <= g.n_active_features
+
+
+def test_total_effects_are_the_replacement_models_derivative(tiny_model):
+    """For a small change of one feature's activation, the frozen replacement model (features
+    live, so every path through later features counts) moves by the graph's total effect:
+    the path sum over the adjacency is the derivative the interventions are predicted from."""
+    from saes.graphs.attribution import Nodes
+    from saes.graphs.checks import _deltas, replacement_metric, writes
+    from saes.graphs.influence import total_effects
+    from saes.graphs.run import _targets
+
+    model = tiny_model
+    tcs = _random_set(model, [0, 1, 2])
+    cfg = AttributionConfig(target=" Paris, Rome", check_features=0)
+    g = run_attribution(model, tcs, PROMPT, cfg, progress=False)
+    stack = Stack(model)
+    fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
+    lay, pos, feat, act, errors = active_features(fz, tcs.by_layer)
+    names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
+    nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.ids.numel(), tcs.layers, names, toks,
+                  weights, vecs, pair)
+    assert g.adjacency is not None
+    effect = total_effects(g.adjacency, nodes)
+    picked = (lay < 2).nonzero(as_tuple=True)[0][:12].tolist()  # with paths through later ones
+    eps = 1e-3
+    ws = writes(nodes, tcs.by_layer, picked)
+    t, d = fz.embed.shape
+    deltas = _deltas([[w] for w in ws], [-eps] * len(ws), t, d)
+    err = [errors[i] for i in range(stack.n_layers)]
+    moved = replacement_metric(stack, fz, nodes, tcs.by_layer, err, deltas)
+    measured = (moved - g.target_replacement) / eps
+    predicted = [-float(effect[i]) for i in picked]
+    assert measured == pytest.approx(predicted, abs=2e-3, rel=2e-2)
+    # and the direct part alone would not do: later features carry some of the effect
+    direct = [-float(weights @ g.adjacency[nodes.target_start:, i]) for i in picked]
+    assert max(abs(a - b) for a, b in zip(direct, predicted, strict=True)) > 1e-3
