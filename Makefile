@@ -90,6 +90,10 @@ SAE_L1 ?= 4
 # The CLI fuzzing in depth: every case run to its end (about 5 minutes per example of
 # every option on 2 cores).
 FUZZ_EXAMPLES ?= 4
+# Issue 31: transcoders at all 30 layers from one pass, a 20-token graph, the task checks.
+TRANSCODER_TOKENS ?= 1000000
+TRANSCODER_LR ?= 1e-2
+GRAPH_PROMPT ?= When the early morning train finally arrived at the crowded station, the tired conductor handed the ticket to the
 accept: setup
 	INTERP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) INTERP_FUZZ_DEEP=1 INTERP_FUZZ_CASE_SECONDS=60 \
 		$(PYTEST_FAST) tests/unit/interp/test_cli_fuzz.py
@@ -120,6 +124,15 @@ accept: setup
 		--lr 1e-3 --out accept-out/sae-topk
 	$(BIN)/interp sae explain accept-out/sae-topk --features alive:200 --explainer self \
 		--scorer programmatic,self,gemma3-270m --batch-size 32 --out accept-out/autointerp
+	$(BIN)/interp transcoder train --layers all --d-sae 4608 --k 32 \
+		--tokens $(TRANSCODER_TOKENS) --lr $(TRANSCODER_LR) --windows-per-chunk 256 \
+		--out accept-out/transcoders
+	$(BIN)/interp transcoder eval accept-out/transcoders --out accept-out/transcoders-eval
+	$(BIN)/interp graph "$(GRAPH_PROMPT)" --transcoders accept-out/transcoders \
+		--out accept-out/graph
+	for task in capitals ioi pronoun; do \
+		$(BIN)/interp graph --task $$task --limit 20 --transcoders accept-out/transcoders \
+			--out accept-out/graph-$$task || exit 1; done
 	$(BIN)/python scripts/compare_probe_solvers.py
 	$(BIN)/python scripts/check_acceptance.py accept-out
 

@@ -64,7 +64,47 @@ def main(root: str = "accept-out") -> int:
     ai_path = Path(root) / "autointerp" / "results.json"
     if ai_path.exists():
         _check_autointerp(json.loads(ai_path.read_text()), check)
+    _check_graphs(Path(root), check)
     return 0 if ok else 1
+
+
+def _check_graphs(root: Path, check) -> None:  # noqa: ANN001
+    """Issue 31: the transcoders' table, the 20-token graph (exact, ≤ 5 minutes, its scores)
+    and the real-model agreement on the three tasks (goal: Spearman ≥ 0.8, sign ≥ 90%)."""
+    ev_path = root / "transcoders-eval" / "results.json"
+    if ev_path.exists():
+        ev = json.loads(ev_path.read_text())
+        for m in ev["layers"]:
+            print(f"      layer {m['layer']:2d}: NMSE {m['nmse']:.3f}  L0 {m['l0']:.1f}  dead "
+                  f"{m['dead_fraction']:.3f}  CE score alone {m['ce_loss_score']:.3f}")
+        lo, hi = ev["ce_loss_score_all_ci95"]
+        check("transcoders: every layer trained and evaluated", len(ev["layers"]) == 30,
+              f"{len(ev['layers'])} layers; CE-loss score with all replaced "
+              f"{ev['ce_loss_score_all']:.3f} [{lo:.3f}, {hi:.3f}]")
+    g_path = root / "graph" / "graph.json"
+    if g_path.exists():
+        g = json.loads(g_path.read_text())
+        exact = (abs(g["target_replacement"] - g["target_real"]) <= 1e-4
+                 and abs(g["target_edge_sum"] - g["target_real"]) <= 1e-4)
+        check("graph: the replacement model and the edges reproduce the real target (1e-4)",
+              exact, f"real {g['target_real']:.5f}, replacement {g['target_replacement']:.5f}"
+                     f", Σ edges {g['target_edge_sum']:.5f}")
+        check("graph: a 20-token prompt in ≤ 5 minutes", len(g["tokens"]) >= 20
+              and g["elapsed_s"] <= 300, f"{len(g['tokens'])} tokens, {g['elapsed_s']:.0f} s; "
+              f"replacement score {g['replacement_score']:.3f}, completeness "
+              f"{g['completeness_score']:.3f}")
+    for task in ("capitals", "ioi", "pronoun"):
+        path = root / f"graph-{task}" / "results.json"
+        if not path.exists():
+            continue
+        s = json.loads(path.read_text())["summary"]
+        lo, hi = s["spearman_real_ci95"]
+        slo, shi = s["sign_real_ci95"]
+        check(f"graph {task}: Spearman ≥ 0.8 and sign agreement ≥ 90% in the real model",
+              s["spearman_real"] >= 0.8 and s["sign_real"] >= 0.9,
+              f"Spearman {s['spearman_real']:.3f} [{lo:.3f}, {hi:.3f}], sign "
+              f"{s['sign_real']:.3f} [{slo:.3f}, {shi:.3f}]; frozen replacement "
+              f"{s['spearman_replacement']:.3f}")
 
 
 def _check_autointerp(r: dict, check) -> None:  # noqa: ANN001

@@ -82,6 +82,7 @@ def run_attribution(
     names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
     nodes = Nodes(layer_t, pos_t, feat_t, act_t, stack.n_layers, len(ids), sorted(tcs),
                   names, toks, weights, vecs, pair)
+    check_graph_memory(nodes.total, len(ids))
     n_rows = nodes.n_features + len(names)
     bar = make_progress(enabled=progress)
     with bar:
@@ -116,6 +117,22 @@ def run_attribution(
         _check(model, stack, fz, nodes, tcs, err_list, pr, effects, cfg, result)
     result.elapsed_s = time.perf_counter() - start
     return result
+
+
+#: Dense [n, n] float32 matrices a graph holds at its peak (the adjacency, its normalised
+#: copy and the edge scores while pruning, the pruned copy and its mask).
+GRAPH_MATRICES = 5
+
+
+def check_graph_memory(n_nodes: int, n_tokens: int) -> None:
+    """Refuse (one line, before the backward passes) a graph whose dense matrices would not
+    fit in memory: they grow with the square of the active features, so with the prompt's
+    length times the transcoder layers times k."""
+    from interp.runs.memory import require
+
+    require(GRAPH_MATRICES * 4.0 * n_nodes * n_nodes,
+            f"an attribution graph of {n_nodes:,} nodes ({n_tokens} tokens)",
+            "use a shorter prompt or transcoders at fewer layers")
 
 
 def _node_rows(nodes: Nodes, pr: Any, effects: torch.Tensor, model: Model
