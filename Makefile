@@ -92,7 +92,7 @@ SAE_L1 ?= 4
 FUZZ_EXAMPLES ?= 4
 # Issue 31: transcoders at all 30 layers from one pass, a 20-token graph, the task checks.
 TRANSCODER_TOKENS ?= 1000000
-TRANSCODER_LR ?= 1e-2
+TRANSCODER_LR ?= 4e-3
 GRAPH_PROMPT ?= When the early morning train finally arrived at the crowded station, the tired conductor handed the ticket to the
 accept: setup
 	INTERP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) INTERP_FUZZ_DEEP=1 INTERP_FUZZ_CASE_SECONDS=60 \
