@@ -159,3 +159,66 @@ def test_total_effects_are_the_replacement_models_derivative(tiny_model):
     # and the direct part alone would not do: later features carry some of the effect
     direct = [-float(weights @ g.adjacency[nodes.target_start:, i]) for i in picked]
     assert max(abs(a - b) for a, b in zip(direct, predicted, strict=True)) > 1e-3
+
+
+def _toy_nodes(n_features: int, n_layers: int, n_pos: int, target_weights: list[float]):
+    from saes.graphs.attribution import Nodes
+
+    z = torch.zeros(n_features, dtype=torch.long)
+    return Nodes(z, z + 1, torch.arange(n_features), torch.ones(n_features), n_layers, n_pos,
+                 [], [f"t{k}" for k in range(len(target_weights))],
+                 [k for k in range(len(target_weights))], torch.tensor(target_weights),
+                 torch.zeros(len(target_weights), 4))
+
+
+def test_pruning_keeps_the_influential_path_and_drops_orphans():
+    """A toy graph: token 0 → feature 0 → target (strong), token 1 → feature 1 → target
+    (weak), feature 2 feeds nothing (no influence), feature 3 has no input but feeds the
+    target a little. Pruning at 0.8 keeps feature 0's path; feature 2 goes; every token and
+    the target stay; influence is as computed by hand."""
+    from saes.graphs.influence import influence, normalize, prune, scores
+
+    nodes = _toy_nodes(4, 1, 2, [1.0])
+    n = nodes.total
+    adj = torch.zeros(n, n)
+    f, tok, tgt = 0, nodes.embed_start, nodes.target_start
+    adj[f + 0, tok + 0] = 4.0
+    adj[f + 1, tok + 1] = 1.0
+    adj[f + 2, tok + 1] = 1.0
+    adj[tgt, f + 0] = 9.0
+    adj[tgt, f + 1] = 0.5
+    adj[tgt, f + 3] = 0.5
+    adj[tgt, nodes.error_index(0, 1)] = 0.0
+    pr = prune(adj, nodes, node_threshold=0.8, edge_threshold=0.98)
+    inf = influence(normalize(adj), torch.eye(n)[tgt])
+    assert float(inf[f + 0]) == pytest.approx(0.9)   # 9 / (9 + 0.5 + 0.5)
+    assert float(inf[tok + 0]) == pytest.approx(0.9)
+    assert float(inf[f + 2]) == 0.0
+    assert pr.node_mask[f + 0] and not pr.node_mask[f + 2]
+    assert pr.node_mask[tok:].all()               # tokens and targets always stay
+    assert not pr.node_mask[f + 3]                # no incoming edge: a feature needs one
+    assert pr.edge_mask[tgt, f + 0] and pr.edge_mask[f + 0, tok + 0]
+    rep, comp = scores(adj, nodes)
+    assert rep == pytest.approx(1.0) and comp == pytest.approx(1.0)  # no error node in use
+    adj[tgt, nodes.error_index(0, 1)] = 10.0      # now half the target's input is error
+    rep, comp = scores(adj, nodes)
+    # by hand: the target's row normalised is f0 .45, f1 .025, f3 .025, error .5; the
+    # tokens behind f0 and f1 get .45 + .025; nodes without inputs count as non-error
+    assert rep == pytest.approx(0.475 / 0.975, rel=1e-5)
+    assert comp == pytest.approx((0.5 + 1.475) / 2.475, rel=1e-5)
+
+
+def test_features_that_write_nothing_get_no_influence(tiny_model):
+    """On the tiny model: transcoders whose decoders are zero leave every MLP output to the
+    errors; their features have inputs but no influence, pruning keeps none, and the
+    edges still sum to the target."""
+    tcs = _random_set(tiny_model, [0, 1, 2])
+    for tc in tcs.by_layer.values():
+        with torch.no_grad():
+            tc.W_dec.zero_()
+            tc.b_dec.zero_()
+    g = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
+                        progress=False)
+    assert g.n_active_features > 0
+    assert not [n for n in g.nodes if n["kind"] == "feature"]
+    assert g.target_edge_sum == pytest.approx(g.target_real, abs=1e-4)

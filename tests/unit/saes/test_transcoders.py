@@ -190,3 +190,19 @@ def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     res = json.loads((t_dir / "results.json").read_text())
     assert res["n_pairs"] == 3 and len(res["prompts"]) == 3
     assert "spearman_real" in res["summary"] and (t_dir / "report.html").is_file()
+
+
+def test_interrupted_transcoder_run_resumes_to_the_same_weights(tiny_model, docs, tmp_path):
+    cfg = _cfg(tokens=64 * 9, checkpoint_every=3, skip=True)
+    whole = train_transcoders(tiny_model, docs, tmp_path / "whole", [0, 2], cfg, progress=False)
+    part = train_transcoders(tiny_model, docs, tmp_path / "part", [0, 2], cfg, stop_at=6,
+                             progress=False)
+    assert [r.steps_done for r in part.values()] == [6, 6]
+    done = train_transcoders(tiny_model, docs, tmp_path / "part", [0, 2], cfg, progress=False)
+    assert all(r.resumed_from == 6 and r.complete for r in done.values())
+    a, b = load_transcoders(tmp_path / "part", tiny_model), load_transcoders(
+        tmp_path / "whole", tiny_model)
+    for layer in (0, 2):
+        for name, t in a[layer].tensors().items():
+            assert torch.allclose(t, b[layer].tensors()[name], atol=1e-6), (layer, name)
+        assert done[layer].history["loss"] == pytest.approx(whole[layer].history["loss"])
