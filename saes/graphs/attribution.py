@@ -13,10 +13,12 @@ custom direction such as logit(answer) − logit(wrong)).
 writes into the residual stream (``a_s·W_dec[s]``, the error vector, the bias, the
 embedding) dotted with the gradient of ``t``'s input (a feature's pre-activation minus its
 encoder bias; a target's value) through the frozen linear model, MLPs cut (a feature's
-effect through another feature is a path of two edges). A backward pass computes the rows
-of a batch of targets at once: the batch dimension carries one target per row, each seeded
-at its own layer and position (circuit-tracer's trick), and the forward goes only as deep as
-the batch's deepest target.
+effect through another feature is a path of two edges). One backward sweep computes the
+rows of a batch of targets at once: the batch dimension carries one target per row, each
+seeded at its own layer and position (circuit-tracer's trick), and the sweep starts at the
+batch's deepest target. The model being linear, the sweep needs no forward pass: it applies
+the transposed maps (:func:`~saes.graphs.replacement.backward_sweep`; the autograd
+reference, :func:`~saes.graphs.replacement.linear_forward`, is checked equal in the tests).
 
 Because the frozen model is linear and every constant it adds is a node, the edges into a
 target sum to its value exactly, and the replacement model's target equals the real
@@ -32,7 +34,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-from saes.graphs.replacement import Frozen, Stack, linear_forward
+from saes.graphs.replacement import Frozen, Stack, backward_sweep
 from saes.sae import SparseAutoencoder
 
 
@@ -160,28 +162,25 @@ def adjacency(
         groups[i] = by_pos
     for start in range(0, len(rows), batch_size):
         chunk = rows[start:start + batch_size]
-        until = max(r[0] for r in chunk)
-        embed, writes, reads, final = linear_forward(stack, fz, transcoders, len(chunk), until)
-        objective = torch.zeros(())
+        seeds: dict[int, list[tuple[int, int, Tensor]]] = {}
         for b, (layer, pos, seed, _) in enumerate(chunk):
-            src = final if layer == stack.n_layers else reads[layer]
-            assert src is not None
-            objective = objective + src[b, pos] @ seed
-        grads = torch.autograd.grad(objective, [embed, *writes])
-        g_embed, g_writes = grads[0], grads[1:]
+            seeds.setdefault(layer, []).append((b, pos, seed))
+        block = torch.zeros(len(chunk), n)
+
+        def on_write(i: int, g: Tensor, block: Tensor = block) -> None:
+            e0 = nodes.error_index(i, 0)
+            block[:, e0:e0 + nodes.n_pos] = (g * errors[i]).sum(-1)
+            if i in transcoders:
+                block[:, nodes.bias_start + nodes.bias_layers.index(i)] = (
+                    (g[:, 1:] @ b_dec[i]).sum(-1))
+                for p, cols, vecs in groups[i]:
+                    block[:, cols] = g[:, p] @ vecs.T
+
         with torch.no_grad():
-            idx = torch.tensor([r[3] for r in chunk])
-            block = torch.zeros(len(chunk), n)
+            g_embed = backward_sweep(stack, fz, transcoders, seeds, len(chunk), on_write,
+                                     top=max(r[0] for r in chunk))
             block[:, nodes.embed_start:nodes.target_start] = (g_embed * fz.embed).sum(-1)
-            for i, g in enumerate(g_writes):
-                e0 = nodes.error_index(i, 0)
-                block[:, e0:e0 + nodes.n_pos] = (g * errors[i]).sum(-1)
-                if i in transcoders:
-                    bi = nodes.bias_start + nodes.bias_layers.index(i)
-                    block[:, bi] = (g[:, 1:] @ b_dec[i]).sum(-1)
-                    for p, cols, vecs in groups[i]:
-                        block[:, cols] = g[:, p] @ vecs.T
-            adj[idx] = block
+            adj[torch.tensor([r[3] for r in chunk])] = block
         if on_rows is not None:
             on_rows(len(chunk))
     return adj

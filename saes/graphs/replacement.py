@@ -21,7 +21,7 @@ from its input, the error terms fixed), for interventions inside the replacement
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -115,6 +115,16 @@ class Stack:
         v = v.repeat_interleave(block.n_heads // block.n_kv, dim=2)  # [b, t, h, hd]
         z = torch.einsum("hqk,bkhe->bqhe", pattern, v).reshape(b, t, -1)
         return z @ block.w_o.T
+
+
+    def attention_transposed(self, block: Block, g: Float[Tensor, "b t d"],
+                             pattern: Float[Tensor, "h t t"]) -> Float[Tensor, "b t d"]:
+        """The transpose of :meth:`attention`'s linear map: ``Vᵀ·Pᵀ·Oᵀ·g``."""
+        b, t, _ = g.shape
+        gz = (g @ block.w_o).view(b, t, block.n_heads, block.head_dim)
+        gv = torch.einsum("hqk,bqhe->bkhe", pattern, gz)
+        gv = gv.view(b, t, block.n_kv, block.n_heads // block.n_kv, block.head_dim).sum(3)
+        return gv.reshape(b, t, -1) @ block.w_v
 
 
 @dataclass
@@ -222,6 +232,48 @@ def linear_forward(
     return embed, writes, reads, final_normed(stack, fz, resid)
 
 
+def backward_sweep(
+    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder],
+    seeds: Mapping[int, list[tuple[int, int, Tensor]]], batch: int,
+    on_write: Callable[[int, Tensor], None], top: int,
+) -> Float[Tensor, "b t d"]:
+    """Gradients of a batch of targets through the frozen linear model, computed backwards
+    with the transposed maps (no forward pass: the model is linear, so the gradients do not
+    depend on the values, only on the frozen patterns and scales).
+
+    ``seeds[layer]`` holds ``(row, position, vector)``: target ``row`` reads ``vector``
+    off the MLP input of ``layer`` at ``position`` (``layer = n_layers``: off the final
+    normed residual). The sweep starts at layer ``top``; at each layer below it,
+    ``on_write(layer, g)`` receives the gradient ``[batch, t, d]`` of every row with
+    respect to what that layer's MLP writes (before the targets reading that layer's MLP
+    input join). Returns the gradient with respect to the embeddings. A skip transcoder's
+    skip path is part of the linear model (gradients flow through it, from position 1 on);
+    the MLPs themselves are not (features are nodes).
+    """
+    t, d = fz.embed.shape
+    g = torch.zeros(batch, t, d)
+    for row, pos, vec in seeds.get(stack.n_layers, []):
+        g[row, pos] += vec * fz.s_final[pos] * stack.final[0]
+    for i in range(min(top, stack.n_layers - 1), -1, -1):
+        blk = stack.blocks[i]
+        if i < top:
+            on_write(i, g)  # resid_post = resid_mid + MLP output
+            tc = transcoders.get(i)
+            w_skip = getattr(tc, "W_skip", None) if tc is not None else None
+            if w_skip is not None:
+                assert tc is not None
+                g_in = g[:, 1:] @ (w_skip * (tc.cfg.input_scale / tc.cfg.output_scale)).T
+                g = g.clone()
+                g[:, 1:] += g_in * fz.s_ln2[i][1:] * blk.ln2[0]
+        for row, pos, vec in seeds.get(i, []):
+            g[row, pos] += vec * fz.s_ln2[i][pos] * blk.ln2[0]
+        g_raw = g
+        if blk.attn_post is not None and fz.s_attn_post is not None:
+            g_raw = g * fz.s_attn_post[i] * blk.attn_post[0]
+        g = g + stack.attention_transposed(blk, g_raw, fz.patterns[i]) * fz.s_ln1[i] * blk.ln1[0]
+    return g
+
+
 def replacement_forward(
     stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder],
     errors: Sequence[Tensor], add: Mapping[int, Tensor] | None = None,
@@ -253,5 +305,6 @@ def replacement_forward(
     return final_normed(stack, fz, resid)
 
 
-__all__ = ["SUPPORTED", "Block", "Frozen", "Stack", "final_normed", "freeze",
-           "linear_forward", "mlp_input", "replacement_forward", "rms_scale"]
+__all__ = ["SUPPORTED", "Block", "Frozen", "Stack", "attention_block", "backward_sweep",
+           "final_normed", "freeze", "linear_forward", "mlp_input", "replacement_forward",
+           "rms_scale"]

@@ -222,3 +222,34 @@ def test_features_that_write_nothing_get_no_influence(tiny_model):
     assert g.n_active_features > 0
     assert not [n for n in g.nodes if n["kind"] == "feature"]
     assert g.target_edge_sum == pytest.approx(g.target_real, abs=1e-4)
+
+
+@pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
+def test_backward_sweep_equals_autograd_through_the_linear_model(which, request):
+    """The attribution's backward sweep (transposed maps, no forward) gives autograd's
+    gradients through the frozen linear model, skip paths included."""
+    from saes.graphs.replacement import backward_sweep, linear_forward
+
+    model = request.getfixturevalue(which)
+    tcs = _random_set(model, [0, 1], skip=True)
+    stack = Stack(model)
+    fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
+    t, d = fz.embed.shape
+    g = torch.Generator().manual_seed(0)
+    rows = [(1, 5), (2, t - 1), (3, t - 1), (2, 3)]  # (layer read, position); 3 = final
+    vecs = [torch.randn(d, generator=g) for _ in rows]
+    embed, writes, reads, final = linear_forward(stack, fz, tcs.by_layer, len(rows), 3)
+    obj = sum((final if layer == 3 else reads[layer])[b, p] @ v
+              for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)))
+    want = torch.autograd.grad(obj, [embed, *writes])
+    seen: dict[int, torch.Tensor] = {}
+    seeds: dict[int, list] = {}
+    for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)):
+        seeds.setdefault(layer, []).append((b, p, v))
+    with torch.no_grad():
+        got_embed = backward_sweep(stack, fz, tcs.by_layer, seeds, len(rows),
+                                   lambda i, grad: seen.__setitem__(i, grad.clone()), top=3)
+    scale = float(want[0].abs().max())
+    torch.testing.assert_close(got_embed, want[0], rtol=1e-5, atol=1e-6 * scale)
+    for i in range(3):
+        torch.testing.assert_close(seen[i], want[1 + i], rtol=1e-5, atol=1e-6 * scale)
