@@ -636,8 +636,8 @@ def _check_rows(graph: AttributionGraph) -> list[list[Any]]:
     rows = []
     for c in sorted(graph.checks, key=_gap, reverse=True):
         rows.append([c.layer, _position(graph, c.position), c.feature, c.activation,
-                     c.influence, c.predicted, c.replacement, c.real, c.real_doubled,
-                     c.real - c.predicted])
+                     c.influence, c.predicted, c.replacement, c.real_frozen, c.real,
+                     c.real_doubled, c.real - c.predicted])
     return rows
 
 
@@ -658,6 +658,10 @@ def _agreement(graph: AttributionGraph) -> tuple[list[tuple[str, Any]], str | No
     for key, label, chance in (
             ("spearman_real", "Spearman, graph vs real model", 0.0),
             ("sign_real", "sign agreement, graph vs real model", 0.5),
+            ("spearman_real_frozen", "Spearman, graph vs real model with attention and norms "
+                                     "frozen", 0.0),
+            ("sign_real_frozen", "sign agreement, graph vs real model, attention and norms "
+                                 "frozen", 0.5),
             ("spearman_replacement", "Spearman, graph vs frozen replacement", 0.0),
             ("sign_replacement", "sign agreement, graph vs frozen replacement", 0.5)):
         lo, hi = _interval(ag, key)
@@ -755,8 +759,8 @@ def graph_report(graph: AttributionGraph, contexts: Mapping[str, list[dict]] | N
         node_threshold=thr, n_nodes=len(graph.nodes),
         colours=list(KIND_COLOURS.items()), positive=POSITIVE, negative=NEGATIVE,
         check_columns=["layer", "position", "feature", "activation", "influence",
-                       "predicted", "frozen replacement", "real", "doubled real",
-                       "real − predicted"],
+                       "predicted", "frozen replacement", "real, attention and norms frozen",
+                       "real", "doubled real", "real − predicted"],
         check_rows=_check_rows(graph), agreement_rows=ag_rows, agreement_sentence=ag_sentence,
         faith_rows=faith_rows, faith_verdict=faith_verdict,
         n_contexts=len(data["contexts"]), n_explanations=len(data["explanations"]),

@@ -21,11 +21,13 @@ def graph_task_report(result: GraphTaskResult) -> Report:
     r = result
     prompts = [[i, p["prompt"], p["answer"], p["wrong"], _f(p["target"]),
                 p["active_features"], _f(p["replacement_score"]), _f(p["spearman_real"]),
-                _f(p["sign_real"]), _f(p["spearman_replacement"]), _f(p["faithfulness"]),
+                _f(p["sign_real"]), _f(p["spearman_real_frozen"]),
+                _f(p["spearman_replacement"]), _f(p["faithfulness"]),
                 _f(p["faithfulness_random"]), f"{p['elapsed_s']:.1f}"]
                for i, p in enumerate(r.prompts)]
     worst = [[w["prompt"], f"L{w['layer']} F{w['feature']}", w["token"], _f(w["predicted"]),
-              _f(w["replacement"]), _f(w["real"]), "yes" if w["sign_differs"] else "no"]
+              _f(w["replacement"]), _f(w["real_frozen"]), _f(w["real"]),
+              "yes" if w["sign_differs"] else "no"]
              for w in r.worst]
     return render_page(
         "graph_task.html.j2", title=f"Attribution graphs against the real model — {r.task}",

@@ -6,7 +6,10 @@ from that MLP's output at that position, and doubled by adding it once more; the
 the target metric is measured and compared with the graph's prediction (``∓`` the node's
 signed total effect, :func:`saes.graphs.influence.total_effects`). The real model runs
 through the bridge with a hook on ``hook_mlp_out`` per layer, one batch row per
-intervention.
+intervention. To tell what freezing costs from what the transcoders miss, the removal also
+runs in the real model with its attention patterns and norm scales held at the clean run's
+and its real MLPs live (``real_frozen``): the graph's only approximations left there are the
+transcoders' (their features' linearisation, the constant error terms).
 
 **Faithfulness**: remove every active feature outside the pruned graph in the real model
 and measure how much of the target is kept, ``(m_S − m_∅)/(m_clean − m_∅)`` with ``m_∅``
@@ -54,9 +57,37 @@ def _deltas(rows: Sequence[Sequence[tuple[int, int, Tensor]]], coefs: Sequence[f
     return out
 
 
+def frozen_values(model: Model, ids: Tensor) -> dict[str, Tensor]:
+    """The clean run's attention patterns and norm scales (every ``attn.hook_pattern`` and
+    ``hook_scale`` point of the bridge), to freeze the real model at them."""
+    names = [n for n in model.bridge.hook_dict
+             if n.endswith("attn.hook_pattern") or n.endswith("hook_scale")]
+    store: dict[str, Tensor] = {}
+    hooks = [(n, _storer(store, n)) for n in names]
+    with torch.no_grad(), model.bridge.hooks(fwd_hooks=hooks):
+        forward(model, ids[None].to(model.device))
+    return store
+
+
+def _storer(store: dict[str, Tensor], name: str):  # noqa: ANN202 - a TransformerLens hook
+    def keep(tensor: Tensor, hook: object) -> Tensor:  # noqa: ARG001
+        store[name] = tensor.detach().clone()
+        return tensor
+    return keep
+
+
+def _putter(value: Tensor):  # noqa: ANN202 - a TransformerLens hook
+    def put(tensor: Tensor, hook: object) -> Tensor:  # noqa: ARG001
+        return value.to(tensor.device, tensor.dtype).expand_as(tensor)
+    return put
+
+
 def real_metric(model: Model, fz: Frozen, nodes: Nodes, deltas: Mapping[int, Tensor],
-                n_rows: int, softcap: float | None, batch: int = 32) -> np.ndarray:
-    """The target metric in the real model with ``deltas`` added to the MLP outputs."""
+                n_rows: int, softcap: float | None, batch: int = 32,
+                frozen: Mapping[str, Tensor] | None = None) -> np.ndarray:
+    """The target metric in the real model with ``deltas`` added to the MLP outputs;
+    with ``frozen`` (:func:`frozen_values`), its attention patterns and norm scales held at
+    the clean run's (the real MLPs stay live)."""
     ids = fz.ids[None].expand(n_rows, -1).to(model.device)
     out = []
     vecs = nodes.target_vectors
@@ -64,6 +95,7 @@ def real_metric(model: Model, fz: Frozen, nodes: Nodes, deltas: Mapping[int, Ten
         e = min(n_rows, s + batch)
         hooks = [(f"blocks.{layer}.hook_mlp_out", _adder(delta[s:e]))
                  for layer, delta in deltas.items()]
+        hooks += [(name, _putter(v)) for name, v in (frozen or {}).items()]
         captured: list[Tensor] = []
         hooks.append(("ln_final.hook_out", _keeper(captured)))
         with torch.no_grad(), model.bridge.hooks(fwd_hooks=hooks):

@@ -81,12 +81,14 @@ def graph_figure(graph: AttributionGraph) -> Figure:
 @styled
 def check_figure(graph: AttributionGraph) -> Figure:
     """Predicted against measured change of the target for the checked features: the real
-    model (left) and the frozen replacement model (right)."""
-    fig = new_figure(8.5, 3.6)
-    axes = fig.subplots(1, 2)
+    model, the real model with attention patterns and norm scales frozen, and the frozen
+    replacement model."""
+    fig = new_figure(11.0, 3.6)
+    axes = fig.subplots(1, 3)
     pred = np.array([c.predicted for c in graph.checks])
-    for ax, key, title in ((axes[0], "real", "real model (everything live)"),
-                           (axes[1], "replacement", "frozen replacement model")):
+    for ax, key, title in ((axes[0], "real", "real model"),
+                           (axes[1], "real_frozen", "real, attention and norms frozen"),
+                           (axes[2], "replacement", "frozen replacement model")):
         meas = np.array([getattr(c, key) for c in graph.checks])
         ax.scatter(pred, meas, s=14, color=ACCENT)
         if pred.size:
@@ -111,6 +113,7 @@ def task_figure(result) -> Figure:  # noqa: ANN001 - GraphTaskResult (no import 
     ax = fig.subplots()
     x = np.arange(len(result.prompts))
     for key, colour, label in (("spearman_real", ACCENT, "real model"),
+                               ("spearman_real_frozen", INK, "real, attention and norms frozen"),
                                ("spearman_replacement", MUTED, "frozen replacement")):
         ax.plot(x, [p.get(key) if p.get(key) is not None else np.nan for p in result.prompts],
                 "o", color=colour, ms=4, label=label)

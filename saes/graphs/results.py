@@ -87,6 +87,7 @@ class FeatureCheck:
     predicted: float        # −total effect: removing the feature, per the graph
     replacement: float      # measured in the frozen replacement model (features live)
     real: float             # measured in the real model, everything live
+    real_frozen: float      # in the real model with attention patterns and norms frozen
     replacement_doubled: float
     real_doubled: float
 
@@ -148,6 +149,8 @@ class AttributionGraph(Result):
              f"{self.target_edge_sum:.4f}"),
             ("Spearman (graph vs real model)", ag.get("spearman_real", MISSING)),
             ("sign agreement (graph vs real model)", ag.get("sign_real", MISSING)),
+            ("Spearman (graph vs real model, attention and norms frozen)",
+             ag.get("spearman_real_frozen", MISSING)),
             ("Spearman (graph vs frozen replacement)", ag.get("spearman_replacement", MISSING)),
         ]
         return Headline(f"Attribution graph — {self.prompt!r}", rows=rows,

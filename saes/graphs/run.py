@@ -13,7 +13,14 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 from saes.graphs.attribution import Nodes, active_features, adjacency
-from saes.graphs.checks import _deltas, agreement, real_metric, replacement_metric, writes
+from saes.graphs.checks import (
+    _deltas,
+    agreement,
+    frozen_values,
+    real_metric,
+    replacement_metric,
+    writes,
+)
 from saes.graphs.influence import prune, scores, total_effects
 from saes.graphs.replacement import Frozen, Stack, final_normed, freeze, replacement_forward
 from saes.graphs.results import AttributionConfig, AttributionGraph, FeatureCheck
@@ -184,6 +191,9 @@ def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, error
     real = real_metric(model, fz, nodes, deltas, len(rows), stack.softcap) - clean_real
     rep = replacement_metric(stack, fz, nodes, tcs, errors, deltas) - result.target_replacement
     n = len(ws)
+    removals = {k: v[:n] for k, v in deltas.items()}
+    real_frozen = real_metric(model, fz, nodes, removals, n, stack.softcap,
+                              frozen=frozen_values(model, fz.ids)) - clean_real
     pred = np.array([-float(effects[i]) for i in top])
     for j, i in enumerate(top):
         result.checks.append(FeatureCheck(
@@ -191,13 +201,15 @@ def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, error
             feature=int(nodes.feature_id[i]), activation=float(nodes.activation[i]),
             influence=float(pr.node_influence[i]), predicted=float(pred[j]),
             replacement=float(rep[j]), real=float(real[j]),
+            real_frozen=float(real_frozen[j]),
             replacement_doubled=float(rep[n + j]), real_doubled=float(real[n + j])))
     a_real = agreement(pred, real[:n], cfg.seed)
     a_rep = agreement(pred, rep[:n], cfg.seed)
     a_dbl = agreement(-pred, real[n:], cfg.seed)
+    a_frz = agreement(pred, real_frozen, cfg.seed)
     result.agreement = {f"{key}_{where}{suffix}": a[f"{key}{suffix}"]
                         for where, a in (("real", a_real), ("replacement", a_rep),
-                                         ("real_doubled", a_dbl))
+                                         ("real_doubled", a_dbl), ("real_frozen", a_frz))
                         for key in ("spearman", "sign") for suffix in ("", "_ci95", "_n")}
     result.faithfulness = _faithfulness(model, fz, nodes, tcs, pr, cfg, clean_real, stack)
 

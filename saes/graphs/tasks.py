@@ -68,6 +68,8 @@ class GraphTaskResult(Result):
             ("features checked per prompt", s.get("features_per_prompt")),
             ("Spearman, graph vs real model (mean over prompts)", ci("spearman_real")),
             ("sign agreement, real model", ci("sign_real")),
+            ("Spearman, real model with attention and norms frozen", ci("spearman_real_frozen")),
+            ("sign agreement, attention and norms frozen", ci("sign_real_frozen")),
             ("Spearman, graph vs frozen replacement", ci("spearman_replacement")),
             ("sign agreement, frozen replacement", ci("sign_replacement")),
             ("replacement score (mean)", s.get("replacement_score")),
@@ -115,6 +117,7 @@ def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None =
     prompts: list[dict[str, Any]] = []
     real_pairs: list[list[tuple[float, float]]] = []
     rep_pairs: list[list[tuple[float, float]]] = []
+    frz_pairs: list[list[tuple[float, float]]] = []
     worst: list[dict[str, Any]] = []
     bar = make_progress(enabled=progress)
     with bar:
@@ -136,6 +139,8 @@ def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None =
                 "replacement_score": g.replacement_score,
                 "completeness_score": g.completeness_score,
                 "spearman_real": ag.get("spearman_real"), "sign_real": ag.get("sign_real"),
+                "spearman_real_frozen": ag.get("spearman_real_frozen"),
+                "sign_real_frozen": ag.get("sign_real_frozen"),
                 "spearman_replacement": ag.get("spearman_replacement"),
                 "sign_replacement": ag.get("sign_replacement"),
                 "faithfulness": g.faithfulness.get("faithfulness"),
@@ -143,21 +148,26 @@ def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None =
                 "elapsed_s": g.elapsed_s})
             real_pairs.append([(c.predicted, c.real) for c in g.checks])
             rep_pairs.append([(c.predicted, c.replacement) for c in g.checks])
+            frz_pairs.append([(c.predicted, c.real_frozen) for c in g.checks])
             for c in g.checks:
                 worst.append({"prompt": n, "text": pair.clean, "layer": c.layer,
                               "position": c.position, "token": g.tokens[c.position],
                               "feature": c.feature, "predicted": c.predicted,
                               "real": c.real, "replacement": c.replacement,
+                              "real_frozen": c.real_frozen,
                               "sign_differs": bool(np.sign(c.predicted) != np.sign(c.real))})
             bar.advance(job, 1)
     frame = pd.DataFrame(prompts)
     summary: dict[str, Any] = {"features_per_prompt": cfg.check_features}
-    for key in ("spearman_real", "spearman_replacement", "replacement_score",
+    for key in ("spearman_real", "spearman_real_frozen", "spearman_replacement",
+                "replacement_score",
                 "completeness_score", "faithfulness", "faithfulness_random"):
         summary[key], summary[f"{key}_ci95"] = _mean_ci(frame[key].astype(float).to_numpy(),
                                                         cfg.seed)
     summary["sign_real"], summary["sign_real_ci95"] = _pooled_sign(real_pairs, cfg.seed)
     summary["sign_replacement"], summary["sign_replacement_ci95"] = _pooled_sign(rep_pairs,
+                                                                                 cfg.seed)
+    summary["sign_real_frozen"], summary["sign_real_frozen_ci95"] = _pooled_sign(frz_pairs,
                                                                                  cfg.seed)
     lo = summary["spearman_real_ci95"][0]
     met = summary["spearman_real"] >= 0.8 and summary["sign_real"] >= 0.9

@@ -253,3 +253,34 @@ def test_backward_sweep_equals_autograd_through_the_linear_model(which, request)
     torch.testing.assert_close(got_embed, want[0], rtol=1e-5, atol=1e-6 * scale)
     for i in range(3):
         torch.testing.assert_close(seen[i], want[1 + i], rtol=1e-5, atol=1e-6 * scale)
+
+
+@pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
+def test_freezing_the_real_model_at_its_own_values_changes_nothing(which, request):
+    """The real model with its attention patterns and norm scales replayed from the clean
+    run gives the clean target; frozen, a removal's effect differs from the live one."""
+    from saes.graphs.checks import frozen_values, real_metric
+
+    model = request.getfixturevalue(which)
+    tcs = _random_set(model, [0, 1])
+    g = run_attribution(model, tcs, PROMPT, AttributionConfig(target=" Paris, Rome",
+                                                              check_features=8),
+                        progress=False)
+    stack = Stack(model)
+    fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
+    from saes.graphs.attribution import Nodes
+    from saes.graphs.run import _targets
+
+    lay, pos, feat, act, _ = active_features(fz, tcs.by_layer)
+    cfg = AttributionConfig(target=" Paris, Rome")
+    names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
+    nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.ids.numel(), tcs.layers, names,
+                  toks, weights, vecs, pair)
+    frozen = frozen_values(model, fz.ids)
+    assert any(k.endswith("hook_pattern") for k in frozen)
+    assert any(k.endswith("hook_scale") for k in frozen)
+    replay = real_metric(model, fz, nodes, {}, 1, None, frozen=frozen)[0]
+    assert replay == pytest.approx(g.target_real, abs=1e-4)
+    assert all(abs(c.real_frozen) < 1e3 for c in g.checks)
+    assert any(abs(c.real_frozen - c.real) > 1e-6 for c in g.checks)
+    assert "spearman_real_frozen" in g.agreement
