@@ -19,6 +19,7 @@ every active feature removed, against random sets of as many features.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -98,7 +99,9 @@ def real_metric(model: Model, fz: Frozen, nodes: Nodes, deltas: Mapping[int, Ten
         hooks += [(name, _putter(v)) for name, v in (frozen or {}).items()]
         captured: list[Tensor] = []
         hooks.append(("ln_final.hook_out", _keeper(captured)))
-        with torch.no_grad(), model.bridge.hooks(fwd_hooks=hooks):
+        with torch.no_grad(), model.bridge.hooks(fwd_hooks=hooks), warnings.catch_warnings():
+            # replaying the clean norm scales is the point here, not a numerics hazard
+            warnings.filterwarnings("ignore", message="A forward hook edited hook_scale")
             logits = forward(model, ids[s:e])[0][:, -1].float().cpu()
         if softcap is None:
             vals = _logit_metric(logits, nodes)
