@@ -7,6 +7,7 @@ import math
 
 from interp.display import short
 from reports.html import Report, ReportFigure, headline_lead, render_page
+from saes.graphs.figures import task_figure
 from saes.graphs.tasks import GraphTaskResult
 
 __all__ = ["graph_task_report"]
@@ -35,5 +36,5 @@ def graph_task_report(result: GraphTaskResult) -> Report:
                  "logit(answer) − logit(wrong); the real model, everything live, says what it "
                  "does.",
         lead=headline_lead(r), manifest=r.manifest or {},
-        figures={"agreement": ReportFigure(r.figure(), label="Spearman per prompt")},
+        figures={"agreement": ReportFigure(task_figure(r), label="Spearman per prompt")},
         r=r, prompts=prompts, worst=worst)

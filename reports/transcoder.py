@@ -8,6 +8,7 @@ from markupsafe import Markup
 from interp.display import short
 from reports.html import Report, ReportFigure, render_page
 from saes.transcoders.evaluate import TranscoderEvalResult
+from saes.transcoders.figures import eval_figure
 
 __all__ = ["transcoder_report"]
 
@@ -33,6 +34,6 @@ def transcoder_report(result: TranscoderEvalResult) -> Report:
         "transcoder.html.j2", title="Transcoders — held-out metrics",
         subtitle="How well each transcoder stands in for its MLP, alone and all together.",
         lead=lead, manifest=r.manifest or {},
-        figures={"transcoders": ReportFigure(r.figure(), label="NMSE and CE-loss score by "
-                                                              "layer")},
+        figures={"transcoders": ReportFigure(eval_figure(r), label="NMSE and CE-loss score by "
+                                                                  "layer")},
         r=r, rows=rows)

@@ -45,9 +45,9 @@ def _norm_parts(norm: nn.Module, d: int) -> tuple[Tensor, float]:
         eps = getattr(norm, "eps", None)
     if eps is None:
         raise InterpError(f"{type(norm).__name__} is not an RMSNorm this tool knows")
-    w = norm.weight if hasattr(norm, "weight") else None
-    ones = torch.ones(1, d, dtype=w.dtype if w is not None else torch.float32,
-                      device=w.device if w is not None else "cpu")
+    w = getattr(norm, "weight", None)
+    like = w if isinstance(w, Tensor) else torch.zeros(())
+    ones = torch.ones(1, d, dtype=like.dtype, device=like.device)
     with torch.no_grad():
         gamma = norm(ones)[0].float() * math.sqrt(1.0 + float(eps))
     return gamma, float(eps)
@@ -174,7 +174,12 @@ def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
         s_final=rms_scale(a["ln_final.hook_in"], stack.final[1]),
         mlp_in=[a[f"blocks.{i}.mlp.hook_in"] for i in range(n)],
         mlp_out=[a[f"blocks.{i}.hook_mlp_out"] for i in range(n)],
-        resid_final=a["ln_final.hook_in"], logits=logits[0, -1].float().cpu())
+        resid_final=a["ln_final.hook_in"], logits=_last(logits))
+
+
+def _last(logits: Tensor | None) -> Tensor:
+    assert logits is not None  # forward_with_hooks(with_logits=True) always returns them
+    return logits[0, -1].float().cpu()
 
 
 def attention_block(stack: Stack, fz: Frozen, i: int, resid: Tensor) -> Tensor:
@@ -262,7 +267,8 @@ def backward_sweep(
             w_skip = getattr(tc, "W_skip", None) if tc is not None else None
             if w_skip is not None:
                 assert tc is not None
-                g_in = g[:, 1:] @ (w_skip * (tc.cfg.input_scale / tc.cfg.output_scale)).T
+                ratio = tc.cfg.input_scale / float(getattr(tc.cfg, "output_scale", 1.0))
+                g_in = g[:, 1:] @ (w_skip * ratio).T
                 g = g.clone()
                 g[:, 1:] += g_in * fz.s_ln2[i][1:] * blk.ln2[0]
         for row, pos, vec in seeds.get(i, []):
