@@ -57,7 +57,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, data
 #: its checks exits 1 after printing its table, by design).
 OTHER_EXITS = {"models": {1}}
 #: Trainers whose run folder keeps its last good checkpoint when a run stops midway.
-RESUMABLE = ("sae train", "tuned-lens train")
+RESUMABLE = ("sae train", "tuned-lens train", "transcoder train")
 #: Options naming where a verb writes (a relative one lands in the current folder).
 OUTPUT_OPTIONS = ("--out", "--profile", "--cache-activations")
 REPO = Path(__file__).resolve().parents[3]
@@ -109,6 +109,7 @@ class Inputs:
     vector: str  # a steering vector
     result_a: str  # two result folders for compare
     result_b: str
+    transcoders: str = ""  # transcoders for layers 0 and 1, as `transcoder train` lays out
 
 
 @dataclass
@@ -192,6 +193,16 @@ BASES: dict[str, Callable[[Inputs, Case], Base]] = {
                                        "--top": "5", "--ig-steps": "1", "--max-edges": "30",
                                        "--circuit-edges": "10", "--bootstrap": "100",
                                        "--out": c.out}),
+    "transcoder train": lambda i, c: ([], {**_m(i), "--layers": "0,1", "--text": i.text,
+                                           "--d-sae": "16", "--k": "4", "--tokens": "256",
+                                           "--batch-size": "128", "--seq-len": "16",
+                                           "--out": c.out}),
+    "transcoder eval": lambda i, c: ([i.transcoders], {**_m(i), "--text": i.text,
+                                                      "--tokens": "32", "--seq-len": "16",
+                                                      "--out": c.out}),
+    "graph": lambda i, c: (["The capital of France is"], {
+        **_m(i), "--transcoders": i.transcoders, "--check-features": "2",
+        "--random-subgraphs": "2", "--no-contexts": True, "--out": c.out}),
     "seeds": lambda i, c: (["2"], {"--out": c.out}),
     "compare": lambda i, c: ([i.result_a, i.result_b], {"--out": c.out}),
     "peak": lambda i, c: ([], {"--dtype": ["float32"]}),
@@ -246,7 +257,17 @@ def inputs(tiny_model_dir, tiny_model, tmp_path_factory) -> Inputs:
     for folder, x in ((ra, 1.0), (rb, 2.0)):
         _write(folder / "results.json", json.dumps({"x": x, "y": 2 * x, "z": 3.0}))
     i = Inputs(root, tiny, text, prompts, pairs, probe, task, syc, str(sae_dir), str(saelens),
-               str(root / "lens"), str(root / "vector"), str(ra), str(rb))
+               str(root / "lens"), str(root / "vector"), str(ra), str(rb),
+               str(root / "transcoders"))
+    from saes.transcoders.model import TranscoderConfig
+
+    for layer in (0, 1):
+        cfg = TranscoderConfig(d_in=64, d_sae=16, hook_point=f"blocks.{layer}.mlp.hook_in",
+                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
+                               model_id=str(Path(tiny).resolve()), architecture="topk", k=4)
+        tc = cfg.model_class()(cfg)
+        tc.init_weights(torch.Generator().manual_seed(layer))
+        tc.save(root / "transcoders" / f"layer-{layer}" / "transcoder", manifest={})
     _import_everything()
     from interp.lenses.tuned import Translators, TunedLens
     from interp.steering.vectors import load_pairs, train_vector
