@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 KIND_COLOURS = {"feature": "#4C72B0", "error": "#C44E52", "bias": "#8C8C8C",
                 "embedding": "#55A868", "target": "#DD8452"}
 POSITIVE, NEGATIVE = "#2F6FB0", "#C0392B"
+#: The static figure draws at most this many edges, the strongest (a file, not a viewer).
+FIGURE_EDGES = 1500
 
 
 def node_xy(graph: AttributionGraph) -> dict[int, tuple[float, float]]:
@@ -44,10 +46,11 @@ def graph_figure(graph: AttributionGraph) -> Figure:
     fig = new_figure(max(7.0, 0.55 * n_pos + 2), max(4.0, 0.18 * n_layers + 2.5))
     ax = fig.subplots()
     xy = node_xy(graph)
-    weights = np.array([abs(e["weight"]) for e in graph.edges]) if graph.edges else np.zeros(0)
+    drawn = sorted(graph.edges, key=lambda e: -abs(e["weight"]))[:FIGURE_EDGES]
+    weights = np.array([abs(e["weight"]) for e in drawn]) if drawn else np.zeros(0)
     top = float(weights.max()) if weights.size else 1.0
     segs, colours, widths = [], [], []
-    for e in graph.edges:
+    for e in drawn:
         if e["source"] in xy and e["target"] in xy:
             segs.append([xy[e["source"]], xy[e["target"]]])
             colours.append(POSITIVE if e["weight"] > 0 else NEGATIVE)
@@ -73,7 +76,10 @@ def graph_figure(graph: AttributionGraph) -> Figure:
     ax.set_ylim(-1.8, n_layers + 0.8)
     ax.legend(loc="upper left", fontsize=7, ncol=5, bbox_to_anchor=(0, 1.12))
     target = graph.target if len(graph.target) <= 60 else graph.target[:57] + "…"
-    ax.set_title(f"{target} — {len(graph.nodes)} nodes, {len(graph.edges)} edges",
+    shown = (f"{len(drawn)} strongest of {graph.n_edges_pruned or len(graph.edges):,} edges"
+             if len(drawn) < (graph.n_edges_pruned or len(graph.edges))
+             else f"{len(drawn)} edges")
+    ax.set_title(f"{target} — {len(graph.nodes)} nodes, {shown}",
                  fontsize=9, color=INK, loc="left", pad=22)
     return fig
 

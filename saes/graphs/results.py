@@ -45,6 +45,9 @@ class AttributionConfig(Config):
     edge_threshold: float = setting(0.98, check=fraction,
                                     help="Keep the edges holding this share of the edge "
                                          "influence.")
+    max_edges: int = setting(10_000, check=at_least(1),
+                             help="Keep at most this many of the pruned graph's edges, the "
+                                  "strongest, in graph.json and the viewer.")
     max_tokens: int = setting(64, check=at_least(2),
                               help="Refuse prompts longer than this many tokens.")
     batch_size: int = setting(256, cli=False, check=at_least(1),
@@ -106,7 +109,7 @@ class AttributionGraph(Result):
     token_ids: list[int]
     target: str
     nodes: list[dict[str, Any]]          # every node kept by pruning (and all targets)
-    edges: list[dict[str, Any]]          # kept edges: source, target, weight
+    edges: list[dict[str, Any]]          # kept edges: source, target, weight (the strongest)
     n_active_features: int
     n_nodes: int
     replacement_score: float
@@ -116,6 +119,8 @@ class AttributionGraph(Result):
     target_real: float                   # the target metric in the real model
     target_replacement: float            # in the replacement model (error terms in)
     target_edge_sum: float               # Σ edges into the targets (weighted)
+    n_edges_pruned: int = 0              # edges the pruning kept (``edges`` holds at most
+    #                                      config.max_edges of them)
     config: AttributionConfig | None = None
     checks: list[FeatureCheck] = field(default_factory=list)
     faithfulness: dict[str, Any] = field(default_factory=dict)

@@ -169,12 +169,14 @@ def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     g_dir = tmp_path / "graph"
     code, out, err = run(["graph", "The capital of France is Paris. The capital of Italy is",
                           "--transcoders", str(run_dir), "--check-features", "5",
-                          "--no-contexts", *m, "--out", str(g_dir)], capsys)
+                          "--no-contexts", "--save-adjacency", "--max-edges", "40", *m,
+                          "--out", str(g_dir)], capsys)
     assert code == 0, err
     g = json.loads((g_dir / "graph.json").read_text())
     assert g["target_replacement"] == pytest.approx(g["target_real"], abs=1e-4)
     assert g["target_edge_sum"] == pytest.approx(g["target_real"], abs=1e-4)
     assert len(g["checks"]) == 5 and (g_dir / "report.html").is_file()
+    assert len(g["edges"]) == min(40, g["n_edges_pruned"])
     assert (g_dir / "adjacency.safetensors").is_file()
     task = tmp_path / "task.jsonl"
     task.write_text("\n".join(json.dumps({"clean": f"The capital of {c} is", "corrupted":
