@@ -57,7 +57,7 @@ TITLE_CHARS = 80
 #: Lowest value of the pruning-threshold slider.
 SLIDER_MIN = 0.05
 #: The exactness check: real, replacement and Σ edges agree within this (relative to
-#: max(1, |real|)).
+#: ``max(1, |real|)``).
 EXACT_TOL = 1e-3
 #: Group ring colours, in order (cycled).
 GROUP_COLOURS = ("#7b2cbf", "#2a9d8f", "#e76f51", "#f4a261", "#1d3557", "#e63946",

@@ -714,7 +714,7 @@ class SAERun(ResumableRun):
                summary: dict[str, Any] | None = None,
                calibration: dict[str, float] | None = None) -> SAETrainResult:
         """The run's :class:`SAETrainResult` after ``done`` steps (``summary``: its
-        :meth:`throughput`, when the caller has it already)."""
+        ``throughput()``, when the caller has it already)."""
         summary = summary or self.throughput(done)
         return SAETrainResult(self.out, done, self.cfg.steps, done >= self.cfg.steps,
                               self.start, self.history, summary["tokens_per_s"], self.elapsed,

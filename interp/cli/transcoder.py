@@ -1,8 +1,9 @@
 """``interp transcoder train|eval``: transcoders (MLP input → output) from the command line.
 
-Each verb's settings are its config's fields (:class:`~saes.transcoders.train.
-TranscoderTrainConfig`, :class:`~saes.transcoders.evaluate.TranscoderEvalConfig`); the
-architecture options come from the SAE registry (TopK by default).
+Each verb's settings are its config's fields
+(:class:`~saes.transcoders.train.TranscoderTrainConfig`,
+:class:`~saes.transcoders.evaluate.TranscoderEvalConfig`); the architecture options come
+from the SAE registry (TopK by default).
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ class TranscoderTrainConfig(SAETrainConfig):
                                      "transcoder, Paulo et al. 2025).")
 
     def check(self) -> None:
-        """:meth:`SAETrainConfig.check`; dead latents are not resampled (AuxK revives them)."""
+        """:meth:`saes.train.SAETrainConfig.check`; dead latents are not resampled (AuxK
+        revives them)."""
         super().check()
         if self.resample_every:
             raise self.error("resample_every", "must be 0 for transcoders (TopK's AuxK "
