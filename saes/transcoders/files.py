@@ -125,7 +125,8 @@ def load_transcoders(
     wanted = None if layers is None else sorted(set(layers))
     fmt = detect(p)
     if fmt != "interp":
-        tset = read_foreign(p, fmt, model, wanted, device)
+        foreign, where = read_foreign(p, fmt, model, wanted, device)
+        tset = TranscoderSet(foreign, source=str(p), format=fmt, paths=where)
     else:
         if (p / "config.json").is_file() or (p / TRANSCODER_SUBDIR).is_dir():
             loaded = {None: load_transcoder(p, model, device)}

@@ -124,11 +124,10 @@ def read_circuit_tracer_layer(file: Path, layer: int, model_id: str = "") -> Spa
 
 
 def read_foreign(path: Path, fmt: str, model: Any | None, layers: list[int] | None,
-                 device: str = "cpu") -> Any:
-    """The :class:`~saes.transcoders.files.TranscoderSet` of sparsify's or circuit-tracer's
-    files in ``path`` (``layers``: only those)."""
-    from saes.transcoders.files import TranscoderSet
-
+                 device: str = "cpu",
+                 ) -> tuple[dict[int, SparseAutoencoder], dict[int, str]]:
+    """Sparsify's or circuit-tracer's transcoders in ``path`` (``layers``: only those) by
+    layer, and the file each came from."""
     model_id = getattr(model, "model_id", "")
     found: dict[int, Path] = {}
     if fmt == "sparsify" and (path / "cfg.json").is_file():
@@ -155,8 +154,7 @@ def read_foreign(path: Path, fmt: str, model: Any | None, layers: list[int] | No
                           "(Llama, SmolLM2) can use them")
     read = read_sparsify_layer if fmt == "sparsify" else read_circuit_tracer_layer
     by_layer = {layer: read(p, layer, model_id).to(device) for layer, p in sorted(found.items())}
-    return TranscoderSet(by_layer, source=str(path), format=fmt,
-                         paths={layer: str(p) for layer, p in found.items()})
+    return by_layer, {layer: str(p) for layer, p in found.items()}
 
 
 def _post_mlp_norm(model: Any) -> bool:
