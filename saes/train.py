@@ -456,6 +456,7 @@ def train_saes(
     manifest: dict[str, Any] | None = None,
     progress: bool | None = None,
     on_checkpoint: Callable[[int], None] | None = None,
+    run_class: type[SAERun] | None = None,
 ) -> dict[int, SAETrainResult]:
     """Train one SAE per layer of ``layers`` (``cfg``'s settings, ``cfg.layer`` ignored) from
     the same model forward passes: each chunk of windows runs through the model once, up
@@ -464,6 +465,7 @@ def train_saes(
     Each layer is a run folder of its own, ``out_dir/layer-L`` (:func:`layer_dir`), exactly
     as :func:`train_sae` would write it (checkpoints, resume, ``sae/``); a killed run
     resumes each layer from its own last checkpoint. Returns the results by layer.
+    ``run_class`` trains another member of the family (a transcoder's run).
     """
     cfg = cfg or SAETrainConfig()
     checked = sorted({model.check_layer(layer) for layer in layers})
@@ -473,7 +475,8 @@ def train_saes(
     check_text(model, docs, cfg)
     runs = [(replace(cfg, layer=layer), layer_dir(out_dir, layer)) for layer in checked]
     results = train_runs(model, docs, runs, data=data, cache_dir=cache_dir, stop_at=stop_at,
-                          manifest=manifest, progress=progress, on_checkpoint=on_checkpoint)
+                         manifest=manifest, progress=progress, on_checkpoint=on_checkpoint,
+                         run_class=run_class)
     return dict(zip(checked, results, strict=True))
 
 

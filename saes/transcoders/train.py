@@ -10,25 +10,16 @@ and every chunk of windows runs through the model once for all layers, up to the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.schema import setting
 from saes.architectures import Architecture, TopKConfig
 from saes.sae import SparseAutoencoder
 from saes.store import site_hooks
-from saes.train import (
-    SAERun,
-    SAETrainConfig,
-    SAETrainResult,
-    check_memory,
-    check_text,
-    layer_dir,
-    train_runs,
-)
+from saes.train import SAERun, SAETrainConfig, SAETrainResult, train_saes
 from saes.transcoders.model import TranscoderConfig
 
 TRANSCODER_SUBDIR = "transcoder"
@@ -103,17 +94,9 @@ def train_transcoders(
     ``cfg.layer`` is ignored. See :func:`saes.train.train_saes` for ``data``, ``cache_dir``,
     ``stop_at`` and ``on_checkpoint``.
     """
-    cfg = cfg or TranscoderTrainConfig()
-    checked = sorted({model.check_layer(layer) for layer in layers})
-    if not checked:
-        raise InterpError("no layers to train")
-    check_memory(model, cfg, n_saes=len(checked))
-    check_text(model, docs, cfg)
-    specs = [(replace(cfg, layer=layer), layer_dir(out_dir, layer)) for layer in checked]
-    results = train_runs(model, docs, specs, data=data, cache_dir=cache_dir, stop_at=stop_at,
-                         manifest=manifest, progress=progress, on_checkpoint=on_checkpoint,
-                         run_class=TranscoderRun)
-    return dict(zip(checked, results, strict=True))
+    return train_saes(model, docs, out_dir, layers, cfg or TranscoderTrainConfig(), data=data,
+                      cache_dir=cache_dir, stop_at=stop_at, manifest=manifest,
+                      progress=progress, on_checkpoint=on_checkpoint, run_class=TranscoderRun)
 
 
 __all__ = ["TRANSCODER_SUBDIR", "TranscoderRun", "TranscoderTrainConfig", "train_transcoders"]

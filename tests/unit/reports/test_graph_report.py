@@ -10,14 +10,12 @@ import json
 import re
 
 import pytest
-import torch
 
 from reports.graph import GRAPH_JS, MAX_CONTEXTS, graph_data, graph_report, slider_max
 from reports.html import visible_token
 from saes.graphs import AttributionConfig, AttributionGraph, run_attribution
-from saes.transcoders import TranscoderConfig
-from saes.transcoders.files import TranscoderSet
 from tests.support.html_checks import parse, section
+from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -25,29 +23,11 @@ CLOSER = "</script><script>alert(2)</script><!--"
 NS_URLS = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink")
 
 
-def _random_set(model, layers, arch="topk", skip=False, seed=0) -> TranscoderSet:
-    torch.manual_seed(seed)
-    d = model.d_model
-    out = {}
-    for layer in layers:
-        cfg = TranscoderConfig(d_in=d, d_sae=96, hook_point=f"blocks.{layer}.mlp.hook_in",
-                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
-                               architecture=arch, k=8 if arch == "topk" else None, skip=skip)
-        tc = cfg.model_class()(cfg)
-        with torch.no_grad():
-            tc.W_enc.copy_(torch.randn(d, 96) / d ** 0.5)
-            tc.W_dec.copy_(torch.randn(96, d) * 0.05)
-            tc.b_dec.copy_(torch.randn(d) * 0.01)
-            tc.b_enc.copy_(torch.randn(96) * 0.1)
-            if skip:
-                tc.W_skip.copy_(torch.randn(d, d) * 0.02)
-        out[layer] = tc
-    return TranscoderSet(out)
 
 
 def build_graph(model) -> AttributionGraph:
     """A graph on the tiny model with random transcoders at layers 0 and 2."""
-    tcs = _random_set(model, [0, 2], skip=True)
+    tcs = random_transcoders(model, [0, 2], skip=True)
     return run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5),
                            progress=False)
 
@@ -172,7 +152,7 @@ def test_report_writes_its_figures(graph, tmp_path):
 
 
 def test_a_graph_without_checks_renders(tiny_model):
-    tcs = _random_set(tiny_model, [1], seed=1)
+    tcs = random_transcoders(tiny_model, [1], seed=1)
     graph = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
                             progress=False)
     graph.manifest = {"model_id": "tiny <model>", "seed": 0}

@@ -15,36 +15,17 @@ from saes.graphs.replacement import (
     mlp_input,
     replacement_forward,
 )
-from saes.transcoders import TranscoderConfig
-from saes.transcoders.files import TranscoderSet
+from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
 
 
-def _random_set(model, layers, arch="topk", skip=False, seed=0) -> TranscoderSet:
-    torch.manual_seed(seed)
-    d = model.d_model
-    out = {}
-    for layer in layers:
-        cfg = TranscoderConfig(d_in=d, d_sae=96, hook_point=f"blocks.{layer}.mlp.hook_in",
-                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
-                               architecture=arch, k=8 if arch == "topk" else None, skip=skip)
-        tc = cfg.model_class()(cfg)
-        with torch.no_grad():
-            tc.W_enc.copy_(torch.randn(d, 96) / d ** 0.5)
-            tc.W_dec.copy_(torch.randn(96, d) * 0.05)
-            tc.b_dec.copy_(torch.randn(d) * 0.01)
-            tc.b_enc.copy_(torch.randn(96) * 0.1)
-            if skip:
-                tc.W_skip.copy_(torch.randn(d, d) * 0.02)
-        out[layer] = tc
-    return TranscoderSet(out)
 
 
 @pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
 def test_replacement_is_exact_and_edges_sum_to_the_target(which, request):
     model = request.getfixturevalue(which)
-    tcs = _random_set(model, [0, 2], skip=True)
+    tcs = random_transcoders(model, [0, 2], skip=True)
     g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5),
                         progress=False)
     assert g.n_active_features > 0
@@ -89,7 +70,7 @@ def test_edges_match_finite_differences(tiny_model):
     """An edge is the change of the target's pre-activation when the source's activation
     changes, everything else (patterns, norm scales, other features) held."""
     model = tiny_model
-    tcs = _random_set(model, [0, 1, 2])
+    tcs = random_transcoders(model, [0, 1, 2])
     g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=0),
                         progress=False)
     stack = Stack(model)
@@ -112,7 +93,7 @@ def test_edges_match_finite_differences(tiny_model):
 
 
 def test_custom_target_and_checks_run(tiny_model):
-    tcs = _random_set(model := tiny_model, [0, 1, 2])
+    tcs = random_transcoders(model := tiny_model, [0, 1, 2])
     g = run_attribution(model, tcs, PROMPT, AttributionConfig(target=" Paris, Rome",
                                                               check_features=10),
                         progress=False)
@@ -135,7 +116,7 @@ def test_total_effects_are_the_replacement_models_derivative(tiny_model):
     from saes.graphs.run import _targets
 
     model = tiny_model
-    tcs = _random_set(model, [0, 1, 2])
+    tcs = random_transcoders(model, [0, 1, 2])
     cfg = AttributionConfig(target=" Paris, Rome", check_features=0)
     g = run_attribution(model, tcs, PROMPT, cfg, progress=False)
     stack = Stack(model)
@@ -212,7 +193,7 @@ def test_features_that_write_nothing_get_no_influence(tiny_model):
     """On the tiny model: transcoders whose decoders are zero leave every MLP output to the
     errors; their features have inputs but no influence, pruning keeps none, and the
     edges still sum to the target."""
-    tcs = _random_set(tiny_model, [0, 1, 2])
+    tcs = random_transcoders(tiny_model, [0, 1, 2])
     for tc in tcs.by_layer.values():
         with torch.no_grad():
             tc.W_dec.zero_()
@@ -231,7 +212,7 @@ def test_backward_sweep_equals_autograd_through_the_linear_model(which, request)
     from saes.graphs.replacement import backward_sweep, linear_forward
 
     model = request.getfixturevalue(which)
-    tcs = _random_set(model, [0, 1], skip=True)
+    tcs = random_transcoders(model, [0, 1], skip=True)
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
     t, d = fz.embed.shape
@@ -262,7 +243,7 @@ def test_freezing_the_real_model_at_its_own_values_changes_nothing(which, reques
     from saes.graphs.checks import frozen_values, real_metric
 
     model = request.getfixturevalue(which)
-    tcs = _random_set(model, [0, 1])
+    tcs = random_transcoders(model, [0, 1])
     g = run_attribution(model, tcs, PROMPT, AttributionConfig(target=" Paris, Rome",
                                                               check_features=8),
                         progress=False)

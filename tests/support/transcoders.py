@@ -1,0 +1,30 @@
+"""Random transcoders for the tiny models' tests (graphs, the graph report)."""
+
+from __future__ import annotations
+
+import torch
+
+from saes.transcoders import TranscoderConfig
+from saes.transcoders.files import TranscoderSet
+
+
+def random_transcoders(model, layers, arch: str = "topk", skip: bool = False,  # noqa: ANN001
+                       seed: int = 0) -> TranscoderSet:
+    """Transcoders of width 96 (TopK k 8 by default) with random weights at ``layers``."""
+    torch.manual_seed(seed)
+    d = model.d_model
+    out = {}
+    for layer in layers:
+        cfg = TranscoderConfig(d_in=d, d_sae=96, hook_point=f"blocks.{layer}.mlp.hook_in",
+                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
+                               architecture=arch, k=8 if arch == "topk" else None, skip=skip)
+        tc = cfg.model_class()(cfg)
+        with torch.no_grad():
+            tc.W_enc.copy_(torch.randn(d, 96) / d ** 0.5)
+            tc.W_dec.copy_(torch.randn(96, d) * 0.05)
+            tc.b_dec.copy_(torch.randn(d) * 0.01)
+            tc.b_enc.copy_(torch.randn(96) * 0.1)
+            if skip:
+                tc.W_skip.copy_(torch.randn(d, d) * 0.02)
+        out[layer] = tc
+    return TranscoderSet(out)
