@@ -196,8 +196,10 @@ class SAETrainConfig(Config):
             self.layer), layer=self.layer, model_id=model.model_id, **self.arch.sae_fields())
 
     def build(self, model: Model) -> SparseAutoencoder:
-        """The (zero-weight) model this run trains on ``model``."""
-        return self.arch.sae_class(self.sae_config(model), self.arch)
+        """The (zero-weight) model this run trains on ``model``: the class its
+        :meth:`sae_config` names (a transcoder's config names a transcoder class)."""
+        cfg = self.sae_config(model)
+        return cfg.model_class()(cfg, self.arch)
 
     def store_config(self) -> StoreConfig:
         """The activation store's settings this run implies."""

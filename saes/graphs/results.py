@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
-import torch
 from torch import Tensor
 
 from interp.display import MISSING
@@ -193,11 +192,6 @@ class AttributionGraph(Result):
         if kind == "embedding":
             return f"emb {self.tokens[node['position']]!r}"
         return str(node.get("name", "target"))
-
-
-def tensor_or_none(x: Tensor | None) -> Tensor | None:
-    """(helper for readers) a tensor on the CPU."""
-    return None if x is None else x.detach().cpu().to(torch.float32)
 
 
 __all__ = ["AttributionConfig", "AttributionGraph", "FeatureCheck"]

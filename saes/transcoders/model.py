@@ -157,13 +157,10 @@ def transcoder_class(sae_class: type[SparseAutoencoder]) -> type[SparseAutoencod
         "__module__": __name__}))
 
 
-Transcoder = SparseAutoencoder  # what a transcoder's type is, for annotations
-
-
 def is_transcoder(model: object) -> bool:
     """Whether ``model`` is a transcoder (any architecture)."""
     return isinstance(model, TranscoderMixin)
 
 
-__all__ = ["KIND", "Transcoder", "TranscoderConfig", "TranscoderMixin", "is_transcoder",
+__all__ = ["KIND", "TranscoderConfig", "TranscoderMixin", "is_transcoder",
            "transcoder_class"]

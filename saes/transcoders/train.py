@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 from interp.models.loading import Model
 from interp.schema import setting
 from saes.architectures import Architecture, TopKConfig
-from saes.sae import SparseAutoencoder
 from saes.store import site_hooks
 from saes.train import SAERun, SAETrainConfig, SAETrainResult, train_saes
 from saes.transcoders.model import TranscoderConfig
@@ -58,11 +57,6 @@ class TranscoderTrainConfig(SAETrainConfig):
                                 output_hook=hook_out, layer=self.layer,
                                 model_id=model.model_id, skip=self.skip,
                                 **self.arch.sae_fields())
-
-    def build(self, model: Model) -> SparseAutoencoder:
-        """The zero-weight transcoder this run trains."""
-        cfg = self.sae_config(model)
-        return cfg.model_class()(cfg, self.arch)
 
 
 class TranscoderRun(SAERun):
