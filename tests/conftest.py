@@ -3,7 +3,8 @@
 * Every test runs with non-loopback network connections blocked (loopback and
   AF_UNIX stay open for torch.distributed and Chromium's DevTools).
 * ``INTERP_CACHE`` points at a per-session temporary folder, so tests never write
-  the user's cache. The embedded model's conversion is shared by the session.
+  the user's cache. The embedded model's conversion is shared by the session; the folder
+  is removed when the process exits.
 * The tiers: ``tests/unit/`` (tiny random models or none), ``tests/browser/`` (reports in
   headless Chromium) and ``tests/integration/`` (the real embedded models, whose fixtures
   live in ``tests/integration/conftest.py``). Every test under ``tests/integration/`` and
@@ -16,8 +17,10 @@
 
 from __future__ import annotations
 
+import atexit
 import ipaddress
 import os
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -48,6 +51,16 @@ USER_CACHE = Path(os.environ.get("INTERP_TEST_USER_CACHE") or os.environ.get("IN
 os.environ["INTERP_TEST_USER_CACHE"] = str(USER_CACHE)
 _SESSION_CACHE = Path(tempfile.mkdtemp(prefix="interp-test-cache-"))
 os.environ["INTERP_CACHE"] = str(_SESSION_CACHE)
+# Each process (the controller and every xdist worker) makes its own and removes it on
+# exit: a session that converts the embedded models leaves ~1 GB otherwise, and a machine
+# that ran the suite a few dozen times filled its disk (CI then failed with ENOSPC).
+_CREATOR = os.getpid()
+
+
+@atexit.register
+def _remove_session_cache() -> None:
+    if os.getpid() == _CREATOR:  # not a forked child that happens to exit normally
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
 class NetworkBlocked(OSError):

@@ -29,8 +29,12 @@ long_texts = st.text(st.characters(codec="utf-8"), min_size=2_000, max_size=6_00
 raw_bytes = st.binary(max_size=500)
 
 
+#: Every example's file goes under one folder, removed with the module's process.
+_ROOT = tempfile.TemporaryDirectory(prefix="interp-fuzz-")
+
+
 def _write(suffix: str, data: bytes) -> Path:
-    d = Path(tempfile.mkdtemp(prefix="fuzz-"))
+    d = Path(tempfile.mkdtemp(dir=_ROOT.name))
     p = d / f"data{suffix}"
     p.write_bytes(data)
     return p
