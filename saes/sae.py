@@ -42,6 +42,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor, nn
 
+from interp.mfu import sae_step_flops
 from interp.schema import Config, ConfigError, at_least, positive, setting
 
 KIND = "sae"
@@ -160,6 +161,20 @@ class SparseAutoencoder(nn.Module):
     def skip_out(self, x: Float[Tensor, "n d_in"]) -> Tensor | float:
         """The skip path's contribution to the scaled reconstruction (none here)."""
         return 0.0
+
+    @property
+    def has_skip(self) -> bool:
+        """Whether :meth:`skip_out` is a linear map of the input (a skip transcoder)."""
+        return False
+
+    #: Whether :meth:`pre_acts` centres its input (``x − b_dec``).
+    centred_encoder: ClassVar[bool] = True
+
+    def step_flops(self, tokens: int, n_dead: int = 0) -> float:
+        """The FLOPs one training step on ``tokens`` rows needs, for MFU
+        (:func:`interp.mfu.sae_step_flops`; ``n_dead``: latents AuxK would train)."""
+        return sae_step_flops(self.cfg.d_in, self.cfg.d_sae, tokens,
+                              centred=self.centred_encoder, skip=self.has_skip)
 
     def activate(self, pre: Float[Tensor, "... d_sae"]) -> Float[Tensor, "... d_sae"]:
         """The inference activation of pre-activations (ReLU here)."""

@@ -49,7 +49,7 @@ from torch import Tensor, nn
 
 from interp.display import MISSING
 from interp.errors import InterpError
-from interp.mfu import ModelShape, forward_flops, sae_step_flops
+from interp.mfu import ModelShape, forward_flops
 from interp.mfu.flops import format_rate
 from interp.models.loading import Model
 from interp.profiling.session import phase
@@ -616,11 +616,11 @@ class SAERun(ResumableRun):
         """One optimiser step on the batch of ``step``."""
         x = self.batch(step)
         cfg, sae, opt = self.cfg, self.sae, self.optimizer
-        self.work.add("float32", sae_step_flops(self.model.d_model, cfg.d_sae, x.shape[0]))
+        dead_now = self.steps_since >= self.dead_steps
+        self.work.add("float32", sae.step_flops(x.shape[0], int(dead_now.sum())))
         for group in opt.param_groups:
             group["lr"] = cfg.lr_at(step)
         coef = cfg.sparsity_at(step)
-        dead_now = self.steps_since >= self.dead_steps
         with phase("loss"):
             loss, parts = self.module(x, coef, dead_now)
             loss_sum = _all_reduce(torch.stack([loss.detach(), parts["mse"], parts["l1"],

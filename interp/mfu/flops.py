@@ -82,14 +82,28 @@ def forward_flops(
     return matrices + attention + unembed
 
 
-def sae_step_flops(d_in: int, d_sae: int, tokens: int) -> float:
-    """One training step of a dense SAE on ``tokens`` activations: 3× its forward.
+def sae_step_flops(d_in: int, d_sae: int, tokens: int, *, k: int | None = None,
+                   aux_k: int = 0, centred: bool = True, skip: bool = False) -> float:
+    """One training step of an SAE (or transcoder) on ``tokens`` rows: the FLOPs the step
+    needs, counted per matmul of ``2·d_in·width`` per token.
 
-    Forward: encoder and decoder, ``2·d_in·d_sae`` each per token. Backward: both weight
-    gradients and both input gradients; the encoder's input ``x − b_dec`` needs one too,
-    for the decoder bias. Six matmuls of ``2·d_in·d_sae`` per token in all.
+    Dense (``k`` None): encoder and decoder forward, both weight gradients and the decoder's
+    input gradient, plus the encoder's input gradient when it reads ``x − b_dec``
+    (``centred``: the decoder bias's gradient): six matmuls of width ``d_sae``, five
+    without centring. TopK (``k`` latents per token, :mod:`saes.architectures.topk`): the
+    encoder's forward stays dense (it chooses the k); the rest touches only the k active
+    latents (the encoder's weight gradient, the decoder's forward, weight and input
+    gradients: four matmuls of width ``k``), and AuxK, while ``aux_k`` dead latents train,
+    four more of width ``aux_k``. Counting a TopK step as dense overstated its work by
+    ``d_sae / k`` and printed MFUs above 100%. ``skip``: a transcoder's ``d_in × d_in`` skip
+    path, forward and weight gradient.
     """
-    return 6 * 2.0 * d_in * d_sae * tokens
+    per_width = 2.0 * d_in * tokens
+    if k is None:
+        flops = (6 if centred else 5) * per_width * d_sae
+    else:
+        flops = per_width * d_sae + 4 * per_width * (k + aux_k)
+    return flops + (2 * per_width * d_in if skip else 0.0)
 
 
 def tuned_lens_step_flops(shape: ModelShape, n_translators: int,

@@ -47,6 +47,7 @@ from torch import Tensor
 from typing_extensions import override
 
 from interp.errors import InterpError
+from interp.mfu import sae_step_flops
 from interp.schema import at_least, in_range, non_negative, setting
 from saes.architectures.base import Architecture, arch_name, register
 from saes.sae import SAEConfig, SparseAutoencoder, check_k
@@ -151,14 +152,27 @@ class TopKSAE(SparseAutoencoder):
     def _extra_parts(self, vals: Tensor) -> dict[str, Tensor]:
         return {}
 
+    @override
+    def step_flops(self, tokens: int, n_dead: int = 0) -> float:
+        """The dense encoder forward, then k (and AuxK's dead) latents per token
+        (:func:`interp.mfu.sae_step_flops`)."""
+        return sae_step_flops(self.cfg.d_in, self.cfg.d_sae, tokens, k=self.k,
+                              aux_k=self._aux_width(n_dead), skip=self.has_skip)
+
+    def _aux_width(self, n_dead: int) -> int:
+        """How many dead latents AuxK trains per token (0: it does not run)."""
+        if n_dead == 0 or self.train_cfg.aux_coefficient == 0:
+            return 0
+        return min(self.train_cfg.aux_k or max(1, self.cfg.d_in // 2), n_dead)
+
     def _aux_loss(self, x: Tensor, pre: Tensor, residual: Tensor, dead: Tensor | None
                   ) -> Tensor:
         """AuxK: the dead latents' top ``aux_k`` reconstruct the residual (module doc)."""
         n_dead = int(dead.sum()) if dead is not None else 0
-        if n_dead == 0 or self.train_cfg.aux_coefficient == 0:
+        aux_k = self._aux_width(n_dead)
+        if aux_k == 0:
             return pre.new_zeros(())
         assert dead is not None
-        aux_k = min(self.train_cfg.aux_k or max(1, self.cfg.d_in // 2), n_dead)
         with torch.no_grad():
             idx = pre.masked_fill(~dead, float("-inf")).topk(aux_k, dim=-1).indices
         n = pre.shape[0]

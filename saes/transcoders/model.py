@@ -68,6 +68,8 @@ class TranscoderMixin:
     writes the target, plus the skip path."""
 
     artifact_kind: ClassVar[str] = KIND
+    #: The encoder reads the input uncentred (:meth:`pre_acts`).
+    centred_encoder: ClassVar[bool] = False
     cfg: TranscoderConfig
     W_enc: nn.Parameter
     b_enc: nn.Parameter
@@ -93,6 +95,11 @@ class TranscoderMixin:
     def encoder_offset(self) -> Float[Tensor, " d_sae"]:
         """``b_enc``."""
         return self.b_enc
+
+    @property
+    def has_skip(self) -> bool:
+        """Whether it has the skip path ``W_skip``."""
+        return self.W_skip is not None
 
     def skip_out(self, x: Float[Tensor, "n d_in"]) -> Tensor | float:
         """``x·W_skip`` (scaled units), or nothing without a skip path."""

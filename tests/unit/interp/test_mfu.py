@@ -55,6 +55,52 @@ def test_sae_step_flops_equal_torchs_counter():
     assert sae_step_flops(32, 96, 50) == _counted(step)
 
 
+def test_transcoder_step_flops_equal_torchs_counter():
+    # uncentred encoder: five matmuls of d_sae; the skip path's forward and weight gradient
+    from saes.transcoders import TranscoderConfig
+
+    cfg = TranscoderConfig(d_in=32, d_sae=96, hook_point="blocks.0.mlp.hook_in", layer=0,
+                           model_id="m", output_hook="blocks.0.hook_mlp_out", skip=True)
+    tc = cfg.model_class()(cfg)
+    x = torch.randn(50, 64)  # [input | target] rows
+
+    def step() -> None:
+        loss, _ = tc.loss(x, 1.0)
+        loss.backward()
+
+    assert tc.step_flops(50) == sae_step_flops(32, 96, 50, centred=False, skip=True)
+    assert tc.step_flops(50) == _counted(step) == 2 * 32 * 50 * (5 * 96 + 2 * 32)
+
+
+@pytest.mark.parametrize("arch", ["topk", "batchtopk"])
+def test_topk_step_flops_count_the_active_latents(arch):
+    from saes.sae import SAEConfig
+
+    d_in, d_sae, k, n = 32, 96, 4, 50
+    cfg = SAEConfig(d_in=d_in, d_sae=d_sae, hook_point="h", layer=0, model_id="m",
+                    architecture=arch, k=k)
+    sae = cfg.model_class()(cfg)
+    sae.init_weights(torch.Generator().manual_seed(0))
+    x = torch.randn(n, d_in)
+
+    def step() -> None:
+        loss, _ = sae.loss(x, 1.0)
+        loss.backward()
+
+    # the one dense matmul per token is the encoder's forward (torch counts it; the sparse
+    # decoder and encoder gradient are embedding_bag and sparse.mm, outside its table);
+    # the rest of what it counts is the per-batch offset b_enc − b_dec·W_enc and its grads
+    per_batch = 3 * 2 * d_in * d_sae
+    assert _counted(step) - per_batch == 2 * d_in * d_sae * n
+    assert sae.step_flops(n) == 2 * d_in * n * (d_sae + 4 * k)
+    # AuxK adds its dead latents (d_in / 2 = 16 by default) only while some are dead
+    assert sae.step_flops(n, n_dead=96) == 2 * d_in * n * (d_sae + 4 * (k + 16))
+    assert sae.step_flops(n, n_dead=3) == 2 * d_in * n * (d_sae + 4 * (k + 3))
+    # k = d_sae is the dense, uncentred count: the formula has no TopK discount left
+    assert sae_step_flops(d_in, d_sae, n, k=d_sae) == sae_step_flops(d_in, d_sae, n,
+                                                                     centred=False)
+
+
 def test_mfu_and_mixed_dtypes():
     assert mfu(1e9, 2.0, 1e9) == 0.5
     assert mfu(1e9, 2.0, None) is None
