@@ -50,6 +50,11 @@ def graph(prompt: str | None, transcoders_dir: str, task: str | None, save_adjac
     if task is not None:
         from interp.circuits.tasks import load_task
 
+        for flag, given in (("--target", cfg.target is not None),
+                            ("--save-adjacency", save_adjacency)):
+            if given:  # refused rather than ignored
+                raise InterpError(f"{flag} is for one PROMPT's graph, not --task (each of a "
+                                  "task's pairs sets its own target)")
         load_task(cfg.task, cfg.limit)  # a missing task fails before the model loads
     check_creatable(out_dir)
     model = load_model(model_name, device, dtype, seed)

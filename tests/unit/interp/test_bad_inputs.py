@@ -723,6 +723,24 @@ CASES = [
     Case("graph-missing-task", lambda c: [
         "graph", "--task", str(c.tmp / "nope.jsonl"), "--transcoders",
         _tiny_transcoders(c, [0]), *M(c), "--out", c.out], "nope.jsonl"),
+    Case("graph-max-edges-zero", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--max-edges", "0", *M(c), "--no-contexts", "--out", c.out],
+        "Invalid value for '--max-edges': 0 is not in the range x>=1"),
+    Case("graph-task-limit-zero", lambda c: [
+        "graph", "--task", "ioi", "--limit", "0", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        *M(c), "--out", c.out], "Invalid value for '--limit': 0 is not in the range x>=1"),
+    Case("graph-neither-prompt-nor-task", lambda c: [
+        "graph", "--transcoders", _tiny_transcoders(c, [0, 1]), *M(c), "--out", c.out],
+        "give a PROMPT (or --task capitals|ioi|pronoun|FILE)"),
+    Case("graph-task-with-save-adjacency", lambda c: [
+        "graph", "--task", "ioi", "--save-adjacency", "--transcoders",
+        _tiny_transcoders(c, [0, 1]), *M(c), "--out", c.out],
+        "--save-adjacency is for one PROMPT's graph, not --task"),
+    Case("graph-task-with-target", lambda c: [
+        "graph", "--task", "ioi", "--target", " Mary, John", "--transcoders",
+        _tiny_transcoders(c, [0, 1]), *M(c), "--out", c.out],
+        "--target is for one PROMPT's graph, not --task"),
     Case("steer-train-tokens-beyond-text", lambda c: [
         "steer", "train", "--sae", _tiny_sae(c), "--feature", "1", "--text", _text(c),
         "--tokens", "5000", *M(c), "--out", c.out],
