@@ -278,17 +278,20 @@ def _print_training(res: SAETrainResult, prefix: str = "") -> None:
                    f"(training's moving average: {cal.get('threshold_moving_average', 0):.4g})")
 
 
-def sae_path(path: str) -> Path:
-    """A run folder → its ``sae/``; an SAE folder stays."""
+def sae_path(path: str, *, transcoders: bool = False) -> Path:
+    """A run folder → its ``sae/`` (or, with ``transcoders``, a transcoder run's layer
+    folder → its ``transcoder/``); an artifact folder stays."""
     from interp.runs.paths import check_path_name
     from saes.train import SAE_SUBDIR
+    from saes.transcoders.train import TRANSCODER_SUBDIR
 
     check_path_name(path, "SAE folder")
     p = Path(path).expanduser()
     if not p.exists():
         raise InterpError(f"no SAE at {p}: no such folder")
-    if (p / SAE_SUBDIR / "config.json").is_file():
-        return p / SAE_SUBDIR
+    for sub in (SAE_SUBDIR, TRANSCODER_SUBDIR) if transcoders else (SAE_SUBDIR,):
+        if (p / sub / "config.json").is_file():
+            return p / sub
     if not (p / "config.json").is_file() and (p / "checkpoint" / "config.json").is_file():
         raise InterpError(f"{p} holds an unfinished SAE run; rerun `interp sae train` to finish")
     layers = sorted(int(d.name.removeprefix("layer-")) for d in p.glob("layer-*")
@@ -393,7 +396,7 @@ def explain(
     device: str, dtype: str, batch_size: int, seed: int, out_dir: str, as_json: bool,
     **settings: Any,
 ) -> None:
-    """Explain SAE features (programmatic and language-model explainers) and score the
+    """Explain SAE features (or a transcoder's: give its layer folder) and score the
     explanations against shuffled ones, random-SAE features and planted features."""
     from interp.cli.common import show_result
     from interp.data.corpus import text_source
@@ -402,16 +405,15 @@ def explain(
     from reports.autointerp import autointerp_report
     from saes.autointerp import run_autointerp
     from saes.autointerp.store import EXPLANATIONS, explanations_text
-    from saes.loading import load_sae
 
-    path = sae_path(sae_dir)
+    path = sae_path(sae_dir, transcoders=True)
     cfg = build_config(AutoInterpConfig, settings, batch_size=batch_size, seed=seed)
     docs, data = text_source("heldout", text_file=text_file, hf_dataset=hf_dataset)
     check_creatable(out_dir, inputs=(sae_dir, path))
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
-        result = run_autointerp(model, load_sae(path, model, device=device), docs, cfg,
-                                data=data)
+        result = run_autointerp(model, _load_sae_or_transcoder(path, model, device), docs,
+                                cfg, data=data)
         body: dict[str, Any] = json_safe(result.to_dict())
         out.write_json("results.json", body)
         text = explanations_text(result)
@@ -425,6 +427,24 @@ def explain(
         log(f"could not write {path / EXPLANATIONS} ({e.strerror or e}); it is in {out_dir}")
     show_result(result, body, as_json, f"wrote {os.path.join(out_dir, 'report.html')}, "
                                        f"results.json, {EXPLANATIONS}{beside}")
+
+
+def _load_sae_or_transcoder(path: Path, model: Any, device: str) -> Any:
+    """The artifact at ``path`` by its kind: an SAE, or a transcoder (its features read the
+    MLP's input, so ``sae explain`` labels them for ``interp graph``'s viewer)."""
+    import json
+
+    from saes.loading import load_sae
+    from saes.transcoders.files import load_transcoder
+    from saes.transcoders.model import KIND as TRANSCODER
+
+    try:
+        kind = json.loads((path / "config.json").read_text()).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None  # load_sae says what is wrong with the file
+    if kind == TRANSCODER:
+        return load_transcoder(path, model, device=device)
+    return load_sae(path, model, device=device)
 
 
 @sae_group.command("export")

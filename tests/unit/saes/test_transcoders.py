@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
 
 from interp.activations.capture import forward_with_hooks
+from saes.autointerp.store import read_explanations
 from saes.transcoders import (
     TranscoderConfig,
     TranscoderTrainConfig,
@@ -166,6 +168,15 @@ def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     assert res["ce_all"] >= res["ce_clean"] - 1e-6 or res["ce_loss_score_all"] <= 1.0
     assert (run_dir / "figures" / "transcoders.svg").is_file()
     assert (run_dir / "report.html").is_file()
+    # `sae explain` on a layer folder labels that transcoder's features, beside it
+    code, out, err = run(["sae", "explain", str(run_dir / "layer-2"), "--text", str(text_file),
+                          "--tokens", "300", "--seq-len", "16", "--ctx-len", "8",
+                          "--n-explain", "4", "--n-score", "4", "--features", "alive:96",
+                          "--scorer", "programmatic", "--random-features", "2", "--planted",
+                          "2", "--bootstrap", "100", *m, "--out", str(tmp_path / "ex")], capsys)
+    assert code == 0, err
+    labels = read_explanations(run_dir / "layer-2" / "transcoder", d_sae=96)
+    assert 0 < len(labels) <= 96  # every feature that fired on the held-out text
     g_dir = tmp_path / "graph"
     code, out, err = run(["graph", "The capital of France is Paris. The capital of Italy is",
                           "--transcoders", str(run_dir), "--check-features", "5",
@@ -178,6 +189,13 @@ def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     assert len(g["checks"]) == 5 and (g_dir / "report.html").is_file()
     assert len(g["edges"]) == min(40, g["n_edges_pruned"])
     assert (g_dir / "adjacency.safetensors").is_file()
+    # the viewer shows the labels of the layer-2 features the graph kept
+    (island,) = re.findall(r'<script type="application/json" id="graph-data">(.*?)</script>',
+                           (g_dir / "report.html").read_text(), re.S)
+    data = json.loads(island)
+    kept = {n["key"] for n in data["nodes"] if n["key"]}
+    labelled = {f"2:{f}": e.label for f, e in labels.items() if f"2:{f}" in kept}
+    assert labelled and data["explanations"] == labelled
     task = tmp_path / "task.jsonl"
     task.write_text("\n".join(json.dumps({"clean": f"The capital of {c} is", "corrupted":
                                           f"The capital of {d} is", "answer": " Paris",
