@@ -606,8 +606,8 @@ def _lead(graph: AttributionGraph) -> Markup:
         ("target", graph.target),
         ("active features", str(graph.n_active_features)),
         ("nodes kept", f"{len(graph.nodes)} of {graph.n_nodes}"),
-        ("edges kept", str(len(graph.edges)) if len(graph.edges) >= graph.n_edges_pruned
-         else f"{len(graph.edges):,} strongest of {graph.n_edges_pruned:,} (max_edges)"),
+        ("edges kept", f"{len(graph.edges):,} strongest of {graph.n_edges_kept:,} (max_edges)"
+         if graph.edges_capped else str(len(graph.edges))),
         ("replacement score (full / pruned)",
          f"{format_number(graph.replacement_score)} / "
          f"{format_number(graph.pruned_replacement_score)}"),
@@ -753,9 +753,9 @@ def graph_report(graph: AttributionGraph, contexts: Mapping[str, list[dict]] | N
         "graph.html.j2",
         title=f"Attribution graph — {truncate(graph.prompt, TITLE_CHARS)}",
         subtitle=f"{len(graph.nodes)} of {graph.n_nodes} nodes ({graph.n_active_features} "
-                 f"active features) and {max(len(graph.edges), graph.n_edges_pruned):,} edges "
-                 "kept by pruning" + ("" if len(graph.edges) >= graph.n_edges_pruned else
-                                      f", the {len(graph.edges):,} strongest shown") + ".",
+                 f"active features) and {graph.n_edges_kept:,} edges kept by pruning"
+                 + (f", the {len(graph.edges):,} strongest shown" if graph.edges_capped else "")
+                 + ".",
         manifest=graph.manifest or {}, lead=_lead(graph), script=GRAPH_JS,
         stylesheets=["graph.css"], figures=figures,
         graph_json=json_island(data), slider_min=min(SLIDER_MIN, top), slider_max=top,

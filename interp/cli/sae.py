@@ -432,17 +432,12 @@ def explain(
 def _load_sae_or_transcoder(path: Path, model: Any, device: str) -> Any:
     """The artifact at ``path`` by its kind: an SAE, or a transcoder (its features read the
     MLP's input, so ``sae explain`` labels them for ``interp graph``'s viewer)."""
-    import json
-
+    from interp.runs.artifacts import read_config
     from saes.loading import load_sae
     from saes.transcoders.files import load_transcoder
     from saes.transcoders.model import KIND as TRANSCODER
 
-    try:
-        kind = json.loads((path / "config.json").read_text()).get("kind")
-    except (OSError, ValueError, AttributeError):
-        kind = None  # load_sae says what is wrong with the file
-    if kind == TRANSCODER:
+    if read_config(path)["kind"] == TRANSCODER:
         return load_transcoder(path, model, device=device)
     return load_sae(path, model, device=device)
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from interp.activations.capture import forward_with_hooks
 from interp.circuits.agreement import spearman
 from interp.models.forward import forward
 from interp.models.loading import Model
@@ -63,18 +64,8 @@ def frozen_values(model: Model, ids: Tensor) -> dict[str, Tensor]:
     ``hook_scale`` point of the bridge), to freeze the real model at them."""
     names = [n for n in model.bridge.hook_dict
              if n.endswith("attn.hook_pattern") or n.endswith("hook_scale")]
-    store: dict[str, Tensor] = {}
-    hooks = [(n, _storer(store, n)) for n in names]
-    with torch.no_grad(), model.bridge.hooks(fwd_hooks=hooks):
-        forward(model, ids[None].to(model.device))
-    return store
-
-
-def _storer(store: dict[str, Tensor], name: str):  # noqa: ANN202 - a TransformerLens hook
-    def keep(tensor: Tensor, hook: object) -> Tensor:  # noqa: ARG001
-        store[name] = tensor.detach().clone()
-        return tensor
-    return keep
+    acts, _ = forward_with_hooks(model, ids[None].to(model.device), None, names)
+    return acts
 
 
 def _putter(value: Tensor):  # noqa: ANN202 - a TransformerLens hook

@@ -76,9 +76,8 @@ def graph_figure(graph: AttributionGraph) -> Figure:
     ax.set_ylim(-1.8, n_layers + 0.8)
     ax.legend(loc="upper left", fontsize=7, ncol=5, bbox_to_anchor=(0, 1.12))
     target = graph.target if len(graph.target) <= 60 else graph.target[:57] + "…"
-    shown = (f"{len(drawn)} strongest of {graph.n_edges_pruned or len(graph.edges):,} edges"
-             if len(drawn) < (graph.n_edges_pruned or len(graph.edges))
-             else f"{len(drawn)} edges")
+    shown = (f"{len(drawn)} strongest of {graph.n_edges_kept:,} edges"
+             if len(drawn) < graph.n_edges_kept else f"{len(drawn)} edges")
     ax.set_title(f"{target} — {len(graph.nodes)} nodes, {shown}",
                  fontsize=9, color=INK, loc="left", pad=22)
     return fig

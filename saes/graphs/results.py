@@ -139,6 +139,17 @@ class AttributionGraph(Result):
         """The kept edges, one row each."""
         return pd.DataFrame(self.edges)
 
+    @property
+    def n_edges_kept(self) -> int:
+        """Edges the pruning kept (``edges`` holds the strongest ``max_edges`` of them; a
+        graph saved without the count keeps them all)."""
+        return max(self.n_edges_pruned, len(self.edges))
+
+    @property
+    def edges_capped(self) -> bool:
+        """Whether ``edges`` holds fewer than the pruning kept (``max_edges``)."""
+        return len(self.edges) < self.n_edges_kept
+
     def headline(self) -> Headline:
         """Scores, the exactness checks and the real-model agreement."""
         ag = self.agreement

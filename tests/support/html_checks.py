@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html.parser
+import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -38,3 +39,11 @@ def section(doc: str, title: str) -> str:
     m = re.search(rf"<h2>{re.escape(title)}</h2>(.*?)</section>", doc, re.S)
     assert m, title
     return m.group(1)
+
+
+def json_island(doc: str, island_id: str) -> dict:
+    """The JSON data a report carries in ``<script type="application/json" id=…>`` (exactly
+    one such island)."""
+    (m,) = re.finditer(rf'<script type="application/json" id="{re.escape(island_id)}">'
+                       r"(.*?)</script>", doc, re.S)
+    return json.loads(m.group(1))

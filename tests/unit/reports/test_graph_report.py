@@ -14,7 +14,7 @@ import pytest
 from reports.graph import GRAPH_JS, MAX_CONTEXTS, graph_data, graph_report, slider_max
 from reports.html import visible_token
 from saes.graphs import AttributionConfig, AttributionGraph, run_attribution
-from tests.support.html_checks import parse, section
+from tests.support.html_checks import json_island, parse, section
 from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
@@ -57,9 +57,7 @@ def page(graph) -> str:
 
 
 def _island(page: str) -> dict:
-    (m,) = re.finditer(r'<script type="application/json" id="graph-data">(.*?)</script>',
-                       page, re.S)
-    return json.loads(m.group(1))
+    return json_island(page, "graph-data")
 
 
 def test_page_is_self_contained(page):

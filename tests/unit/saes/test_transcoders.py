@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 import torch
@@ -18,6 +17,7 @@ from saes.transcoders import (
     transcoder_class,
 )
 from saes.transcoders.formats import write_circuit_tracer
+from tests.support.html_checks import json_island
 from tests.support.text_fixtures import paragraphs
 
 
@@ -190,9 +190,7 @@ def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     assert len(g["edges"]) == min(40, g["n_edges_pruned"])
     assert (g_dir / "adjacency.safetensors").is_file()
     # the viewer shows the labels of the layer-2 features the graph kept
-    (island,) = re.findall(r'<script type="application/json" id="graph-data">(.*?)</script>',
-                           (g_dir / "report.html").read_text(), re.S)
-    data = json.loads(island)
+    data = json_island((g_dir / "report.html").read_text(), "graph-data")
     kept = {n["key"] for n in data["nodes"] if n["key"]}
     labelled = {f"2:{f}": e.label for f, e in labels.items() if f"2:{f}" in kept}
     assert labelled and data["explanations"] == labelled
