@@ -669,6 +669,12 @@ CASES = [
     Case("sae-explain-tokens-beyond-text", lambda c: [
         "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--out", c.out],
         "automatic interpretation asks for tokens=65,536"),
+    Case("sae-explain-transcoder-other-width", lambda c: [
+        "sae", "explain", f"{_tiny_transcoders(c, [0], 32)}/layer-0", *M(c), "--text",
+        _text(c), *_EXPLAIN, "--out", c.out], "reads activations of width d_in=32"),
+    Case("sae-explain-transcoder-run-not-a-layer", lambda c: [
+        "sae", "explain", _tiny_transcoders(c, [0, 1]), *M(c), "--text", _text(c),
+        *_EXPLAIN, "--out", c.out], "name one, e.g."),
     Case("sae-browse-explanations-not-records", lambda c: [
         "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "200",
         "--seq-len", "24", "--explanations", c.file("y.jsonl", "[1, 2]\n"),
