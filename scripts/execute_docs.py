@@ -76,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, str(threads))
     Path(conf["nb_execution_cache_path"]).mkdir(parents=True, exist_ok=True)
+    # jupyter-cache creates its SQLite tables on first use, unguarded: two workers meeting
+    # an empty cache both issue CREATE TABLE and one fails ("table settings already
+    # exists"), which is how a clean clone's `make docs` failed once. Create it here first.
+    from jupyter_cache import get_cache
+    get_cache(conf["nb_execution_cache_path"]).db  # noqa: B018  (the property creates the tables)
     work = [(str(p), conf["nb_execution_cache_path"], int(conf["nb_execution_timeout"]))
             for p in pages]
     start = time.perf_counter()
