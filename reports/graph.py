@@ -592,6 +592,12 @@ def _exact(graph: AttributionGraph) -> bool:
         and abs(graph.target_edge_sum - graph.target_real) <= tol)
 
 
+def _as_nodes(graph: AttributionGraph) -> str:
+    """``, 8,192 as nodes`` when ``max_feature_nodes`` left features out of the graph."""
+    n = graph.n_feature_nodes
+    return "" if n is None or n >= graph.n_active_features else f", {n:,} as nodes"
+
+
 def _lead(graph: AttributionGraph) -> Markup:
     """The prompt, the verdict on exactness, the target and the scores."""
     exact = _exact(graph)
@@ -604,7 +610,7 @@ def _lead(graph: AttributionGraph) -> Markup:
            f" / {format_number(graph.target_edge_sum, 4)}"
     facts: list[tuple[str, Any]] = [
         ("target", graph.target),
-        ("active features", str(graph.n_active_features)),
+        ("active features", graph.features_text()),
         ("nodes kept", f"{len(graph.nodes)} of {graph.n_nodes}"),
         ("edges kept", f"{len(graph.edges):,} strongest of {graph.n_edges_kept:,} (max_edges)"
          if graph.edges_capped else str(len(graph.edges))),
@@ -752,8 +758,9 @@ def graph_report(graph: AttributionGraph, contexts: Mapping[str, list[dict]] | N
     return render_page(
         "graph.html.j2",
         title=f"Attribution graph — {truncate(graph.prompt, TITLE_CHARS)}",
-        subtitle=f"{len(graph.nodes)} of {graph.n_nodes} nodes ({graph.n_active_features} "
-                 f"active features) and {graph.n_edges_kept:,} edges kept by pruning"
+        subtitle=f"{len(graph.nodes)} of {graph.n_nodes} nodes ({graph.n_active_features:,} "
+                 f"active features{_as_nodes(graph)}) and {graph.n_edges_kept:,} edges kept "
+                 "by pruning"
                  + (f", the {len(graph.edges):,} strongest shown" if graph.edges_capped else "")
                  + ".",
         manifest=graph.manifest or {}, lead=_lead(graph), script=GRAPH_JS,

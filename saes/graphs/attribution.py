@@ -129,27 +129,15 @@ def active_features(
     return torch.cat(layers), torch.cat(poss), torch.cat(ids), torch.cat(vals), errors
 
 
-def adjacency(
+def _row_computer(
     stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder], nodes: Nodes,
-    errors: Mapping[int, Tensor], *, batch_size: int = 256,
-    on_rows: Callable[[int], None] | None = None,
-) -> Float[Tensor, "n n"]:
-    """The direct-effect matrix ``A[target, source]`` over all nodes (rows of features and
-    targets filled; error, bias and embedding nodes have no inputs)."""
+    errors: Mapping[int, Tensor],
+) -> Callable[[list[tuple[int, int, Tensor]]], Tensor]:
+    """A function computing the direct-effect rows ``[len(rows), nodes.total]`` of a batch
+    of rows given as (layer read, position, seed vector), in one backward sweep."""
     n = nodes.total
-    adj = torch.zeros(n, n)
-    # rows to compute: (layer read, position, seed vector, row index)
-    enc = {i: tc.W_enc.detach().float() for i, tc in transcoders.items()}
-    dec = {i: tc.W_dec.detach().float() for i, tc in transcoders.items()}
     b_dec = {i: tc.b_dec.detach().float() for i, tc in transcoders.items()}
-    order = torch.argsort(nodes.feature_layer, stable=True)  # already sorted; kept explicit
-    rows: list[tuple[int, int, Tensor, int]] = [
-        (int(nodes.feature_layer[r]), int(nodes.feature_pos[r]),
-         enc[int(nodes.feature_layer[r])][:, int(nodes.feature_id[r])], int(r))
-        for r in order.tolist()]
-    last = nodes.n_pos - 1
-    rows += [(stack.n_layers, last, nodes.target_vectors[k], nodes.target_start + k)
-             for k in range(len(nodes.target_names))]
+    dec = {i: tc.W_dec.detach().float() for i, tc in transcoders.items()}
     # sources of each layer, grouped by position: (position, node indices, write vectors)
     groups: dict[int, list[tuple[int, Tensor, Tensor]]] = {}
     for i in transcoders:
@@ -160,14 +148,14 @@ def adjacency(
             vecs = dec[i][nodes.feature_id[idx]] * nodes.activation[idx, None]
             by_pos.append((int(p), idx, vecs))
         groups[i] = by_pos
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
+
+    def compute(chunk: list[tuple[int, int, Tensor]]) -> Tensor:
         seeds: dict[int, list[tuple[int, int, Tensor]]] = {}
-        for b, (layer, pos, seed, _) in enumerate(chunk):
+        for b, (layer, pos, seed) in enumerate(chunk):
             seeds.setdefault(layer, []).append((b, pos, seed))
         block = torch.zeros(len(chunk), n)
 
-        def on_write(i: int, g: Tensor, block: Tensor = block) -> None:
+        def on_write(i: int, g: Tensor) -> None:
             e0 = nodes.error_index(i, 0)
             block[:, e0:e0 + nodes.n_pos] = (g * errors[i]).sum(-1)
             if i in transcoders:
@@ -180,10 +168,128 @@ def adjacency(
             g_embed = backward_sweep(stack, fz, transcoders, seeds, len(chunk), on_write,
                                      top=max(r[0] for r in chunk))
             block[:, nodes.embed_start:nodes.target_start] = (g_embed * fz.embed).sum(-1)
-            adj[torch.tensor([r[3] for r in chunk])] = block
+        return block
+
+    return compute
+
+
+def _feature_row(nodes: Nodes, enc: Mapping[int, Tensor], r: int) -> tuple[int, int, Tensor]:
+    layer = int(nodes.feature_layer[r])
+    return layer, int(nodes.feature_pos[r]), enc[layer][:, int(nodes.feature_id[r])]
+
+
+def adjacency(
+    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder], nodes: Nodes,
+    errors: Mapping[int, Tensor], *, batch_size: int = 256,
+    on_rows: Callable[[int], None] | None = None,
+) -> Float[Tensor, "n n"]:
+    """The direct-effect matrix ``A[target, source]`` over all nodes (rows of features and
+    targets filled; error, bias and embedding nodes have no inputs)."""
+    n = nodes.total
+    adj = torch.zeros(n, n)
+    compute = _row_computer(stack, fz, transcoders, nodes, errors)
+    enc = {i: tc.W_enc.detach().float() for i, tc in transcoders.items()}
+    # rows to compute: (layer read, position, seed vector) and their row index
+    rows = [_feature_row(nodes, enc, r) for r in range(nodes.n_features)]
+    index = list(range(nodes.n_features))
+    last = nodes.n_pos - 1
+    rows += [(stack.n_layers, last, nodes.target_vectors[k])
+             for k in range(len(nodes.target_names))]
+    index += [nodes.target_start + k for k in range(len(nodes.target_names))]
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start:start + batch_size]
+        adj[torch.tensor(index[start:start + batch_size])] = compute(chunk)
         if on_rows is not None:
             on_rows(len(chunk))
     return adj
 
 
-__all__ = ["Nodes", "active_features", "adjacency"]
+def partial_influence(rows: Float[Tensor, "r n"], row_node: Int[Tensor, " r"],
+                      seed: Float[Tensor, " n"], max_iter: int = 1000) -> Float[Tensor, " n"]:
+    """Influence on the targets (``seed``: their weights over all nodes) through the rows
+    computed so far (``rows[r]`` is node ``row_node[r]``'s inputs): the
+    :func:`~saes.graphs.influence.influence` series restricted to those rows."""
+    norm = rows.abs()
+    norm /= norm.sum(dim=1, keepdim=True).clamp(min=1e-10)
+    current = seed
+    total = torch.zeros_like(seed)
+    for _ in range(max_iter):
+        current = current[row_node] @ norm
+        if not bool(current.any()):
+            return total
+        total += current
+    raise RuntimeError(f"influence did not converge in {max_iter} steps (a cycle?)")
+
+
+def capped_adjacency(
+    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder], nodes: Nodes,
+    errors: Mapping[int, Tensor], max_features: int, *, batch_size: int = 256,
+    update_every: int = 4, on_rows: Callable[[int], None] | None = None,
+) -> tuple[Float[Tensor, "m m"], Nodes, Int[Tensor, " k"]]:
+    """The graph with at most ``max_features`` feature nodes, chosen by influence as they
+    are computed (circuit-tracer's ``max_feature_nodes``): the targets' rows first, then,
+    ``update_every`` batches at a time, the not yet computed features of highest influence
+    through the rows computed so far.
+
+    A feature left out is not dropped: what it writes joins its (layer, position)'s error
+    node (the error columns gain its columns), so the edges into each node still sum to
+    its value and the replacement model stays exact; the scores count it as error.
+    Returns the adjacency over the reduced nodes, those nodes, and the kept features'
+    indices among ``nodes``'s features.
+    """
+    f, n, k = nodes.n_features, nodes.total, len(nodes.target_names)
+    compute = _row_computer(stack, fz, transcoders, nodes, errors)
+    enc = {i: tc.W_enc.detach().float() for i, tc in transcoders.items()}
+    rows_out = torch.zeros(k + max_features, n)
+    row_node = torch.zeros(k + max_features, dtype=torch.long)
+    last = nodes.n_pos - 1
+    for s in range(0, k, batch_size):
+        e = min(k, s + batch_size)
+        rows_out[s:e] = compute([(stack.n_layers, last, nodes.target_vectors[j])
+                                 for j in range(s, e)])
+        row_node[s:e] = torch.arange(nodes.target_start + s, nodes.target_start + e)
+    if on_rows is not None:
+        on_rows(k)
+    seed = torch.zeros(n)
+    seed[nodes.target_start:] = nodes.target_weights
+    visited = torch.zeros(f, dtype=torch.bool)
+    done = k
+    while done < k + max_features:
+        inf = partial_influence(rows_out[:done], row_node[:done], seed)[:f]
+        order = torch.argsort(inf, descending=True, stable=True)
+        pending = order[~visited[order]][:min(update_every * batch_size,
+                                              k + max_features - done)]
+        for s in range(0, len(pending), batch_size):
+            idx = pending[s:s + batch_size]
+            rows_out[done:done + len(idx)] = compute(
+                [_feature_row(nodes, enc, int(r)) for r in idx])
+            row_node[done:done + len(idx)] = idx
+            visited[idx] = True
+            done += len(idx)
+            if on_rows is not None:
+                on_rows(len(idx))
+    kept = visited.nonzero(as_tuple=True)[0]          # ascending: the node order holds
+    left = (~visited).nonzero(as_tuple=True)[0]
+    # the left-out features' columns join their error node's
+    err_cols = rows_out[:, nodes.error_start:]
+    if left.numel():
+        dest = (nodes.feature_layer[left] * nodes.n_pos + nodes.feature_pos[left])
+        err_cols = err_cols.clone()
+        err_cols[:, :nodes.n_layers * nodes.n_pos].index_add_(1, dest, rows_out[:, left])
+    reduced = Nodes(nodes.feature_layer[kept], nodes.feature_pos[kept], nodes.feature_id[kept],
+                    nodes.activation[kept], nodes.n_layers, nodes.n_pos, nodes.bias_layers,
+                    nodes.target_names, nodes.target_tokens, nodes.target_weights,
+                    nodes.target_vectors, nodes.target_pair)
+    m = reduced.total
+    adj = torch.zeros(m, m)
+    # new row of each computed row: a kept feature's rank among the kept, a target's place
+    new_index = torch.full((n,), -1, dtype=torch.long)
+    new_index[kept] = torch.arange(len(kept))
+    new_index[f:] = torch.arange(len(kept), m)
+    dest_rows = new_index[row_node[:done]]
+    adj[dest_rows, :len(kept)] = rows_out[:done, kept]
+    adj[dest_rows, len(kept):] = err_cols[:done]
+    return adj, reduced, kept
+
+
+__all__ = ["Nodes", "active_features", "adjacency", "capped_adjacency", "partial_influence"]

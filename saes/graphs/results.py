@@ -47,6 +47,12 @@ class AttributionConfig(Config):
     max_edges: int = setting(10_000, check=at_least(1),
                              help="Keep at most this many of the pruned graph's edges, the "
                                   "strongest, in graph.json and the viewer.")
+    max_feature_nodes: int | None = setting(
+        None, check=at_least(1), metavar="N",
+        help="Keep at most N active features as nodes, those of highest influence on the "
+             "targets (as circuit-tracer's max_feature_nodes); the others join their "
+             "position's error node. Memory grows with the square of the nodes: cap it for "
+             "long prompts. Default: every active feature.")
     max_tokens: int = setting(64, check=at_least(2),
                               help="Refuse prompts longer than this many tokens.")
     batch_size: int = setting(256, cli=False, check=at_least(1),
@@ -118,6 +124,8 @@ class AttributionGraph(Result):
     target_real: float                   # the target metric in the real model
     target_replacement: float            # in the replacement model (error terms in)
     target_edge_sum: float               # Σ edges into the targets (weighted)
+    n_feature_nodes: int | None = None   # active features kept as nodes (None: all of
+    #                                      them; the others are in the error nodes)
     n_edges_pruned: int = 0              # edges the pruning kept (``edges`` holds at most
     #                                      config.max_edges of them)
     config: AttributionConfig | None = None
@@ -150,12 +158,19 @@ class AttributionGraph(Result):
         """Whether ``edges`` holds fewer than the pruning kept (``max_edges``)."""
         return len(self.edges) < self.n_edges_kept
 
+    def features_text(self) -> str:
+        """``17,564`` or ``17,564 (8,192 as nodes, the others in error nodes)``."""
+        text = f"{self.n_active_features:,}"
+        if self.n_feature_nodes is not None and self.n_feature_nodes < self.n_active_features:
+            text += f" ({self.n_feature_nodes:,} as nodes, the others in error nodes)"
+        return text
+
     def headline(self) -> Headline:
         """Scores, the exactness checks and the real-model agreement."""
         ag = self.agreement
         rows: list[tuple[str, Any]] = [
             ("prompt", self.prompt), ("target", self.target),
-            ("active features", self.n_active_features),
+            ("active features", self.features_text()),
             ("nodes kept", f"{len(self.nodes)} of {self.n_nodes}"),
             ("replacement score", self.replacement_score),
             ("completeness score", self.completeness_score),

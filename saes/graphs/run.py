@@ -12,7 +12,7 @@ import torch
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
-from saes.graphs.attribution import Nodes, active_features, adjacency
+from saes.graphs.attribution import Nodes, active_features, adjacency, capped_adjacency
 from saes.graphs.checks import (
     _deltas,
     agreement,
@@ -89,13 +89,22 @@ def run_attribution(
     names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
     nodes = Nodes(layer_t, pos_t, feat_t, act_t, stack.n_layers, len(ids), sorted(tcs),
                   names, toks, weights, vecs, pair)
-    check_graph_memory(nodes.total, len(ids))
-    n_rows = nodes.n_features + len(names)
+    n_active = nodes.n_features
+    cap = cfg.max_feature_nodes
+    if cap is not None and cap >= n_active:
+        cap = None  # every active feature fits
+    check_graph_memory(nodes.total, len(ids), cap)
     bar = make_progress(enabled=progress)
     with bar:
-        task = bar.add_task("graph rows (backward passes)", total=n_rows, info="")
-        adj = adjacency(stack, fz, tcs, nodes, errors, batch_size=cfg.batch_size,
-                        on_rows=lambda k: bar.advance(task, k))
+        task = bar.add_task("graph rows (backward passes)",
+                            total=(n_active if cap is None else cap) + len(names), info="")
+        if cap is None:
+            adj = adjacency(stack, fz, tcs, nodes, errors, batch_size=cfg.batch_size,
+                            on_rows=lambda k: bar.advance(task, k))
+        else:
+            adj, nodes, _ = capped_adjacency(stack, fz, tcs, nodes, errors, cap,
+                                             batch_size=cfg.batch_size,
+                                             on_rows=lambda k: bar.advance(task, k))
     err_list = [errors[i] for i in range(stack.n_layers)]
     with torch.no_grad():
         x = replacement_forward(stack, fz, tcs, err_list)[0, -1]
@@ -116,7 +125,8 @@ def run_attribution(
         target=" + ".join(f"{float(w):.3f}·{n}" for w, n in zip(weights, names, strict=True))
         if pair is None else names[0],
         nodes=_node_rows(nodes, pr, effects, model), edges=edge_rows, n_edges_pruned=n_edges,
-        n_active_features=nodes.n_features, n_nodes=nodes.total,
+        n_active_features=n_active, n_nodes=nodes.total,
+        n_feature_nodes=None if cap is None else nodes.n_features,
         replacement_score=replacement_score, completeness_score=completeness_score,
         pruned_replacement_score=p_rep, pruned_completeness_score=p_comp,
         target_real=float(real_clean), target_replacement=target_replacement,
@@ -134,15 +144,23 @@ def run_attribution(
 GRAPH_MATRICES = 8
 
 
-def check_graph_memory(n_nodes: int, n_tokens: int) -> None:
+def check_graph_memory(n_nodes: int, n_tokens: int, max_features: int | None = None) -> None:
     """Refuse (one line, before the backward passes) a graph whose dense matrices would not
     fit in memory: they grow with the square of the active features, so with the prompt's
-    length times the transcoder layers times k."""
+    length times the transcoder layers times k. With ``max_features`` (fewer than the active
+    features), the graph holds ``[max_features + targets, n_nodes]`` rows while it grows,
+    then the matrices of the reduced graph."""
     from interp.runs.memory import require
 
-    require(GRAPH_MATRICES * 4.0 * n_nodes * n_nodes,
-            f"an attribution graph of {n_nodes:,} nodes ({n_tokens} tokens)",
-            "use a shorter prompt or transcoders at fewer layers")
+    what = f"an attribution graph of {n_nodes:,} nodes ({n_tokens} tokens)"
+    if max_features is None:
+        require(GRAPH_MATRICES * 4.0 * n_nodes * n_nodes, what,
+                "use a shorter prompt, transcoders at fewer layers or --max-feature-nodes")
+        return
+    # n_nodes counts every active feature; the reduced graph keeps max_features of them
+    need = 3 * 4.0 * max_features * n_nodes + GRAPH_MATRICES * 4.0 * max_features ** 2
+    require(need, what + f" with {max_features:,} feature nodes",
+            "use a shorter prompt or a lower --max-feature-nodes")
 
 
 def _node_rows(nodes: Nodes, pr: Any, effects: torch.Tensor, model: Model

@@ -52,3 +52,28 @@ def test_real_replacement_is_exact_and_edges_sum_to_the_target(model, real_trans
     assert len(g.checks) == 20
     assert all(abs(c.real) < 50 for c in g.checks)
     assert 0 <= g.replacement_score <= 1 and 0 <= g.completeness_score <= 1
+
+
+def test_real_capped_graph_stays_exact_and_keeps_the_influential_features(
+        model, real_transcoders):
+    """``max_feature_nodes`` at a third of the active features: the left-out features join
+    the error nodes, so the graph is still exact; the kept ones, chosen by influence as the
+    rows are computed, hold the full graph's most influential features."""
+    cfg = AttributionConfig(target=" Paris, London", check_features=0, node_threshold=1.0,
+                            edge_threshold=1.0)
+    full = run_attribution(model, real_transcoders, PROMPT, cfg, progress=False)
+    cap = full.n_active_features // 3
+    capped = run_attribution(model, real_transcoders, PROMPT,
+                             cfg.replace(max_feature_nodes=cap), progress=False)
+    assert capped.n_feature_nodes == cap
+    assert capped.target_replacement == pytest.approx(full.target_real, abs=1e-4)
+    assert capped.target_edge_sum == pytest.approx(full.target_real, abs=1e-4)
+    assert capped.completeness_score < full.completeness_score
+
+    def key(n):
+        return n["layer"], n["position"], n["feature"]
+
+    top = sorted((n for n in full.nodes if n["kind"] == "feature"),
+                 key=lambda n: -n["influence"])[:20]
+    kept = {key(n) for n in capped.nodes if n["kind"] == "feature"}
+    assert sum(key(n) in kept for n in top) >= 18

@@ -161,3 +161,16 @@ def test_a_graph_without_checks_renders(tiny_model):
     assert "Not measured" in section(page, "Faithfulness")
     assert "tiny &lt;model&gt;" in page and "<model>" not in page
     assert _island(page)["explanations"] == {}
+
+
+def test_a_capped_graph_says_how_many_features_are_nodes(tiny_model):
+    tcs = random_transcoders(tiny_model, [0, 2], skip=True)
+    graph = run_attribution(tiny_model, tcs, PROMPT,
+                            AttributionConfig(check_features=0, max_feature_nodes=12),
+                            progress=False)
+    page = graph_report(graph).html
+    f = graph.n_active_features
+    assert f > 12
+    assert f"{f:,} active features, 12 as nodes)" in page
+    assert f"{f:,} (12 as nodes, the others in error nodes)" in page
+    assert sum(n["kind"] == "feature" for n in _island(page)["nodes"]) <= 12

@@ -265,3 +265,89 @@ def test_freezing_the_real_model_at_its_own_values_changes_nothing(which, reques
     assert all(abs(c.real_frozen) < 1e3 for c in g.checks)
     assert any(abs(c.real_frozen - c.real) > 1e-6 for c in g.checks)
     assert "spearman_real_frozen" in g.agreement
+
+
+def _nodes_and_parts(model, tcs):
+    from saes.graphs.attribution import Nodes
+
+    stack = Stack(model)
+    fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
+    lay, pos, feat, act, errors = active_features(fz, tcs.by_layer)
+    vec = (stack.w_u[5] - stack.w_u[7])[None]
+    nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.embed.shape[0], sorted(tcs.by_layer),
+                  ["t"], [None], torch.ones(1), vec)
+    return stack, fz, nodes, errors
+
+
+@pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
+def test_capped_graph_folds_the_left_out_features_into_error_nodes(which, request):
+    """With ``max_feature_nodes`` below the active features, the graph's rows are the full
+    graph's rows of the kept features and targets, the kept features' columns unchanged,
+    and each error column the full error column plus the columns of the features left out
+    at that (layer, position): the edges still sum to every node's value."""
+    from saes.graphs.attribution import adjacency, capped_adjacency
+
+    model = request.getfixturevalue(which)
+    tcs = random_transcoders(model, [0, 1, 2], skip=True)
+    stack, fz, nodes, errors = _nodes_and_parts(model, tcs)
+    f = nodes.n_features
+    cap = f // 3
+    a = adjacency(stack, fz, tcs.by_layer, nodes, errors)
+    b, reduced, kept = capped_adjacency(stack, fz, tcs.by_layer, nodes, errors, cap,
+                                        batch_size=7)
+    assert reduced.n_features == cap == len(kept)
+    assert torch.equal(reduced.feature_id, nodes.feature_id[kept])
+    n_other = nodes.total - f
+    assert b.shape == (cap + n_other, cap + n_other)
+    left = torch.ones(f, dtype=torch.bool)
+    left[kept] = False
+    lf = left.nonzero(as_tuple=True)[0]
+    dest = nodes.feature_layer[lf] * nodes.n_pos + nodes.feature_pos[lf]
+    rows_full = torch.cat([kept, torch.arange(f, nodes.total)])
+    want = torch.cat([a[rows_full][:, kept], a[rows_full][:, f:]], dim=1)
+    want[:, cap:].index_add_(1, dest, a[rows_full][:, lf])
+    assert torch.allclose(b, want, atol=1e-5)
+    # so every row still sums to its node's value
+    assert torch.allclose(b.sum(1), a[rows_full].sum(1), atol=1e-4)
+
+    # through run_attribution: exact, and the count of feature nodes reported
+    full = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=0),
+                           progress=False)
+    capped = run_attribution(model, tcs, PROMPT, AttributionConfig(
+        check_features=5, max_feature_nodes=cap), progress=False)
+    assert full.n_feature_nodes is None and capped.n_feature_nodes == cap
+    assert capped.n_active_features == full.n_active_features == f
+    assert "as nodes" in capped.features_text()
+    assert capped.target_replacement == pytest.approx(capped.target_real, abs=1e-4)
+    assert capped.target_edge_sum == pytest.approx(capped.target_real, abs=1e-4)
+    assert len(capped.checks) == 5
+    # left-out features count as error: the completeness score cannot rise
+    assert capped.completeness_score <= full.completeness_score + 1e-6
+    # a cap at or above the active features is the full graph
+    same = run_attribution(model, tcs, PROMPT, AttributionConfig(
+        check_features=0, max_feature_nodes=f), progress=False)
+    assert same.n_feature_nodes is None and torch.equal(same.adjacency, full.adjacency)
+
+
+def test_capped_graph_keeps_the_most_influential_features(tiny_model):
+    """Kept in one round (cap ≤ the features ranked at once), the features are those of
+    highest influence through the target rows alone: their direct effects, normalised."""
+    from saes.graphs.attribution import adjacency, capped_adjacency, partial_influence
+    from saes.graphs.influence import influence, normalize
+
+    tcs = random_transcoders(tiny_model, [0, 1, 2])
+    stack, fz, nodes, errors = _nodes_and_parts(tiny_model, tcs)
+    full = adjacency(stack, fz, tcs.by_layer, nodes, errors)
+    cap = 10
+    _, reduced, kept = capped_adjacency(stack, fz, tcs.by_layer, nodes, errors, cap,
+                                        batch_size=cap, update_every=1)
+    assert reduced.n_features == cap
+    direct = normalize(full[nodes.target_start:])[0, :nodes.n_features].abs()
+    assert set(kept.tolist()) == set(torch.argsort(direct, descending=True,
+                                                   stable=True)[:cap].tolist())
+    # with every row computed, the partial influence is the full one
+    w = torch.zeros(nodes.total)
+    w[nodes.target_start:] = 1.0
+    rows = torch.arange(nodes.total)
+    assert torch.allclose(partial_influence(full, rows, w), influence(normalize(full), w),
+                          atol=1e-6)
