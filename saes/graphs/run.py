@@ -90,6 +90,7 @@ def run_attribution(
     nodes = Nodes(layer_t, pos_t, feat_t, act_t, stack.n_layers, len(ids), sorted(tcs),
                   names, toks, weights, vecs, pair)
     n_active = nodes.n_features
+    all_nodes, kept = nodes, None
     cap = cfg.max_feature_nodes
     if cap is not None and cap >= n_active:
         cap = None  # every active feature fits
@@ -102,7 +103,7 @@ def run_attribution(
             adj = adjacency(stack, fz, tcs, nodes, errors, batch_size=cfg.batch_size,
                             on_rows=lambda k: bar.advance(task, k))
         else:
-            adj, nodes, _ = capped_adjacency(stack, fz, tcs, nodes, errors, cap,
+            adj, nodes, kept = capped_adjacency(stack, fz, tcs, nodes, errors, cap,
                                              batch_size=cfg.batch_size,
                                              on_rows=lambda k: bar.advance(task, k))
     err_list = [errors[i] for i in range(stack.n_layers)]
@@ -133,7 +134,12 @@ def run_attribution(
         target_edge_sum=edge_sum, config=cfg, adjacency=adj,
         transcoders=transcoders.to_dict())
     if cfg.check_features and nodes.n_features:
+        in_graph = pr.node_mask[:nodes.n_features].nonzero(as_tuple=True)[0]
+        if kept is not None:
+            in_graph = kept[in_graph]  # their indices among all the active features
         _check(model, stack, fz, nodes, tcs, err_list, pr, effects, cfg, result)
+        result.faithfulness = _faithfulness(model, fz, all_nodes, tcs, in_graph, cfg,
+                                            result.target_real, stack)
     result.elapsed_s = time.perf_counter() - start
     return result
 
@@ -207,7 +213,7 @@ def _edge_rows(pruned: torch.Tensor, mask: torch.Tensor, limit: int
 def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, errors: list,
            pr: Any, effects: torch.Tensor, cfg: AttributionConfig,
            result: AttributionGraph) -> None:
-    """Interventions on the top feature nodes; faithfulness of the pruned graph."""
+    """Interventions on the top feature nodes, in the real and the replacement model."""
     f = nodes.n_features
     top = torch.argsort(pr.node_influence[:f], descending=True)[:cfg.check_features].tolist()
     ws = writes(nodes, tcs, top)
@@ -239,13 +245,16 @@ def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, error
                         for where, a in (("real", a_real), ("replacement", a_rep),
                                          ("real_doubled", a_dbl), ("real_frozen", a_frz))
                         for key in ("spearman", "sign") for suffix in ("", "_ci95", "_n")}
-    result.faithfulness = _faithfulness(model, fz, nodes, tcs, pr, cfg, clean_real, stack)
 
 
-def _faithfulness(model: Model, fz: Frozen, nodes: Nodes, tcs: Any, pr: Any,
+def _faithfulness(model: Model, fz: Frozen, nodes: Nodes, tcs: Any, in_graph: torch.Tensor,
                   cfg: AttributionConfig, clean: float, stack: Stack) -> dict[str, Any]:
+    """The share of the target kept in the real model when every active feature outside
+    the pruned graph is removed (features left out by ``max_feature_nodes`` included:
+    ``nodes`` are all the active ones), against random sets of as many active features."""
     f = nodes.n_features
-    kept = pr.node_mask[:f]
+    kept = torch.zeros(f, dtype=torch.bool)
+    kept[in_graph] = True
     k = int(kept.sum())
     all_ws = writes(nodes, tcs, range(f))
     g = torch.Generator().manual_seed(cfg.seed)

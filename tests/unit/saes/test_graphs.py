@@ -321,6 +321,11 @@ def test_capped_graph_folds_the_left_out_features_into_error_nodes(which, reques
     assert capped.target_replacement == pytest.approx(capped.target_real, abs=1e-4)
     assert capped.target_edge_sum == pytest.approx(capped.target_real, abs=1e-4)
     assert len(capped.checks) == 5
+    # faithfulness removes every active feature outside the pruned graph, left-out ones too
+    assert capped.faithfulness["features_active"] == f
+    assert capped.faithfulness["target_no_features"] == pytest.approx(
+        run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5),
+                        progress=False).faithfulness["target_no_features"], abs=1e-5)
     # left-out features count as error: the completeness score cannot rise
     assert capped.completeness_score <= full.completeness_score + 1e-6
     # a cap at or above the active features is the full graph
