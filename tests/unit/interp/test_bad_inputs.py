@@ -9,6 +9,7 @@ for the model: these are input checks, which run before or around any real compu
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -975,3 +976,12 @@ def test_matrix_covers_every_verb():
     missing = [v for v in verbs if not any(i.startswith(v + "-") for i in ids)]
     assert not missing, f"verbs without bad-input cases: {missing}"
     assert len(CASES) >= 40
+
+
+def test_the_reliability_page_states_the_count():
+    """docs/reliability.md gives the number of cases; it must be this table's."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "reliability.md").read_text(
+        encoding="utf-8")
+    stated = re.search(r"(\d[\d,]*) cases in\s+`tests/unit/interp/test_bad_inputs.py`", page)
+    assert stated is not None, "the page no longer states the count"
+    assert int(stated.group(1).replace(",", "")) == len(CASES)
