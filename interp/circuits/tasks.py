@@ -247,17 +247,6 @@ class TokenizedTask:
         )
 
 
-def _single_token(model: Model, text: str, where: str) -> int:
-    ids = model.encode_continuation(text)
-    if len(ids) != 1:
-        pieces = " + ".join(repr(model.decode_token(i)) for i in ids)
-        raise InterpError(
-            f"{where}: {text!r} is {len(ids)} tokens ({pieces}); answer and wrong must be "
-            "single tokens"
-        )
-    return int(ids[0])
-
-
 def _token_labels(
     offsets: list[tuple[int, int]], labels: list[tuple[str, int, int]]
 ) -> list[str]:
@@ -292,8 +281,8 @@ def tokenize_task(model: Model, task: Task) -> TokenizedTask:
             )
         if clean == corr:
             raise InterpError(f"{where}: clean and corrupted prompts are the same tokens")
-        answers.append(_single_token(model, pair.answer, f"{where} answer"))
-        wrongs.append(_single_token(model, pair.wrong, f"{where} wrong"))
+        answers.append(model.single_token(pair.answer, f"{where}: answer"))
+        wrongs.append(model.single_token(pair.wrong, f"{where}: wrong"))
         if pair.labels is not None:
             labs = _token_labels(offsets, pair.labels)
             labs[-1] = END

@@ -419,6 +419,16 @@ class Model:
         """Token ids of a text appended after others: never a special prefix."""
         return [int(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
 
+    def single_token(self, text: str, what: str) -> int:
+        """The one token id of ``text`` as a continuation; raises :class:`InterpError`
+        naming ``what`` (``"line 3: answer"``) and the pieces when it is several."""
+        ids = self.encode_continuation(text)
+        if len(ids) != 1:
+            pieces = " + ".join(repr(self.decode_token(i)) for i in ids) or "none"
+            raise InterpError(f"{what} {text!r} is {len(ids)} tokens ({pieces}); it must be "
+                              "one token")
+        return ids[0]
+
     def encode_padded(
         self, texts: Sequence[str]
     ) -> tuple[Int[Tensor, "batch pos"], Int[Tensor, "batch pos"]]:

@@ -148,15 +148,7 @@ class _Runner:
         self.position: ProbePosition = position
         self.target_ids = None
         if targets is not None:
-            ids = []
-            for c in (0, 1):
-                enc = model.encode_continuation(targets[c])
-                if len(enc) != 1:
-                    raise InterpError(
-                        f"target token {targets[c]!r} is {len(enc)} tokens; it must be one"
-                    )
-                ids.append(enc[0])
-            self.target_ids = ids
+            self.target_ids = [model.single_token(targets[c], "target token") for c in (0, 1)]
         self.clean_lp, self.clean_later = self._run(None)
 
     def _run(self, u: Tensor | Any | None) -> tuple[Tensor, np.ndarray]:

@@ -26,14 +26,6 @@ from saes.graphs.replacement import Frozen, Stack, final_normed, freeze, replace
 from saes.graphs.results import AttributionConfig, AttributionGraph, FeatureCheck
 
 
-def _one_token(model: Model, text: str, what: str) -> int:
-    ids = model.encode_continuation(text)
-    if len(ids) != 1:
-        raise InterpError(f"the {what} {text!r} is not one token ({len(ids)} tokens: "
-                          f"{model.token_strs(ids)})")
-    return ids[0]
-
-
 def _targets(model: Model, stack: Stack, fz: Frozen, cfg: AttributionConfig
              ) -> tuple[list[str], list[int | None], torch.Tensor, torch.Tensor,
                         tuple[int, int] | None]:
@@ -42,8 +34,8 @@ def _targets(model: Model, stack: Stack, fz: Frozen, cfg: AttributionConfig
     w_u = stack.w_u
     pair = cfg.answer_wrong()
     if pair is not None:
-        a = _one_token(model, pair[0], "target token")
-        b = _one_token(model, pair[1], "target token")
+        a = model.single_token(pair[0], "the target token")
+        b = model.single_token(pair[1], "the target token")
         name = f"logit({pair[0]!r}) − logit({pair[1]!r})"
         return [name], [None], torch.ones(1), (w_u[a] - w_u[b])[None], (a, b)
     probs = torch.softmax(fz.logits.double(), -1).float()

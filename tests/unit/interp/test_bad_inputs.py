@@ -513,7 +513,7 @@ CASES = [
         "--out", c.out], "tokenize to 5 and 6 tokens"),
     Case("patch-multi-token-answer", lambda c: [
         "patch", *M(c), "--task", c.file("t.jsonl", _pair(answer=" Parisian")),
-        "--out", c.out], "must be single tokens"),
+        "--out", c.out], "must be one token"),
     Case("patch-unknown-family", lambda c: [
         "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--family", "neurons",
         "--out", c.out], "unknown family"),
@@ -561,7 +561,7 @@ CASES = [
         "--out", c.out], "missing or empty corrupted"),
     Case("causal-edges-multi-token-label", lambda c: [
         "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair(answer=" Parisian") * 4),
-        "--out", c.out], "must be single tokens"),
+        "--out", c.out], "must be one token"),
     Case("patch-atp-star-not-heads", lambda c: [
         "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--method", "atp-star",
         "--out", c.out], "heads only"),
@@ -717,7 +717,7 @@ CASES = [
     Case("graph-target-not-one-token", lambda c: [
         "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
         "--target", " Parisian capital, Rome", *M(c), "--no-contexts", "--out", c.out],
-        "is not one token"),
+        "must be one token"),
     Case("graph-target-not-a-pair", lambda c: [
         "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
         "--target", " Paris", *M(c), "--no-contexts", "--out", c.out], "ANSWER,WRONG"),

@@ -85,7 +85,7 @@ def test_unlabelled_pairs_count_positions_from_the_end(tiny_model, tiny_pairs):
     ({"clean": "The capital of France is", "corrupted": "The capital of the Italy is",
       "answer": " Paris", "wrong": " Rome"}, "tokenize to 5 and 6 tokens"),
     ({"clean": "The capital of France is", "corrupted": "The capital of Italy is",
-      "answer": " Parisian", "wrong": " Rome"}, "must be single tokens"),
+      "answer": " Parisian", "wrong": " Rome"}, "must be one token"),
     ({"clean": "The capital of France is", "corrupted": "The capital of France is",
       "answer": " Paris", "wrong": " Rome"}, "are the same tokens"),
 ])
