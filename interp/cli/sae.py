@@ -15,6 +15,7 @@ nccl on CUDA)::
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -310,9 +311,11 @@ def sae_path(path: str, *, transcoders: bool = False) -> Path:
 @config_options(SAEEvalConfig, only=["cache_baselines"])
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write results.json and report.html here [default: the SAE folder].")
+@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
 def eval_cmd(
     sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
-    device: str, dtype: str, batch_size: int, seed: int, out_dir: str | None, **settings: Any,
+    device: str, dtype: str, batch_size: int, seed: int, out_dir: str | None, as_json: bool,
+    **settings: Any,
 ) -> None:
     """L0, explained variance, CE-loss score (zero and mean ablation), ΔCE, KL, dead/dense."""
     from interp.cli.common import json_safe
@@ -329,9 +332,13 @@ def eval_cmd(
     with OutDir(target) as out:
         model = load_model(model_name, device, dtype, seed)
         res = evaluate_sae(model, load_sae(path, model, device=device), docs, cfg, data=data)
-        out.write_json("results.json", json_safe(res.to_dict()))
+        data = json_safe(res.to_dict())
+        out.write_json("results.json", data)
         sae_report(res).write(out)
-    _print_eval(res.headline())
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        _print_eval(res.headline())
     log(f"wrote {os.path.join(target, 'report.html')} and results.json")
 
 

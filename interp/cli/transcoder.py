@@ -18,6 +18,7 @@ from interp.cli.common import (
     load_model,
     log,
     make_model_options,
+    show_result,
     text_options,
     throughput_text,
     write_run_results,
@@ -102,9 +103,11 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
 @make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write results.json, report.html and figures/ here [default: the folder].")
+@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
 def eval_cmd(transcoders_dir: str, layers_spec: str | None, text_file: str | None,
              hf_dataset: str | None, model_name: str | None, device: str, dtype: str,
-             batch_size: int, seed: int, out_dir: str | None, **settings: Any) -> None:
+             batch_size: int, seed: int, out_dir: str | None, as_json: bool,
+             **settings: Any) -> None:
     """NMSE, L0, dead latents and the CE-loss score, every layer at once and each alone."""
     from interp.data.corpus import text_source
     from reports.transcoder import transcoder_report
@@ -120,10 +123,11 @@ def eval_cmd(transcoders_dir: str, layers_spec: str | None, text_file: str | Non
     tcs = load_transcoders(transcoders_dir, model, layers=layers, device=device)
     with OutDir(target) as out:
         res = evaluate_transcoders(model, tcs, docs, cfg, data=data)
-        out.write_json("results.json", json_safe(res.to_dict()))
+        data = json_safe(res.to_dict())
+        out.write_json("results.json", data)
         transcoder_report(res).write(out)
-    res.headline().print()
-    log(f"wrote {os.path.join(target, 'report.html')} and results.json")
+    show_result(res, data, as_json, f"wrote {os.path.join(target, 'report.html')} and "
+                                    "results.json")
 
 
 __all__ = ["transcoder_group"]

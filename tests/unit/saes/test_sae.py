@@ -523,6 +523,12 @@ def test_cli_train_eval_browse_export_import(tiny_model_dir, text_file, tmp_path
                 "delta_ce", "dead_fraction", "dense_fraction"):
         assert key in res and res[key] is not None, key
     assert "explained variance" in out
+    code, out, err = run(["sae", "eval", str(run_dir), "--text", str(text_file), "--tokens",
+                          "600", "--seq-len", "16", *m, "--json", "--out",
+                          str(tmp_path / "eval-json")], capsys)
+    assert code == 0, err
+    assert json.loads(out) == json.loads((tmp_path / "eval-json" / "results.json").read_text())
+    assert json.loads(out)["l0"] == res["l0"]  # the same SAE on the same tokens
     for name in ("reconstruction", "ce", "scores", "density", "training"):  # beside the page
         assert (run_dir / "sae" / "figures" / f"{name}.svg").is_file(), name
         assert (run_dir / "sae" / "figures" / f"{name}.png").is_file(), name

@@ -168,6 +168,12 @@ def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     assert res["ce_all"] >= res["ce_clean"] - 1e-6 or res["ce_loss_score_all"] <= 1.0
     assert (run_dir / "figures" / "transcoders.svg").is_file()
     assert (run_dir / "report.html").is_file()
+    code, out, err = run(["transcoder", "eval", str(run_dir), "--text", str(text_file),
+                          "--tokens", "300", "--seq-len", "16", *m, "--json", "--out",
+                          str(tmp_path / "eval-json")], capsys)
+    assert code == 0, err
+    assert json.loads(out) == json.loads((tmp_path / "eval-json" / "results.json").read_text())
+    assert json.loads(out)["ce_all"] == pytest.approx(res["ce_all"], rel=1e-6)
     # `sae explain` on a layer folder labels that transcoder's features, beside it
     code, out, err = run(["sae", "explain", str(run_dir / "layer-2"), "--text", str(text_file),
                           "--tokens", "300", "--seq-len", "16", "--ctx-len", "8",
