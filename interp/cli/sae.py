@@ -298,8 +298,10 @@ def sae_path(path: str, *, transcoders: bool = False) -> Path:
     layers = sorted(int(d.name.removeprefix("layer-")) for d in p.glob("layer-*")
                     if d.name.removeprefix("layer-").isdigit() and d.is_dir())
     if layers and not (p / "config.json").is_file():
-        raise InterpError(f"{p} holds SAEs for layers {', '.join(map(str, layers))}: name one, "
-                          f"e.g. {p / f'layer-{layers[0]}'}")
+        kind = ("transcoders" if any((p / f"layer-{i}" / TRANSCODER_SUBDIR).is_dir()
+                                     for i in layers) else "SAEs")
+        raise InterpError(f"{p} holds {kind} for layers {', '.join(map(str, layers))}: name "
+                          f"one, e.g. {p / f'layer-{layers[0]}'}")
     return p
 
 

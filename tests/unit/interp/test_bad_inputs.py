@@ -675,7 +675,7 @@ CASES = [
         _text(c), *_EXPLAIN, "--out", c.out], "reads activations of width d_in=32"),
     Case("sae-explain-transcoder-run-not-a-layer", lambda c: [
         "sae", "explain", _tiny_transcoders(c, [0, 1]), *M(c), "--text", _text(c),
-        *_EXPLAIN, "--out", c.out], "name one, e.g."),
+        *_EXPLAIN, "--out", c.out], "holds transcoders for layers 0, 1: name one, e.g."),
     Case("sae-browse-explanations-not-records", lambda c: [
         "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "200",
         "--seq-len", "24", "--explanations", c.file("y.jsonl", "[1, 2]\n"),
