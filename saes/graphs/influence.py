@@ -35,7 +35,8 @@ from saes.graphs.attribution import Nodes
 def normalize(adj: Float[Tensor, "n n"]) -> Float[Tensor, "n n"]:
     """Each row's absolute values divided by their sum."""
     a = adj.abs()
-    return a / a.sum(dim=1, keepdim=True).clamp(min=1e-10)
+    a /= a.sum(dim=1, keepdim=True).clamp(min=1e-10)  # in place: one [n, n] copy, not two
+    return a
 
 
 def influence(norm_adj: Float[Tensor, "n n"], weights: Float[Tensor, " n"],
@@ -59,9 +60,19 @@ def target_weights(nodes: Nodes) -> Float[Tensor, " n"]:
 
 
 def _threshold(scores: Tensor, keep: float) -> Tensor:
-    ordered = torch.sort(scores.flatten(), descending=True).values
+    """The score at which the cumulative share of the (non-negative) scores reaches
+    ``keep``. Zeros add nothing to the share and are left out of the sort (an edge matrix
+    is mostly zeros, and a sort of all ``n²`` keeps int64 indices beside the values)."""
+    flat = scores.flatten()
+    nonzero = flat[flat != 0]
+    if nonzero.numel() == 0:
+        return torch.zeros((), dtype=scores.dtype)
+    ordered = torch.sort(nonzero, descending=True).values
     cum = torch.cumsum(ordered, 0) / ordered.sum().clamp(min=1e-30)
-    i = min(int(torch.searchsorted(cum, torch.tensor(keep))), ordered.numel() - 1)
+    i = int(torch.searchsorted(cum, torch.tensor(keep)))
+    if i >= ordered.numel():  # the share never reaches keep (rounding): keep everything
+        return ordered[-1] if nonzero.numel() == flat.numel() else torch.zeros(
+            (), dtype=scores.dtype)
     return ordered[i]
 
 
@@ -87,10 +98,14 @@ def prune(adj: Float[Tensor, "n n"], nodes: Nodes, node_threshold: float = 0.8,
     pruned = adj.clone()
     pruned[~keep] = 0
     pruned[:, ~keep] = 0
+    nonzero = pruned != 0
     norm = normalize(pruned)
-    edge_scores = norm * (influence(norm, w) + w)[:, None]
+    del pruned
+    edge_scores = norm.mul_((influence(norm, w) + w)[:, None])  # in place: norm is done
     edges = edge_scores >= _threshold(edge_scores, edge_threshold)
-    edges &= pruned != 0
+    del edge_scores, norm
+    edges &= nonzero
+    del nonzero
     sources = nodes.embed_start  # features, errors, biases need an outgoing edge
     before = None
     while before is None or not torch.equal(before, keep):

@@ -136,10 +136,10 @@ def run_attribution(
     return result
 
 
-#: Dense [n, n] float32 matrices a graph holds at its peak (the adjacency, normalised copies
-#: and the edge scores while pruning, the pruned copy, masks and temporaries): measured, a
-#: 20-token graph of 18,224 nodes peaked at 13.5 GB resident, about 8 such matrices.
-GRAPH_MATRICES = 8
+#: Dense [n, n] float32 matrices a graph holds at its peak (the adjacency, a normalised copy
+#: and the pruned copy while pruning and scoring, masks and temporaries): measured, a
+#: 20-token graph of 17,812 nodes peaked at 7.1 GB resident, the model included.
+GRAPH_MATRICES = 5
 
 
 def check_graph_memory(n_nodes: int, n_tokens: int, max_features: int | None = None) -> None:

@@ -189,6 +189,31 @@ def test_pruning_keeps_the_influential_path_and_drops_orphans():
     assert comp == pytest.approx((0.5 + 1.475) / 2.475, rel=1e-5)
 
 
+def _threshold_over_all(scores: torch.Tensor, keep: float) -> torch.Tensor:
+    """The reference: the cumulative share over every score, zeros included, sorted."""
+    ordered = torch.sort(scores.flatten(), descending=True).values
+    cum = torch.cumsum(ordered, 0) / ordered.sum().clamp(min=1e-30)
+    i = min(int(torch.searchsorted(cum, torch.tensor(keep))), ordered.numel() - 1)
+    return ordered[i]
+
+
+@pytest.mark.parametrize("keep", [0.0, 0.5, 0.8, 0.98, 1.0])
+def test_threshold_without_the_zeros_is_the_threshold_over_all(keep):
+    """Leaving the zeros out of the sort (memory) picks the same cut: on sparse
+    non-negative matrices with small integer values (sums exact in float32), at every
+    share including 1, and on an all-zero matrix."""
+    from saes.graphs.influence import _threshold
+
+    g = torch.Generator().manual_seed(0)
+    for density in (0.0, 0.01, 0.3, 1.0):
+        m = torch.randint(1, 50, (200, 200), generator=g).float()
+        m *= torch.rand(200, 200, generator=g) < density
+        want = _threshold_over_all(m, keep)
+        got = _threshold(m, keep)
+        assert float(got) == float(want), (density, keep)
+        assert torch.equal(m >= got, m >= want)
+
+
 def test_features_that_write_nothing_get_no_influence(tiny_model):
     """On the tiny model: transcoders whose decoders are zero leave every MLP output to the
     errors; their features have inputs but no influence, pruning keeps none, and the
@@ -356,3 +381,29 @@ def test_capped_graph_keeps_the_most_influential_features(tiny_model):
     rows = torch.arange(nodes.total)
     assert torch.allclose(partial_influence(full, rows, w), influence(normalize(full), w),
                           atol=1e-6)
+
+
+def test_a_graph_over_the_memory_refuses_before_the_backward_passes(tiny_model, monkeypatch):
+    """The dense matrices grow with the square of the nodes: with too little memory the
+    graph is refused in one line naming the remedy; a cap needs far less."""
+    import interp.runs.memory as memory
+    from interp.errors import InterpError
+    from saes.graphs.run import GRAPH_MATRICES
+
+    tcs = random_transcoders(tiny_model, [0, 1, 2])
+    full = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
+                           progress=False)
+    n = full.n_nodes
+    half = GRAPH_MATRICES * 4 * n * n / 2
+    monkeypatch.setattr(memory, "available_bytes", lambda device=None: half)
+    with pytest.raises(InterpError, match=r"would need about .*--max-feature-nodes$"):
+        run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
+                        progress=False)
+    capped = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
+        check_features=0, max_feature_nodes=8), progress=False)
+    assert capped.n_feature_nodes == 8
+    monkeypatch.setattr(memory, "available_bytes", lambda device=None: 1.0)
+    with pytest.raises(InterpError, match="with 8 feature nodes would need .*lower "
+                                          "--max-feature-nodes"):
+        run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
+            check_features=0, max_feature_nodes=8), progress=False)
