@@ -594,8 +594,7 @@ def _exact(graph: AttributionGraph) -> bool:
 
 def _as_nodes(graph: AttributionGraph) -> str:
     """``, 8,192 as nodes`` when ``max_feature_nodes`` left features out of the graph."""
-    n = graph.n_feature_nodes
-    return "" if n is None or n >= graph.n_active_features else f", {n:,} as nodes"
+    return f", {graph.n_feature_nodes:,} as nodes" if graph.features_capped else ""
 
 
 def _lead(graph: AttributionGraph) -> Markup:

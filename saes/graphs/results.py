@@ -158,10 +158,16 @@ class AttributionGraph(Result):
         """Whether ``edges`` holds fewer than the pruning kept (``max_edges``)."""
         return len(self.edges) < self.n_edges_kept
 
+    @property
+    def features_capped(self) -> bool:
+        """Whether ``max_feature_nodes`` left active features out of the nodes (they are in
+        the error nodes)."""
+        return self.n_feature_nodes is not None and self.n_feature_nodes < self.n_active_features
+
     def features_text(self) -> str:
         """``17,564`` or ``17,564 (8,192 as nodes, the others in error nodes)``."""
         text = f"{self.n_active_features:,}"
-        if self.n_feature_nodes is not None and self.n_feature_nodes < self.n_active_features:
+        if self.features_capped:
             text += f" ({self.n_feature_nodes:,} as nodes, the others in error nodes)"
         return text
 
