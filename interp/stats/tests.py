@@ -1,8 +1,9 @@
-"""Paired tests on counts, on scipy."""
+"""Paired tests on counts, on scipy; Benjamini–Hochberg on statsmodels."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from scipy import stats as sps
 
@@ -43,3 +44,23 @@ def paired_difference_ci(a: int, b: int, c: int, d: int) -> tuple[float, float, 
     hi = diff + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2)
                               + (p2 - l2) ** 2))
     return (diff, max(-1.0, lo), min(1.0, hi))
+
+
+def benjamini_hochberg(pvalues: Sequence[float], alpha: float = 0.05,
+                       ) -> tuple[list[bool], list[float]]:
+    """Benjamini–Hochberg at false-discovery rate ``alpha`` (statsmodels' ``multipletests``,
+    method ``fdr_bh``): whether each hypothesis is rejected, and its adjusted p-value (q).
+
+    A NaN p-value (a test that could not run) is left out of the family: not rejected,
+    its q NaN.
+    """
+    from statsmodels.stats.multitest import multipletests
+
+    idx = [i for i, p in enumerate(pvalues) if p == p]
+    rejected, q = [False] * len(pvalues), [math.nan] * len(pvalues)
+    if idx:
+        rej, adj, _, _ = multipletests([float(pvalues[i]) for i in idx], alpha=alpha,
+                                       method="fdr_bh")
+        for k, i in enumerate(idx):
+            rejected[i], q[i] = bool(rej[k]), float(adj[k])
+    return rejected, q
