@@ -2,8 +2,11 @@
 
 Input is an :class:`saes.graphs.results.AttributionGraph` (``run_attribution``), and,
 optionally, top activating contexts and explanations of its features, keyed
-``"LAYER:FEATURE"``. The page (``templates/graph.html.j2``) leads with the prompt, the
-target, the replacement and completeness scores and the exactness check; then
+``"LAYER:FEATURE"``. The page (``templates/graph.html.j2``) leads with what the graph is
+worth (:meth:`~saes.graphs.results.AttributionGraph.worth`: the replacement and completeness
+scores against decoder-shuffled control graphs, the real-model agreement against chance),
+then the prompt, the facts and, last, the bookkeeping (the edges sum to the target: exact by
+construction, with error nodes, whatever the transcoders); then
 
 * **the viewer**: the pruned graph drawn as SVG by one constant script (:data:`GRAPH_JS`),
   nodes by layer (y) × token position (x), a side panel for the clicked node (values,
@@ -11,7 +14,8 @@ target, the replacement and completeness scores and the exactness check; then
   and supernode groups saved as a JSON file;
 * the check against the real model (predicted against measured changes of the target, the
   agreement with its bootstrap CIs, the checked features);
-* faithfulness (the pruned graph's features against random sets of as many);
+* faithfulness (the pruned graph's features against influence-matched random sets of as
+  many, the ceiling of the top features by measured effect, and random active features);
 * the static pruned graph (:func:`saes.graphs.figures.graph_figure`).
 
 Data reaches the script as a JSON data block, ``<script type="application/json"
@@ -46,7 +50,13 @@ from reports.html import (
     warnings_box,
 )
 from saes.graphs.figures import KIND_COLOURS, NEGATIVE, POSITIVE, check_figure, graph_figure
-from saes.graphs.results import AttributionGraph, FeatureCheck
+from saes.graphs.results import (
+    AttributionGraph,
+    FeatureCheck,
+    faithfulness_text,
+    score_text,
+    sign_text,
+)
 
 __all__ = ["GRAPH_JS", "MAX_CONTEXTS", "graph_data", "graph_report"]
 
@@ -56,9 +66,6 @@ MAX_CONTEXTS = 10
 TITLE_CHARS = 80
 #: Lowest value of the pruning-threshold slider.
 SLIDER_MIN = 0.05
-#: The exactness check: real, replacement and Σ edges agree within this (relative to
-#: ``max(1, |real|)``).
-EXACT_TOL = 1e-3
 #: Group ring colours, in order (cycled).
 GROUP_COLOURS = ("#7b2cbf", "#2a9d8f", "#e76f51", "#f4a261", "#1d3557", "#e63946",
                  "#6a994e", "#b5838d")
@@ -115,13 +122,13 @@ GRAPH_JS = """
   data.edges.forEach(function (e) {
     var s = byId[e[0]], t = byId[e[1]];
     if (!s || !t) { return; }
-    var edge = { source: s, target: t, weight: e[2] };
+    var edge = { source: s, target: t, weight: e[2], influence: e[3] || 0 };
     edges.push(edge);
     s.outs.push(edge);
     t.ins.push(edge);
   });
-  function byAbs(a, b) { return Math.abs(b.weight) - Math.abs(a.weight); }
-  nodes.forEach(function (n) { n.ins.sort(byAbs); n.outs.sort(byAbs); });
+  function byInfluence(a, b) { return b.influence - a.influence; }
+  nodes.forEach(function (n) { n.ins.sort(byInfluence); n.outs.sort(byInfluence); });
 
   function tokenText(p) {
     return p >= 0 && p < data.tokens.length ? data.tokens[p] : "";
@@ -185,7 +192,7 @@ GRAPH_JS = """
   nodes.forEach(function (n) {
     if (n.kind !== "target" && n.influence > maxInf) { maxInf = n.influence; }
   });
-  edges.forEach(function (e) { maxW = Math.max(maxW, Math.abs(e.weight)); });
+  edges.forEach(function (e) { maxW = Math.max(maxW, e.influence); });
   nodes.forEach(function (n) {
     n.r = n.kind === "target" ? 7 : 3 + 4.5 * Math.sqrt(maxInf > 0 ? n.influence / maxInf : 0);
   });
@@ -250,11 +257,11 @@ GRAPH_JS = """
   edges.forEach(function (e) {
     var line = sv("line", { x1: e.source.x, y1: e.source.y, x2: e.target.x, y2: e.target.y,
       stroke: e.weight >= 0 ? data.positive : data.negative,
-      "stroke-width": (0.6 + 3.4 * (maxW > 0 ? Math.abs(e.weight) / maxW : 0)).toFixed(2),
+      "stroke-width": (0.6 + 3.4 * (maxW > 0 ? e.influence / maxW : 0)).toFixed(2),
       "class": "gv-edge " + (e.weight >= 0 ? "gv-pos" : "gv-neg") });
     var title = sv("title");
     title.textContent = e.source.label + " \\u2192 " + e.target.label + "\\nweight: "
-      + signed(e.weight);
+      + signed(e.weight) + "\\ninfluence: " + fmt(e.influence);
     line.appendChild(title);
     e.el = line;
     edgeLayer.appendChild(line);
@@ -298,7 +305,7 @@ GRAPH_JS = """
   function edgeList(title, list, other, id) {
     var shown = list.filter(function (e) { return other(e).visible; });
     var head = el("h4", null, title + " (" + Math.min(TOP_EDGES, shown.length) + " of "
-      + shown.length + ", by |weight|)");
+      + shown.length + ", by influence)");
     var ol = el("ol", "gv-edge-list");
     ol.id = id;
     shown.slice(0, TOP_EDGES).forEach(function (e) {
@@ -547,12 +554,14 @@ def slider_max(graph: AttributionGraph) -> float:
 def graph_data(graph: AttributionGraph, contexts: Mapping[str, Sequence[Mapping[str, Any]]]
                | None = None, explanations: Mapping[str, str] | None = None
                ) -> dict[str, Any]:
-    """What the viewer draws: nodes (with labels), edges ``[source, target, weight]``,
+    """What the viewer draws: nodes (with labels), edges ``[source, target, weight,
+    influence]``,
     tokens, colours, and the contexts and explanations of the graph's features."""
     nodes = [_node(graph, n) for n in graph.nodes]
     ids = {n["id"] for n in nodes}
     keys = {n["key"] for n in nodes if n["key"] is not None}
-    edges = [[int(e["source"]), int(e["target"]), _num(e["weight"]) or 0.0]
+    edges = [[int(e["source"]), int(e["target"]), _num(e["weight"]) or 0.0,
+              _num(e.get("influence")) or 0.0]
              for e in graph.edges if e["source"] in ids and e["target"] in ids]
     return {
         "prompt": graph.prompt,
@@ -584,48 +593,46 @@ def json_island(data: Any) -> Markup:
 # --------------------------------------------------------------------------- page
 
 
-def _exact(graph: AttributionGraph) -> bool:
-    tol = EXACT_TOL * max(1.0, abs(graph.target_real))
-    vals = (graph.target_real, graph.target_replacement, graph.target_edge_sum)
-    return all(math.isfinite(v) for v in vals) and (
-        abs(graph.target_replacement - graph.target_real) <= tol
-        and abs(graph.target_edge_sum - graph.target_real) <= tol)
-
-
 def _as_nodes(graph: AttributionGraph) -> str:
     """``, 8,192 as nodes`` when ``max_feature_nodes`` left features out of the graph."""
     return f", {graph.n_feature_nodes:,} as nodes" if graph.features_capped else ""
 
 
+#: The lead's badge per verdict level (no green badge: "informative" is not "good").
+WORTH_BADGES = {"worthless": ("warn", "worthless"), "unknown": ("noise", "not measured"),
+                "informative": ("neutral", "informative")}
+
+
 def _lead(graph: AttributionGraph) -> Markup:
-    """The prompt, the verdict on exactness, the target and the scores."""
-    exact = _exact(graph)
-    verdict = (
-        Markup('The replacement model reproduces the target, and the edges into it sum to '
-               'it <span class="badge ok">exact</span>') if exact else
-        Markup('The replacement model or the edges do not reproduce the real model\'s target '
-               '<span class="badge warn">not exact</span>'))
-    pair = f"{format_number(graph.target_real, 4)} / {format_number(graph.target_replacement, 4)}" \
-           f" / {format_number(graph.target_edge_sum, 4)}"
+    """What the graph is worth first, then the prompt, the facts and the bookkeeping."""
+    worth = graph.worth()
+    cls, label = WORTH_BADGES[worth.level]
+    ag, ctl = graph.agreement, graph.controls
     facts: list[tuple[str, Any]] = [
+        ("replacement score", score_text(graph.replacement_score,
+                                         ctl.get("replacement_scores"))),
+        ("completeness score", score_text(graph.completeness_score,
+                                          ctl.get("completeness_scores"))),
+        ("real-model agreement (Spearman, predicted vs measured effects of the top "
+         "features)", with_ci(ag.get("spearman_real"), *_interval(ag, "spearman_real"))
+         + f" over {ag.get('spearman_real_n', 0)} features; chance 0" if ag else
+         "not checked"),
+        ("sign agreement with the real model", sign_text(ag, "real") if ag else "not checked"),
+        ("faithfulness", faithfulness_text(graph.faithfulness) if graph.faithfulness
+         else "not measured"),
         ("target", graph.target),
         ("active features", graph.features_text()),
         ("nodes kept", f"{len(graph.nodes)} of {graph.n_nodes}"),
-        ("edges kept", f"{len(graph.edges):,} strongest of {graph.n_edges_kept:,} (max_edges)"
-         if graph.edges_capped else str(len(graph.edges))),
-        ("replacement score (full / pruned)",
-         f"{format_number(graph.replacement_score)} / "
-         f"{format_number(graph.pruned_replacement_score)}"),
-        ("completeness score (full / pruned)",
-         f"{format_number(graph.completeness_score)} / "
-         f"{format_number(graph.pruned_completeness_score)}"),
-        ("target: real model / replacement / Σ edges", pair),
+        ("edges kept", f"{len(graph.edges):,} of most influence of {graph.n_edges_kept:,} "
+                       "(max_edges)" if graph.edges_capped else str(len(graph.edges))),
+        ("bookkeeping", graph.bookkeeping()),
     ]
     dl = Markup("").join(Markup("<div><dt>{}</dt><dd>{}</dd></div>").format(k, v)
                          for k, v in facts)
-    return Markup('<p class="prompt-label">Prompt</p><pre class="prompt">{}</pre>'
-                  '<p class="verdict">{}.</p>{}<dl class="facts">{}</dl>').format(
-        graph.prompt, verdict, warnings_box(graph.warnings), dl)
+    return Markup('<p class="verdict"><span class="badge {}">{}</span> {}.</p>'
+                  '<p class="prompt-label">Prompt</p><pre class="prompt">{}</pre>{}'
+                  '<dl class="facts">{}</dl>').format(
+        cls, label, worth.sentence, graph.prompt, warnings_box(graph.warnings), dl)
 
 
 def _position(graph: AttributionGraph, pos: int) -> Markup:
@@ -656,85 +663,113 @@ def _interval(ag: Mapping[str, Any], key: str) -> tuple[float, float]:
 
 
 def _agreement(graph: AttributionGraph) -> tuple[list[tuple[str, Any]], str | None]:
-    """The agreement rows (value [CI] and a noise badge) and the sentence on the noise."""
+    """The agreement rows (value [CI] and a noise badge; sign agreement against its
+    permutation null) and the sentence on the noise."""
     ag = graph.agreement
     if not ag:
         return [], None
     rows: list[tuple[str, Any]] = [("features checked", str(ag.get("spearman_real_n", MISSING)))]
-    for key, label, chance in (
-            ("spearman_real", "Spearman, graph vs real model", 0.0),
-            ("sign_real", "sign agreement, graph vs real model", 0.5),
-            ("spearman_real_frozen", "Spearman, graph vs real model with attention and norms "
-                                     "frozen", 0.0),
-            ("sign_real_frozen", "sign agreement, graph vs real model, attention and norms "
-                                 "frozen", 0.5),
-            ("spearman_replacement", "Spearman, graph vs frozen replacement", 0.0),
-            ("sign_replacement", "sign agreement, graph vs frozen replacement", 0.5)):
-        lo, hi = _interval(ag, key)
-        rows.append((label, Markup("{} {}").format(with_ci(ag.get(key), lo, hi),
-                                                   noise_label(lo, hi, chance))))
+    for where, label in (("real", "graph vs real model"),
+                         ("real_frozen", "graph vs real model with attention and norms "
+                                         "frozen"),
+                         ("replacement", "graph vs frozen replacement")):
+        lo, hi = _interval(ag, f"spearman_{where}")
+        rows.append((f"Spearman, {label} (chance 0)", Markup("{} {}").format(
+            with_ci(ag.get(f"spearman_{where}"), lo, hi), noise_label(lo, hi, 0.0))))
+        nlo, nhi = _interval_of(ag.get(f"sign_{where}_null_interval"))
+        sign = as_float(ag.get(f"sign_{where}"))
+        rows.append((f"sign agreement, {label} (against its permutation null)",
+                     Markup("{} {}").format(sign_text(ag, where),
+                                            noise_label(nlo, nhi, sign)
+                                            if math.isfinite(sign) else "")))
     rows.append(("Spearman, doubled features (real model)",
                  format_number(ag.get("spearman_real_doubled"))))
     rows.append(("sign agreement, doubled features (real model)",
-                 format_number(ag.get("sign_real_doubled"))))
+                 sign_text(ag, "real_doubled")))
     lo, hi = _interval(ag, "spearman_real")
     n = ag.get("spearman_real_n", len(graph.checks))
     if not (math.isfinite(lo) and math.isfinite(hi)):
         sentence = (f"With {n} features checked there is no interval for the agreement "
                     "with the real model: too few to tell it from noise.")
-    elif lo <= 0 <= hi:
+    elif lo <= 0:
         sentence = (f"The 95% interval of the Spearman correlation with the real model, "
-                    f"{ci_text(lo, hi)}, includes 0: with {n} features checked, the "
-                    "agreement between the graph's predictions and the real model is within "
-                    "the noise.")
+                    f"{ci_text(lo, hi)}, includes 0 or lies below it: with {n} features "
+                    "checked, the graph's predictions do not agree with the real model "
+                    "beyond chance.")
     else:
         sentence = (f"The 95% interval of the Spearman correlation with the real model, "
                     f"{ci_text(lo, hi)}, excludes 0: the graph's predictions rank the "
-                    f"features' real effects better than chance ({n} features checked).")
-    slo, shi = _interval(ag, "sign_real")
-    if math.isfinite(slo) and slo <= 0.5 <= shi:
-        sentence += (f" The sign agreement's interval {ci_text(slo, shi)} includes 0.5 "
-                     "(chance): the signs agree no better than noise.")
+                    f"features' real effects better than chance ({n} features checked). "
+                    "That is a statement about the linearisation, not the transcoders: "
+                    "removing any vector, a random transcoder's feature included, can be "
+                    "predicted well; the scores against their controls say whether the "
+                    "features are worth more than shuffled ones.")
+    p = as_float(ag.get("sign_real_p"))
+    if math.isfinite(p):
+        null = as_float(ag.get("sign_real_null"))
+        sentence += (f" Chance for the sign agreement is its permutation null, "
+                     f"{100 * null:.0f}% here (the measured changes shuffled against the "
+                     f"predicted; not 50% when the signs are imbalanced): "
+                     + ("the signs agree no better than that" if p > 0.05 else
+                        "the signs agree more often than that")
+                     + f" (p {format_number(p, 2)}).")
     return rows, sentence
+
+
+def _interval_of(pair: Any) -> tuple[float, float]:
+    try:
+        return float(pair[0]), float(pair[1])
+    except (TypeError, ValueError, IndexError):
+        return math.nan, math.nan
 
 
 def _faithfulness(graph: AttributionGraph) -> tuple[list[tuple[str, Any]], Markup | None]:
     f = graph.faithfulness
     if not f:
         return [], None
-    lo, hi = (f.get("random_interval") or [math.nan, math.nan])[:2]
+    mlo, mhi = _interval_of(f.get("matched_interval"))
+    wlo, whi = _interval_of(f.get("random_interval"))
     n_random = graph.config.random_subgraphs if graph.config is not None else None
+    k = f.get("features_kept")
     rows: list[tuple[str, Any]] = [
-        ("features kept by pruning", f"{f.get('features_kept')} of "
-                                     f"{f.get('features_active')} active"),
+        ("features kept by pruning", f"{k} of {f.get('features_active')} active"),
         ("target, clean", f.get("target_clean")),
         ("target, every active feature removed", f.get("target_no_features")),
         ("target, only the graph's features left", f.get("target_graph_only")),
         ("faithfulness (share of the target kept)", f.get("faithfulness")),
-        ("random subgraphs of the same size: mean", f.get("random_mean")),
-        ("random subgraphs: 95% interval", ci_text(lo, hi)),
-        ("random subgraphs drawn", n_random),
+        ("baseline: influence-matched random sets, mean [95% range]",
+         with_ci(f.get("matched_mean"), mlo, mhi)),
+        ("share of matched sets at or above the graph (p)", format_number(f.get("matched_p"))),
+        (f"ceiling: the {k} features of largest measured single-feature effect",
+         Markup("{} <span class=\"note\">({} of them measured, the rest by influence)"
+                "</span>").format(format_number(f.get("ceiling")), f.get("ceiling_measured"))),
+        ("weak baseline: random active features (most of no influence), mean [95% range]",
+         with_ci(f.get("random_mean"), wlo, whi)),
+        ("random sets drawn, each baseline", n_random),
     ]
-    faith, lo, hi = as_float(f.get("faithfulness")), as_float(lo), as_float(hi)
-    if not (math.isfinite(faith) and math.isfinite(lo) and math.isfinite(hi)):
+    faith = as_float(f.get("faithfulness"))
+    ceiling = format_number(f.get("ceiling"))
+    if not (math.isfinite(faith) and math.isfinite(mlo) and math.isfinite(mhi)):
         verdict = Markup('<span class="badge noise">not measured</span> Removing every '
                          "active feature does not change the target, so no share of it can "
                          "be measured.")
-    elif faith > hi:
-        verdict = Markup('<span class="badge ok">beats the random interval</span> The pruned '
-                         "graph's features keep {} of the target, above the interval {} of "
-                         "random sets of as many features.").format(
-            format_number(faith), ci_text(lo, hi))
-    elif faith < lo:
-        verdict = Markup('<span class="badge warn">below the random interval</span> The '
+    elif faith > mhi:
+        verdict = Markup('<span class="badge neutral">beats the matched baseline</span> The '
+                         "pruned graph's features keep {} of the target, above the range {} "
+                         "of random sets with the same influence profile (ceiling {}).").format(
+            format_number(faith), ci_text(mlo, mhi), ceiling)
+    elif faith < mlo:
+        verdict = Markup('<span class="badge warn">below the matched baseline</span> The '
                          "pruned graph's features keep {} of the target, less than random "
-                         "sets of as many features ({}).").format(
-            format_number(faith), ci_text(lo, hi))
+                         "sets with the same influence profile ({}).").format(
+            format_number(faith), ci_text(mlo, mhi))
     else:
-        verdict = Markup('<span class="badge noise">within the random interval</span> The '
-                         "pruned graph's features keep {} of the target, inside the "
-                         "interval {} of random sets of as many features: no better than "
-                         "chance.").format(format_number(faith), ci_text(lo, hi))
+        verdict = Markup('<span class="badge noise">within the matched baseline</span> The '
+                         "pruned graph's features keep {} of the target, inside the range {} "
+                         "of random sets with the same influence profile: its choice of "
+                         "features is no better than chance among features as "
+                         "influential (ceiling {}).").format(
+            format_number(faith), ci_text(mlo, mhi), ceiling)
     return rows, verdict
 
 

@@ -17,14 +17,21 @@ def _f(x: object) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else short(x)  # type: ignore[arg-type]
 
 
+def _yes_no(flag: object) -> str:
+    return "—" if flag is None else ("yes" if flag else "no")
+
+
 def graph_task_report(result: GraphTaskResult) -> Report:
     """The page: lead, the per-prompt figure and table, the worst features."""
     r = result
     prompts = [[i, p["prompt"], p["answer"], p["wrong"], _f(p["target"]),
-                p["active_features"], _f(p["replacement_score"]), _f(p["spearman_real"]),
-                _f(p["sign_real"]), _f(p["spearman_real_frozen"]),
+                p["active_features"], _f(p["replacement_score"]),
+                _f(p.get("replacement_control")),
+                _yes_no(p.get("beats_controls")),
+                _f(p["spearman_real"]), _f(p["sign_real"]), _f(p["spearman_real_frozen"]),
                 _f(p["spearman_replacement"]), _f(p["faithfulness"]),
-                _f(p["faithfulness_random"]), f"{p['elapsed_s']:.1f}"]
+                _f(p.get("faithfulness_matched")), _f(p.get("faithfulness_ceiling")),
+                f"{p['elapsed_s']:.1f}"]
                for i, p in enumerate(r.prompts)]
     worst = [[w["prompt"], f"L{w['layer']} F{w['feature']}", w["token"], _f(w["predicted"]),
               _f(w["replacement"]), _f(w["real_frozen"]), _f(w["real"]),

@@ -11,19 +11,34 @@ runs in the real model with its attention patterns and norm scales held at the c
 and its real MLPs live (``real_frozen``): the graph's only approximations left there are the
 transcoders' (their features' linearisation, the constant error terms).
 
-**Faithfulness**: remove every active feature outside the pruned graph in the real model
-and measure how much of the target is kept, ``(m_S − m_∅)/(m_clean − m_∅)`` with ``m_∅``
-every active feature removed, against random sets of as many features.
+**Agreement** of predicted and measured changes: Spearman with a bootstrap CI over the
+features (chance: 0), and sign agreement against a **permutation null** (the measured
+changes shuffled against the predicted ones, within each prompt: chance is
+``p·q + (1 − p)(1 − q)`` for shares ``p`` and ``q`` of positive predictions and
+measurements, not 0.5), with the null's mean, its 95% range and a one-sided p-value
+(:func:`sign_null`).
+
+**Faithfulness**: remove every active feature outside a set ``S`` in the real model and
+measure how much of the target is kept, ``(m_S − m_∅)/(m_clean − m_∅)`` with ``m_∅`` every
+active feature removed. ``S`` is the pruned graph's features; the baseline is
+**influence-matched** random sets (:func:`matched_sets`: the features ranked by influence
+are cut into bins of ``2k`` ranks for a set of ``k``, and each random set takes as many
+features from each bin as the graph's set does, so it has the same influence profile and
+only the graph's choice *within* a band of influence is tested); the ceiling is the ``k``
+features of largest measured single-feature effect (:func:`ceiling_set`). Random sets of
+any active features, most of them of no influence, are kept as the *weak* baseline.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
+from jaxtyping import Bool, Float
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
@@ -143,23 +158,160 @@ def replacement_metric(stack: Stack, fz: Frozen, nodes: Nodes,
     return torch.cat(out).numpy()
 
 
-def agreement(pred: np.ndarray, measured: np.ndarray, seed: int = 0) -> dict[str, object]:
+def sign_null(groups: Sequence[tuple[np.ndarray, np.ndarray]], n_resamples: int = 1000,
+              seed: int = 0) -> dict[str, Any]:
+    """Sign agreement pooled over ``groups`` of (predicted, measured) against its permutation
+    null: the measured values shuffled against the predicted ones within each group (one
+    prompt's features), ``n_resamples`` times. Returns ``sign`` (observed), ``null`` (the
+    null's mean: chance), ``null_interval`` (its 2.5 and 97.5 percentiles) and ``p`` (one
+    sided, ``(1 + #null ≥ observed)/(1 + n_resamples)``).
+
+    scipy's ``permutation_test`` (``permutation_type="pairings"``) permutes a whole sample;
+    the shuffle here is stratified by prompt, so each prompt keeps its own balance of signs
+    (the tests check it against scipy for one group)."""
+    pairs = [(np.sign(np.asarray(p, float)), np.sign(np.asarray(m, float))) for p, m in groups]
+    pairs = [(p[ok], m[ok]) for p, m in pairs if (ok := np.isfinite(p) & np.isfinite(m)).any()]
+    n = sum(len(p) for p, _ in pairs)
+    if n == 0:
+        return {"sign": math.nan, "null": math.nan, "null_interval": [math.nan] * 2,
+                "p": math.nan}
+    observed = sum(float((p == m).sum()) for p, m in pairs) / n
+    rng = np.random.default_rng(seed)
+    null = np.zeros(n_resamples)
+    for p, m in pairs:
+        shuffled = rng.permuted(np.broadcast_to(m, (n_resamples, len(m))), axis=1)
+        null += (shuffled == p).sum(1)
+    null /= n
+    return {"sign": observed, "null": float(null.mean()),
+            "null_interval": [float(np.quantile(null, 0.025)), float(np.quantile(null, 0.975))],
+            "p": float((1 + (null >= observed - 1e-12).sum()) / (1 + n_resamples))}
+
+
+def agreement(pred: np.ndarray, measured: np.ndarray, seed: int = 0,
+              n_resamples: int = 1000) -> dict[str, object]:
     """Spearman and sign agreement of predicted and measured effects, with bootstrap CIs
     over the features and their counts (``spearman``, ``spearman_ci95``, ``spearman_n``,
-    ``sign``, …)."""
+    ``sign``, …), and the sign agreement's permutation null (``sign_null``,
+    ``sign_null_interval``, ``sign_p``: :func:`sign_null`)."""
     ok = np.isfinite(pred) & np.isfinite(measured)
     pred, measured = pred[ok], measured[ok]
     n = int(len(pred))
     if n < 3:
         return {"spearman_n": n, "sign_n": n, "spearman": math.nan,
-                "spearman_ci95": [math.nan] * 2, "sign": math.nan, "sign_ci95": [math.nan] * 2}
+                "spearman_ci95": [math.nan] * 2, "sign": math.nan, "sign_ci95": [math.nan] * 2,
+                "sign_null": math.nan, "sign_null_interval": [math.nan] * 2,
+                "sign_p": math.nan}
     sign = (np.sign(pred) == np.sign(measured)).astype(float)
+    null = sign_null([(pred, measured)], n_resamples, seed)
     return {"spearman_n": n, "sign_n": n,
             "spearman": spearman(pred, measured),
             "spearman_ci95": bootstrap_ci(lambda i: spearman(pred[i], measured[i]),
                                           len(pred), seed=seed),
             "sign": float(sign.mean()),
-            "sign_ci95": bootstrap_ci(lambda i: float(sign[i].mean()), len(pred), seed=seed)}
+            "sign_ci95": bootstrap_ci(lambda i: float(sign[i].mean()), len(pred), seed=seed),
+            "sign_null": null["null"], "sign_null_interval": null["null_interval"],
+            "sign_p": null["p"]}
 
 
-__all__ = ["agreement", "real_metric", "replacement_metric", "writes"]
+#: An influence-matched set of ``k`` features draws from bins of this many times ``k``
+#: consecutive influence ranks (:func:`matched_sets`).
+BIN_FACTOR = 2
+
+
+def matched_sets(influence: Float[Tensor, " f"], kept: Bool[Tensor, " f"], n_sets: int,
+                 generator: torch.Generator) -> list[Bool[Tensor, " f"]]:
+    """``n_sets`` random sets of features with the influence profile of ``kept``: the
+    features ranked by influence (ties in random order) are cut into bins of
+    ``BIN_FACTOR × k`` ranks (``k = kept.sum()``), and each set takes, from every bin, as
+    many features at random as ``kept`` has in it. The most influential ``k`` features are
+    matched by random ``k`` of the top ``2k``: the set is tested on its choice within a band
+    of influence, not on having picked influential features at all."""
+    f = int(influence.numel())
+    k = int(kept.sum())
+    if k == 0 or k == f:
+        return [kept.clone() for _ in range(n_sets)]
+    tie = torch.randperm(f, generator=generator)
+    order = tie[torch.argsort(influence[tie], descending=True, stable=True)]
+    width = BIN_FACTOR * k
+    bins = [order[s:s + width] for s in range(0, f, width)]
+    counts = [int(kept[b].sum()) for b in bins]
+    out = []
+    for _ in range(n_sets):
+        m = torch.zeros(f, dtype=torch.bool)
+        for b, c in zip(bins, counts, strict=True):
+            if c:
+                m[b[torch.randperm(len(b), generator=generator)[:c]]] = True
+        out.append(m)
+    return out
+
+
+def ceiling_set(influence: Float[Tensor, " f"], measured: Mapping[int, float], k: int
+                ) -> Bool[Tensor, " f"]:
+    """The ``k`` features of largest measured single-feature effect ``|Δ|`` (``measured``:
+    feature index → Δ in the real model); when fewer than ``k`` were measured, the rest by
+    influence."""
+    f = int(influence.numel())
+    ranked = sorted(measured, key=lambda i: -abs(measured[i]) if math.isfinite(
+        measured[i]) else math.inf)[:k]
+    m = torch.zeros(f, dtype=torch.bool)
+    if ranked:
+        m[torch.tensor(ranked)] = True
+    for i in torch.argsort(influence, descending=True, stable=True).tolist():
+        if int(m.sum()) >= k:
+            break
+        m[i] = True
+    return m
+
+
+def faithfulness(kept: Bool[Tensor, " f"], influence: Float[Tensor, " f"],
+                 measured: Mapping[int, float],
+                 keep_only: Callable[[list[Tensor]], np.ndarray], n_sets: int,
+                 seed: int) -> dict[str, Any]:
+    """Faithfulness of the features ``kept`` against influence-matched random sets, the
+    ceiling, and unmatched random sets (the weak baseline). ``keep_only(sets)`` gives the
+    real model's target metric with every active feature outside each set removed
+    (``sets[0]`` is empty: every feature removed), ``influence`` every active feature's
+    influence (0 where not computed) and ``measured`` the single-feature effects measured.
+    """
+    f, k = int(kept.numel()), int(kept.sum())
+    g = torch.Generator().manual_seed(seed)
+    matched = matched_sets(influence, kept, n_sets, g)
+    weak = []
+    for _ in range(n_sets):
+        m = torch.zeros(f, dtype=torch.bool)
+        m[torch.randperm(f, generator=g)[:k]] = True
+        weak.append(m)
+    ceiling = ceiling_set(influence, measured, k)
+    sets = [torch.zeros(f, dtype=torch.bool), torch.ones(f, dtype=torch.bool), kept, ceiling,
+            *matched, *weak]
+    vals = keep_only(sets)
+    empty, clean = float(vals[0]), float(vals[1])
+    span = clean - empty
+
+    def frac(v: float) -> float:
+        return float((v - empty) / span) if abs(span) > 1e-12 else math.nan
+
+    graph = frac(float(vals[2]))
+    m_vals = np.array([frac(v) for v in vals[4:4 + n_sets]])
+    w_vals = np.array([frac(v) for v in vals[4 + n_sets:]])
+
+    def summary(v: np.ndarray) -> tuple[float, list[float]]:
+        if not np.isfinite(v).all():
+            return math.nan, [math.nan, math.nan]
+        return float(v.mean()), [float(np.quantile(v, 0.025)), float(np.quantile(v, 0.975))]
+
+    m_mean, m_int = summary(m_vals)
+    w_mean, w_int = summary(w_vals)
+    return {"features_kept": k, "features_active": f, "target_clean": clean,
+            "target_no_features": empty, "target_graph_only": float(vals[2]),
+            "faithfulness": graph,
+            "matched_mean": m_mean, "matched_interval": m_int,
+            "matched_p": float((1 + (m_vals >= graph).sum()) / (1 + n_sets))
+            if math.isfinite(graph) and np.isfinite(m_vals).all() else math.nan,
+            "ceiling": frac(float(vals[3])),
+            "ceiling_measured": min(k, sum(math.isfinite(v) for v in measured.values())),
+            "random_mean": w_mean, "random_interval": w_int}
+
+
+__all__ = ["BIN_FACTOR", "agreement", "ceiling_set", "faithfulness", "matched_sets",
+           "real_metric", "replacement_metric", "sign_null", "writes"]

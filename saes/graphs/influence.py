@@ -6,13 +6,19 @@ values normalised to sum to 1, and ``w`` the targets' weights (their probabiliti
 a custom target), ``w·(Â + Â² + …)``; the series ends because the graph has no cycles.
 **Pruning** keeps the nodes holding ``node_threshold`` of the total influence (tokens and
 targets always), then the edges holding ``edge_threshold`` of the edge influence, then drops
-feature and error nodes left with no outgoing (or, for features, incoming) edge.
+feature and error nodes left with no outgoing (or, for features, incoming) edge. An edge's
+**influence** (its score in that step, circuit-tracer's ``compute_edge_influence``) is its
+share of its target's input times the target's influence plus weight; the viewer keeps the
+edges of most influence (:meth:`Pruned.edge_influence`), never the largest raw weights,
+which mix units.
 
 **Scores.** The *replacement score* is the share of the tokens' and errors' influence that
 the tokens hold (1: no path from the input to the output needs an error node); the
 *completeness score* is the share of every node's input that comes from non-error nodes,
 weighted by the node's influence (plus the targets' own weight). Bias nodes count as neither
-tokens nor errors in the first and as non-error inputs in the second.
+tokens nor errors in the first and as non-error inputs in the second. Both are the full graph's
+(circuit-tracer's ``compute_graph_scores``; it defines none for a pruned graph, and neither
+do we). They have no chance level of their own: :mod:`saes.graphs.controls` gives them one.
 
 **Total effect** (signed): the effect on the target metric ``Σ_k w_k·target_k`` of removing
 a node, through every path, with each feature's activation following its pre-activation
@@ -84,6 +90,19 @@ class Pruned:
     edge_mask: Bool[Tensor, "n n"]
     node_influence: Float[Tensor, " n"]
     cumulative: Float[Tensor, " n"]   # each node's place in the cumulative influence
+    #: Per target row t of the node-pruned graph, ``(influence_t + w_t) / Σ_s |A[t, s]|``:
+    #: an edge's influence (circuit-tracer's edge score) is ``|A[t, s]| · edge_factor[t]``
+    #: (:meth:`edge_influence`), kept as a vector, not an ``[n, n]`` matrix.
+    edge_factor: Float[Tensor, " n"] | None = None
+
+    def edge_influence(self, adj: Float[Tensor, "n n"], rows: Tensor, cols: Tensor
+                       ) -> Float[Tensor, " e"]:
+        """The influence on the targets of the edges ``(rows[i], cols[i])`` (targets,
+        sources): the edge's share of its target's input (row-normalised |weight|) times
+        the target's own influence plus its weight, as pruning scores edges."""
+        if self.edge_factor is None:
+            raise ValueError("this pruning result carries no edge factor")
+        return adj[rows, cols].abs() * self.edge_factor[rows]
 
 
 def prune(adj: Float[Tensor, "n n"], nodes: Nodes, node_threshold: float = 0.8,
@@ -99,9 +118,11 @@ def prune(adj: Float[Tensor, "n n"], nodes: Nodes, node_threshold: float = 0.8,
     pruned[~keep] = 0
     pruned[:, ~keep] = 0
     nonzero = pruned != 0
+    row_abs = torch.linalg.vector_norm(pruned, ord=1, dim=1).clamp(min=1e-10)  # no copy
     norm = normalize(pruned)
     del pruned
-    edge_scores = norm.mul_((influence(norm, w) + w)[:, None])  # in place: norm is done
+    row_out = influence(norm, w) + w
+    edge_scores = norm.mul_(row_out[:, None])  # in place: norm is done
     edges = edge_scores >= _threshold(edge_scores, edge_threshold)
     del edge_scores, norm
     edges &= nonzero
@@ -117,7 +138,7 @@ def prune(adj: Float[Tensor, "n n"], nodes: Nodes, node_threshold: float = 0.8,
     order = torch.argsort(node_inf, descending=True)
     cum = torch.zeros_like(node_inf)
     cum[order] = torch.cumsum(node_inf[order], 0) / node_inf.sum().clamp(min=1e-30)
-    return Pruned(keep, edges, node_inf, cum)
+    return Pruned(keep, edges, node_inf, cum, row_out / row_abs)
 
 
 def scores(adj: Float[Tensor, "n n"], nodes: Nodes) -> tuple[float, float]:

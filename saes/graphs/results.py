@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 from torch import Tensor
 
-from interp.display import MISSING
+from interp.display import MISSING, ci_text, format_number, with_ci
 from interp.schema import (
     Config,
     Headline,
@@ -45,8 +47,9 @@ class AttributionConfig(Config):
                                     help="Keep the edges holding this share of the edge "
                                          "influence.")
     max_edges: int = setting(10_000, check=at_least(1),
-                             help="Keep at most this many of the pruned graph's edges, the "
-                                  "strongest, in graph.json and the viewer.")
+                             help="Keep at most this many of the pruned graph's edges, those "
+                                  "of most influence on the targets, in graph.json and the "
+                                  "viewer.")
     max_feature_nodes: int | None = setting(
         None, check=at_least(1), metavar="N",
         help="Keep at most N active features as nodes, those of highest influence on the "
@@ -61,8 +64,17 @@ class AttributionConfig(Config):
                                   help="Intervene on this many top feature nodes in the real "
                                        "model (0: no check).")
     random_subgraphs: int = setting(20, check=at_least(1),
-                                    help="Random subgraphs of the pruned graph's size, the "
-                                         "faithfulness baseline.")
+                                    help="Random feature sets of the pruned graph's size "
+                                         "drawn for each faithfulness baseline "
+                                         "(influence-matched, and any active features).")
+    control_graphs: int = setting(3, check=at_least(0), metavar="N",
+                                  help="Also build N control graphs on the same transcoders "
+                                       "with their decoder rows shuffled across features, "
+                                       "the baseline of the replacement and completeness "
+                                       "scores (0: none; each costs about one graph).")
+    null_permutations: int = setting(1000, cli=False, check=at_least(1),
+                                     help="Shuffles of the sign agreement's permutation "
+                                          "null.")
     seed: int = setting(0, check=seed_range, cli=False, help="Seeds the random subgraphs and "
                                                              "the bootstrap.")
 
@@ -119,19 +131,20 @@ class AttributionGraph(Result):
     n_nodes: int
     replacement_score: float
     completeness_score: float
-    pruned_replacement_score: float
-    pruned_completeness_score: float
     target_real: float                   # the target metric in the real model
     target_replacement: float            # in the replacement model (error terms in)
     target_edge_sum: float               # Σ edges into the targets (weighted)
     n_feature_nodes: int | None = None   # active features kept as nodes (None: all of
     #                                      them; the others are in the error nodes)
     n_edges_pruned: int = 0              # edges the pruning kept (``edges`` holds at most
-    #                                      config.max_edges of them)
+    #                                      config.max_edges of them, by influence)
     config: AttributionConfig | None = None
     checks: list[FeatureCheck] = field(default_factory=list)
     faithfulness: dict[str, Any] = field(default_factory=dict)
     agreement: dict[str, Any] = field(default_factory=dict)
+    #: The control graphs' scores (decoder-shuffled transcoders, config.control_graphs):
+    #: ``replacement_scores`` and ``completeness_scores``, one per control.
+    controls: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
     adjacency: Tensor | None = json_field(None, omit_none=True, repr=False, skip=True)
     transcoders: dict[str, Any] = field(default_factory=dict)
@@ -171,40 +184,57 @@ class AttributionGraph(Result):
             text += f" ({self.n_feature_nodes:,} as nodes, the others in error nodes)"
         return text
 
+    @property
+    def exact(self) -> bool:
+        """Bookkeeping: the replacement model's target and the edges' sum equal the real
+        target (to 1e-3 relative to ``max(1, |target|)``). True by construction, whatever
+        the transcoders (the error nodes hold what they miss); False is a bug."""
+        tol = 1e-3 * max(1.0, abs(self.target_real))
+        vals = (self.target_real, self.target_replacement, self.target_edge_sum)
+        return all(math.isfinite(v) for v in vals) and (
+            abs(self.target_replacement - self.target_real) <= tol
+            and abs(self.target_edge_sum - self.target_real) <= tol)
+
+    def bookkeeping(self) -> str:
+        """The exactness check, said as what it is."""
+        if self.exact:
+            return ("the edges sum to the target (exact by construction, with error nodes: "
+                    f"real {self.target_real:.4f}, replacement {self.target_replacement:.4f}, "
+                    f"Σ edges {self.target_edge_sum:.4f})")
+        return (f"NOT exact (real {self.target_real:.4f}, replacement "
+                f"{self.target_replacement:.4f}, Σ edges {self.target_edge_sum:.4f}): a bug, "
+                "please report it")
+
+    def worth(self) -> Worth:
+        """What the graph is worth (:func:`graph_worth`)."""
+        return graph_worth(self.replacement_score, self.completeness_score, self.controls,
+                           self.agreement, self.exact)
+
     def headline(self) -> Headline:
-        """Scores, the exactness checks and the real-model agreement."""
-        ag = self.agreement
+        """What the graph is worth (scores against their controls, the real-model
+        agreement against chance), then the bookkeeping."""
+        ag, ctl = self.agreement, self.controls
         rows: list[tuple[str, Any]] = [
             ("prompt", self.prompt), ("target", self.target),
             ("active features", self.features_text()),
             ("nodes kept", f"{len(self.nodes)} of {self.n_nodes}"),
-            ("replacement score", self.replacement_score),
-            ("completeness score", self.completeness_score),
-            ("target: real / replacement / Σ edges",
-             f"{self.target_real:.4f} / {self.target_replacement:.4f} / "
-             f"{self.target_edge_sum:.4f}"),
-            ("Spearman (graph vs real model)", ag.get("spearman_real", MISSING)),
-            ("sign agreement (graph vs real model)", ag.get("sign_real", MISSING)),
+            ("replacement score", score_text(self.replacement_score,
+                                             ctl.get("replacement_scores"))),
+            ("completeness score", score_text(self.completeness_score,
+                                              ctl.get("completeness_scores"))),
+            ("Spearman (graph vs real model)", with_ci(
+                ag.get("spearman_real"), *ag.get("spearman_real_ci95", [None] * 2))
+             + f" over {ag.get('spearman_real_n', 0)} features; chance 0"
+             if ag else MISSING),
+            ("sign agreement (graph vs real model)", sign_text(ag, "real") if ag else MISSING),
             ("Spearman (graph vs real model, attention and norms frozen)",
              ag.get("spearman_real_frozen", MISSING)),
             ("Spearman (graph vs frozen replacement)", ag.get("spearman_replacement", MISSING)),
+            ("faithfulness", faithfulness_text(self.faithfulness)),
+            ("bookkeeping", self.bookkeeping()),
         ]
         return Headline(f"Attribution graph — {self.prompt!r}", rows=rows,
-                        verdict=self.verdict())
-
-    def verdict(self) -> str:
-        """Whether the replacement model is exact, and how the real model agrees."""
-        exact = (abs(self.target_replacement - self.target_real) <= 1e-4
-                 and abs(self.target_edge_sum - self.target_real) <= 1e-4)
-        text = ("replacement model exact (target and Σ edges equal the real model's to 1e-4)"
-                if exact else "replacement model NOT exact: a bug, please report it")
-        rho = self.agreement.get("spearman_real")
-        if rho is not None and rho == rho:
-            lo, hi = self.agreement.get("spearman_real_ci95", [float("nan")] * 2)
-            text += (f"; real-model Spearman {rho:.2f} [{lo:.2f}, {hi:.2f}] over "
-                     f"{self.agreement.get('spearman_real_n', 0)} features"
-                     + (" (within the noise of 0)" if lo <= 0 <= hi else ""))
-        return text
+                        verdict=self.worth().sentence)
 
     def figure(self) -> Figure | None:
         """The pruned graph (:func:`saes.graphs.figures.graph_figure`)."""
@@ -226,4 +256,129 @@ class AttributionGraph(Result):
         return str(node.get("name", "target"))
 
 
-__all__ = ["AttributionConfig", "AttributionGraph", "FeatureCheck"]
+def beats_controls(value: float, controls: Sequence[float] | None) -> bool | None:
+    """Whether ``value`` lies above every control by more than the controls' own spread
+    (max − min); None without controls. With 3 controls exchangeable with the graph
+    (transcoders no better than shuffled ones), a graph passes by chance about 7% of the
+    time (normal draws, simulated), with 4 about 3%, with 2 about 17%."""
+    vals = [float(v) for v in controls or [] if math.isfinite(float(v))]
+    if not vals or not math.isfinite(value):
+        return None
+    top = max(vals)
+    return value > top + (top - min(vals))
+
+
+def score_text(value: float, controls: Sequence[float] | None) -> str:
+    """``0.504 (decoder-shuffled controls 0.21–0.24, 3 graphs)``."""
+    text = format_number(value)
+    vals = [float(v) for v in controls or []]
+    if not vals:
+        return text + " (no control graphs)"
+    return (text + f" (decoder-shuffled controls {format_number(min(vals))}–"
+            f"{format_number(max(vals))}, {len(vals)} graph{'s' * (len(vals) != 1)})")
+
+
+def sign_text(ag: Mapping[str, Any], where: str) -> str:
+    """``60% (permutation null 52% [38%, 66%], p 0.21; n 50)``."""
+    sign = ag.get(f"sign_{where}")
+    null = ag.get(f"sign_{where}_null")
+    lo, hi = ag.get(f"sign_{where}_null_interval") or [math.nan] * 2
+    if sign is None or not math.isfinite(float(sign)):
+        return MISSING
+    text = f"{100 * float(sign):.0f}%"
+    if null is None or not math.isfinite(float(null)):
+        return text
+    return (text + f" (permutation null {100 * float(null):.0f}% [{100 * float(lo):.0f}%, "
+            f"{100 * float(hi):.0f}%], p {format_number(ag.get(f'sign_{where}_p'), 2)}; "
+            f"n {ag.get(f'sign_{where}_n', 0)})")
+
+
+def faithfulness_text(f: Mapping[str, Any]) -> str:
+    """``0.81 (influence-matched sets 0.62 [0.55, 0.70]; ceiling 0.93; any active 0.02)``."""
+    if not f:
+        return MISSING
+    lo, hi = (f.get("matched_interval") or [None, None])[:2]
+    return (f"{format_number(f.get('faithfulness'))} (influence-matched random sets "
+            f"{format_number(f.get('matched_mean'))} {ci_text(lo, hi)}; ceiling, top by "
+            f"measured effect {format_number(f.get('ceiling'))}; weak baseline, any active "
+            f"features {format_number(f.get('random_mean'))})")
+
+
+@dataclass(frozen=True)
+class Worth:
+    """What a graph is worth: ``level`` ("worthless", "informative" or "unknown"), the
+    reasons, and the sentence the report and the CLI lead with."""
+
+    level: str
+    reasons: tuple[str, ...]
+
+    @property
+    def sentence(self) -> str:
+        """The verdict, one sentence."""
+        head = {"worthless": "This graph is WORTHLESS as an explanation",
+                "informative": "This graph is informative",
+                "unknown": "This graph's worth is not measured"}[self.level]
+        return head + ": " + "; ".join(self.reasons)
+
+
+def graph_worth(replacement: float, completeness: float, controls: Mapping[str, Any],
+                agreement: Mapping[str, Any], exact: bool = True) -> Worth:
+    """The verdict on a graph, from what can fail:
+
+    * the **scores against their controls** (graphs on the same transcoders with their
+      decoder rows shuffled across features): a replacement score not above the controls'
+      by more than their spread (:func:`beats_controls`) says the features explain the
+      influence no better than the shuffled ones: worthless;
+    * the **real-model agreement**: a Spearman 95% interval that includes 0 (or lies below)
+      says the graph's predictions do not agree with the real model beyond chance:
+      worthless.
+
+    Exactness is bookkeeping, not worth; a graph that is not exact is worthless (a bug).
+    A replacement score under 0.5 (errors carry most of the influence) is said, as is a
+    sign agreement not above its permutation null."""
+    bad: list[str] = []
+    good: list[str] = []
+    notes: list[str] = []
+    if not exact:
+        bad.append("the replacement model does not reproduce the target (a bug)")
+    reps = list(controls.get("replacement_scores") or [])
+    beat = beats_controls(replacement, reps)
+    if beat is None:
+        notes.append(f"replacement score {replacement:.3f} (no control graphs: no baseline)")
+    elif beat:
+        good.append(f"its replacement score {replacement:.3f} is above the decoder-shuffled "
+                    f"controls' {min(reps):.3f}–{max(reps):.3f}")
+    else:
+        bad.append(f"its features explain the influence no better than the same transcoders "
+                   f"with their decoders shuffled (replacement score {replacement:.3f}, "
+                   f"controls {min(reps):.3f}–{max(reps):.3f})")
+    if math.isfinite(replacement) and replacement < 0.5:
+        notes.append(f"error nodes carry most of the influence (replacement score "
+                     f"{replacement:.3f} < 0.5, completeness {completeness:.3f})")
+    rho = agreement.get("spearman_real")
+    lo, hi = agreement.get("spearman_real_ci95") or [math.nan, math.nan]
+    n = agreement.get("spearman_real_n", 0)
+    if rho is None or not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+        notes.append("not checked against the real model" if not agreement else
+                     f"too few features checked ({n}) to tell the real-model agreement "
+                     "from chance")
+    elif lo <= 0:
+        bad.append(f"the graph's predictions do not agree with the real model beyond chance "
+                   f"(Spearman {rho:.2f} [{lo:.2f}, {hi:.2f}] over {n} features)")
+    else:
+        good.append(f"its predictions agree with the real model beyond chance (Spearman "
+                    f"{rho:.2f} [{lo:.2f}, {hi:.2f}] over {n} features)")
+    p = agreement.get("sign_real_p")
+    if p is not None and math.isfinite(float(p)) and p > 0.05:
+        notes.append(f"the signs agree no better than the permutation null "
+                     f"({100 * agreement['sign_real']:.0f}% against "
+                     f"{100 * agreement['sign_real_null']:.0f}%, p {p:.2f})")
+    if bad:
+        return Worth("worthless", tuple(bad + notes))
+    if not good:
+        return Worth("unknown", tuple(notes))
+    return Worth("informative", tuple(good + notes))
+
+
+__all__ = ["AttributionConfig", "AttributionGraph", "FeatureCheck", "Worth",
+           "beats_controls", "graph_worth"]

@@ -16,12 +16,14 @@ from saes.graphs.attribution import Nodes, active_features, adjacency, capped_ad
 from saes.graphs.checks import (
     _deltas,
     agreement,
+    faithfulness,
     frozen_values,
     real_metric,
     replacement_metric,
     writes,
 )
-from saes.graphs.influence import prune, scores, total_effects
+from saes.graphs.controls import control_scores
+from saes.graphs.influence import Pruned, prune, scores, total_effects
 from saes.graphs.replacement import Frozen, Stack, final_normed, freeze, replacement_forward
 from saes.graphs.results import AttributionConfig, AttributionGraph, FeatureCheck
 
@@ -87,6 +89,10 @@ def run_attribution(
     if cap is not None and cap >= n_active:
         cap = None  # every active feature fits
     check_graph_memory(nodes.total, len(ids), cap)
+    # the controls first: their matrices are freed before the graph's are built
+    controls = control_scores(stack, fz, tcs, nodes, cfg.control_graphs, cfg.seed,
+                              max_features=cap, batch_size=cfg.batch_size
+                              ) if cfg.control_graphs else {}
     bar = make_progress(enabled=progress)
     with bar:
         task = bar.add_task("graph rows (backward passes)",
@@ -108,10 +114,7 @@ def run_attribution(
     edge_sum = float(weights @ adj[nodes.target_start:].sum(-1))
     replacement_score, completeness_score = scores(adj, nodes)
     pr = prune(adj, nodes, cfg.node_threshold, cfg.edge_threshold)
-    pruned_adj = adj * pr.edge_mask
-    p_rep, p_comp = scores(pruned_adj, nodes)
-    edge_rows, n_edges = _edge_rows(pruned_adj, pr.edge_mask, cfg.max_edges)
-    del pruned_adj
+    edge_rows, n_edges = _edge_rows(adj, pr, cfg.max_edges)
     effects = total_effects(adj, nodes)
     result = AttributionGraph(
         prompt=prompt, tokens=model.token_strs(ids.tolist()), token_ids=ids.tolist(),
@@ -121,17 +124,20 @@ def run_attribution(
         n_active_features=n_active, n_nodes=nodes.total,
         n_feature_nodes=None if cap is None else nodes.n_features,
         replacement_score=replacement_score, completeness_score=completeness_score,
-        pruned_replacement_score=p_rep, pruned_completeness_score=p_comp,
-        target_real=float(real_clean), target_replacement=target_replacement,
+        controls=controls, target_real=float(real_clean), target_replacement=target_replacement,
         target_edge_sum=edge_sum, config=cfg, adjacency=adj,
         transcoders=transcoders.to_dict())
     if cfg.check_features and nodes.n_features:
-        in_graph = pr.node_mask[:nodes.n_features].nonzero(as_tuple=True)[0]
-        if kept is not None:
-            in_graph = kept[in_graph]  # their indices among all the active features
-        _check(model, stack, fz, nodes, tcs, err_list, pr, effects, cfg, result)
-        result.faithfulness = _faithfulness(model, fz, all_nodes, tcs, in_graph, cfg,
-                                            result.target_real, stack)
+        f = nodes.n_features
+        # indices among all the active features (a cap leaves some out of ``nodes``)
+        among_all = torch.arange(f) if kept is None else kept
+        in_graph = among_all[pr.node_mask[:f]]
+        inf_all = torch.zeros(all_nodes.n_features)  # left out by a cap: not computed, 0
+        inf_all[among_all] = pr.node_influence[:f]
+        measured = _check(model, stack, fz, nodes, tcs, err_list, pr, effects, cfg, result)
+        result.faithfulness = _faithfulness(model, fz, all_nodes, tcs, in_graph, inf_all,
+                                            {int(among_all[i]): v for i, v in measured.items()},
+                                            cfg, stack)
     result.elapsed_s = time.perf_counter() - start
     return result
 
@@ -188,24 +194,29 @@ def _node_rows(nodes: Nodes, pr: Any, effects: torch.Tensor, model: Model
     return rows
 
 
-def _edge_rows(pruned: torch.Tensor, mask: torch.Tensor, limit: int
+def _edge_rows(adj: torch.Tensor, pr: Pruned, limit: int
                ) -> tuple[list[dict[str, Any]], int]:
-    """The pruned graph's edges, the ``limit`` strongest by |weight| (and how many the
-    pruning kept)."""
-    t, s = mask.nonzero(as_tuple=True)
-    w = pruned[t, s]
-    if w.numel() > limit:
-        keep = w.abs().topk(limit).indices
-        t, s, w = t[keep], s[keep], w[keep]
-    rows = [{"source": int(a), "target": int(b), "weight": float(c)}
-            for a, b, c in zip(s.tolist(), t.tolist(), w.tolist(), strict=True)]
-    return rows, int(mask.sum())
+    """The pruned graph's edges, the ``limit`` of most influence on the targets (the
+    edge's share of its target's input times the target's influence: the score pruning
+    uses, :meth:`~saes.graphs.influence.Pruned.edge_influence`; raw weights mix units,
+    a feature's pre-activation and a logit), and how many the pruning kept."""
+    t, s = pr.edge_mask.nonzero(as_tuple=True)
+    inf = pr.edge_influence(adj, t, s)
+    if inf.numel() > limit:
+        keep = torch.argsort(inf, descending=True, stable=True)[:limit]
+        t, s, inf = t[keep], s[keep], inf[keep]
+    w = adj[t, s]
+    rows = [{"source": int(a), "target": int(b), "weight": float(c), "influence": float(d)}
+            for a, b, c, d in zip(s.tolist(), t.tolist(), w.tolist(), inf.tolist(),
+                                  strict=True)]
+    return rows, int(pr.edge_mask.sum())
 
 
 def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, errors: list,
            pr: Any, effects: torch.Tensor, cfg: AttributionConfig,
-           result: AttributionGraph) -> None:
-    """Interventions on the top feature nodes, in the real and the replacement model."""
+           result: AttributionGraph) -> dict[int, float]:
+    """Interventions on the top feature nodes, in the real and the replacement model;
+    returns each checked feature node's measured change in the real model."""
     f = nodes.n_features
     top = torch.argsort(pr.node_influence[:f], descending=True)[:cfg.check_features].tolist()
     ws = writes(nodes, tcs, top)
@@ -229,50 +240,39 @@ def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, error
             replacement=float(rep[j]), real=float(real[j]),
             real_frozen=float(real_frozen[j]),
             replacement_doubled=float(rep[n + j]), real_doubled=float(real[n + j])))
-    a_real = agreement(pred, real[:n], cfg.seed)
-    a_rep = agreement(pred, rep[:n], cfg.seed)
-    a_dbl = agreement(-pred, real[n:], cfg.seed)
-    a_frz = agreement(pred, real_frozen, cfg.seed)
-    result.agreement = {f"{key}_{where}{suffix}": a[f"{key}{suffix}"]
-                        for where, a in (("real", a_real), ("replacement", a_rep),
-                                         ("real_doubled", a_dbl), ("real_frozen", a_frz))
-                        for key in ("spearman", "sign") for suffix in ("", "_ci95", "_n")}
+    perms = cfg.null_permutations
+    a_real = agreement(pred, real[:n], cfg.seed, perms)
+    a_rep = agreement(pred, rep[:n], cfg.seed, perms)
+    a_dbl = agreement(-pred, real[n:], cfg.seed, perms)
+    a_frz = agreement(pred, real_frozen, cfg.seed, perms)
+    result.agreement = {}
+    for where, a in (("real", a_real), ("replacement", a_rep), ("real_doubled", a_dbl),
+                     ("real_frozen", a_frz)):
+        for key, value in a.items():  # spearman_ci95 → spearman_real_ci95, sign_p → …
+            metric, _, rest = key.partition("_")
+            result.agreement[f"{metric}_{where}" + (f"_{rest}" if rest else "")] = value
+    return {i: float(real[j]) for j, i in enumerate(top)}
 
 
 def _faithfulness(model: Model, fz: Frozen, nodes: Nodes, tcs: Any, in_graph: torch.Tensor,
-                  cfg: AttributionConfig, clean: float, stack: Stack) -> dict[str, Any]:
+                  influence: torch.Tensor, measured: dict[int, float],
+                  cfg: AttributionConfig, stack: Stack) -> dict[str, Any]:
     """The share of the target kept in the real model when every active feature outside
     the pruned graph is removed (features left out by ``max_feature_nodes`` included:
-    ``nodes`` are all the active ones), against random sets of as many active features."""
+    ``nodes`` are all the active ones), against influence-matched random sets, the ceiling
+    and random active features (:func:`saes.graphs.checks.faithfulness`)."""
     f = nodes.n_features
     kept = torch.zeros(f, dtype=torch.bool)
     kept[in_graph] = True
-    k = int(kept.sum())
     all_ws = writes(nodes, tcs, range(f))
-    g = torch.Generator().manual_seed(cfg.seed)
-    sets = [kept]
-    for _ in range(cfg.random_subgraphs):
-        m = torch.zeros(f, dtype=torch.bool)
-        m[torch.randperm(f, generator=g)[:k]] = True
-        sets.append(m)
-    rows = [[all_ws[i] for i in range(f)]] + [
-        [all_ws[i] for i in (~m).nonzero(as_tuple=True)[0].tolist()] for m in sets]
     t, d = fz.embed.shape
-    vals = real_metric(model, fz, nodes, _deltas(rows, [-1.0] * len(rows), t, d), len(rows),
-                       stack.softcap)
-    empty = float(vals[0])
-    span = clean - empty
 
-    def frac(v: float) -> float:
-        return float((v - empty) / span) if abs(span) > 1e-12 else float("nan")
+    def keep_only(sets: list[torch.Tensor]) -> np.ndarray:
+        rows = [[all_ws[i] for i in (~m).nonzero(as_tuple=True)[0].tolist()] for m in sets]
+        return real_metric(model, fz, nodes, _deltas(rows, [-1.0] * len(rows), t, d),
+                           len(rows), stack.softcap)
 
-    rand = np.array([frac(v) for v in vals[2:]])
-    return {"features_kept": k, "features_active": f, "target_clean": clean,
-            "target_no_features": empty, "target_graph_only": float(vals[1]),
-            "faithfulness": frac(float(vals[1])),
-            "random_mean": float(rand.mean()),
-            "random_interval": [float(np.quantile(rand, 0.025)),
-                                float(np.quantile(rand, 0.975))]}
+    return faithfulness(kept, influence, measured, keep_only, cfg.random_subgraphs, cfg.seed)
 
 
 __all__ = ["run_attribution"]

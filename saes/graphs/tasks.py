@@ -1,6 +1,9 @@
 """The aggregate check over a task's pairs: a graph per clean prompt with the target
 logit(answer) − logit(wrong), its top features intervened on in the real model and in the
-frozen replacement model, and the agreement summarised over prompts with bootstrap CIs."""
+frozen replacement model, and the agreement summarised over prompts with bootstrap CIs;
+sign agreement pooled over the prompts against its permutation null (measured changes
+shuffled within each prompt), and the replacement score against each prompt's
+decoder-shuffled control graphs."""
 
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
 from interp.schema import Headline, Result, at_least, setting
 from interp.stats.intervals import bootstrap_ci
-from saes.graphs.results import AttributionConfig
+from saes.graphs.checks import sign_null
+from saes.graphs.results import AttributionConfig, beats_controls
 from saes.graphs.run import run_attribution
 
 if TYPE_CHECKING:
@@ -63,19 +67,30 @@ class GraphTaskResult(Result):
             v, (lo, hi) = s.get(key, math.nan), s.get(f"{key}_ci95", [math.nan] * 2)
             return f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
 
+        def sign(key: str) -> str:
+            lo, hi = s.get(f"{key}_null_interval", [math.nan] * 2)
+            return (f"{ci(key)}; permutation null {s.get(f'{key}_null', math.nan):.3f} "
+                    f"[{lo:.3f}, {hi:.3f}], p {s.get(f'{key}_p', math.nan):.3g}")
+
         rows: list[tuple[str, Any]] = [
             ("task", self.task), ("prompts", self.n_pairs),
             ("features checked per prompt", s.get("features_per_prompt")),
-            ("Spearman, graph vs real model (mean over prompts)", ci("spearman_real")),
-            ("sign agreement, real model", ci("sign_real")),
+            ("Spearman, graph vs real model (mean over prompts; chance 0)",
+             ci("spearman_real")),
+            ("sign agreement, real model", sign("sign_real")),
             ("Spearman, real model with attention and norms frozen", ci("spearman_real_frozen")),
-            ("sign agreement, attention and norms frozen", ci("sign_real_frozen")),
+            ("sign agreement, attention and norms frozen", sign("sign_real_frozen")),
             ("Spearman, graph vs frozen replacement", ci("spearman_replacement")),
-            ("sign agreement, frozen replacement", ci("sign_replacement")),
-            ("replacement score (mean)", s.get("replacement_score")),
-            ("completeness score (mean)", s.get("completeness_score")),
-            ("faithfulness (mean) vs random subgraphs", f"{s.get('faithfulness', math.nan):.3f}"
-             f" vs {s.get('faithfulness_random', math.nan):.3f}")]
+            ("sign agreement, frozen replacement", sign("sign_replacement")),
+            ("replacement score (mean)", f"{ci('replacement_score')}; decoder-shuffled "
+             f"controls {ci('replacement_control')}; above its controls in "
+             f"{s.get('beats_controls', 0)} of {s.get('with_controls', 0)} prompts"),
+            ("completeness score (mean)", f"{ci('completeness_score')}; controls "
+             f"{ci('completeness_control')}"),
+            ("faithfulness (mean)", f"{ci('faithfulness')}; influence-matched random sets "
+             f"{ci('faithfulness_matched')}; ceiling (top by measured effect) "
+             f"{ci('faithfulness_ceiling')}; weak baseline (any active features) "
+             f"{ci('faithfulness_random')}")]
         return Headline(f"Attribution graphs against interventions — {self.task}", rows=rows,
                         verdict=s.get("verdict"))
 
@@ -86,6 +101,10 @@ class GraphTaskResult(Result):
         return task_figure(self)
 
 
+def _mean(values: list[float] | None) -> float:
+    return float(np.mean(values)) if values else math.nan
+
+
 def _mean_ci(values: np.ndarray, seed: int) -> tuple[float, list[float]]:
     v = values[np.isfinite(values)]
     if not v.size:
@@ -93,17 +112,56 @@ def _mean_ci(values: np.ndarray, seed: int) -> tuple[float, list[float]]:
     return float(v.mean()), bootstrap_ci(lambda i: float(v[i].mean()), len(v), seed=seed)
 
 
-def _pooled_sign(rows: list[list[tuple[float, float]]], seed: int) -> tuple[float, list[float]]:
-    """Sign agreement pooled over all features, CI by resampling prompts."""
+def _pooled_sign(rows: list[list[tuple[float, float]]], seed: int, n_resamples: int
+                 ) -> dict[str, Any]:
+    """Sign agreement pooled over all features, CI by resampling prompts, and its
+    permutation null (measured shuffled within each prompt: :func:`sign_null`)."""
     agree = [np.array([np.sign(p) == np.sign(m) for p, m in r], dtype=float) for r in rows]
     agree = [a for a in agree if a.size]
     if not agree:
-        return math.nan, [math.nan, math.nan]
+        return {"": math.nan, "_ci95": [math.nan, math.nan], "_null": math.nan,
+                "_null_interval": [math.nan, math.nan], "_p": math.nan}
 
     def stat(i: np.ndarray) -> float:
         return float(np.concatenate([agree[j] for j in i]).mean())
 
-    return stat(np.arange(len(agree))), bootstrap_ci(stat, len(agree), seed=seed)
+    null = sign_null([(np.array([p for p, _ in r]), np.array([m for _, m in r]))
+                      for r in rows if r], n_resamples, seed)
+    return {"": stat(np.arange(len(agree))), "_ci95": bootstrap_ci(stat, len(agree), seed=seed),
+            "_null": null["null"], "_null_interval": null["null_interval"], "_p": null["p"]}
+
+
+def task_verdict(summary: dict[str, Any]) -> str:
+    """The task check's verdict: worthless when the real-model Spearman's CI over prompts
+    includes 0, or when the graphs' replacement scores beat their decoder-shuffled
+    controls in fewer than half the prompts; and the stated goal (Spearman ≥ 0.8, sign ≥
+    90%)."""
+    rho = summary.get("spearman_real", math.nan)
+    lo, hi = summary.get("spearman_real_ci95", [math.nan] * 2)
+    bad: list[str] = []
+    good: list[str] = []
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        bad.append("the agreement with the real model has no interval (too few prompts)")
+    elif lo <= 0:
+        bad.append(f"the graphs' predictions do not agree with the real model beyond chance "
+                   f"(mean Spearman {rho:.2f} [{lo:.2f}, {hi:.2f}])")
+    else:
+        good.append(f"the graphs' predictions agree with the real model beyond chance (mean "
+                    f"Spearman {rho:.2f} [{lo:.2f}, {hi:.2f}])")
+    n_ctl, n_beat = summary.get("with_controls", 0), summary.get("beats_controls", 0)
+    if n_ctl:
+        text = (f"replacement scores above their decoder-shuffled controls in {n_beat} of "
+                f"{n_ctl} prompts")
+        (good if 2 * n_beat > n_ctl else bad).append(text)
+    p = summary.get("sign_real_p", math.nan)
+    sign_note = (f"sign agreement {100 * summary.get('sign_real', math.nan):.0f}% against a "
+                 f"permutation null of {100 * summary.get('sign_real_null', math.nan):.0f}% "
+                 f"(p {p:.3g})")
+    met = (rho >= 0.8 and summary.get("sign_real", 0) >= 0.9 and lo > 0
+           and math.isfinite(p) and p <= 0.05)
+    goal = f"goal (Spearman ≥ 0.8, sign agreement ≥ 90%) {'met' if met else 'not met'}"
+    head = "WORTHLESS as explanations" if bad else "informative"
+    return f"The task's graphs are {head}: " + "; ".join([*bad, *good, sign_note, goal])
 
 
 def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None = None, *,
@@ -143,7 +201,13 @@ def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None =
                 "sign_real_frozen": ag.get("sign_real_frozen"),
                 "spearman_replacement": ag.get("spearman_replacement"),
                 "sign_replacement": ag.get("sign_replacement"),
+                "replacement_control": _mean(g.controls.get("replacement_scores")),
+                "completeness_control": _mean(g.controls.get("completeness_scores")),
+                "beats_controls": beats_controls(g.replacement_score,
+                                                 g.controls.get("replacement_scores")),
                 "faithfulness": g.faithfulness.get("faithfulness"),
+                "faithfulness_matched": g.faithfulness.get("matched_mean"),
+                "faithfulness_ceiling": g.faithfulness.get("ceiling"),
                 "faithfulness_random": g.faithfulness.get("random_mean"),
                 "elapsed_s": g.elapsed_s})
             real_pairs.append([(c.predicted, c.real) for c in g.checks])
@@ -160,20 +224,18 @@ def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None =
     frame = pd.DataFrame(prompts)
     summary: dict[str, Any] = {"features_per_prompt": cfg.check_features}
     for key in ("spearman_real", "spearman_real_frozen", "spearman_replacement",
-                "replacement_score",
-                "completeness_score", "faithfulness", "faithfulness_random"):
+                "replacement_score", "replacement_control", "completeness_score",
+                "completeness_control", "faithfulness", "faithfulness_matched",
+                "faithfulness_ceiling", "faithfulness_random"):
         summary[key], summary[f"{key}_ci95"] = _mean_ci(frame[key].astype(float).to_numpy(),
                                                         cfg.seed)
-    summary["sign_real"], summary["sign_real_ci95"] = _pooled_sign(real_pairs, cfg.seed)
-    summary["sign_replacement"], summary["sign_replacement_ci95"] = _pooled_sign(rep_pairs,
-                                                                                 cfg.seed)
-    summary["sign_real_frozen"], summary["sign_real_frozen_ci95"] = _pooled_sign(frz_pairs,
-                                                                                 cfg.seed)
-    lo = summary["spearman_real_ci95"][0]
-    met = summary["spearman_real"] >= 0.8 and summary["sign_real"] >= 0.9
-    summary["verdict"] = (f"goal (Spearman ≥ 0.8, sign agreement ≥ 90%) "
-                          f"{'met' if met else 'not met'}; the real-model Spearman's 95% CI "
-                          f"starts at {lo:.2f}")
+    for key, rows in (("sign_real", real_pairs), ("sign_replacement", rep_pairs),
+                      ("sign_real_frozen", frz_pairs)):
+        for suffix, value in _pooled_sign(rows, cfg.seed, cfg.null_permutations).items():
+            summary[key + suffix] = value
+    beats = [b for b in frame["beats_controls"] if b is not None]
+    summary["with_controls"], summary["beats_controls"] = len(beats), int(sum(beats))
+    summary["verdict"] = task_verdict(summary)
     worst.sort(key=lambda w: (not w["sign_differs"], -abs(w["real"] - w["predicted"])))
     result = GraphTaskResult(task=task.name, n_pairs=len(task.pairs), prompts=prompts,
                              summary=summary, worst=worst[:cfg.worst], config=cfg,
@@ -183,4 +245,4 @@ def run_graph_task(model: Model, transcoders: Any, cfg: GraphTaskConfig | None =
     return result
 
 
-__all__ = ["GraphTaskConfig", "GraphTaskResult", "run_graph_task"]
+__all__ = ["GraphTaskConfig", "GraphTaskResult", "run_graph_task", "task_verdict"]

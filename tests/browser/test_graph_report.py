@@ -45,6 +45,15 @@ def test_viewer_in_headless_chromium(tiny_graph, tmp_path):
             "edges": page.eval_on_selector_all("#gv-svg .gv-edge", SHOWN_EDGES),
             "title": page.text_content(f'{NODES}[data-id="{fid}"] title'),
             "edge_title": page.text_content("#gv-svg .gv-edge title"),
+            "verdict": page.text_content("p.verdict"),
+            "lead_badges": page.eval_on_selector_all(
+                "p.verdict .badge, dl.facts .badge", "els => els.map(e => e.className)"),
+            "first_lead": page.eval_on_selector(
+                "p.verdict", "e => e.compareDocumentPosition(document.querySelector("
+                "'pre.prompt')) & Node.DOCUMENT_POSITION_FOLLOWING ? 1 : 0"),
+            "widths": page.eval_on_selector_all(
+                "#gv-svg .gv-edge", "els => els.map(e => [e.getAttribute('stroke-width'), "
+                "e.querySelector('title').textContent])"),
         }
         # fit to width and back: the drawing shrinks to the canvas when it is wider
         width = "e => e.getBoundingClientRect().width"
@@ -113,7 +122,16 @@ def test_viewer_in_headless_chromium(tiny_graph, tmp_path):
     n_nodes = len(graph.nodes)
     assert c["all"] == c["back"] == n_nodes and c["edges"] == len(graph.edges)
     assert "activation" in c["title"] and "influence" in c["title"]
-    assert "weight" in c["edge_title"]
+    assert "weight" in c["edge_title"] and "influence" in c["edge_title"]
+    # the lead: what the graph is worth comes first (random transcoders: worthless), with
+    # no green badge; exactness is the bookkeeping line
+    assert c["verdict"].startswith("worthless This graph is WORTHLESS as an explanation")
+    assert c["first_lead"] == 1
+    assert not any("ok" in cls.split() for cls in c["lead_badges"])
+    # edge widths follow influence, not |weight|: the widest edge is the most influential
+    inf = [float(t.split("influence: ")[1].replace("\u2212", "-")) for _, t in c["widths"]]
+    widest = max(range(len(inf)), key=lambda i: float(c["widths"][i][0]))
+    assert inf[widest] == max(inf)
     a, b, natural, room = c["fit"]
     assert {a, b} == {natural, min(natural, room)}
     # the panel

@@ -52,6 +52,49 @@ def test_real_replacement_is_exact_and_edges_sum_to_the_target(model, real_trans
     assert len(g.checks) == 20
     assert all(abs(c.real) < 50 for c in g.checks)
     assert 0 <= g.replacement_score <= 1 and 0 <= g.completeness_score <= 1
+    # the lead says what the graph is worth, from the measured scores and agreement
+    controls = g.controls["replacement_scores"]
+    assert len(controls) == 3
+    worth = g.worth()
+    text = worth.sentence
+    print(f"\ntrained: {text}\n  controls {controls}, completeness {g.completeness_score:.3f} "
+          f"vs {g.controls['completeness_scores']}, sign {g.agreement['sign_real']:.2f} null "
+          f"{g.agreement['sign_real_null']:.2f} p {g.agreement['sign_real_p']:.3f}, "
+          f"faithfulness {g.faithfulness['faithfulness']:.3f} matched "
+          f"{g.faithfulness['matched_mean']:.3f} {g.faithfulness['matched_interval']} "
+          f"ceiling {g.faithfulness['ceiling']:.3f}")
+    assert f"{g.replacement_score:.3f}" in text
+    lo = g.agreement["spearman_real_ci95"][0]
+    rho = f"Spearman {g.agreement['spearman_real']:.2f}"
+    assert rho in text
+    assert ("do not agree with the real model beyond chance" in text) == (lo <= 0)
+    assert (worth.level == "worthless") == (
+        lo <= 0 or not g.replacement_score > max(controls) + (max(controls) - min(controls)))
+    assert g.headline().verdict == text
+
+
+def test_random_transcoders_on_the_real_model_are_said_to_be_worthless(model):
+    """TopK transcoders at their initialisation (random weights) at the same layers and
+    width: the graph is exact (bookkeeping), and its lead says it is worthless."""
+    from saes.transcoders import TranscoderConfig
+    from saes.transcoders.files import TranscoderSet
+
+    tcs = {}
+    for layer in (2, 10, 20):
+        cfg = TranscoderConfig(d_in=model.d_model, d_sae=1152, k=16, architecture="topk",
+                               hook_point=f"blocks.{layer}.mlp.hook_in",
+                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
+                               model_id=model.model_id)
+        tcs[layer] = cfg.model_class()(cfg)
+        tcs[layer].init_weights(torch.Generator().manual_seed(layer))
+    g = run_attribution(model, TranscoderSet(tcs), PROMPT,
+                        AttributionConfig(target=" Paris, London", check_features=20),
+                        progress=False)
+    print(f"\nrandom: {g.worth().sentence}\n  controls {g.controls}, sign "
+          f"{g.agreement['sign_real']:.2f} null {g.agreement['sign_real_null']:.2f}")
+    assert g.exact
+    assert g.worth().level == "worthless"
+    assert g.headline().verdict.startswith("This graph is WORTHLESS")
 
 
 def test_real_capped_graph_stays_exact_and_keeps_the_influential_features(

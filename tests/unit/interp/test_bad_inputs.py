@@ -738,6 +738,10 @@ CASES = [
         "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
         "--max-feature-nodes", "0", *M(c), "--no-contexts", "--out", c.out],
         "Invalid value for '--max-feature-nodes': 0 is not in the range x>=1"),
+    Case("graph-control-graphs-negative", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--control-graphs", "-1", *M(c), "--no-contexts", "--out", c.out],
+        "Invalid value for '--control-graphs': -1 is not in the range x>=0"),
     Case("graph-task-limit-zero", lambda c: [
         "graph", "--task", "ioi", "--limit", "0", "--transcoders", _tiny_transcoders(c, [0, 1]),
         *M(c), "--out", c.out], "Invalid value for '--limit': 0 is not in the range x>=1"),

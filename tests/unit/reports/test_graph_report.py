@@ -26,9 +26,11 @@ NS_URLS = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink")
 
 
 def build_graph(model) -> AttributionGraph:
-    """A graph on the tiny model with random transcoders at layers 0 and 2."""
+    """A graph on the tiny model with random transcoders at layers 0 and 2 (two
+    decoder-shuffled controls)."""
     tcs = random_transcoders(model, [0, 2], skip=True)
-    return run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5),
+    return run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5,
+                                                                 control_graphs=2),
                            progress=False)
 
 
@@ -132,13 +134,24 @@ def test_sections_show_the_checks_and_faithfulness(graph, page):
              (re.findall(r"<td[^>]*>(.*?)</td>", r, re.S) for r in rows)]
     want = sorted(graph.checks, key=lambda c: abs(c.real - c.predicted), reverse=True)
     assert shown == [(c.layer, c.feature) for c in want]
+    assert "permutation null" in check and "(against its permutation null)" in check
     faith = section(page, "Faithfulness")
-    assert "random interval" in faith and "random subgraphs" in faith
+    for text in ("influence-matched random sets", "matched baseline", "ceiling",
+                 "weak baseline: random active features"):
+        assert text in faith
     lead = page.split("<nav", 1)[0]
-    for text in ("replacement score (full / pruned)", "completeness score (full / pruned)",
-                 "Σ edges", graph.prompt):
+    for text in ("replacement score", "completeness score", "decoder-shuffled controls",
+                 "real-model agreement", "Σ edges", graph.prompt):
         assert text in lead
-    assert 'class="badge ok">exact' in lead  # the graph is exact on the tiny model
+    assert "pruned" not in lead  # no scores without a reference definition
+    # what the graph is worth leads; exactness is bookkeeping, never a green badge
+    verdict = re.search(r'<p class="verdict">(.*?)</p>', lead, re.S).group(1)
+    assert graph.worth().sentence.split(":")[0] in verdict
+    assert "exact" not in verdict and 'class="badge ok"' not in lead
+    assert "bookkeeping" in lead and "exact by construction, with error nodes" in lead
+    # random transcoders on the tiny model: said to be worthless, first
+    assert graph.worth().level == "worthless"
+    assert 'class="badge warn">worthless</span> This graph is WORTHLESS' in verdict
 
 
 def test_report_writes_its_figures(graph, tmp_path):
@@ -151,7 +164,8 @@ def test_report_writes_its_figures(graph, tmp_path):
 
 def test_a_graph_without_checks_renders(tiny_model):
     tcs = random_transcoders(tiny_model, [1], seed=1)
-    graph = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
+    graph = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
+        check_features=0, control_graphs=0),
                             progress=False)
     graph.manifest = {"model_id": "tiny <model>", "seed": 0}
     report = graph_report(graph)
@@ -166,7 +180,8 @@ def test_a_graph_without_checks_renders(tiny_model):
 def test_a_capped_graph_says_how_many_features_are_nodes(tiny_model):
     tcs = random_transcoders(tiny_model, [0, 2], skip=True)
     graph = run_attribution(tiny_model, tcs, PROMPT,
-                            AttributionConfig(check_features=0, max_feature_nodes=12),
+                            AttributionConfig(
+                                check_features=0, max_feature_nodes=12, control_graphs=0),
                             progress=False)
     page = graph_report(graph).html
     f = graph.n_active_features

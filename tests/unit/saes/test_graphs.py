@@ -3,6 +3,7 @@ pruning, interventions."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -26,7 +27,7 @@ PROMPT = "The capital of France is Paris. The capital of Italy is"
 def test_replacement_is_exact_and_edges_sum_to_the_target(which, request):
     model = request.getfixturevalue(which)
     tcs = random_transcoders(model, [0, 2], skip=True)
-    g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5),
+    g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5, control_graphs=0),
                         progress=False)
     assert g.n_active_features > 0
     assert g.target_replacement == pytest.approx(g.target_real, abs=1e-4)
@@ -71,7 +72,7 @@ def test_edges_match_finite_differences(tiny_model):
     changes, everything else (patterns, norm scales, other features) held."""
     model = tiny_model
     tcs = random_transcoders(model, [0, 1, 2])
-    g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=0),
+    g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=0, control_graphs=0),
                         progress=False)
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
@@ -117,7 +118,7 @@ def test_total_effects_are_the_replacement_models_derivative(tiny_model):
 
     model = tiny_model
     tcs = random_transcoders(model, [0, 1, 2])
-    cfg = AttributionConfig(target=" Paris, Rome", check_features=0)
+    cfg = AttributionConfig(target=" Paris, Rome", check_features=0, control_graphs=0)
     g = run_attribution(model, tcs, PROMPT, cfg, progress=False)
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
@@ -223,7 +224,8 @@ def test_features_that_write_nothing_get_no_influence(tiny_model):
         with torch.no_grad():
             tc.W_dec.zero_()
             tc.b_dec.zero_()
-    g = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
+    g = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
+        check_features=0, control_graphs=0),
                         progress=False)
     assert g.n_active_features > 0
     assert not [n for n in g.nodes if n["kind"] == "feature"]
@@ -278,7 +280,7 @@ def test_freezing_the_real_model_at_its_own_values_changes_nothing(which, reques
     from saes.graphs.run import _targets
 
     lay, pos, feat, act, _ = active_features(fz, tcs.by_layer)
-    cfg = AttributionConfig(target=" Paris, Rome")
+    cfg = AttributionConfig(target=" Paris, Rome", control_graphs=0)
     names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
     nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.ids.numel(), tcs.layers, names,
                   toks, weights, vecs, pair)
@@ -336,7 +338,8 @@ def test_capped_graph_folds_the_left_out_features_into_error_nodes(which, reques
     assert torch.allclose(b.sum(1), a[rows_full].sum(1), atol=1e-4)
 
     # through run_attribution: exact, and the count of feature nodes reported
-    full = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=0),
+    full = run_attribution(model, tcs, PROMPT, AttributionConfig(
+        check_features=0, control_graphs=0),
                            progress=False)
     capped = run_attribution(model, tcs, PROMPT, AttributionConfig(
         check_features=5, max_feature_nodes=cap), progress=False)
@@ -349,7 +352,7 @@ def test_capped_graph_folds_the_left_out_features_into_error_nodes(which, reques
     # faithfulness removes every active feature outside the pruned graph, left-out ones too
     assert capped.faithfulness["features_active"] == f
     assert capped.faithfulness["target_no_features"] == pytest.approx(
-        run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5),
+        run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5, control_graphs=0),
                         progress=False).faithfulness["target_no_features"], abs=1e-5)
     # left-out features count as error: the completeness score cannot rise
     assert capped.completeness_score <= full.completeness_score + 1e-6
@@ -391,13 +394,15 @@ def test_a_graph_over_the_memory_refuses_before_the_backward_passes(tiny_model, 
     from saes.graphs.run import GRAPH_MATRICES
 
     tcs = random_transcoders(tiny_model, [0, 1, 2])
-    full = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
+    full = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
+        check_features=0, control_graphs=0),
                            progress=False)
     n = full.n_nodes
     half = GRAPH_MATRICES * 4 * n * n / 2
     monkeypatch.setattr(memory, "available_bytes", lambda device=None: half)
     with pytest.raises(InterpError, match=r"would need about .*--max-feature-nodes$"):
-        run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(check_features=0),
+        run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
+            check_features=0, control_graphs=0),
                         progress=False)
     capped = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
         check_features=0, max_feature_nodes=8), progress=False)
@@ -407,3 +412,251 @@ def test_a_graph_over_the_memory_refuses_before_the_backward_passes(tiny_model, 
                                           "--max-feature-nodes"):
         run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
             check_features=0, max_feature_nodes=8), progress=False)
+
+
+# ------------------------------------------------------------- controls that can fail
+
+
+@pytest.fixture(scope="module")
+def relu_llama(tiny_model_dir, tmp_path_factory):
+    """A tiny random Llama whose MLPs are plain ReLU MLPs (``up_proj`` zero with bias 1, so
+    ``down(relu(gate(x)) ⊙ 1)``): a ReLU transcoder can reproduce each MLP exactly."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    import interp
+
+    out = tmp_path_factory.mktemp("relu-llama")
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    tok.save_pretrained(str(out))
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, rope_theta=1e5,
+        tie_word_embeddings=True, rms_norm_eps=1e-5, max_position_embeddings=256,
+        bos_token_id=1, eos_token_id=2, pad_token_id=2, hidden_act="relu", mlp_bias=True)
+    hf = LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        for name, p in hf.named_parameters():
+            if "norm" in name:
+                p.copy_(1.0 + 0.3 * torch.randn_like(p))
+        for layer in hf.model.layers:  # MLPs that matter: larger weights than the init's
+            layer.mlp.up_proj.weight.zero_()
+            layer.mlp.up_proj.bias.fill_(1.0)
+            layer.mlp.gate_proj.weight.mul_(4.0)
+            layer.mlp.down_proj.weight.mul_(4.0)
+            layer.mlp.gate_proj.bias.copy_(torch.randn(64) * 0.1)
+    hf.save_pretrained(str(out))
+    return interp.load(str(out))
+
+
+def exact_transcoders(model, layers):
+    """ReLU transcoders equal to the ReLU MLPs of :func:`relu_llama`: ``W_enc = gateᵀ``,
+    ``W_dec = downᵀ``; their error terms are zero (but at position 0)."""
+    from saes.transcoders import TranscoderConfig
+    from saes.transcoders.files import TranscoderSet
+
+    hf = model.bridge.original_model
+    out = {}
+    for layer in layers:
+        mlp = hf.model.layers[layer].mlp
+        d, m = model.d_model, mlp.gate_proj.weight.shape[0]
+        cfg = TranscoderConfig(d_in=d, d_sae=m, hook_point=f"blocks.{layer}.mlp.hook_in",
+                               output_hook=f"blocks.{layer}.hook_mlp_out", layer=layer,
+                               architecture="relu")
+        tc = cfg.model_class()(cfg)
+        with torch.no_grad():
+            tc.W_enc.copy_(mlp.gate_proj.weight.T)
+            tc.b_enc.copy_(mlp.gate_proj.bias)
+            tc.W_dec.copy_(mlp.down_proj.weight.T)
+            tc.b_dec.copy_(mlp.down_proj.bias)
+        out[layer] = tc
+    return TranscoderSet(out)
+
+
+WORTH_CFG = AttributionConfig(target=" Paris, Rome", check_features=16, control_graphs=3,
+                              random_subgraphs=5)
+
+
+def test_exact_transcoders_are_informative_random_ones_worthless(relu_llama, tiny_model):
+    """The verdict can fail: on a model whose MLPs a transcoder can reproduce exactly, the
+    exact transcoders' graph beats its decoder-shuffled controls and agrees with the real
+    model; random transcoders on the same model are said to be worthless, although their
+    real-model agreement is beyond chance (removing any vector is predicted well: the
+    agreement alone would pass them), because their scores are their shuffled controls'.
+    On the gated tiny model they fail the agreement too. Both are exact (bookkeeping)."""
+    good = run_attribution(relu_llama, exact_transcoders(relu_llama, [0, 1, 2]), PROMPT,
+                           WORTH_CFG, progress=False)
+    assert good.exact and good.replacement_score > 0.99
+    assert len(good.controls["replacement_scores"]) == 3
+    assert max(good.controls["replacement_scores"]) < 0.95
+    w = good.worth()
+    assert w.level == "informative", w.sentence
+    assert "WORTHLESS" not in (good.headline().verdict or "")
+    assert good.agreement["spearman_real_ci95"][0] > 0
+
+    bad = run_attribution(relu_llama, random_transcoders(relu_llama, [0, 1, 2]), PROMPT,
+                          WORTH_CFG, progress=False)
+    assert bad.exact  # exactness is bookkeeping: random transcoders earn it too
+    w = bad.worth()
+    assert w.level == "worthless"
+    assert any("decoders shuffled" in r for r in w.reasons)
+    assert bad.agreement["spearman_real_ci95"][0] > 0  # the zero-null alone would pass
+    assert bad.headline().verdict.startswith("This graph is WORTHLESS")
+    assert bad.replacement_score < good.replacement_score - 0.3
+
+    tiny = run_attribution(tiny_model, random_transcoders(tiny_model, [0, 1, 2]), PROMPT,
+                           WORTH_CFG, progress=False)
+    w = tiny.worth()
+    assert w.level == "worthless"
+    assert any("do not agree with the real model beyond chance" in r for r in w.reasons)
+
+
+def test_decoder_shuffled_controls_keep_the_features_and_their_norms(tiny_model):
+    """A control's transcoders read the same features with the same activations and write
+    decoder rows of the same norms, permuted."""
+    from saes.graphs.controls import shuffled_decoders
+
+    tcs = random_transcoders(tiny_model, [0, 2], skip=True)
+    ctl = shuffled_decoders(tcs.by_layer, torch.Generator().manual_seed(0))
+    x = torch.randn(5, tiny_model.d_model)
+    for layer, tc in tcs.by_layer.items():
+        c = ctl[layer]
+        assert torch.equal(c.encode(x), tc.encode(x))
+        assert not torch.equal(c.W_dec, tc.W_dec)
+        assert torch.equal(c.W_dec.norm(dim=1).sort().values, tc.W_dec.norm(dim=1).sort().values)
+        assert torch.equal(c.W_skip, tc.W_skip) and torch.equal(c.b_dec, tc.b_dec)
+
+
+def test_sign_agreement_is_compared_with_its_permutation_null():
+    """On imbalanced signs (90% positive), chance is p·q + (1 − p)(1 − q) ≈ 0.82, not 0.5:
+    a predictor of independent 90%-positive signs sits at the null, a constant-sign
+    predictor (90% agreement, 'above 0.5') sits exactly at it with p = 1, and the true signs
+    beat it. One group's p-value is scipy's permutation test's."""
+    from scipy.stats import permutation_test
+
+    from saes.graphs.checks import agreement, sign_null
+
+    rng = np.random.default_rng(0)
+    n = 200
+    measured = np.where(rng.random(n) < 0.9, 1.0, -1.0) * rng.uniform(0.1, 1, n)
+    indep = np.where(rng.random(n) < 0.9, 1.0, -1.0)
+    null = sign_null([(indep, measured)], 2000, seed=1)
+    q = float((measured > 0).mean())
+    p = float((indep > 0).mean())
+    assert null["null"] == pytest.approx(p * q + (1 - p) * (1 - q), abs=0.01)
+    assert 0.78 < null["null"] < 0.86
+    assert null["p"] > 0.05 and null["null_interval"][0] <= null["sign"]
+
+    constant = np.ones(n)
+    c = sign_null([(constant, measured)], 500, seed=1)
+    assert c["sign"] == pytest.approx(q) and c["null"] == pytest.approx(q)
+    assert c["p"] == 1.0  # above 0.5, yet exactly chance
+
+    truth = sign_null([(measured * 2, measured)], 2000, seed=1)
+    assert truth["sign"] == 1.0 and truth["p"] < 0.01
+
+    want = permutation_test((measured,), lambda m: float(np.mean(np.sign(m) == np.sign(indep))),
+                            permutation_type="pairings", n_resamples=2000,
+                            alternative="greater", rng=2)
+    assert null["p"] == pytest.approx(want.pvalue, abs=0.03)
+    # agreement() carries the null beside the bootstrap CI
+    ag = agreement(indep, measured)
+    assert ag["sign_null"] == pytest.approx(null["null"], abs=0.01) and ag["sign_p"] > 0.05
+
+
+def test_pooled_sign_null_shuffles_within_prompts():
+    """Over a task, each prompt keeps its own balance: two prompts whose predictions only
+    follow each prompt's constant sign agree 100%, and that is exactly chance (a pooled
+    shuffle would call it far above its 0.5)."""
+    from saes.graphs.checks import sign_null
+    from saes.graphs.tasks import _pooled_sign
+
+    pos = [(1.0, m) for m in np.linspace(0.1, 1, 20)]
+    neg = [(-1.0, -m) for m in np.linspace(0.1, 1, 20)]
+    got = _pooled_sign([pos, neg], seed=0, n_resamples=500)
+    assert got[""] == 1.0 and got["_null"] == 1.0 and got["_p"] == 1.0
+    pooled = sign_null([(np.array([p for p, _ in pos + neg]),
+                         np.array([m for _, m in pos + neg]))], 500, seed=0)
+    assert pooled["null"] < 0.6 and pooled["p"] < 0.01  # what a pooled shuffle would say
+
+
+def _additive_case(seed: int, f: int = 400):
+    """Features whose real effects, kept together, add up: effect = influence × (1 + 0.3
+    noise), influence lognormal, so the influence ranking is informative within every band
+    of influence. Returns (influence sorted descending, effects, keep_only, generator)."""
+    rng = np.random.default_rng(seed)
+    influence = torch.tensor(np.sort(rng.lognormal(0, 1, f))[::-1].copy(), dtype=torch.float32)
+    effect = influence.numpy() * (1 + 0.3 * rng.standard_normal(f))
+
+    def keep_only(sets):
+        return np.array([float(effect[m.numpy()].sum()) for m in sets])
+
+    return influence, effect, keep_only, rng
+
+
+def test_influence_matched_baseline_tells_the_ranking_from_the_band():
+    """Over 20 constructed cases: the real ranking (the top k by influence) beats
+    influence-matched random sets every time; a broken ranking (k features in random order
+    from the top 2k: the right band, chosen blindly) beats the weak baseline of random
+    active features every time too, but sits inside the matched baseline's 95% range (as
+    a member of it should, about 95% of the time). The ceiling (top by measured effect) is
+    at least the graph's; matched sets keep the count per band of 2k ranks."""
+    from saes.graphs.checks import faithfulness, matched_sets
+
+    f, k = 400, 20
+    inside = 0
+    for seed in range(20):
+        influence, effect, keep_only, rng = _additive_case(seed, f)
+        top = torch.zeros(f, dtype=torch.bool)
+        top[:k] = True
+        measured = {i: float(effect[i]) for i in range(k)}
+        real = faithfulness(top, influence, measured, keep_only, 40, seed)
+        assert real["faithfulness"] > real["matched_interval"][1]
+        assert real["matched_p"] == pytest.approx(1 / 41)
+        assert real["faithfulness"] > real["random_interval"][1]
+        assert real["ceiling"] >= real["faithfulness"] - 1e-9
+
+        band = torch.zeros(f, dtype=torch.bool)
+        band[torch.tensor(rng.permutation(2 * k)[:k])] = True
+        broken = faithfulness(band, influence, {}, keep_only, 40, seed)
+        assert broken["faithfulness"] > broken["random_interval"][1]  # the weak one passes it
+        lo, hi = broken["matched_interval"]
+        inside += lo <= broken["faithfulness"] <= hi
+    assert inside >= 17  # expected 19 of 20
+
+    sets = matched_sets(influence, band, 3, torch.Generator().manual_seed(0))
+    for m in sets:
+        assert int(m.sum()) == k and int(m[:2 * k].sum()) == k
+        assert not torch.equal(m, band)
+
+
+def test_viewer_keeps_the_edges_of_most_influence():
+    """A hand-built graph: token 1 → feature 2 has the largest raw |weight| (100, in
+    pre-activation units) but feature 2 barely reaches the target (1e-4); token 0 →
+    feature 0 → target carries the influence. With room for two edges, the kept ones are
+    feature 0's, by influence; by |weight| the useless edge would be first."""
+    from saes.graphs.influence import prune
+    from saes.graphs.run import _edge_rows
+
+    nodes = _toy_nodes(3, 1, 2, [1.0])
+    n = nodes.total
+    adj = torch.zeros(n, n)
+    f, tok, tgt = 0, nodes.embed_start, nodes.target_start
+    adj[f + 0, tok + 0] = 4.0
+    adj[tgt, f + 0] = 9.0
+    adj[f + 2, tok + 1] = 100.0
+    adj[tgt, f + 2] = 1e-4
+    pr = prune(adj, nodes, node_threshold=1.0, edge_threshold=1.0)
+    assert pr.node_mask[f + 2] and pr.edge_mask[f + 2, tok + 1]  # pruning kept it
+    rows, n_kept = _edge_rows(adj, pr, limit=2)
+    assert n_kept == 4
+    kept = {(r["source"], r["target"]) for r in rows}
+    assert kept == {(tok + 0, f + 0), (f + 0, tgt)}
+    assert (tok + 1, f + 2) not in kept
+    by_weight = max(((s, t) for t, s in zip(*pr.edge_mask.nonzero(as_tuple=True), strict=True)),
+                    key=lambda e: abs(float(adj[e[1], e[0]])))
+    assert by_weight == (tok + 1, f + 2)
+    # the edge influence is the pruning's edge score: share of the row × the row's influence
+    inf = pr.edge_influence(adj, torch.tensor([tgt, f + 2]), torch.tensor([f + 0, tok + 1]))
+    assert float(inf[0]) == pytest.approx(9.0 / (9.0 + 1e-4), rel=1e-5)
+    assert float(inf[1]) == pytest.approx(1e-4 / (9.0 + 1e-4), rel=1e-3)
