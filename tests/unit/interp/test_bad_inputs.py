@@ -555,6 +555,9 @@ CASES = [
     Case("causal-edges-unknown-method", lambda c: [
         "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--method",
         "acdc", "--out", c.out], "acdc"),
+    Case("causal-edges-old-method-name-eap", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--method",
+        "eap", "--out", c.out], "eap-clean (Syed et al.'s EAP) or eap-corrupted"),
     Case("causal-edges-unpaired-row", lambda c: [
         "causal", "edges", *M(c), "--task", c.file("t.jsonl", json.dumps(
             {"clean": "The capital of France is", "answer": " Paris", "wrong": " Rome"})),
