@@ -4,8 +4,9 @@ attribution against exact path patching (``interp causal edges``).
 Input is a :class:`~interp.causal.results.DASResult` (its manifest included). The page
 (``templates/das.html.j2``) shows the held-out IIA by layer
 (:func:`interp.causal.figures.iia_by_layer`) and the same numbers as a table, every IIA
-with its Wilson 95% interval beside the random direction, the full and empty
-interchanges and the control task; every string is escaped.
+with its 95% interval (over templates where the task has them) beside the random
+direction, the full and empty interchanges, DAS restricted to the observed span, and the
+control task by type with its chance and the selectivity; every string is escaped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from interp.causal.figures import (
     faithfulness_curves,
     iia_by_layer,
 )
-from interp.causal.results import DASResult, EdgeResult
+from interp.causal.results import GRADIENT_ESTIMATORS, DASResult, EdgeResult
 from interp.circuits.figures import group_forest, group_titles
 from interp.display import ci_text
 from reports.html import Report, ReportFigure, headline_lead, render_page
@@ -43,13 +44,17 @@ def _rows(r: DASResult) -> list[list[Any]]:
         def text(v: Any) -> str:
             return v.text() if v is not None else "—"
 
-        rows.append([x.layer, x.das.text(), spread, text(x.probe_direction),
+        control = "—"
+        if x.control is not None and x.control_chance is not None:
+            control = (f"{x.control.text()}, chance {x.control_chance:.2f}"
+                       + (" (fitted)" if x.control_fits() else ""))
+        span = text(x.in_span)
+        if x.span_share is not None and x.span_dims is not None:
+            span += f" ({x.span_share:.0%} of DAS in {x.span_dims:.0f} dims)"
+        rows.append([x.layer, x.das.text() + (" (illusion)" if x.illusion() else ""), spread,
+                     span, control, text(x.selectivity), text(x.probe_direction),
                      text(x.mean_difference), *[text(x.subspaces.get(k)) for k in extra],
-                     text(x.probe_accuracy), x.random.text(),
-                     x.full.text(),
-                     x.none.text(),
-                     (f"{x.control.text()}, chance {x.control_chance:.2f}"
-                      if x.control is not None and x.control_chance is not None else "—"),
+                     text(x.probe_accuracy), x.random.text(), x.full.text(), x.none.text(),
                      f"{x.seconds:.1f} s"])
     return rows
 
@@ -68,7 +73,10 @@ def das_report(result: DASResult) -> Report:
              ("task sha256", Markup("<code>{}</code>").format(r.task_sha256)),
              ("position", r.position), ("dimensions (k)", c.dim), ("training steps", c.steps),
              ("learning rate", c.lr), ("batch size", c.batch_size), ("seeds", c.seeds),
-             ("pairs", f"{r.n_train} train, {r.n_test} held out ({r.split})"),
+             ("pairs", f"{r.n_pairs}, each held out once ({r.split})"),
+             ("intervals", r.intervals_text()),
+             ("observed span", f"principal directions explaining {c.span_variance:.0%} of "
+                               "the activations' variance at the position"),
              ("SAE", f"{c.sae} ({c.sae_latents} latents)" if c.sae else None),
              ("limit", c.limit), ("seed", c.seed)]
     return render_page(
@@ -78,22 +86,36 @@ def das_report(result: DASResult) -> Report:
                   "residual stream is swapped from the source prompt into the base prompt, "
                   "and the output follows the source or not."),
         lead=headline_lead(r), manifest=r.manifest or {}, figures=figures, r=r, width=width,
-        rows=_rows(r), setup=setup, extra=_extra(r))
+        rows=_rows(r), setup=setup, extra=_extra(r), intervals=r.intervals_text())
 
 
 def _num(x: float | None, digits: int = 3) -> str:
     return "—" if x is None or x != x else f"{x:+.{digits}f}"
 
 
+def _versus_rows(r: EdgeResult) -> list[list[Any]]:
+    """Each estimator's top n against its matched baseline, at every n."""
+    rows = []
+    for v in r.versus:
+        spread = (f"{min(v.matched_draws):.2f}–{max(v.matched_draws):.2f}"
+                  if v.matched_draws else "—")
+        rows.append([v.method, v.n, f"{v.kept:.3f}", ci_text(v.kept_ci95[0], v.kept_ci95[1]),
+                     f"{v.matched:.3f}", spread, _num(v.difference),
+                     ci_text(v.difference_ci95[0], v.difference_ci95[1]), v.verdict,
+                     "—" if v.random is None else f"{v.random:.3f}",
+                     "—" if v.exact is None else f"{v.exact:.3f}"])
+    return rows
+
+
 def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> Report:
     """The edge-attribution report (page and figures) of one run."""
     r = result
     figures: dict[str, ReportFigure] = {}
+    if r.faithfulness:
+        figures["faith"] = ReportFigure(faithfulness_curves(r), label="Faithfulness")
     if r.sample and r.agreement:
         figures["agreement"] = ReportFigure(agreement_scatter(r),
                                             label="Scores against exact path patching")
-    if r.faithfulness:
-        figures["faith"] = ReportFigure(faithfulness_curves(r), label="Faithfulness")
     if r.circuit is not None and r.circuit.edges:
         figures["circuit"] = ReportFigure(circuit_graph(r.circuit, n_heads, n_layers, n_kv),
                                           label="Circuit")
@@ -104,11 +126,16 @@ def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> 
                   ci_text(a.spearman_ci95[0], a.spearman_ci95[1], 2),
                   f"{a.spearman_random:.2f}", a.k, f"{a.recall:.2f}",
                   ci_text(a.recall_ci95[0], a.recall_ci95[1], 2)] for a in r.agreement]
+    kinds = {"top": "top n by {m}", "matched": "matched to {m} (its ranks n+1…)",
+             "random": "drawn from all (weak)", "exact": "top n sampled by exact (reference)"}
     faith = []
     for curve in r.faithfulness:
         for n, mu, ci in zip(curve.n, curve.mean, curve.ci95, strict=True):
-            faith.append([curve.method, n, f"{mu:.3f}", ci_text(ci[0], ci[1])])
-    top = [[Markup("<code>{}</code>").format(e.edge), _num(e.eap), _num(e.eap_ig),
+            faith.append([kinds.get(curve.kind, "{m}").format(m=curve.method), n, f"{mu:.3f}",
+                          ci_text(ci[0], ci[1])])
+    estimators = [m for m in GRADIENT_ESTIMATORS if m in r.scores
+                  or any(e.score(m) is not None for e in r.top_edges)]
+    top = [[Markup("<code>{}</code>").format(e.edge), *[_num(e.score(m)) for m in estimators],
             _num(e.exact)] for e in r.top_edges]
     circuit = ([[Markup("<code>{}</code>").format(e.sender),
                  Markup("<code>{}</code>").format(e.receiver), _num(e.score)]
@@ -118,9 +145,14 @@ def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> 
     setup = [("model", r.model_id or None), ("task", t.name), ("task file", t.source),
              ("task sha256", Markup("<code>{}</code>").format(t.sha256)),
              ("pairs read / used / left out", f"{t.n_read} / {t.n_used} / {t.n_left_out}"),
-             ("method", c.method), ("direction", c.direction), ("EAP-IG steps", c.ig_steps),
+             ("method", c.method), ("estimators", ", ".join(c.estimators) or "none"),
+             ("direction", c.direction),
+             ("eap-ig steps", f"{c.ig_steps}: the gradient at e_corr + (k/{c.ig_steps})"
+                              f"(e_clean − e_corr), k = 0 … {c.ig_steps - 1}"),
              ("exact sample", f"{c.sample} edges ({c.top} top, the rest stratified random)"),
-             ("circuit edges", c.circuit_edges), ("random draws", c.random_draws),
+             ("matched baseline", f"{c.random_draws} draws of n edges from each estimator's "
+                                  f"ranks n+1 … {1 + c.match_pool}n"),
+             ("circuit edges", c.circuit_edges),
              ("bootstrap resamples", c.n_boot), ("batch size", c.batch_size),
              ("limit", c.limit), ("seed", c.seed),
              ("seconds", ", ".join(f"{k} {v:.1f}" for k, v in r.seconds.items())),
@@ -129,11 +161,13 @@ def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> 
         "edges.html.j2",
         title=f"Edge attribution — {t.name} · {r.model_id or 'unknown model'}",
         subtitle=("Which edges between heads, MLPs, the input and the logits carry the "
-                  "task: gradient scores for every edge (EAP, EAP-IG), checked against "
-                  "exact path patching of a sample, and circuits of the top edges run "
-                  "against random edge sets."),
+                  "task: gradient scores for every edge (eap-clean, eap-corrupted, eap-ig), "
+                  "the circuits of each estimator's top edges run against edge sets matched "
+                  "in score, and a sample of edges checked one by one against exact path "
+                  "patching."),
         lead=headline_lead(r), manifest=r.manifest or {}, figures=figures, r=r,
-        agreement=agreement, faith=faith, top=top, circuit=circuit, setup=setup,
+        versus=_versus_rows(r), match_pool=c.match_pool, agreement=agreement, faith=faith, top=top,
+        top_heads=["edge", *estimators, "exact"], circuit=circuit, setup=setup,
         group_rows=group_rows(r.groups) if r.groups is not None else [],
         group_heads=([f"{r.groups.column} {g} (n = {n})"
                       for g, n in zip(r.groups.groups, r.groups.n_pairs, strict=True)]

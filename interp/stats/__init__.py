@@ -1,6 +1,7 @@
 """Statistics shared by every tool, on scipy and statsmodels.
 
-- :mod:`interp.stats.intervals`: Wilson, mean, bootstrap and correlation intervals;
+- :mod:`interp.stats.intervals`: Wilson, mean, bootstrap (by unit or by cluster) and
+  correlation intervals;
 - :mod:`interp.stats.tests`: exact McNemar and the paired difference of proportions.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from interp.stats.intervals import (
     Z95,
     bootstrap_ci,
+    cluster_bootstrap_ci,
     mean_ci,
     mean_t_ci,
     pearson_ci,
@@ -20,6 +22,7 @@ from interp.stats.tests import mcnemar_exact, paired_difference_ci
 __all__ = [
     "Z95",
     "bootstrap_ci",
+    "cluster_bootstrap_ci",
     "mcnemar_exact",
     "mean_ci",
     "mean_t_ci",

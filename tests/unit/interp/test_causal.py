@@ -95,38 +95,49 @@ def _tiny_task_file(tmp_path, binary: bool = False) -> str:
 
 
 def test_run_das_on_tiny(tiny_model, tmp_path):
-    """run_das end to end on a tiny task file: every rate with its interval, the full
-    interchange at least the floor, the result's table and figure, bad settings refused."""
+    """run_das end to end on a tiny task file: every pair held out once, every rate with
+    its interval over the templates, the controls present, the result's table and figure,
+    bad settings refused."""
     from interp.causal import DASConfig, run_das
     from interp.schema import ConfigError
 
     path = _tiny_task_file(tmp_path)
     res = run_das(tiny_model, DASConfig(task=str(path), layers=[0, 1], position="animal",
-                                        steps=5, seeds=2, test_size=0.34), progress=False)
+                                        steps=5, seeds=2, folds=3), progress=False)
     assert [r.layer for r in res.layers] == [0, 1]
-    assert res.n_train + res.n_test == 6 and res.split.startswith("by template")
+    assert res.n_pairs == 6 and res.split == "3 folds by template, 3 templates"
+    assert res.n_clusters == 3 and "3 templates" in res.intervals_text()
     for r in res.layers:
-        for rate in (r.das, r.random, r.full, r.none, r.control):
-            assert rate is not None and 0 <= rate.iia <= 1 and rate.iia_n == res.n_test
+        for rate in (r.das, r.random, r.full, r.none, r.in_span):
+            assert rate is not None and 0 <= rate.iia <= 1 and rate.iia_n == 6
+            assert rate.iia_clusters == 3
             lo, hi = rate.iia_ci95
             assert lo is not None and hi is not None and lo <= rate.iia <= hi
         assert len(r.das_seeds) == 2 and r.das_seeds[0] == r.das.iia
+        # both pair types occur in every fold's training pairs: all six are scored
+        assert r.control is not None and r.control.iia_n == 6 and r.control_types == 2
         assert r.control_chance is not None and 0.5 <= r.control_chance <= 1
+        assert r.selectivity is not None and r.span_gap is not None
+        assert r.span_share is not None and 0 <= r.span_share <= 1 + 1e-6
     d = res.to_dict()
     assert d["layers"][0]["das"]["iia_ci95"] == res.layers[0].das.iia_ci95
+    assert d["layers"][0]["das"]["iia_clusters"] == 3
     assert list(res.to_frame()["layer"]) == [0, 1]
     assert "best layer" in (res.headline().verdict or "")
     assert res.figure() is not None
     assert res.layers[0].probe_accuracy is None  # four label tokens: no binary concept
     binary = run_das(tiny_model, DASConfig(task=_tiny_task_file(tmp_path, True), layers=[1],
-                                           position="animal", steps=3, test_size=0.34,
+                                           position="animal", steps=3, folds=3,
                                            control=False), progress=False)
     (r,) = binary.layers
-    assert r.probe_accuracy is not None and r.probe_accuracy.iia_n == 2 * binary.n_test
+    assert r.probe_accuracy is not None and r.probe_accuracy.iia_n == 2 * binary.n_pairs
     assert r.probe_direction is not None and r.mean_difference is not None
+    assert r.control is None and r.selectivity is None
     assert "probe direction" in binary.headline().columns
-    with pytest.raises(ConfigError, match="test_size"):
-        DASConfig(test_size=1.0)
+    with pytest.raises(ConfigError, match="folds"):
+        DASConfig(folds=1)
+    with pytest.raises(ConfigError, match="span_variance"):
+        DASConfig(span_variance=0.0)
     with pytest.raises(InterpError, match="dim"):
         run_das(tiny_model, task=str(path), dim=tiny_model.d_model)
     with pytest.raises(InterpError, match="unknown position"):
@@ -142,7 +153,7 @@ def test_cli_causal_das_writes_report_and_results(tiny_model_dir, tmp_path, caps
     out = tmp_path / "out"
     code, stdout, err = run(["causal", "das", "--model", str(tiny_model_dir), "--task",
                              _tiny_task_file(tmp_path), "--layers", "0,1", "--position",
-                             "animal", "--steps", "3", "--test-size", "0.34", "--out",
+                             "animal", "--steps", "3", "--folds", "3", "--out",
                              str(out)], capsys)
     assert code == 0, err
     data = json.loads((out / "results.json").read_text())
@@ -236,8 +247,8 @@ def test_das_above_the_full_interchange_is_flagged():
         r = [rate(torch.tensor([1.0] * k + [0.0] * (40 - k))) for k in (das, 0, full, 0)]
         return LayerIIA(i, r[0], [r[0].iia], r[1], r[2], r[3], None, 0.0)
 
-    res = DASResult(DASConfig(), "t", "0" * 64, "END", 120, 40, "random",
-                    [layer(4, 20, 2), layer(8, 6, 3), layer(22, 40, 39)])
+    res = DASResult(DASConfig(), "t", "0" * 64, "END", 40, "random",
+                    layers=[layer(4, 20, 2), layer(8, 6, 3), layer(22, 40, 39)])
     assert [r.layer for r in res.illusions()] == [4]
     res.add_warnings()
     assert len(res.warnings) == 1 and res.warnings[0].startswith("layer 4: DAS's IIA 0.50")
