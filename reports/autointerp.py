@@ -8,7 +8,7 @@ from markupsafe import Markup
 from interp.display import ci_text
 from reports.html import Report, ReportFigure, headline_lead, render_page
 from saes.autointerp.figures import scatter_figure, score_figure
-from saes.autointerp.results import AutoInterpResult, ScoreSummary, best_score
+from saes.autointerp.results import AutoInterpResult, ScorerControl, ScoreSummary, best_score
 from saes.results import FeatureContext
 
 #: The page's only script: filter the feature rows by the search box. Constant: never built
@@ -42,13 +42,15 @@ def _feature_rows(r: AutoInterpResult, group: str) -> list[list[object]]:
             continue
         expl = Markup("<br>").join(
             Markup("<b>{}</b>: {}").format(k, v) for k, v in f.explanations.items())
-        scores = [s for s in r.scores if s.group == group and s.feature == f.feature]
+        scores = [s for s in r.scores if s.group == group and s.feature == f.feature
+                  and r.passed(s.scorer, s.method)]
         best = best_score(scores)
         score = (Markup("{:+.2f} {} <span class=\"badge {}\">{}</span>").format(
             best.difference, ci_text(best.difference_ci95[0], best.difference_ci95[1]),
             "ok" if best.explained else "muted",
             "explained" if best.explained else "not explained")
-            if best is not None else Markup("<i>{}</i>").format(f.skipped or "not scored"))
+            if best is not None else Markup("<i>{}</i>").format(
+                f.skipped or "no scorer passed its planted control"))
         where = (Markup("<br><small>{} · {} · {}</small>").format(
             best.explainer, best.scorer, best.method) if best is not None else Markup(""))
         ctx = Markup("<br>").join(context_html(c) for c in f.examples)
@@ -56,15 +58,21 @@ def _feature_rows(r: AutoInterpResult, group: str) -> list[list[object]]:
     return rows
 
 def _planted_rows(r: AutoInterpResult) -> list[list[object]]:
-    scorers = list(r.scorer_ids)
     rows = []
-    for p in r.planted:
-        det = ", ".join(f"{s} {p.detection_auroc[s]:.2f}" for s in scorers
-                        if s in p.detection_auroc) or "—"
-        rows.append([p.feature, " ".join(repr(t) for t in p.tokens), p.explanation,
-                     "yes" if p.named else "no", det,
-                     ", ".join(s for s in scorers if p.recovered(s)) or "none"])
+    for p in [*r.planted, *r.concepts]:
+        shown = " ".join(repr(t) for t in p.tokens) if p.level == "token" else ", ".join(p.tokens)
+        auc = ", ".join(f"{k} {v:.2f}" for k, v in p.auroc.items()) or "—"
+        rows.append([p.level, p.feature, shown, ", ".join(p.held_out) or "—", p.reference,
+                     p.explanation, "yes" if p.named else "no", auc,
+                     ", ".join(k for k, v in p.recovered_by.items() if v) or "none"])
     return rows
+
+
+def _summary(r: AutoInterpResult, *, passed: bool, kind: str | None = None,
+             ) -> list[list[object]]:
+    return [[s.kind, *s.cells()] for s in r.summary if s.scorer_passed == passed
+            and (kind is None or s.kind.startswith(kind))]
+
 
 def autointerp_report(result: AutoInterpResult) -> Report:
     """The report (page and figures) of one :func:`~saes.autointerp.run.run_autointerp` run."""
@@ -72,12 +80,11 @@ def autointerp_report(result: AutoInterpResult) -> Report:
     figures: dict[str, ReportFigure] = {}
     if r.summary:
         figures["scores"] = ReportFigure(score_figure(r), label="Scores against controls")
-    best = r.best()
+    best = r.best("language model") or r.best("token matching")
     if best is not None:
         figures["scatter"] = ReportFigure(
             scatter_figure(r, best.explainer, best.scorer, best.method),
             label="True against shuffled")
-    summary = [s.cells() for s in r.summary]
     c = r.config
     setup = [("model", r.model_id), ("hook point", r.hook_point), ("SAE", r.sae_path),
              ("features", c.features), ("explainers", ", ".join(c.explainers)),
@@ -89,18 +96,26 @@ def autointerp_report(result: AutoInterpResult) -> Report:
                                       f"{c.n_score} activating ({c.n_quantiles} quantile bins), "
                                       f"{c.n_score} random non-activating, {c.n_hard} hard "
                                       "negatives"),
-             ("random-SAE features", c.random_features), ("planted features", c.planted),
+             ("random-SAE features", sum(f.group == "random" for f in r.features)),
+             ("planted features", f"{len(r.planted)} token-level, {len(r.concepts)} "
+                                  "concept-level"),
+             ("explained", f"Benjamini–Hochberg at FDR {c.fdr:g} over a group's features; "
+                           f"paired permutation tests, {c.n_permutations} resamples"),
              ("bootstrap resamples", c.n_boot), ("seed", c.seed),
              ("seconds", ", ".join(f"{k} {v:.1f}" for k, v in r.seconds.items()))]
     return render_page(
         "autointerp.html.j2",
         title=f"Automatic interpretation — {r.hook_point} · {r.model_id}",
         subtitle=("Each feature is explained from its top contexts and scored on held-out "
-                  "ones by a scorer model's log-probabilities, beside the same texts scored "
-                  "with another feature's explanation, a random-weight SAE's features and "
-                  "planted features."),
+                  "ones, beside the same texts scored with another feature's explanation, a "
+                  "random-weight SAE's features and planted features; a scorer's scores "
+                  "count only where it recovered the planted features."),
         lead=headline_lead(r), manifest=r.manifest or {}, figures=figures, r=r,
-        summary=summary, columns=ScoreSummary.COLUMNS, planted=_planted_rows(r), best=best,
+        lm_summary=_summary(r, passed=True, kind="language model"),
+        token_summary=_summary(r, passed=True, kind="token matching"),
+        failed_summary=_summary(r, passed=False), columns=["kind", *ScoreSummary.COLUMNS],
+        controls=[c.cells() for c in r.controls], control_columns=ScorerControl.COLUMNS,
+        planted=_planted_rows(r), best=best,
         sae_rows=_feature_rows(r, "sae"), random_rows=_feature_rows(r, "random"),
         setup=setup, script=SEARCH_JS, stylesheets=["autointerp.css"])
 

@@ -59,8 +59,8 @@ def benjamini_hochberg(pvalues: Sequence[float], alpha: float = 0.05,
     idx = [i for i, p in enumerate(pvalues) if p == p]
     rejected, q = [False] * len(pvalues), [math.nan] * len(pvalues)
     if idx:
-        rej, adj, _, _ = multipletests([float(pvalues[i]) for i in idx], alpha=alpha,
-                                       method="fdr_bh")
+        out = multipletests([float(pvalues[i]) for i in idx], alpha=alpha, method="fdr_bh")
+        rej, adj = list(out[0]), list(out[1])  # type: ignore[arg-type]
         for k, i in enumerate(idx):
             rejected[i], q[i] = bool(rej[k]), float(adj[k])
     return rejected, q

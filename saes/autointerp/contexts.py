@@ -4,7 +4,10 @@ One pass of the model over held-out text (packed windows of :mod:`interp.data.wi
 as the feature browser reads them, stopping after the SAE's hook point) keeps the
 residual stream at the hook, so any number of feature sets are read from it without a
 second pass: the SAE's latents, a random-weight SAE's (a null control) and planted
-features (indicators of a token set, which need only the token ids).
+features, which need only the token ids: **token-level** ones (indicators of a token set,
+:func:`plant_token_sets`) and **concept-level** ones (indicators of the words of a concept
+such as "colours", :func:`plant_concepts`, whose explain and score halves hold different
+member words: see :func:`concept_activations`).
 
 Each window is cut into **examples** of ``ctx_len`` tokens (positions ``1 …``: position 0,
 the attention sink, is never an example), as delphi cuts its windows; an example's
@@ -22,6 +25,10 @@ explainer. Per feature:
 - ``hard``: up to ``n_hard`` non-activating examples of the score half that contain one
   of the feature's top tokens (the tokens it fires on most in the explain half): the
   examples a token-matching explanation gets wrong.
+
+An ``exclude`` mask (per token and feature) drops every example holding an excluded token
+from all of these: a concept feature's explain half never shows its held-out words, and
+its score half never holds the words shown.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
-from jaxtyping import Float, Int
+from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
@@ -134,6 +141,140 @@ def planted_activations(ids: Int[Tensor, "w seq"], token_sets: Sequence[Sequence
     return acts
 
 
+#: Concepts a concept-level planted feature stands for: the name its reference explanation
+#: gives (never the words) and its member words (``"year/years"``: one word's forms), each
+#: matched after a space, as written and capitalised. Closed sets, so that a held-out
+#: context without a member word holds no other word of the concept either: an open class
+#: such as past-tense verbs would make the negatives wrong (nearly every context holds
+#: one). Words with a second common sense in technical text are left out (" cat", " fish",
+#: " second" among units of time). Which of them occur is measured on the scan.
+CONCEPTS: dict[str, tuple[str, ...]] = {
+    "numbers written as words": ("one", "two", "three", "four", "five", "six", "seven",
+                                 "eight", "nine", "ten", "eleven", "twelve", "twenty",
+                                 "hundred", "thousand", "million"),
+    "units of time": ("minute/minutes", "hour/hours", "day/days", "week/weeks",
+                      "month/months", "year/years", "seconds", "decade/decades"),
+    "units of data size": ("bit/bits", "byte/bytes", "kilobyte/kilobytes",
+                           "megabyte/megabytes", "gigabyte/gigabytes", "terabyte/terabytes",
+                           "KB", "kB", "MB", "GB", "TB"),
+    "ordinal numbers": ("first", "second", "third", "fourth", "fifth", "sixth", "seventh",
+                        "eighth", "ninth", "tenth"),
+    "operating systems": ("Linux", "Windows", "Unix", "FreeBSD", "NetBSD", "OpenBSD",
+                          "Solaris", "macOS", "Hurd", "Android"),
+    "names of human languages": ("English", "German", "French", "Spanish", "Italian",
+                                 "Japanese", "Chinese", "Russian", "Korean", "Portuguese",
+                                 "Dutch"),
+    "colours": ("red", "green", "blue", "yellow", "black", "white", "orange", "purple",
+                "brown", "gray/grey", "pink"),
+    "months of the year": ("January", "February", "March", "April", "June", "July",
+                           "August", "September", "October", "November", "December"),
+    "days of the week": ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday",
+                         "Sunday"),
+    "family members": ("mother", "father", "brother", "sister", "son", "daughter", "wife",
+                       "husband", "uncle", "aunt"),
+    "animals": ("dog", "horse", "cow", "pig", "sheep", "bird", "lion", "tiger", "wolf", "fox",
+                "rabbit", "duck", "elephant"),
+}
+
+
+@dataclass(frozen=True)
+class PlantedConcept:
+    """A concept-level planted feature: the concept's name, the member words shown to the
+    explainer and those held out for the scorers (each a list of spellings' token ids)."""
+
+    name: str
+    shown: list[str]
+    held_out: list[str]
+    shown_ids: list[list[int]]
+    held_out_ids: list[list[int]]
+
+
+def explain_half(n_windows: int, g: torch.Generator) -> Bool[Tensor, " w"]:
+    """The windows of the explain half (True), drawn with ``g``: half of them at random."""
+    perm = torch.randperm(n_windows, generator=g)
+    half = torch.zeros(n_windows, dtype=torch.bool)
+    half[perm[: n_windows // 2]] = True
+    return half
+
+
+def word_occurrences(ids: Int[Tensor, "w seq"], spellings: Sequence[Sequence[int]],
+                     continues: Bool[Tensor, "w seq"]) -> Bool[Tensor, "w seq"]:
+    """Where a word ends: the last token of every occurrence of one of its spellings' token
+    sequences that the next token does not continue (``continues``: the token starts with
+    a letter or digit), so " cat" in " cats" or " category" is no occurrence."""
+    n_w, seq = ids.shape
+    out = torch.zeros(n_w, seq, dtype=torch.bool)
+    nxt = torch.zeros(n_w, seq, dtype=torch.bool)
+    nxt[:, :-1] = continues[:, 1:]
+    for sp in spellings:
+        k = len(sp)
+        if k == 0 or k > seq:
+            continue
+        hit = torch.ones(n_w, seq - k + 1, dtype=torch.bool)
+        for j, t in enumerate(sp):
+            hit &= ids[:, j:seq - k + 1 + j] == int(t)
+        out[:, k - 1:] |= hit
+    return out & ~nxt
+
+
+def _continues(model: Model, ids: Int[Tensor, "w seq"]) -> Bool[Tensor, "w seq"]:
+    starts = {t: (model.decode_token(t)[:1].isalnum()) for t in ids.unique().tolist()}
+    table = torch.zeros(int(ids.max()) + 1, dtype=torch.bool)
+    for t, c in starts.items():
+        table[t] = c
+    return table[ids]
+
+
+def plant_concepts(model: Model, ids: Int[Tensor, "w seq"], n: int,
+                   concepts: dict[str, Sequence[str]] | None = None, *, min_count: int = 2,
+                   ) -> list[PlantedConcept]:
+    """Up to ``n`` concepts to plant (of ``concepts``, :data:`CONCEPTS` by default): those
+    with at least two member words occurring ``min_count`` times in the scan, the most
+    frequent concepts first. Their words, by count, go alternately to the explainer (the
+    most frequent first) and to the held-out set, so both halves have occurrences."""
+    pool = dict(CONCEPTS if concepts is None else concepts)
+    cont = _continues(model, ids)
+    found: list[tuple[int, PlantedConcept]] = []
+    for name, members in pool.items():
+        words = []
+        for w in members:
+            forms = [f for f in w.split("/") if f]
+            spellings = dict.fromkeys(v for f in forms
+                                      for v in (f" {f}", f" {f[:1].upper()}{f[1:]}"))
+            sps = [model.encode_continuation(v) for v in spellings]
+            c = int(word_occurrences(ids, sps, cont)[:, 1:].sum())
+            if c >= min_count:
+                words.append((c, forms[0] if len(forms) == 1 else w, sps))
+        if len(words) < 2:
+            continue
+        words.sort(key=lambda x: (-x[0], x[1]))
+        shown, held = words[0::2], words[1::2]
+        found.append((sum(c for c, _, _ in words), PlantedConcept(
+            name=name, shown=[w for _, w, _ in shown], held_out=[w for _, w, _ in held],
+            shown_ids=[t for _, _, sps in shown for t in sps],
+            held_out_ids=[t for _, _, sps in held for t in sps])))
+    found.sort(key=lambda x: (-x[0], x[1].name))
+    return [c for _, c in found[:n]]
+
+
+def concept_activations(model: Model, ids: Int[Tensor, "w seq"],
+                        concepts: Sequence[PlantedConcept], half: Bool[Tensor, " w"],
+                        ) -> tuple[Float[Tensor, "w seq f"], Bool[Tensor, "w seq f"]]:
+    """Concept feature ``j`` fires (1) at the end of every member word of ``concepts[j]``;
+    the exclusion mask drops, in the explain half (``half``), the examples holding a
+    held-out word, and in the score half those holding a word shown to the explainer."""
+    cont = _continues(model, ids)
+    acts, excl = [], []
+    for c in concepts:
+        shown = word_occurrences(ids, c.shown_ids, cont)
+        held = word_occurrences(ids, c.held_out_ids, cont)
+        a = (shown | held).float()
+        a[:, 0] = 0.0
+        acts.append(a)
+        excl.append((half[:, None] & held) | (~half[:, None] & shown))
+    return torch.stack(acts, dim=-1), torch.stack(excl, dim=-1)
+
+
 def plant_token_sets(model: Model, ids: Int[Tensor, "w seq"], n: int, seed: int,
                      *, min_density: float = 2e-3, max_density: float = 2e-2,
                      ) -> list[list[int]]:
@@ -170,26 +311,29 @@ def _example(model: Model, ids: Tensor, acts: Tensor, w: int, s: int, e: int) ->
 def feature_examples(
     model: Model, ids: Int[Tensor, "w seq"], acts: Float[Tensor, "w seq f"],
     features: Sequence[int], *, ctx_len: int, n_explain: int, n_score: int, n_hard: int,
-    n_quantiles: int, seed: int,
+    n_quantiles: int, seed: int, exclude: Bool[Tensor, "w seq f"] | None = None,
 ) -> list[FeatureExamples]:
-    """Each feature's contexts (see the module doc); ``acts[..., j]`` is ``features[j]``."""
+    """Each feature's contexts (see the module doc); ``acts[..., j]`` is ``features[j]``;
+    an example holding a token ``exclude[..., j]`` marks is none of feature j's."""
     n_w, seq = ids.shape
     starts = list(range(1, seq, ctx_len))
     bounds = [(s, min(s + ctx_len, seq)) for s in starts]
     # example maxima [w, chunks, f]
     ex_max = torch.stack([acts[:, s:e].amax(dim=1) for s, e in bounds], dim=1)
+    ex_out = (torch.stack([exclude[:, s:e].any(dim=1) for s, e in bounds], dim=1)
+              if exclude is not None else None)
     g = torch.Generator().manual_seed(seed)
-    perm = torch.randperm(n_w, generator=g)
-    half = torch.zeros(n_w, dtype=torch.bool)
-    half[perm[: n_w // 2]] = True  # True: the explain half
+    half = explain_half(n_w, g)  # True: the explain half (the same seed: the same split)
     # every example's token ids, for the hard negatives
     chunk_ids = [[set(ids[w, s:e].tolist()) for s, e in bounds] for w in range(n_w)]
     out = []
     for j, feat in enumerate(features):
         fe = FeatureExamples(feature=int(feat))
-        m = ex_max[..., j]  # [w, chunks]
+        m = ex_max[..., j].clone()  # [w, chunks]
         fe.n_active = int((m > 0).sum())
         ex_side = half[:, None].expand_as(m)
+        if ex_out is not None:  # excluded examples: neither active nor quiet
+            m[ex_out[..., j]] = float("nan")
 
         def pick(mask: Tensor) -> list[tuple[int, int]]:
             return [(int(a), int(b)) for a, b in torch.nonzero(mask)]
@@ -244,5 +388,6 @@ def _quantile_sample(items: list[tuple[int, int]], n: int, bins: int, g: torch.G
     return out
 
 
-__all__ = ["FeatureExamples", "Scan", "feature_examples", "plant_token_sets",
-           "planted_activations", "sae_activations", "scan"]
+__all__ = ["CONCEPTS", "FeatureExamples", "PlantedConcept", "Scan", "concept_activations",
+           "explain_half", "feature_examples", "plant_concepts", "plant_token_sets",
+           "planted_activations", "sae_activations", "scan", "word_occurrences"]

@@ -102,9 +102,13 @@ def token_cues(
 def programmatic_explanation(contexts: Sequence[FeatureContext], **settings: float) -> str:
     """The explanation text of :func:`token_cues`: 'the tokens " because", " since"'."""
     cues = token_cues(contexts, **settings)  # type: ignore[arg-type]
-    if not cues:
-        return "no consistent token"
-    names = ", ".join(c.text() for c in cues)
+    return tokens_text([c.text() for c in cues]) if cues else "no consistent token"
+
+
+def tokens_text(cues: Sequence[str]) -> str:
+    """'the token X' or 'the tokens X, Y' of cue texts (:meth:`Cue.text`): the programmatic
+    explanations' wording, and a token-level planted feature's reference explanation."""
+    names = ", ".join(cues)
     return f"the token {names}" if len(cues) == 1 else f"the tokens {names}"
 
 
@@ -167,4 +171,4 @@ def lm_explanations(
 
 
 __all__ = ["EXPLAIN_PROMPT", "Cue", "check_explainer", "clean_explanation", "explainer_prompt",
-           "lm_explanations", "programmatic_explanation", "token_cues"]
+           "lm_explanations", "programmatic_explanation", "token_cues", "tokens_text"]

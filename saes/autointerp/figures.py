@@ -1,6 +1,7 @@
 """Figures of automatic interpretation, drawn with matplotlib in the house style.
 
-* :func:`score_figure`: per group × explainer × scorer × method, the mean AUROC
+* :func:`score_figure`: per group × explainer × scorer × method (of the scorers that
+  passed their planted control), the mean AUROC
   difference between true and shuffled explanations with its 95% bootstrap CI (a forest
   plot; 0, the null, dotted). A row whose interval crosses 0 is inside the noise.
 * :func:`scatter_figure`: each feature's true AUROC against its shuffled-explanation AUROC
@@ -19,13 +20,15 @@ from interp.plotting import GRID, MUTED, PALETTE, new_figure, styled
 if TYPE_CHECKING:
     from saes.autointerp.results import AutoInterpResult
 
-_GROUP_COLOUR = {"sae": PALETTE[0], "random": PALETTE[1], "planted": PALETTE[2]}
+_GROUP_COLOUR = {"sae": PALETTE[0], "random": PALETTE[1], "planted": PALETTE[2],
+                 "concept": PALETTE[3]}
 
 
 @styled
 def score_figure(result: AutoInterpResult) -> Figure:
-    """The difference (true − shuffled AUROC) per summary row, with its CI."""
-    rows = [s for s in result.summary if s.n_features]
+    """The difference (true − shuffled AUROC) per summary row of a scorer that passed its
+    planted control, with its CI."""
+    rows = [s for s in result.summary if s.n_features and s.scorer_passed]
     fig = new_figure(7.5, 0.9 + 0.32 * max(len(rows), 1))
     ax = fig.add_subplot(1, 1, 1)
     for i, s in enumerate(reversed(rows)):

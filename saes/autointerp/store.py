@@ -4,10 +4,13 @@ The first line is the header (``{"kind": "header", "manifest": …, "config": �
 …, "hook_point": …}``); every other line is one SAE feature (``{"kind": "feature",
 "feature": 17, "explanations": {"programmatic": …, "MODEL": …}, "scores": [{"explainer",
 "scorer", "method", "auroc", "shuffled_auroc", "difference", "difference_ci95",
-"explained"}, …], "label": …, "explained": …}``). ``label`` is the explanation to show
-(the best-scoring explained one, else the programmatic one) and ``explained`` whether any
-of its scores' difference intervals lies above 0. The feature browser, the steering
-report and the attribution-graph viewer read it with :func:`read_explanations`.
+"explained", "scorer_passed"}, …], "label": …, "explained": …}``). ``label`` is the
+explanation to show (the best-scoring explained one, else the programmatic one) and
+``explained`` whether any of its scores is explained (Benjamini–Hochberg over the run's
+features) by a scorer × method that passed its planted control: a score from a scorer
+that failed it is kept, marked ``"scorer_passed": false``, and never makes a label or a
+badge. The feature browser, the steering report and the attribution-graph viewer read it
+with :func:`read_explanations`.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class FeatureExplanation:
         without scores)."""
         diffs = [s["difference"] for s in self.scores
                  if isinstance(s.get("difference"), int | float)
-                 and math.isfinite(s["difference"])]
+                 and math.isfinite(s["difference"]) and s.get("scorer_passed", True)]
         return max(diffs) if diffs else math.nan
 
     def badge(self) -> str:
@@ -69,14 +72,16 @@ def explanation_lines(result: AutoInterpResult) -> list[dict[str, Any]]:
         if f.group != "sae" or not f.explanations:
             continue
         rows = [r for r in result.scores if r.group == "sae" and r.feature == f.feature]
-        label, explained = _label(f.explanations, rows)
+        label, explained = _label(f.explanations, [r for r in rows
+                                                   if result.passed(r.scorer, r.method)])
         lines.append({
             "kind": "feature", "feature": f.feature, "label": label, "explained": explained,
             "explanations": f.explanations,
             "scores": [{"explainer": r.explainer, "scorer": r.scorer, "method": r.method,
                         "auroc": r.auroc, "shuffled_auroc": r.shuffled_auroc,
                         "difference": r.difference, "difference_ci95": r.difference_ci95,
-                        "explained": r.explained} for r in rows]})
+                        "p_value": r.p_value, "q_value": r.q_value, "explained": r.explained,
+                        "scorer_passed": result.passed(r.scorer, r.method)} for r in rows]})
     return lines
 
 

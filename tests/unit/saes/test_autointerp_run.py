@@ -23,7 +23,7 @@ from tests.conftest import TINY_TEXT
 
 DOCS = [s.strip() + "." for s in TINY_TEXT.split(".") if s.strip()] * 20
 CFG = dict(features="alive:4", tokens=1200, seq_len=40, ctx_len=8, n_explain=4, n_score=4,
-           n_hard=2, random_features=2, planted=2, n_boot=100, batch_size=8,
+           n_hard=2, planted=2, planted_concepts=0, n_boot=100, batch_size=8,
            methods="detection,fuzzing")
 
 
@@ -56,18 +56,27 @@ def test_groups_scores_and_controls(ai_result):
         assert (f.shuffled_group, f.shuffled_from) != (f.group, f.feature)
         assert f.explanations["programmatic"]
     # every scored feature × explainer × scorer × method has a row, and only those
-    # programmatic explainer × (programmatic, self) scorers × (detection, fuzzing)
-    assert len(ai_result.scores) == len(scored) * 1 * 2 * 2
+    # programmatic explainer (and the planted features' reference) × (programmatic, self)
+    # scorers × (detection, fuzzing)
+    n_planted = sum(f.group == "planted" for f in scored)
+    assert len(ai_result.scores) == (len(scored) + n_planted) * 2 * 2
     for r in ai_result.scores:
         assert r.difference == pytest.approx(r.auroc - r.shuffled_auroc)
         lo, hi = r.difference_ci95
         assert lo <= hi
+        assert 0 < r.p_value <= 1 and r.explained == (r.q_value <= 0.05)
     assert {(s.group, s.method) for s in ai_result.summary} == \
         {(g, m) for g in groups for m in ("detection", "fuzzing")}
+    # the random-weight control is the SAE's size (4 features each)
+    assert sum(f.group == "random" for f in scored) == sum(f.group == "sae" for f in scored)
+    # a control per scorer × method; the tiny random model cannot pass it
+    assert {(c.scorer, c.method) for c in ai_result.controls} == \
+        {(sn, m) for sn in ("programmatic", "self") for m in ("detection", "fuzzing")}
     data = json.loads(json.dumps(ai_result.to_dict()))
     assert data["planted_named_n"] == len(ai_result.planted)
     back = type(ai_result).from_dict(data)
-    assert back.summary == ai_result.summary
+    assert json.dumps(back.to_dict()["summary"]) == json.dumps(data["summary"])
+    assert back.controls == ai_result.controls
 
 
 def test_programmatic_explainer_names_planted_tokens(ai_result):
@@ -91,6 +100,8 @@ def test_planted_features_score_far_above_their_shuffled_control(ai_result):
         assert r.shuffled_auroc < 0.9 and r.explained
     assert all(p.recovered("programmatic") for p in ai_result.planted)
     assert ai_result.scorer_ids["programmatic"].startswith("token match")
+    control = ai_result.control("programmatic", "detection")
+    assert control is not None and control.passed, control
 
 
 def test_token_scorer_reads_the_programmatic_explanations():
