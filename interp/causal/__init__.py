@@ -1,6 +1,6 @@
 """Causal validation: interchange interventions in subspaces and distributed alignment
 search (:mod:`interp.causal.interchange`; :func:`~interp.causal.das.run_das` over layers,
-with its controls); edge attribution (EAP, EAP-IG) checked against exact path patching
+with its controls); edge attribution (eap-clean, eap-corrupted, eap-ig) against exact path patching
 (:mod:`interp.causal.edges`; :func:`~interp.causal.edge_experiment.run_edges`)."""
 
 from interp.causal.das import run_das

@@ -1,4 +1,4 @@
-"""Edge attribution (EAP, EAP-IG), exact path patching and circuit evaluation.
+"""Edge attribution (eap-clean, eap-corrupted, eap-ig), exact path patching and circuits.
 
 On the graph of :mod:`interp.causal.graph`, with ``base`` the run that is patched and
 ``source`` the run whose values are patched in (denoising: the corrupted prompt and the
@@ -10,11 +10,21 @@ a_u(base)``, passed through ``v``'s own norm and projection (a query head's rows
 ``W_Q``, a key/value head's rows of ``W_K`` / ``W_V``, the MLP's input norm, the final
 norm for the logits).
 
-* **EAP** (Syed et al. 2023): ``Δ_u · ∂LD/∂x_v`` at the base run, summed over positions,
-  for every edge from one forward and one backward pass.
-* **EAP-IG** (Hanna et al. 2024, the input-interpolation variant of ``hannamw/EAP-IG``):
-  the gradient averaged over the runs whose input embeddings are
-  ``e_base + (k/m)(e_source - e_base)``, ``k = 0 .. m-1`` (one step is EAP).
+Gradient estimators, named by where the receiver's gradient is taken (every one
+``Δ_u · ∂LD/∂x_v`` summed over positions; the direction sets only its sign):
+
+* **eap-clean**: the gradient at the clean run: Syed et al. (2023)'s EAP, whose
+  score is ``(a_u(corr) − a_u(clean)) · ∂L/∂x_v`` at the clean run (noising);
+* **eap-corrupted**: the gradient at the corrupted run: ``hannamw/EAP-IG``'s
+  ``EAP-IG-inputs`` with one step;
+* **eap-ig** (Hanna et al. 2024, the input-interpolation variant of ``hannamw/EAP-IG``):
+  the gradient averaged over the runs whose input embeddings are ``e_corr + (k/m)(e_clean
+  − e_corr)``, ``k = 0 .. m-1`` (the reference's points: the corrupted end in, the clean
+  end out; one step is eap-corrupted).
+
+The base run's gradient (the corrupted run when denoising, the clean one when noising) makes
+the score the derivative of the edge's exact patch. Also:
+
 * **Exact path patching** (:func:`exact_edges`): the intervention above, one row per
   (pair, edge), batched as :func:`interp.circuits.patching.exact_patch` batches
   components: a pair's edges sorted by receiver layer, in chunks that share one unpatched
@@ -330,66 +340,103 @@ def _group_scores(
     return torch.cat(parts, 1)
 
 
+#: The gradient estimators, named by where the receivers' gradient is taken.
+GRADIENT_METHODS = ("eap-clean", "eap-corrupted", "eap-ig")
+
+
 def edge_attribution(
     model: Model,
     tt: TokenizedTask,
     *,
     steps: int = 5,
     direction: str = "denoise",
+    methods: Sequence[str] = GRADIENT_METHODS,
     batch_size: int = 8,
     cache_prefix: bool = True,
     progress: bool | None = None,
-) -> tuple[Float[Tensor, "pairs edges"], Float[Tensor, "pairs edges"]]:
-    """EAP and EAP-IG scores of every edge for every pair (EAP is EAP-IG's first step).
+) -> dict[str, Float[Tensor, "pairs edges"]]:
+    """Scores of every edge for every pair, ``Δ_u · g_v`` summed over positions, with
+    ``Δ_u = a_u(source) − a_u(base)`` (``direction`` sets only the sign) and ``g_v`` the
+    receiver's gradient taken at:
 
-    Per batch: one no-grad pass of the source run, then ``steps`` forward and backward
-    passes along the input path from the base (``k = 0``, which also captures the base's
-    sender outputs) toward the source. ``cache_prefix``: the positions before the first
-    one where a batch's prompts differ run once, as a KV cache (``False``: every pass
-    runs every position; the reference, equal up to float rounding)."""
+    * ``eap-clean``: the clean run (Syed et al.'s EAP; with ``direction="noise"`` it is
+      their score exactly, and the derivative of the exact patch at ε → 0);
+    * ``eap-corrupted``: the corrupted run (``hannamw/EAP-IG``'s one-step EAP-IG; with
+      ``direction="denoise"`` the derivative of the exact patch);
+    * ``eap-ig``: the mean over the runs whose input embeddings are ``e_corr + (k/m)(e_clean
+      − e_corr)``, ``k = 0 … m−1`` (``m = steps``): the corrupted end is included, the
+      clean end is not, as in the reference; its first point is ``eap-corrupted``.
+
+    Per batch: ``steps`` forward and backward passes along the path from the corrupted run
+    (``k = 0``, which also captures the corrupted senders' outputs), and one pass of the
+    clean run (with a backward only for ``eap-clean``). ``cache_prefix``: the positions
+    before the first one where a batch's prompts differ run once, as a KV cache
+    (``False``: every pass runs every position; the reference, equal up to float
+    rounding)."""
     if steps < 1:
         raise InterpError(f"steps must be at least 1, got {steps}")
+    unknown = [m for m in methods if m not in GRADIENT_METHODS]
+    if unknown or not methods:
+        raise InterpError(f"unknown gradient method {unknown or methods!r}: use "
+                          + ", ".join(GRADIENT_METHODS))
     graph = graph_of(model)
     w = graph_weights(model, graph)
-    base_ids, src_ids = tt.runs(direction)
+    sign = 1.0 if direction == "denoise" else -1.0  # Δ = source − base
     names = _caps(graph.n_layers)
-    eap, ig = [], []
+    along = "eap-corrupted" in methods or "eap-ig" in methods
+    out: dict[str, list[Tensor]] = {m: [] for m in methods}
     with make_progress(enabled=progress) as bar:
-        task = bar.add_task(f"EAP-IG ({steps} steps)", total=len(tt), info="")
+        task = bar.add_task(f"edge gradients ({', '.join(methods)})", total=len(tt), info="")
         for s in range(0, len(tt), batch_size):
             sl = slice(s, s + batch_size)
+            clean_ids, corr_ids = tt.clean_ids[sl], tt.corrupted_ids[sl]
             mask = tt.attention_mask[sl]
             d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
             # Before the first position where the prompts differ, every sender's output
             # is the same in both runs and along the path (causal attention): those
             # positions add nothing to any score, so they run once, as a KV cache, and
             # every pass runs only the positions after them.
-            cut = min(first_difference(base_ids[sl], src_ids[sl]), base_ids.shape[1] - 1)
-            prefix = (_prefix_cache(model, base_ids[sl, :cut], mask[:, :cut])
+            cut = min(first_difference(clean_ids, corr_ids), clean_ids.shape[1] - 1)
+            prefix = (_prefix_cache(model, corr_ids[:, :cut], mask[:, :cut])
                       if cut > 0 and cache_prefix else None)
             if prefix is None:
                 cut = 0
-            with torch.no_grad():
-                _, src = run_ld(model, src_ids[sl, cut:], mask, d, capture=names,
-                                cache=_fresh(prefix))
-            grads, base = _receiver_grads(model, graph, w, base_ids[sl, cut:], mask, d, None,
-                                          names, prefix)
+            grads_clean = None
+            if "eap-clean" in methods:
+                grads_clean, clean = _receiver_grads(model, graph, w, clean_ids[:, cut:], mask,
+                                                     d, None, names, prefix)
+            else:
+                with torch.no_grad():
+                    _, clean = run_ld(model, clean_ids[:, cut:], mask, d, capture=names,
+                                      cache=_fresh(prefix))
+            grads0 = None
+            if along:
+                grads0, corr = _receiver_grads(model, graph, w, corr_ids[:, cut:], mask, d,
+                                               None, names, prefix)
+            else:
+                with torch.no_grad():
+                    _, corr = run_ld(model, corr_ids[:, cut:], mask, d, capture=names,
+                                     cache=_fresh(prefix))
             if s == 0:
-                check_additive(graph, w, base, model.model_id)
-            diff = sender_outputs(graph, w, src) - sender_outputs(graph, w, base)
+                check_additive(graph, w, corr, model.model_id)
+            diff = sign * (sender_outputs(graph, w, clean) - sender_outputs(graph, w, corr))
             diff = diff * mask[:, cut:, None, None].to(diff.dtype)
-            eap.append(_group_scores(graph, diff, grads).cpu())
-            total = [g.clone() for g in grads]
-            e0, e1 = base["blocks.0.hook_resid_pre"], src["blocks.0.hook_resid_pre"]
-            for k in range(1, steps):
-                emb = e0 + (k / steps) * (e1 - e0)
-                more, _ = _receiver_grads(model, graph, w, base_ids[sl, cut:], mask, d, emb,
-                                          (), prefix)
-                for t, m in zip(total, more, strict=True):
-                    t += m
-            ig.append(_group_scores(graph, diff, [t / steps for t in total]).cpu())
+            if grads_clean is not None:
+                out["eap-clean"].append(_group_scores(graph, diff, grads_clean).cpu())
+            if grads0 is not None and "eap-corrupted" in methods:
+                out["eap-corrupted"].append(_group_scores(graph, diff, grads0).cpu())
+            if grads0 is not None and "eap-ig" in methods:
+                total = [g.clone() for g in grads0]
+                e0, e1 = corr["blocks.0.hook_resid_pre"], clean["blocks.0.hook_resid_pre"]
+                for k in range(1, steps):
+                    emb = e0 + (k / steps) * (e1 - e0)
+                    more, _ = _receiver_grads(model, graph, w, corr_ids[:, cut:], mask, d,
+                                              emb, (), prefix)
+                    for t, m in zip(total, more, strict=True):
+                        t += m
+                out["eap-ig"].append(_group_scores(graph, diff, [t / steps for t in total]).cpu())
             bar.advance(task, mask.shape[0])
-    return torch.cat(eap), torch.cat(ig)
+    return {m: torch.cat(v) for m, v in out.items()}
 
 
 def first_difference(a: Int[Tensor, "b width"], b: Int[Tensor, "b width"]) -> int:

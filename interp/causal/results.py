@@ -224,7 +224,22 @@ class DASResult(Result):
 
 
 # ---------------------------------------------------------------------- edge attribution
-EdgeMethod = Literal["all", "eap", "eap-ig", "exact"]
+EdgeMethod = Literal["all", "eap-clean", "eap-corrupted", "eap-ig", "exact"]
+#: ``--method``'s values, and the gradient estimators among them
+EDGE_METHODS = ("all", "eap-clean", "eap-corrupted", "eap-ig", "exact")
+GRADIENT_ESTIMATORS = ("eap-clean", "eap-corrupted", "eap-ig")
+
+
+def parse_edge_method(text: str) -> str:
+    """``--method``: one of :data:`EDGE_METHODS`; the old name ``eap`` says which new one
+    is which (a ``ValueError`` otherwise, shown as one line)."""
+    if text == "eap":
+        raise ValueError("EAP is named by where its gradient is taken: eap-clean (Syed et "
+                         "al.'s EAP) or eap-corrupted (hannamw/EAP-IG's one-step EAP-IG); "
+                         "use one of " + ", ".join(EDGE_METHODS))
+    if text not in EDGE_METHODS:
+        raise ValueError("use one of " + ", ".join(EDGE_METHODS))
+    return text
 
 
 @dataclass(frozen=True)
@@ -235,16 +250,22 @@ class EdgeConfig(Config):
                         help="A shipped circuit task (ioi, capitals, pronoun) or a JSONL file "
                              "of clean/corrupted pairs.")
     method: EdgeMethod = setting(
-        "all", help="eap | eap-ig (EAP comes with it) | exact (path patching of a sample) | "
-                    "all (EAP and EAP-IG for every edge, exact for the sample, compared).")
+        "all", parse=parse_edge_method, metavar="|".join(EDGE_METHODS),
+        help="eap-clean (gradient at the clean run: Syed et al.'s EAP) | eap-corrupted "
+             "(gradient at the corrupted run) | eap-ig (integrated from the corrupted to the "
+             "clean input; eap-corrupted, its first point, comes with it) | exact (path "
+             "patching of a sample) | all (every estimator for every edge, exact for the "
+             "sample, compared).")
     ig_steps: int = setting(5, check=at_least(1), cli_range=True,
-                            help="EAP-IG's integration steps (1 gives EAP).")
+                            help="eap-ig's integration steps m: the gradient at e_corr + "
+                                 "(k/m)(e_clean − e_corr), k = 0 … m−1 (1 gives "
+                                 "eap-corrupted).")
     sample: int = setting(500, check=at_least(1), cli_range=True,
-                          help="Edges patched exactly: the top edges by the approximations "
+                          help="Edges patched exactly: the top edges by the estimators "
                                "(--top) plus a random sample stratified by receiver layer.")
     top: int = setting(100, check=at_least(0), cli_range=True,
-                       help="Of the sample, this many are the edges with the largest EAP or "
-                            "EAP-IG scores.")
+                       help="Of the sample, this many are the edges with the largest |score| "
+                            "under any estimator.")
     direction: Direction = setting(
         "denoise", help="denoise: clean values into the corrupted run; noise: the reverse.")
     limit: int | None = setting(None, check=at_least(1), cli_range=True,
@@ -253,11 +274,14 @@ class EdgeConfig(Config):
                              help="Leave out pairs whose clean − corrupted logit difference "
                                   "gap is smaller.")
     circuit_edges: int = setting(200, check=at_least(1), cli_range=True,
-                                 help="Edges kept in the saved circuit (before pruning).")
+                                 help="Edges kept in the saved circuit (before pruning); the "
+                                      "headline's faithfulness is read at this count.")
     max_edges: int = setting(1000, check=at_least(1), cli_range=True,
                              help="The faithfulness curve's largest edge count.")
-    random_draws: int = setting(3, check=at_least(1), cli_range=True,
-                                help="Random edge sets per count on the faithfulness curve.")
+    random_draws: int = setting(5, check=at_least(2), cli_range=True,
+                                help="Edge sets drawn per count for each estimator's matched "
+                                     "baseline (their spread is the set-to-set noise of the "
+                                     "comparison) and for the plain random one.")
     recall_k: int = setting(50, check=at_least(1), cli_range=True,
                             help="k of recall@k against exact path patching.")
     n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100), cli_range=True,
@@ -269,17 +293,32 @@ class EdgeConfig(Config):
         help="A task-file column whose values group the pairs: the top sampled edges' exact "
              "effects per group. auto: 'template' when every pair has it; none: no groups.")
     seed: int = setting(0, check=seed_range, cli=False,
-                        help="Seeds the edge sample, the random circuits and the bootstrap.")
+                        help="Seeds the edge sample, the baseline edge sets and the bootstrap.")
+
+    #: an estimator's matched baseline at n edges draws from its ranks n+1 … (1 + this)·n
+    match_pool: ClassVar[int] = 2
 
     def check(self) -> None:
         """The sample holds its top edges."""
         if self.top > self.sample:
             raise self.error("top", f"must be at most --sample ({self.sample})", self.top)
 
+    @property
+    def estimators(self) -> tuple[str, ...]:
+        """The gradient estimators this run scores every edge by."""
+        if self.method == "all":
+            return GRADIENT_ESTIMATORS
+        if self.method == "exact":
+            return ()
+        if self.method == "eap-ig":
+            return ("eap-corrupted", "eap-ig")
+        return (self.method,)
+
 
 @dataclass
 class EdgeAgreement:
-    """One approximation against exact path patching on the sampled edges."""
+    """One estimator against exact path patching on the sampled edges: a LOCAL check
+    (edge by edge, each patched alone), not the test of a circuit."""
 
     method: str
     n_edges: int
@@ -292,14 +331,53 @@ class EdgeAgreement:
     spearman_random: float = float("nan")
 
 
+#: The kinds of edge sets on the faithfulness curves: an estimator's top n; its matched
+#: baseline (n edges drawn from its ranks n+1 … (1 + EdgeConfig.match_pool)·n); n edges from all
+#: (the weak baseline); the top n sampled edges by exact path patching (the reference).
+FaithKind = Literal["top", "matched", "random", "exact"]
+
+
 @dataclass
 class FaithCurve:
-    """The share of the clean − corrupted gap kept by circuits of ``n`` edges."""
+    """The share of the clean − corrupted gap kept by edge sets of ``n`` edges."""
 
     method: str
     n: list[int]
     mean: list[float]
     ci95: list[list[float]]
+    kind: str = "top"
+
+
+@dataclass
+class FaithVersus:
+    """An estimator's top ``n`` edges against its matched baseline at one ``n``.
+
+    ``difference_ci95``: the pairs' noise (standard error of the per-pair difference) and
+    the set-to-set noise (the spread of the matched draws' means, the top set counted as
+    one more draw, with a t-quantile for the few draws) together:
+    :func:`~interp.causal.edge_experiment.versus_matched`."""
+
+    method: str
+    n: int
+    kept: float
+    kept_ci95: list[float]
+    matched: float
+    matched_draws: list[float]
+    difference: float
+    difference_ci95: list[float]
+    #: the plain random sets' mean (the weak baseline) and the exact reference, same n
+    random: float | None = None
+    exact: float | None = None
+
+    @property
+    def verdict(self) -> str:
+        """``beats``, ``below`` or ``within the noise`` of the matched baseline."""
+        lo, hi = self.difference_ci95
+        if lo > 0:
+            return "beats"
+        if hi < 0:
+            return "below"
+        return "within the noise"
 
 
 @dataclass
@@ -334,13 +412,18 @@ class Circuit:
 @dataclass
 class SampledEdge:
     """One edge patched exactly: its mean effect on the logit difference (raw, nats)
-    under each method, and whether it was chosen as a top edge or at random."""
+    and each estimator's mean score, and whether it was chosen as a top edge or at random."""
 
     edge: str
     chosen: str  # "top" or "random"
     exact: float
-    eap: float | None = None
+    eap_clean: float | None = None
+    eap_corrupted: float | None = None
     eap_ig: float | None = None
+
+    def score(self, method: str) -> float | None:
+        """An estimator's score of the edge (None where it was not run)."""
+        return getattr(self, method.replace("-", "_"))
 
 
 @dataclass
@@ -357,6 +440,7 @@ class EdgeResult(Result):
     forward_seconds: float = float("nan")
     agreement: list[EdgeAgreement] = field(default_factory=list)
     faithfulness: list[FaithCurve] = field(default_factory=list)
+    versus: list[FaithVersus] = field(default_factory=list)
     circuit: Circuit | None = json_field(None, omit_none=True)
     sample: list[SampledEdge] = field(default_factory=list)
     top_edges: list[SampledEdge] = field(default_factory=list)
@@ -373,43 +457,72 @@ class EdgeResult(Result):
     def _seconds_text(self, method: str) -> str:
         if method in self.seconds:
             return f"{self.seconds[method]:.1f}"
-        return "in EAP-IG's" if method == "eap" and "eap-ig" in self.seconds else "—"
+        return "in eap-ig's" if "eap-ig" in self.seconds else "—"
 
     def _fwd_text(self, method: str) -> str:
         return f"{self.forward_equivalents(method):.1f}" if method in self.seconds else "—"
 
-    def headline(self) -> Headline:
-        """Agreement with exact path patching, and the circuit's faithfulness."""
-        def ci(x: list[float]) -> str:
-            return ci_text(x[0], x[1])
+    def versus_at(self, n: int) -> list[FaithVersus]:
+        """Every estimator's comparison with its matched baseline at ``n`` edges."""
+        return [v for v in self.versus if v.n == n]
 
-        table = [[a.method, a.n_edges, f"{a.spearman:.2f} {ci(a.spearman_ci95)}",
-                  f"{a.spearman_random:.2f}", a.k,
-                  f"{a.recall:.2f} {ci(a.recall_ci95)}",
-                  self._seconds_text(a.method), self._fwd_text(a.method)]
-                 for a in self.agreement]
+    def headline(self) -> Headline:
+        """Faithfulness of each estimator's top edges against its matched baseline and the
+        exact reference first; the per-edge agreement with exact patching (a local check)
+        beside it."""
+        def ci(x: list[float]) -> str:
+            return ci_text(x[0], x[1], 2)
+
+        def num(x: float | None) -> str:
+            return "—" if x is None or x != x else f"{x:.2f}"
+
+        n = self.config.circuit_edges
+        at = {v.method: v for v in self.versus_at(n)}
+        agree = {a.method: a for a in self.agreement}
+        table = []
+        for m in dict.fromkeys([*at, *agree]):
+            v, a = at.get(m), agree.get(m)
+            table.append([
+                m, f"{v.kept:.2f} {ci(v.kept_ci95)}" if v else "—",
+                num(v.matched) if v else "—",
+                f"{v.difference:+.2f} {ci(v.difference_ci95)}" if v else "—",
+                v.verdict if v else "—",
+                f"{a.spearman:.2f} {ci(a.spearman_ci95)}" if a else "—",
+                f"{a.recall:.2f} {ci(a.recall_ci95)}" if a else "—",
+                self._seconds_text(m), self._fwd_text(m)])
         verdict = None
+        if at:
+            parts = [f"{v.method} {v.kept:.2f} vs matched {v.matched:.2f} "
+                     f"({v.verdict})" for v in at.values()]
+            first = next(iter(at.values()))
+            tail = []
+            if first.exact is not None:
+                tail.append(f"the top {n} sampled edges by exact patching keep "
+                            f"{first.exact:.2f} (a reference, not a bound)")
+            if first.random is not None:
+                tail.append(f"{n} edges drawn from all keep {first.random:.2f} (the weak "
+                            "baseline)")
+            verdict = (f"top {n} edges keep of the gap: " + "; ".join(parts)
+                       + ("; " + "; ".join(tail) if tail else ""))
         if self.circuit is not None:
             c = self.circuit
-            verdict = (f"circuit of the top {c.n_top} {c.method} edges ({len(c.edges)} after "
-                       f"pruning) keeps {c.faithfulness:.2f} {ci(c.faithfulness_ci95)} "
-                       "of the clean − corrupted gap")
-            rand = next((f for f in self.faithfulness if f.method == "random"), None)
-            if rand is not None and c.n_top in rand.n:
-                i = rand.n.index(c.n_top)
-                verdict += f"; {c.n_top} random edges keep {rand.mean[i]:.2f}"
+            text = (f"saved circuit: top {c.n_top} {c.method} edges, {len(c.edges)} after "
+                    f"pruning, keeps {c.faithfulness:.2f} {ci(c.faithfulness_ci95)}")
+            verdict = f"{verdict}; {text}" if verdict else text
         return Headline(
-            title="Edge attribution against exact path patching",
+            title="Edge attribution: circuit faithfulness against matched baselines",
             rows=[("model", self.model_id or "unknown"), ("task", self.task.name),
                   ("pairs", f"{self.task.n_used} used of {self.task.n_read}"),
                   ("graph", f"{self.n_senders} senders, {self.n_receivers} receivers, "
                             f"{self.n_edges} edges"),
                   ("direction", self.config.direction),
-                  ("EAP-IG steps", self.config.ig_steps)],
-            table_title="agreement with exact path patching on the sampled edges "
-                        "(95% bootstrap CI over pairs)",
-            columns=["method", "edges", "Spearman", "Spearman (random part)", "k",
-                     "recall@k", "seconds", "forward-equivalents per batch"],
+                  ("eap-ig steps", self.config.ig_steps)],
+            table_title=(f"top {n} edges' share of the gap vs {n} edges matched in |score| "
+                         "(95% CI); Spearman and recall@k: the local, edge-by-edge check "
+                         "against exact path patching on the sample"),
+            columns=["estimator", f"top {n} keep", "matched", "difference", "verdict",
+                     "Spearman (local)", "recall@k", "seconds",
+                     "forward-equivalents per batch"],
             table=table, verdict=verdict)
 
     def figure(self) -> Figure | None:

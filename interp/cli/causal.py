@@ -64,7 +64,8 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
 def edges(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
           out_dir: str, as_json: bool, **settings: Any) -> None:
-    """Score every edge by EAP and EAP-IG and check them against exact path patching."""
+    """Score every edge by eap-clean, eap-corrupted and eap-ig; test each one's circuits
+    against edge sets matched in score, and check a sample against exact path patching."""
     from interp.causal.edge_experiment import run_edges
     from interp.causal.edges import graph_of
     from interp.circuits.tasks import load_task

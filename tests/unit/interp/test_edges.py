@@ -8,7 +8,13 @@ import pytest
 import torch
 
 import interp
-from interp.causal.edge_experiment import prune, run_edges, sample_edges
+from interp.causal.edge_experiment import (
+    faithfulness,
+    matched_sets,
+    prune,
+    run_edges,
+    sample_edges,
+)
 from interp.causal.edges import (
     EdgesUnsupported,
     circuit_lds,
@@ -17,9 +23,10 @@ from interp.causal.edges import (
     graph_of,
 )
 from interp.causal.graph import model_graph
-from interp.causal.results import EdgeConfig, EdgeResult
+from interp.causal.results import EdgeConfig, EdgeResult, parse_edge_method
 from interp.circuits import pair_lds, tokenize_task
 from interp.circuits.patching import ld_direction, module_weight, run_ld
+from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from tests.unit.interp.test_causal import _tiny_task_file
 from tests.unit.interp.test_circuits import _task, tiny_pair_list
@@ -79,26 +86,39 @@ def test_a_circuit_without_an_mlps_inputs_is_that_mlp_noised(tiny_model, tt):
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
-def test_one_step_is_eap_and_eap_is_the_derivative_of_the_patch(tiny_model, tt):
-    """EAP-IG with one step is EAP, to the bit; EAP of an edge is the derivative of its
-    exact patch: patching ε of the sender's difference moves the logit difference by ε
-    times the EAP score, for edges into every kind of receiver."""
-    eap, ig1 = edge_attribution(tiny_model, tt, steps=1, progress=False)
-    assert torch.equal(eap, ig1)
-    _, ig3 = edge_attribution(tiny_model, tt, steps=3, progress=False)
-    assert not torch.equal(eap, ig3)
+def test_estimators_are_named_by_where_their_gradient_is_taken(tiny_model, tt):
+    """eap-ig with one step is eap-corrupted, to the bit; the base run's gradient is the
+    derivative of the exact patch (patching ε of the sender's difference moves the logit
+    difference by ε times the score, for edges into every kind of receiver): eap-corrupted
+    when denoising (the base is the corrupted run), eap-clean (Syed et al.'s EAP) when
+    noising, and not the other one; the direction flips only the sign."""
+    one = edge_attribution(tiny_model, tt, steps=1, progress=False)
+    assert torch.equal(one["eap-corrupted"], one["eap-ig"])
+    assert not torch.allclose(one["eap-clean"], one["eap-corrupted"], atol=1e-3)
+    three = edge_attribution(tiny_model, tt, steps=3, methods=("eap-ig",), progress=False)
+    assert set(three) == {"eap-ig"} and not torch.equal(one["eap-ig"], three["eap-ig"])
     g = graph_of(tiny_model)
     edges = torch.tensor([g.edge_of(s, r) for s, r in (
         ("input", "a0.h1<q>"), ("input", "a0.kv1<k>"), ("a0.h2", "a1.kv0<v>"),
         ("a0.h3", "m1"), ("m0", "a2.h0<q>"), ("a1.h1", "logits"), ("input", "logits"))])
-    base = pair_lds(tiny_model, tt, 8)[1][:, None]
-    full = exact_edges(tiny_model, tt, edges, progress=False) - base
+    clean, corr = pair_lds(tiny_model, tt, 8)
     eps = 1e-3
-    up = exact_edges(tiny_model, tt, edges, scale=eps, progress=False) - base
-    down = exact_edges(tiny_model, tt, edges, scale=-eps, progress=False) - base
-    slope = (up - down) / (2 * eps)
-    assert full.abs().max() > 1e-3
-    torch.testing.assert_close(slope, eap[:, edges], atol=2e-3, rtol=2e-2)
+    for direction, base, name, other in (("denoise", corr, "eap-corrupted", "eap-clean"),
+                                         ("noise", clean, "eap-clean", "eap-corrupted")):
+        scores = edge_attribution(tiny_model, tt, steps=1, direction=direction,
+                                  progress=False)
+        if direction == "noise":
+            for m in scores:
+                torch.testing.assert_close(scores[m], -one[m], atol=1e-6, rtol=0)
+        full = exact_edges(tiny_model, tt, edges, direction=direction, progress=False)
+        up = exact_edges(tiny_model, tt, edges, direction=direction, scale=eps,
+                         progress=False)
+        down = exact_edges(tiny_model, tt, edges, direction=direction, scale=-eps,
+                           progress=False)
+        slope = (up - down) / (2 * eps)
+        assert (full - base[:, None]).abs().max() > 1e-3
+        torch.testing.assert_close(slope, scores[name][:, edges], atol=2e-3, rtol=2e-2)
+        assert (slope - scores[other][:, edges]).abs().max() > 0.05 * slope.abs().max()
 
 
 def test_the_shared_prefix_runs_once_and_changes_nothing(tiny_model, tt):
@@ -106,20 +126,23 @@ def test_the_shared_prefix_runs_once_and_changes_nothing(tiny_model, tt):
     those of passes over every position, up to float rounding."""
     a = edge_attribution(tiny_model, tt, steps=3, progress=False)
     b = edge_attribution(tiny_model, tt, steps=3, cache_prefix=False, progress=False)
-    for x, y in zip(a, b, strict=True):
-        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-4)
+    assert set(a) == set(b) == {"eap-clean", "eap-corrupted", "eap-ig"}
+    for m in a:
+        torch.testing.assert_close(a[m], b[m], atol=1e-5, rtol=1e-4)
 
 
 def test_ig_converges_to_the_total_effect_through_the_input(tiny_model, tt):
-    """Completeness: EAP-IG's scores of every edge leaving the input sum to the clean −
-    corrupted gap as the steps grow (EAP's sum does not); the error shrinks with steps."""
+    """Completeness: eap-ig's scores of every edge leaving the input sum to the clean −
+    corrupted gap as the steps grow (one step's sum does not); the error shrinks with
+    steps."""
     clean, corr = pair_lds(tiny_model, tt, 8)
     g = graph_of(tiny_model)
     snd, _ = g.edge_index
     gap = clean - corr
     errs = []
     for steps in (1, 4, 32):
-        _, ig = edge_attribution(tiny_model, tt, steps=steps, progress=False)
+        ig = edge_attribution(tiny_model, tt, steps=steps, methods=("eap-ig",),
+                              progress=False)["eap-ig"]
         errs.append(float((ig[:, snd == 0].sum(1) - gap).abs().max()))
     assert errs[2] < errs[1] < errs[0]
     assert errs[2] < 0.02 * float(gap.abs().min())
@@ -128,8 +151,8 @@ def test_ig_converges_to_the_total_effect_through_the_input(tiny_model, tt):
 def test_ig_converges_to_the_exact_effect_of_a_lone_edge(tiny_model_dir):
     """With every head's and MLP's output weights zero and prompts that differ in their
     last token, the input → logits edge is the only path: its exact effect is the whole
-    gap, EAP (one step) misses it through the final norm's curvature, and EAP-IG tends to
-    it as the steps grow, with nothing on any other edge."""
+    gap, eap-corrupted (one step) misses it through the final norm's curvature, and eap-ig
+    tends to it as the steps grow, with nothing on any other edge."""
     from interp.circuits.tasks import Pair
 
     m = interp.load(str(tiny_model_dir))
@@ -148,11 +171,12 @@ def test_ig_converges_to_the_exact_effect_of_a_lone_edge(tiny_model_dir):
     assert float(exact.abs().min()) > 1e-2
     errs = []
     for steps in (1, 8, 64):
-        _, ig = edge_attribution(m, tt2, steps=steps, progress=False)
+        ig = edge_attribution(m, tt2, steps=steps, methods=("eap-ig",),
+                              progress=False)["eap-ig"]
         errs.append(float((ig[:, e] - exact).abs().max()))
         assert float(ig.abs().sum() - ig[:, e].abs().sum()) < 1e-6  # nothing else moves
     assert errs[2] < errs[1] < errs[0]
-    assert errs[0] > 0.05 * float(exact.abs().min())  # EAP alone is off
+    assert errs[0] > 0.05 * float(exact.abs().min())  # one step alone is off
     assert errs[2] < 0.02 * float(exact.abs().min())
 
 
@@ -193,6 +217,14 @@ def test_edges_refuse_a_model_with_norms_after_attention(tiny_gemma3, tt):
                          steps=1, progress=False)
 
 
+def test_the_old_name_eap_is_refused_with_the_new_names(tiny_model, tt):
+    with pytest.raises(InterpError, match="eap-clean, eap-corrupted, eap-ig"):
+        edge_attribution(tiny_model, tt, methods=("eap",), progress=False)
+    with pytest.raises(ValueError, match="eap-clean .Syed et al.'s EAP. or eap-corrupted"):
+        parse_edge_method("eap")
+    assert parse_edge_method("eap-clean") == "eap-clean"
+
+
 def test_sample_and_prune():
     g = model_graph(3, 4, 2)
     score = torch.zeros(g.n_edges)
@@ -211,36 +243,130 @@ def test_sample_and_prune():
     assert sorted(prune(g, [*path, dead, stub])) == sorted(path)
 
 
+def random_token_task(model, n: int = 16, width: int = 10, seed: int = 0) -> TokenizedTask:
+    """Random token prompts whose corrupted copy differs at two positions; each pair's
+    answer and wrong tokens are those whose logit difference moves most between the runs,
+    so every gap is large (a random model's gaps on text are near zero and make the
+    normalised faithfulness noise)."""
+    g = torch.Generator().manual_seed(seed)
+    clean = torch.randint(3, 390, (n, width), generator=g)
+    corr = clean.clone()
+    for pos in (3, 6):
+        corr[:, pos] = torch.randint(3, 390, (n,), generator=g)
+    with torch.no_grad():
+        move = model.bridge(clean)[:, -1] - model.bridge(corr)[:, -1]
+    return TokenizedTask(clean, corr, torch.ones(n, width, dtype=torch.bool),
+                         move.argmax(-1), move.argmin(-1), ["END"],
+                         torch.ones(n, 1, width, dtype=torch.bool), [width] * n)
+
+
+def test_the_matched_baseline_is_not_zero_where_edges_drawn_from_all_are():
+    """A constructed case on SmolLM2's graph (70,651 edges), faithfulness additive over
+    600 edges that matter: an estimator that ranks them roughly right has a matched
+    baseline (100 of its ranks 101–300) that keeps a fair share of the gap, while 100
+    edges drawn from all keep almost nothing (zero by construction at that scale); an
+    estimator with permuted scores keeps no more at its top than its matched sets."""
+    g = model_graph(30, 9, 3)
+    gen = torch.Generator().manual_seed(0)
+    weight = torch.zeros(g.n_edges)
+    weight[torch.randperm(g.n_edges, generator=gen)[:600]] = torch.rand(600, generator=gen) + 0.5
+    weight /= weight.sum()
+    real = weight * (1 + 0.5 * torch.rand(g.n_edges, generator=gen))
+    wrong = real[torch.randperm(g.n_edges, generator=gen)]
+
+    def keep(idx: torch.Tensor) -> float:
+        return float(weight[idx].sum())
+
+    n = 100
+    for scores, good in ((real, True), (wrong, False)):
+        order = torch.argsort(scores.abs(), descending=True)
+        draws = matched_sets(order, n, 5, gen)
+        assert len(draws) == 5 and all(len(set(d.tolist())) == n for d in draws)
+        assert not set(order[:n].tolist()) & set(torch.cat(draws).tolist())
+        matched = sum(keep(d) for d in draws) / 5
+        drawn = sum(keep(torch.randperm(g.n_edges, generator=gen)[:n]) for _ in range(5)) / 5
+        if good:
+            assert keep(order[:n]) > matched > 0.15 > 0.01 > drawn
+        else:
+            assert keep(order[:n]) < 0.01 and matched < 0.01
+    assert matched_sets(torch.arange(190), 100, 3, gen) == []  # ranks 101–300 not there
+
+
+def test_a_wrong_estimator_sits_on_its_matched_baseline_the_real_one_beats_it(tiny_model):
+    """On the tiny model, with circuits run for real: eap-ig's top 30 and 60 edges keep
+    most of the gap and beat their matched baselines beyond the noise; an estimator with
+    eap-ig's scores permuted over the edges (a ranking that carries nothing) is within the
+    noise of its own matched baseline at every count."""
+    rtt = random_token_task(tiny_model)
+    clean, corr = pair_lds(tiny_model, rtt, 8)
+    assert float((clean - corr).min()) > 0.1
+    real = edge_attribution(tiny_model, rtt, steps=8, methods=("eap-ig",),
+                            progress=False)["eap-ig"].mean(0)
+    wrong = real[torch.randperm(len(real), generator=torch.Generator().manual_seed(1))]
+    config = EdgeConfig(max_edges=60, circuit_edges=60, random_draws=10)
+    curves, versus, _ = faithfulness(tiny_model, rtt, {"eap-ig": real, "wrong": wrong},
+                                     config, clean, corr, progress=False)
+    at = {(v.method, v.n): v for v in versus}
+    assert sorted(n for m, n in at if m == "wrong") == [1, 3, 10, 30, 60]
+    for n in (10, 30, 60):
+        v, w = at["eap-ig", n], at["wrong", n]
+        assert v.verdict == "beats" and v.difference > 5 * abs(w.difference), (v, w)
+    assert at["eap-ig", 30].difference_ci95[0] > 0.5 and at["eap-ig", 30].kept > 0.7
+    for (m, _), v in at.items():
+        if m == "wrong":
+            assert v.verdict == "within the noise" and v.kept < 0.2, v
+    kinds = {(c.kind, c.method) for c in curves}
+    assert kinds == {("top", "eap-ig"), ("matched", "eap-ig"), ("top", "wrong"),
+                     ("matched", "wrong"), ("random", "random")}
+
+
 def test_run_edges_on_tiny(tiny_model, tmp_path):
-    """run_edges end to end: every method, the agreement with its intervals, the curves
-    (all edges keep the whole gap), the circuit, groups by template, the file."""
+    """run_edges end to end: every estimator, the agreement with its intervals, the curves
+    (all edges keep the whole gap) with the matched baselines and the exact reference, the
+    comparisons, the circuit, groups by template, the file."""
     path = _tiny_task_file(tmp_path)
     res = run_edges(tiny_model, EdgeConfig(task=path, sample=60, top=10, n_boot=100,
-                                           min_gap=0, max_edges=190, circuit_edges=20),
-                    progress=False)
-    assert [a.method for a in res.agreement] == ["eap", "eap-ig"]
+                                           min_gap=0, max_edges=190, circuit_edges=20,
+                                           random_draws=2), progress=False)
+    assert [a.method for a in res.agreement] == ["eap-clean", "eap-corrupted", "eap-ig"]
     for a in res.agreement:
         assert a.n_edges == 60 and -1 <= a.spearman <= 1
         assert a.spearman_ci95[0] <= a.spearman_ci95[1]
     assert res.n_edges == 190 and len(res.sample) == 60
     assert sum(s.chosen == "top" for s in res.sample) == 10
-    assert {c.method for c in res.faithfulness} == {"eap", "eap-ig", "random"}
+    assert {(c.kind, c.method) for c in res.faithfulness} == {
+        *((k, m) for k in ("top", "matched") for m in ("eap-clean", "eap-corrupted", "eap-ig")),
+        ("random", "random"), ("exact", "exact")}
     for c in res.faithfulness:
-        assert c.n[-1] == 190 and c.mean[-1] == pytest.approx(1.0, abs=1e-3)
+        if c.kind in ("top", "random"):
+            assert c.n[-1] == 190 and c.mean[-1] == pytest.approx(1.0, abs=1e-3)
+        if c.kind == "exact":
+            assert c.n[-1] <= 60
+    assert {v.method for v in res.versus_at(20)} == {"eap-clean", "eap-corrupted", "eap-ig"}
     assert res.circuit is not None and 0 < len(res.circuit.edges) <= 20
     assert res.groups is not None and res.groups.column == "template"
-    assert res.scores["eap"].shape == (6, 190) and res.scores["exact"].shape == (6, 60)
+    assert res.scores["eap-clean"].shape == (6, 190) and res.scores["exact"].shape == (6, 60)
     d = json.loads(json.dumps(res.to_dict()))
     back = EdgeResult.from_dict(d)
     assert back.agreement[0].spearman == res.agreement[0].spearman
+    assert back.versus[0].difference == res.versus[0].difference
     assert back.circuit is not None and len(back.circuit.edges) == len(res.circuit.edges)
-    assert "Spearman" in res.headline().columns and res.figure() is not None
+    head = res.headline()
+    assert head.columns[:5] == ["estimator", "top 20 keep", "matched", "difference", "verdict"]
+    assert "Spearman (local)" in head.columns and res.figure() is not None
+    assert head.verdict is not None and head.verdict.startswith("top 20 edges keep")
+    one = run_edges(tiny_model, EdgeConfig(task=path, method="eap-clean", sample=20, top=5,
+                                           n_boot=100, min_gap=0, max_edges=10,
+                                           circuit_edges=10, random_draws=2), progress=False)
+    assert set(one.scores) == {"eap-clean"} and not one.agreement and one.circuit is not None
     with pytest.raises(InterpError, match="larger than"):
         run_edges(tiny_model, task=path, sample=191)
     from interp.schema import ConfigError
 
     with pytest.raises(ConfigError, match="top"):
         EdgeConfig(sample=10, top=20)
+    with pytest.raises(ConfigError, match="unknown method 'eap'"):
+        EdgeConfig(method="eap")  # type: ignore[arg-type]
 
 
 def test_cli_causal_edges_writes_its_files(tiny_model_dir, tmp_path, capsys):
