@@ -670,6 +670,9 @@ CASES = [
     Case("sae-explain-unknown-method", lambda c: [
         "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--methods", "simulation",
         "--out", c.out], "detection, fuzzing or both"),
+    Case("sae-explain-too-few-permutations", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--permutations", "10",
+        "--out", c.out], "Invalid value for '--permutations': 10 is not in the range x>=99"),
     Case("sae-explain-tokens-beyond-text", lambda c: [
         "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--out", c.out],
         "automatic interpretation asks for tokens=65,536"),
