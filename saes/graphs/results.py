@@ -143,7 +143,8 @@ class AttributionGraph(Result):
     faithfulness: dict[str, Any] = field(default_factory=dict)
     agreement: dict[str, Any] = field(default_factory=dict)
     #: The control graphs' scores (decoder-shuffled transcoders, config.control_graphs):
-    #: ``replacement_scores`` and ``completeness_scores``, one per control.
+    #: ``replacement_scores`` and ``completeness_scores``, one per control, and
+    #: ``elapsed_s``, their time (not in the graph's ``elapsed_s``).
     controls: dict[str, Any] = field(default_factory=dict)
     elapsed_s: float = 0.0
     adjacency: Tensor | None = json_field(None, omit_none=True, repr=False, skip=True)

@@ -660,3 +660,23 @@ def test_viewer_keeps_the_edges_of_most_influence():
     inf = pr.edge_influence(adj, torch.tensor([tgt, f + 2]), torch.tensor([f + 0, tok + 1]))
     assert float(inf[0]) == pytest.approx(9.0 / (9.0 + 1e-4), rel=1e-5)
     assert float(inf[1]) == pytest.approx(1e-4 / (9.0 + 1e-4), rel=1e-3)
+
+
+def test_task_verdict_fires_on_chance_agreement_or_lost_controls():
+    """The task check's verdict: worthless when the mean Spearman's interval over prompts
+    includes 0, or when the graphs beat their controls in half the prompts or fewer;
+    informative otherwise; the goal is met only with the sign agreement above its null."""
+    from saes.graphs.tasks import task_verdict
+
+    base = {"spearman_real": 0.85, "spearman_real_ci95": [0.8, 0.9], "with_controls": 20,
+            "beats_controls": 18, "sign_real": 0.92, "sign_real_null": 0.6,
+            "sign_real_p": 0.001}
+    good = task_verdict(base)
+    assert good.startswith("The task's graphs are informative") and "goal" in good
+    assert "goal (Spearman ≥ 0.8, sign agreement ≥ 90%) met" in good
+    chance = task_verdict({**base, "spearman_real": 0.1, "spearman_real_ci95": [-0.1, 0.3]})
+    assert "WORTHLESS" in chance and "do not agree with the real model beyond chance" in chance
+    lost = task_verdict({**base, "beats_controls": 10})
+    assert "WORTHLESS" in lost and "in 10 of 20 prompts" in lost
+    at_null = task_verdict({**base, "sign_real_null": 0.92, "sign_real_p": 1.0})
+    assert "informative" in at_null and "not met" in at_null  # 92% signs, but chance
