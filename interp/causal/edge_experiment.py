@@ -143,6 +143,11 @@ def _faith(lds: Float[Tensor, "pairs circuits"], clean: Tensor, corr: Tensor) ->
     return (lds - corr[:, None]) / (clean - corr)[:, None]
 
 
+#: Differences of faithfulness smaller than this (a share of the gap) are not results: the
+#: interval of :func:`versus_matched` is at least this wide each side.
+RESOLUTION = 1e-3
+
+
 def matched_sets(
     order: Int[Tensor, " edges"], n: int, draws: int, generator: torch.Generator
 ) -> list[Int[Tensor, " n"]]:
@@ -165,7 +170,8 @@ def versus_matched(
     the difference of the means and its 95% interval ±√((1.96·SE)² + (t·s·√(1 + 1/R))²):
     SE over pairs of the per-pair difference (the R draws averaged), s the standard
     deviation of the R draws' means (the set-to-set noise; the top set is one more set
-    of that spread) and t the t-quantile with R − 1 degrees of freedom."""
+    of that spread) and t the t-quantile with R − 1 degrees of freedom; at least
+    :data:`RESOLUTION` each side."""
     kept, lo, hi = mean_ci(top)
     per_pair = top - matched.mean(1)
     p, r = matched.shape
@@ -174,7 +180,8 @@ def versus_matched(
     s2 = float(draws.var(ddof=1)) if r > 1 else 0.0
     diff = float(per_pair.mean())
     t = float(sps.t.ppf(0.975, r - 1)) if r > 1 else 0.0
-    half = math.sqrt(Z95**2 * se2 + t**2 * s2 * (1 + 1 / r))
+    # a floor for float rounding: sets that keep nothing differ by ~1e-8 with no spread
+    half = max(math.sqrt(Z95**2 * se2 + t**2 * s2 * (1 + 1 / r)), RESOLUTION)
     return FaithVersus(method, n, kept, [lo, hi], float(draws.mean()),
                        [float(x) for x in draws], diff, [diff - half, diff + half],
                        random=random, exact=exact)
