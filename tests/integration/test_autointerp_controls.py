@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 
-def test_real_model_scorer_planted_control(model, tmp_path):
+def test_real_model_scorer_planted_control(model, real_corpus, tmp_path):
     from interp.data.corpus import load_texts
     from reports.autointerp import autointerp_report
     from saes.architectures import sae_class

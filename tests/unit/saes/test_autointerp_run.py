@@ -22,7 +22,7 @@ from saes.sae import SAEConfig, SparseAutoencoder
 from tests.conftest import TINY_TEXT
 
 DOCS = [s.strip() + "." for s in TINY_TEXT.split(".") if s.strip()] * 20
-CFG = dict(features="alive:4", tokens=1200, seq_len=40, ctx_len=8, n_explain=4, n_score=4,
+CFG = dict(features="alive:4", tokens=1200, seq_len=40, ctx_len=8, n_explain=4, n_score=8,
            n_hard=2, planted=2, planted_concepts=0, n_boot=100, batch_size=8,
            methods="detection,fuzzing")
 
