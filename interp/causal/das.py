@@ -388,7 +388,8 @@ def _layer(layer: int, config: DASConfig, seeds: list[_Outcomes], in_span: _Outc
         probe_acc = rate(both, cl2, seed)
     every = torch.ones_like(das, dtype=torch.bool)
     return LayerIIA(
-        layer=layer, das=of(das), das_seeds=[float(o.values.mean()) for o in seeds],
+        layer=layer, das=of(das),
+        das_seeds=[float(o.values.sum()) / len(o.values) for o in seeds],
         random=of(random), full=of(full), none=of(none), control=ctrl_rate,
         seconds=seconds, control_chance=chance, control_types=n_types, selectivity=sel,
         in_span=of(in_span.values), span_gap=diff(das, in_span.values, every),

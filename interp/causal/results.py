@@ -1,13 +1,16 @@
 """Typed config and result of distributed alignment search (:func:`~interp.causal.das.run_das`).
 
-Every IIA is a proportion of held-out pairs with its Wilson 95% interval (``iia``,
-``iia_ci95``, ``iia_n``, as every rate in the project), beside its baselines at the same
-layer: a random direction of the same dimension (the control subspace), the full
-interchange (every direction: exact patching of the residual stream, the ceiling), no
-interchange (the base run, the floor), and DAS trained and scored on the control task
-(random counterfactual labels, which must not beat chance: the majority label's share of
-the held-out pairs, the best that a subspace which always flips the output, or never
-does, can score; a control run that cannot flip anything scores the minority's share).
+Every IIA is a proportion of held-out pairs with its 95% interval (``iia``, ``iia_ci95``,
+``iia_n``, as every rate in the project, and ``iia_clusters``: the number of templates the
+interval resamples, or ``None`` where pairs are independent and the interval is Wilson's).
+Pairs are cross-fitted: each fold of templates is scored by subspaces trained on the
+others, so every pair is held out once. Beside DAS at each layer: a random direction of
+the same dimension, the full interchange (the ceiling), no interchange (the floor); the
+control task by type (Hewitt & Liang 2019: labels a fixed random function of the source's
+deciding token, which a subspace with enough room can memorise and carry to held-out pairs
+of a type it saw) with its chance and the selectivity (task IIA − control IIA); and the
+subspace-illusion check (Makelov et al. 2023): DAS's IIA again with its directions
+restricted to the span in which the activations at the position actually vary.
 """
 
 from __future__ import annotations
@@ -53,19 +56,26 @@ class DASConfig(Config):
     dim: int = setting(1, check=at_least(1), cli_range=True,
                        help="Dimensions of the learned subspace (k).")
     steps: int = setting(100, check=at_least(1), cli_range=True,
-                         help="Training steps per layer and seed.")
+                         help="Training steps per layer, fold and seed.")
     lr: float = setting(1e-2, check=positive, help="Adam's learning rate.")
     batch_size: int = setting(32, cli=False, check=at_least(1),
                               help="Pairs per training step and per scoring pass.")
     limit: int | None = setting(None, check=at_least(4), cli_range=True,
                                 help="Use the first N pairs of the task.")
-    test_size: float = setting(0.25, check=fraction,
-                               help="Share of pairs held out (whole groups when the task "
-                                    "has a template column).")
+    folds: int = setting(3, check=at_least(2), cli_range=True,
+                         help="Cross-fitting folds: each fold (whole templates when the task "
+                              "has a template column) is scored by subspaces trained on the "
+                              "others, so every pair is held out once.")
     seeds: int = setting(1, check=at_least(1), cli_range=True,
-                         help="Training seeds per layer (the spread is reported).")
+                         help="Training seeds per layer and fold (the spread is reported).")
     control: bool = setting(True, flag="--no-control",
-                            help="Skip the control task (DAS on random counterfactual labels).")
+                            help="Skip the control task (DAS trained on labels that are a "
+                                 "fixed random function of the source's deciding tokens).")
+    span_variance: float = setting(
+        0.99, check=fraction,
+        help="The subspace-illusion check restricts DAS's directions to the principal "
+             "directions of the activations at the position that explain this share of "
+             "their variance.")
     sae: str | None = setting(None, metavar="DIR",
                               help="An SAE artifact of one layer's residual stream: its "
                                    "latents that differ most between the prompts are scored "
@@ -73,21 +83,25 @@ class DASConfig(Config):
     sae_latents: int = setting(8, check=at_least(1), cli_range=True,
                                help="How many SAE latents span that subspace.")
     seed: int = setting(0, check=seed_range, cli=False,
-                        help="Seeds the split, the random directions and the first training.")
+                        help="Seeds the folds, the control labels, the random directions "
+                             "and the first training.")
 
     def check(self) -> None:
-        """Both sides of the split hold pairs."""
-        if not 0 < self.test_size < 1:
-            raise self.error("test_size", "must be strictly between 0 and 1", self.test_size)
+        """The illusion check keeps some variance."""
+        if not 0 < self.span_variance <= 1:
+            raise self.error("span_variance", "must be above 0 and at most 1",
+                             self.span_variance)
 
 
 @dataclass
 class Rate:
-    """An IIA: a proportion of held-out pairs and its Wilson 95% interval."""
+    """An IIA: a proportion of held-out pairs and its 95% interval: Wilson's over pairs, or
+    a bootstrap over the ``iia_clusters`` templates the pairs come from."""
 
     iia: float
     iia_ci95: list[float | None]
     iia_n: int
+    iia_clusters: int | None = None
 
     def text(self) -> str:
         """``0.85 [0.78, 0.90]``."""
@@ -97,8 +111,31 @@ class Rate:
 
 
 @dataclass
+class Difference:
+    """A difference of two IIAs on the same pairs (selectivity: task − control; the
+    illusion gap: DAS − DAS restricted to the observed span), with its 95% bootstrap
+    interval over templates (``clusters``) or over pairs (``clusters`` None)."""
+
+    value: float
+    ci95: list[float | None]
+    n: int
+    clusters: int | None = None
+
+    def text(self) -> str:
+        """``+0.45 [0.30, 0.60]``."""
+        lo, hi = self.ci95
+        return f"{self.value:+.2f} {ci_text(lo, hi)}" if lo is not None and hi is not None \
+            else f"{self.value:+.2f}"
+
+    def above_zero(self) -> bool:
+        """The interval lies wholly above zero."""
+        lo = self.ci95[0]
+        return lo is not None and lo == lo and lo > 0
+
+
+@dataclass
 class LayerIIA:
-    """One layer's interchange-intervention accuracies on the held-out pairs."""
+    """One layer's interchange-intervention accuracies, every pair held out once."""
 
     layer: int
     das: Rate
@@ -107,11 +144,26 @@ class LayerIIA:
     random: Rate
     full: Rate
     none: Rate
+    #: DAS trained and scored on the control task by type, on the held-out pairs whose
+    #: type occurs in their fold's training pairs (``None`` with --no-control, or when no
+    #: held-out pair's type was seen in training: then the control cannot say anything)
     control: Rate | None
     seconds: float
-    #: the control task's chance: the majority label's share among the held-out pairs
-    #: (a subspace that always flips, or never flips, the output scores exactly this)
+    #: the control task's chance: the majority label's share among its scored pairs (a
+    #: subspace that always flips, or never flips, the output scores exactly this)
     control_chance: float | None = None
+    #: distinct types among the control's scored pairs
+    control_types: int | None = None
+    #: task IIA − control IIA on the control's pairs (Hewitt & Liang's selectivity)
+    selectivity: Difference | None = None
+    #: DAS with its directions restricted to the observed span of the activations, and
+    #: the gap DAS − that (above zero beyond the noise: the subspace illusion)
+    in_span: Rate | None = None
+    span_gap: Difference | None = None
+    #: the share of DAS's directions (squared norm, mean over folds) inside that span, and
+    #: the span's dimension (mean over folds)
+    span_share: float | None = None
+    span_dims: float | None = None
     #: binary tasks only: a probe's held-out accuracy at the position (readable?), and
     #: the IIA of its direction and of the class-mean difference (used?)
     probe_accuracy: Rate | None = None
@@ -119,6 +171,25 @@ class LayerIIA:
     mean_difference: Rate | None = None
     #: the IIA of each named extra subspace (an SAE's latents) where it applies
     subspaces: dict[str, Rate] = field(default_factory=dict)
+
+    def control_fits(self) -> bool:
+        """The control task's interval lies wholly above its chance: DAS at this dimension
+        fits labels that are a random function of the input type."""
+        if self.control is None or self.control_chance is None:
+            return False
+        lo = self.control.iia_ci95[0]
+        return lo is not None and lo > self.control_chance
+
+    def beats_full(self) -> bool:
+        """DAS's interval lies wholly above the full interchange's."""
+        lo, hi = self.das.iia_ci95[0], self.full.iia_ci95[1]
+        return lo is not None and hi is not None and lo > hi
+
+    def illusion(self) -> bool:
+        """DAS does more than its part in the observed span beyond the noise, or more
+        than the full interchange: its effect goes through directions the activations do
+        not occupy (Makelov et al. 2023)."""
+        return (self.span_gap is not None and self.span_gap.above_zero()) or self.beats_full()
 
 
 @dataclass
@@ -129,32 +200,45 @@ class DASResult(Result):
     task: str
     task_sha256: str
     position: str
-    n_train: int
-    n_test: int
+    n_pairs: int
     split: str
+    #: templates the intervals resample (``None``: pairs independent, Wilson intervals)
+    n_clusters: int | None = None
     layers: list[LayerIIA] = field(default_factory=list)
     model_id: str = ""
 
     warnings_always: ClassVar[bool] = False
 
     def illusions(self) -> list[LayerIIA]:
-        """Layers where DAS does more than the full interchange beyond the noise (its
-        interval wholly above the full interchange's): not a variable the model uses,
-        but a direction that opens a dormant path (Makelov et al. 2023)."""
-        out = []
-        for r in self.layers:
-            lo, hi = r.das.iia_ci95[0], r.full.iia_ci95[1]
-            if lo is not None and hi is not None and lo > hi:
-                out.append(r)
-        return out
+        """Layers where DAS's effect goes through directions the activations do not
+        occupy (:meth:`LayerIIA.illusion`)."""
+        return [r for r in self.layers if r.illusion()]
+
+    def control_fits(self) -> list[LayerIIA]:
+        """Layers where DAS fits the control task beyond its chance."""
+        return [r for r in self.layers if r.control_fits()]
 
     def add_warnings(self) -> None:
-        """One warning per layer of :meth:`illusions`."""
-        for r in self.illusions():
-            self.warn(f"layer {r.layer}: DAS's IIA {r.das.text()} exceeds the full "
-                      f"interchange's {r.full.text()} beyond the noise: the direction opens "
-                      "a path the model does not use (a subspace illusion), not a causal "
-                      "variable")
+        """One warning per layer of :meth:`illusions` and of :meth:`control_fits`."""
+        for r in self.layers:
+            if r.span_gap is not None and r.span_gap.above_zero() and r.in_span is not None:
+                self.warn(f"layer {r.layer}: DAS's IIA {r.das.text()} falls to "
+                          f"{r.in_span.text()} when its directions are restricted to the span "
+                          "the activations vary in: its effect goes through directions the "
+                          "model's activations do not occupy (a subspace illusion), not a "
+                          "causal variable")
+            elif r.beats_full():
+                self.warn(f"layer {r.layer}: DAS's IIA {r.das.text()} exceeds the full "
+                          f"interchange's {r.full.text()} beyond the noise: the direction "
+                          "opens a path the model does not use (a subspace illusion), not a "
+                          "causal variable")
+            if r.control_fits() and r.control is not None:
+                self.warn(f"layer {r.layer}: DAS fits the control task ({r.control.text()} "
+                          f"against its chance {r.control_chance:.2f}): a subspace of "
+                          f"{self.config.dim} dimension{'s' * (self.config.dim > 1)} can "
+                          "memorise labels that are a random function of the input type, so "
+                          "its task IIA is not evidence of a variable on its own; read the "
+                          "selectivity")
 
     def best(self) -> LayerIIA | None:
         """The layer with the highest DAS IIA (the first of ties)."""
@@ -167,54 +251,93 @@ class DASResult(Result):
         rows = []
         for r in self.layers:
             row: dict[str, Any] = {"layer": r.layer}
-            for name in ("das", "random", "full", "none", "control", "probe_accuracy",
-                         "probe_direction", "mean_difference"):
+            for name in ("das", "in_span", "random", "full", "none", "control",
+                         "probe_accuracy", "probe_direction", "mean_difference"):
                 rate = getattr(r, name)
                 if rate is not None:
                     row[name] = rate.iia
                     row[f"{name}_lo"], row[f"{name}_hi"] = rate.iia_ci95
+            for name in ("selectivity", "span_gap"):
+                diff = getattr(r, name)
+                if diff is not None:
+                    row[name] = diff.value
+                    row[f"{name}_lo"], row[f"{name}_hi"] = diff.ci95
             for name, rate in r.subspaces.items():
                 row[name] = rate.iia
                 row[f"{name}_lo"], row[f"{name}_hi"] = rate.iia_ci95
+            row["control_chance"] = r.control_chance
+            row["span_share"] = r.span_share
             row["das_seed_min"] = min(r.das_seeds)
             row["das_seed_max"] = max(r.das_seeds)
             rows.append(row)
         return pd.DataFrame(rows)
 
+    def intervals_text(self) -> str:
+        """What the intervals rest on: ``bootstrap over 10 templates`` or ``Wilson``."""
+        if self.n_clusters is None:
+            return "Wilson 95% CI over pairs"
+        return f"95% bootstrap CI over {self.n_clusters} templates"
+
     def headline(self) -> Headline:
-        """IIA per layer: DAS, the random direction, the full interchange, the control task."""
-        def text(x: Rate | None) -> str:
+        """IIA per layer: DAS and its controls; the verdict reads the best layer."""
+        def text(x: Rate | Difference | None) -> str:
             return x.text() if x is not None else "—"
 
+        def control(r: LayerIIA) -> str:
+            if r.control is None or r.control_chance is None:
+                return "—"
+            return f"{r.control.text()} (chance {r.control_chance:.2f})"
+
         extra = list(dict.fromkeys(k for r in self.layers for k in r.subspaces))
-        table = [[r.layer, r.das.text(), text(r.probe_direction), text(r.mean_difference),
+        table = [[r.layer, r.das.text(), text(r.in_span), control(r), text(r.selectivity),
+                  text(r.probe_direction), text(r.mean_difference),
                   *[text(r.subspaces.get(k)) for k in extra],
-                  r.random.text(), r.full.text(), r.none.text(), text(r.control),
+                  r.random.text(), r.full.text(), r.none.text(),
                   text(r.probe_accuracy)] for r in self.layers]
-        b = self.best()
-        verdict = None
-        if b is not None:
-            verdict = (f"best layer {b.layer}: DAS IIA {b.das.text()} against a random "
-                       f"direction's {b.random.text()} and the full interchange's "
-                       f"{b.full.text()}")
-            if b.probe_direction is not None and b.probe_accuracy is not None:
-                verdict += (f"; the probe's direction {b.probe_direction.text()}, the probe "
-                            f"reads the label at {b.probe_accuracy.text()}")
-            if b.control is not None:
-                verdict += (f"; control task {b.control.text()} (chance "
-                            f"{b.control_chance:.2f})")
-        k = self.config.dim
         return Headline(
             title="Distributed alignment search",
             rows=[("model", self.model_id or "unknown"), ("task", self.task),
-                  ("position", self.position), ("subspace", f"{k} dimension{'s' * (k > 1)}"),
-                  ("pairs", f"{self.n_train} train, {self.n_test} held out ({self.split})"),
+                  ("position", self.position),
+                  ("subspace", f"{self.config.dim} dimension{'s' * (self.config.dim > 1)}"),
+                  ("pairs", f"{self.n_pairs}, each held out once ({self.split})"),
                   ("seeds", self.config.seeds)],
-            table_title="held-out IIA by layer (95% Wilson CI)",
-            columns=["layer", "DAS", "probe direction", "mean difference", *extra,
-                     "random direction", "full interchange", "none", "control task",
-                     "probe accuracy"],
-            table=table, verdict=verdict)
+            table_title=f"held-out IIA by layer ({self.intervals_text()})",
+            columns=["layer", "DAS", "DAS in observed span", "control task", "selectivity",
+                     "probe direction", "mean difference", *extra, "random direction",
+                     "full interchange", "none", "probe accuracy"],
+            table=table, verdict=self.verdict())
+
+    def verdict(self) -> str | None:
+        """The best layer's DAS against its controls, in one sentence that says what the
+        figure is worth."""
+        b = self.best()
+        if b is None:
+            return None
+        text = (f"best layer {b.layer}: DAS IIA {b.das.text()} against a random direction's "
+                f"{b.random.text()} and the full interchange's {b.full.text()}")
+        lo = b.das.iia_ci95[0]
+        hi = b.random.iia_ci95[1]
+        if lo is None or hi is None or lo <= hi:
+            text += "; not distinguishable from a random direction"
+        if b.illusion():
+            text += ("; but its effect goes through directions the activations do not "
+                     "occupy (subspace illusion)" + (f": restricted to their span it scores "
+                                                     f"{b.in_span.text()}"
+                                                     if b.in_span is not None else ""))
+        elif b.in_span is not None:
+            text += f"; restricted to the activations' span {b.in_span.text()}"
+        if b.control is not None and b.control_chance is not None:
+            text += (f"; control task {b.control.text()} (chance {b.control_chance:.2f}"
+                     + (", fitted: the subspace memorises type labels" if b.control_fits()
+                        else "") + ")")
+            if b.selectivity is not None:
+                text += f", selectivity {b.selectivity.text()}"
+        elif self.config.control:
+            text += "; control task not scored (no held-out pair's type seen in training)"
+        if b.probe_direction is not None and b.probe_accuracy is not None:
+            text += (f"; the probe's direction {b.probe_direction.text()}, the probe reads "
+                     f"the label at {b.probe_accuracy.text()}")
+        return text
 
     def figure(self) -> Figure | None:
         """:func:`~interp.causal.figures.iia_by_layer`."""

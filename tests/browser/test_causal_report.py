@@ -13,7 +13,7 @@ from tests.unit.interp.test_causal import _tiny_task_file
 @pytest.mark.browser
 def test_das_report_in_browser(tiny_model, tmp_path):
     res = run_das(tiny_model, DASConfig(task=_tiny_task_file(tmp_path), layers=[0, 1, 2],
-                                        position="animal", steps=3, test_size=0.34),
+                                        position="animal", steps=3, folds=3),
                   progress=False)
     path = das_report(res).save(tmp_path / "report")
 

@@ -123,23 +123,70 @@ def test_control_labels_are_a_seeded_function_of_the_deciding_tokens(tiny_model,
     assert not torch.equal(many, control_labels([(i,) for i in range(400)], seed=2))
 
 
-def test_the_control_by_type_fires_on_an_over_expressive_das(tiny_model, tmp_path):
-    """The broken method: DAS with 60 of the tiny model's 64 dimensions, room enough to
-    memorise which source words are labelled "flip" and which "keep", carries those labels
-    to held-out templates: its control IIA lies above the control's chance and the result
-    warns. One dimension cannot: its control stays within its chance."""
+def _memoriser(monkeypatch, tt_types: list) -> None:
+    """Break DAS on purpose into the extreme of an over-expressive subspace: trained on
+    the control task, it memorises each training type's target and, scored, flips exactly
+    the held-out pairs whose type it memorised as "flip" (unseen types: flip). On the
+    task itself it is real DAS."""
+    import interp.causal.das as das
+
+    real_train, real_lds = das.train_das, das.interchange_lds
+    tables: dict[int, dict] = {}
+
+    def train(model, tt, train, layer, base, source, where, *, targets=None, **kw):
+        if targets is None:
+            return real_train(model, tt, train, layer, base, source, where, **kw)
+        basis = torch.zeros(base.shape[-1], 1)
+        tables[id(basis)] = {tt_types[i]: float(targets[i]) for i in train}
+        return basis, []
+
+    def lds(model, tt, idx, layer, base, source, where, basis, batch_size=32):
+        if id(basis) not in tables:
+            return real_lds(model, tt, idx, layer, base, source, where, basis, batch_size)
+        table = tables[id(basis)]
+        return torch.tensor([table.get(tt_types[i], 1.0) for i in idx])
+
+    monkeypatch.setattr(das, "train_das", train)
+    monkeypatch.setattr(das, "interchange_lds", lds)
+
+
+def test_the_control_by_type_fires_on_a_memorising_method(tiny_model, tmp_path, monkeypatch):
+    """A method that memorises types fits the control by type on held-out templates: its
+    control IIA lies above the control's chance, the selectivity falls, and the result
+    warns. Against the old control (an independent coin flip per pair, so every pair its
+    own "type") the memoriser has nothing to carry to a held-out pair: no held-out pair's
+    label was ever seen, and the control is not scored at all rather than "passed"."""
+    import interp.causal.das as das
+
     path = word_task(tmp_path)
-    wide = run_das(tiny_model, DASConfig(task=path, layers=[0], position="x", dim=60,
-                                         steps=100, lr=0.05, folds=4), progress=False)
-    (w,) = wide.layers
-    assert w.control is not None and w.control_chance is not None
-    assert w.control_fits(), (w.control.text(), w.control_chance)
-    assert any("fits the control task" in m for m in wide.warnings)
-    narrow = run_das(tiny_model, DASConfig(task=path, layers=[0], position="x", dim=1,
-                                           steps=100, lr=0.05, folds=4), progress=False)
-    (k1,) = narrow.layers
-    assert k1.control is not None and not k1.control_fits(), k1.control.text()
-    assert not any("fits the control task" in m for m in narrow.warnings)
+    tt = tokenize_task(tiny_model, load_task(path))
+    _memoriser(monkeypatch, pair_types(tt))
+    cfg = DASConfig(task=path, layers=[2], position="x", dim=1, steps=2, folds=4)
+    res = run_das(tiny_model, cfg, progress=False)
+    (r,) = res.layers
+    assert r.control is not None and r.control_chance is not None
+    assert r.control.iia == 1.0 and r.control_fits(), (r.control.text(), r.control_chance)
+    assert r.control_types == len(WORDS)
+    assert any("fits the control task" in m for m in res.warnings)
+    assert "fitted" in (res.headline().verdict or "")
+    # the old control: labels drawn per pair, which nothing can carry to a held-out pair
+    g = torch.Generator().manual_seed(0)
+    coin = torch.where(torch.rand(len(tt), generator=g) < 0.5, -1.0, 1.0)
+    monkeypatch.setattr(das, "pair_types", lambda tt: [(i,) for i in range(len(tt))])
+    monkeypatch.setattr(das, "control_labels", lambda types, seed: coin)
+    _memoriser(monkeypatch, [(i,) for i in range(len(tt))])
+    old = run_das(tiny_model, cfg, progress=False)
+    assert old.layers[0].control is None  # no held-out pair's "type" was ever seen
+
+
+def test_the_control_by_type_stays_at_chance_for_one_direction(tiny_model, tmp_path):
+    """Real DAS with one direction on the same pairs does not fit the labels by type."""
+    path = word_task(tmp_path)
+    res = run_das(tiny_model, DASConfig(task=path, layers=[2], position="x", dim=1,
+                                        steps=30, lr=0.05, folds=4), progress=False)
+    (r,) = res.layers
+    assert r.control is not None and not r.control_fits(), r.control.text()
+    assert not any("fits the control task" in m for m in res.warnings)
 
 
 # ------------------------------------------------------------------ the subspace illusion
