@@ -24,9 +24,9 @@ def test_real_model_scorer_planted_control(model, real_corpus, tmp_path):
                                       hook_point=model.resid_hook(6), layer=6,
                                       architecture="topk", k=32, model_id=model.model_id))
     sae.init_weights(torch.Generator().manual_seed(0))
-    cfg = AutoInterpConfig(features="alive:3", scorers="programmatic,self",
-                           methods="detection", tokens=16384, planted=3, planted_concepts=3,
-                           n_boot=200, n_permutations=999, batch_size=32)
+    cfg = AutoInterpConfig(features="alive:2", scorers="programmatic,self",
+                           methods="detection", tokens=16384, n_score=8, n_hard=3, planted=2,
+                           planted_concepts=2, n_boot=200, n_permutations=999, batch_size=32)
     res = run_autointerp(model, sae, load_texts("heldout"), cfg, progress=False)
     lm = res.control("self", "detection")
     prog = res.control("programmatic", "detection")
