@@ -627,6 +627,9 @@ class EdgeResult(Result):
             if first.random is not None:
                 tail.append(f"{n} edges drawn from all keep {first.random:.2f} (the weak "
                             "baseline)")
+            if all(abs(v.matched) < 0.01 for v in at.values()):
+                tail.append("the matched sets keep nothing either: without the top edges, "
+                            "the next-ranked ones carry none of the gap")
             verdict = (f"top {n} edges keep of the gap: " + "; ".join(parts)
                        + ("; " + "; ".join(tail) if tail else ""))
         if self.circuit is not None:
