@@ -749,7 +749,11 @@ def _faithfulness(graph: AttributionGraph) -> tuple[list[tuple[str, Any]], Marku
     ]
     faith = as_float(f.get("faithfulness"))
     ceiling = format_number(f.get("ceiling"))
-    if not (math.isfinite(faith) and math.isfinite(mlo) and math.isfinite(mhi)):
+    if not k:
+        verdict = Markup('<span class="badge noise">no features</span> No feature survived '
+                         "pruning: the error nodes and the tokens hold the influence, so there "
+                         "is no set of features to test.")
+    elif not (math.isfinite(faith) and math.isfinite(mlo) and math.isfinite(mhi)):
         verdict = Markup('<span class="badge noise">not measured</span> Removing every '
                          "active feature does not change the target, so no share of it can "
                          "be measured.")

@@ -269,14 +269,20 @@ def beats_controls(value: float, controls: Sequence[float] | None) -> bool | Non
     return value > top + (top - min(vals))
 
 
+def _g(x: float) -> str:
+    """A score to 4 significant digits (controls of a few layers' transcoders sit within
+    1e-4 of each other and of the graph)."""
+    return f"{float(x):.4g}"
+
+
 def score_text(value: float, controls: Sequence[float] | None) -> str:
-    """``0.504 (decoder-shuffled controls 0.21–0.24, 3 graphs)``."""
-    text = format_number(value)
+    """``0.504 (decoder-shuffled controls 0.2113–0.2409, 3 graphs)``."""
+    text = _g(value)
     vals = [float(v) for v in controls or []]
     if not vals:
         return text + " (no control graphs)"
-    return (text + f" (decoder-shuffled controls {format_number(min(vals))}–"
-            f"{format_number(max(vals))}, {len(vals)} graph{'s' * (len(vals) != 1)})")
+    return (text + f" (decoder-shuffled controls {_g(min(vals))}–{_g(max(vals))}, "
+            f"{len(vals)} graph{'s' * (len(vals) != 1)})")
 
 
 def sign_text(ag: Mapping[str, Any], where: str) -> str:
@@ -298,6 +304,8 @@ def faithfulness_text(f: Mapping[str, Any]) -> str:
     """``0.81 (influence-matched sets 0.62 [0.55, 0.70]; ceiling 0.93; any active 0.02)``."""
     if not f:
         return MISSING
+    if not f.get("features_kept"):
+        return "no feature survived pruning (error nodes and tokens hold the influence)"
     lo, hi = (f.get("matched_interval") or [None, None])[:2]
     return (f"{format_number(f.get('faithfulness'))} (influence-matched random sets "
             f"{format_number(f.get('matched_mean'))} {ci_text(lo, hi)}; ceiling, top by "
@@ -345,17 +353,17 @@ def graph_worth(replacement: float, completeness: float, controls: Mapping[str, 
     reps = list(controls.get("replacement_scores") or [])
     beat = beats_controls(replacement, reps)
     if beat is None:
-        notes.append(f"replacement score {replacement:.3f} (no control graphs: no baseline)")
+        notes.append(f"replacement score {_g(replacement)} (no control graphs: no baseline)")
     elif beat:
-        good.append(f"its replacement score {replacement:.3f} is above the decoder-shuffled "
-                    f"controls' {min(reps):.3f}–{max(reps):.3f}")
+        good.append(f"its replacement score {_g(replacement)} is above the decoder-shuffled "
+                    f"controls' {_g(min(reps))}–{_g(max(reps))}")
     else:
         bad.append(f"its features explain the influence no better than the same transcoders "
-                   f"with their decoders shuffled (replacement score {replacement:.3f}, "
-                   f"controls {min(reps):.3f}–{max(reps):.3f})")
+                   f"with their decoders shuffled (replacement score {_g(replacement)}, "
+                   f"controls {_g(min(reps))}–{_g(max(reps))})")
     if math.isfinite(replacement) and replacement < 0.5:
         notes.append(f"error nodes carry most of the influence (replacement score "
-                     f"{replacement:.3f} < 0.5, completeness {completeness:.3f})")
+                     f"{_g(replacement)} < 0.5, completeness {_g(completeness)})")
     rho = agreement.get("spearman_real")
     lo, hi = agreement.get("spearman_real_ci95") or [math.nan, math.nan]
     n = agreement.get("spearman_real_n", 0)
