@@ -342,8 +342,11 @@ def test_capped_graph_folds_the_left_out_features_into_error_nodes(which, reques
         check_features=0, control_graphs=0),
                            progress=False)
     capped = run_attribution(model, tcs, PROMPT, AttributionConfig(
-        check_features=5, max_feature_nodes=cap), progress=False)
+        check_features=5, max_feature_nodes=cap, control_graphs=1), progress=False)
     assert full.n_feature_nodes is None and capped.n_feature_nodes == cap
+    # its control is capped alike: left-out features count as error there too
+    (ctl,) = capped.controls["replacement_scores"]
+    assert 0 <= ctl <= 1 and capped.controls["elapsed_s"] > 0
     assert capped.n_active_features == full.n_active_features == f
     assert "as nodes" in capped.features_text()
     assert capped.target_replacement == pytest.approx(capped.target_real, abs=1e-4)
