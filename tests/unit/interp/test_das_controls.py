@@ -185,11 +185,47 @@ def test_the_control_by_type_stays_at_chance_for_one_direction(tiny_model, tmp_p
     res = run_das(tiny_model, DASConfig(task=path, layers=[2], position="x", dim=1,
                                         steps=30, lr=0.05, folds=4), progress=False)
     (r,) = res.layers
-    assert r.control is not None and not r.control_fits(), r.control.text()
+    assert r.control is not None
+    assert not r.control_fits(), r.control.text()
     assert not any("fits the control task" in m for m in res.warnings)
 
 
 # ------------------------------------------------------------------ the subspace illusion
+def constructed_illusion(model, tt, position: str, layer: int):
+    """Makelov et al.'s construction on ``model``: the observed span at ``position``, the
+    direction u along which the activations there vary (the mean source − base difference,
+    each pair's taken with the sign that raises its logit difference, so that pairs of
+    opposite labels, he → she and she → he, do not cancel), a dormant direction g (outside
+    the span) along which the logit differences rise fastest (their gradients, signed
+    alike), and v = (u + g)/√2; with each pair's success under a basis."""
+    from interp.circuits.patching import ld_direction, ld_from_block
+
+    where = position_mask(tt, position)
+    n = len(tt)
+    base, source = residuals(model, tt, layer)
+    span = observed_span(base, source, where, range(n), 0.99)
+    delta = ((source - base) * where[..., None]).sum(1)
+    h = base.clone().requires_grad_(True)
+    d = ld_direction(model, tt.answer, tt.wrong)
+    ld = ld_from_block(model, h, layer + 1, tt.attention_mask, d, ())
+    (grad,) = torch.autograd.grad(ld.sum(), h)
+    grads = (grad * where[..., None]).sum(1)  # each pair's gradient at the position
+    align = torch.sign((delta * grads).sum(1, keepdim=True))
+    u = (align * delta).mean(0)
+    u = (u / u.norm())[:, None]
+    g = (align * grads).mean(0)
+    g = g - span @ (span.T @ g)
+    g = (g / g.norm())[:, None]
+    v = (u + g) / (u + g).norm()
+
+    def success(basis: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return (interchange_lds(model, tt, range(n), layer, base, source, where,
+                                    basis) > 0).float()
+
+    return span, u, v, success
+
+
 def test_the_span_check_fires_on_a_constructed_illusion(tiny_model, tmp_path):
     """Makelov et al.'s construction: one direction v = (u + g)/√2 mixing u, along which the
     activations at the word vary (the mean source − base difference), with g, a dormant
@@ -199,31 +235,8 @@ def test_the_span_check_fires_on_a_constructed_illusion(tiny_model, tmp_path):
     v is u alone and the effect is gone: the gap is above zero beyond the noise. u itself
     (a direction in the span) loses nothing."""
     tt = tokenize_task(tiny_model, load_task(word_task(tmp_path, share=0.3)))
-    where = position_mask(tt, "x")
-    layer, n = 0, len(tt)
-    base, source = residuals(tiny_model, tt, layer)
-    span = observed_span(base, source, where, range(n), 0.99)
+    span, u, v, success = constructed_illusion(tiny_model, tt, "x", 0)
     assert 0 < span.shape[1] < tiny_model.d_model
-    delta = ((source - base) * where[..., None]).sum(1)
-    u = delta.mean(0)
-    u = (u / u.norm())[:, None]
-    # the gradient of the pairs' summed logit difference at the word, off the span
-    h = base.clone().requires_grad_(True)
-    from interp.circuits.patching import ld_direction, ld_from_block
-
-    d = ld_direction(tiny_model, tt.answer, tt.wrong)
-    ld = ld_from_block(tiny_model, h, layer + 1, tt.attention_mask, d, ())
-    (grad,) = torch.autograd.grad(ld.sum(), h)
-    g = (grad * where[..., None]).sum((0, 1))
-    g = g - span @ (span.T @ g)
-    g = (g / g.norm())[:, None]
-    sign = torch.sign((u.T @ delta.T).mean())  # write g with the sign that raises the ld
-    v = (u + sign * g) / (u + sign * g).norm()
-
-    def success(basis: torch.Tensor) -> torch.Tensor:
-        return (interchange_lds(tiny_model, tt, range(n), layer, base, source, where,
-                                basis) > 0).float()
-
     restricted, share = restrict_to_span(v, span)
     assert 0.4 < share < 0.6  # half of v lies outside the span: the dormant g
     gap = difference(success(v), success(restricted))
