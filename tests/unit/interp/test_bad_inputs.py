@@ -530,9 +530,12 @@ CASES = [
     Case("causal-das-unknown-position", lambda c: [
         "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--position",
         "country", "--out", c.out], "unknown position 'country'"),
-    Case("causal-das-test-size", lambda c: [
-        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--test-size", "1",
-        "--out", c.out], "test-size must be strictly between 0 and 1"),
+    Case("causal-das-one-fold", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--folds", "1",
+        "--out", c.out], "1 is not in the range x>=2"),
+    Case("causal-das-span-variance-zero", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--span-variance",
+        "0", "--out", c.out], "span-variance must be above 0 and at most 1"),
     Case("causal-das-unknown-task", lambda c: [
         "causal", "das", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
     Case("causal-das-sae-of-another-model", lambda c: [
