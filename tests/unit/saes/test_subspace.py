@@ -48,7 +48,7 @@ def test_run_das_scores_the_sae_subspace_at_its_layer(tiny_model, tmp_path):
     d = tiny_model.d_model
     sae = _sae(d)
     res = run_das(tiny_model, DASConfig(task=_tiny_task_file(tmp_path), layers=[0, 1],
-                                        position="animal", steps=3, test_size=0.34,
+                                        position="animal", steps=3, folds=3,
                                         control=False),
                   subspaces={"SAE latents (4)": latent_subspace(sae, 4),
                              "SAE latents (all)": latent_subspace(sae, d - 1)},
@@ -56,7 +56,7 @@ def test_run_das_scores_the_sae_subspace_at_its_layer(tiny_model, tmp_path):
     l0, l1 = res.layers
     assert l0.subspaces == {} and set(l1.subspaces) == {"SAE latents (4)", "SAE latents (all)"}
     rate = l1.subspaces["SAE latents (4)"]
-    assert rate.iia_n == res.n_test and 0 <= rate.iia <= 1
+    assert rate.iia_n == res.n_pairs and 0 <= rate.iia <= 1
     assert "SAE latents (4)" in res.headline().columns
     assert "SAE latents (4)" in res.to_frame().columns
     back = type(res).from_dict(json.loads(json.dumps(res.to_dict())))
@@ -74,7 +74,7 @@ def test_cli_das_with_an_sae(tiny_model_dir, tiny_model, tmp_path, capsys):
     out = tmp_path / "out"
     code, stdout, err = run(["causal", "das", "--model", str(tiny_model_dir), "--task",
                              _tiny_task_file(tmp_path), "--layers", "1", "--position",
-                             "animal", "--steps", "2", "--test-size", "0.34", "--no-control",
+                             "animal", "--steps", "2", "--folds", "3", "--no-control",
                              "--sae", str(art), "--sae-latents", "4", "--out", str(out)],
                             capsys)
     assert code == 0, err
