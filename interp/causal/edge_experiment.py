@@ -10,7 +10,7 @@ The test of a circuit is its **faithfulness** (Hanna et al. 2024): the share of 
 corrupted gap kept when only the circuit's edges carry clean values. For each estimator
 and count n the curves hold its top n edges and its **matched baseline**: n edges drawn
 (``random_draws`` times) from its own ranks n+1 … 3n (``EdgeConfig.match_pool``), whose
-|score| comes next, so that the baseline is as plausible as the top set and not zero by
+absolute score comes next, so that the baseline is as plausible as the top set and not zero by
 construction; an estimator whose ranking carries nothing at the top (random scores) sits
 on it. Beside them: n edges drawn from all 70,651 (the weak baseline, which keeps nothing
 on IOI at any n up to 1,000) and the top n sampled edges by exact path patching (a

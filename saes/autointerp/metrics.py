@@ -23,7 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 from jaxtyping import Float
-from scipy.stats import mannwhitneyu, permutation_test, rankdata
+from scipy import stats as sps
+from scipy.stats import rankdata
 
 from interp.stats.intervals import bootstrap_ci
 
@@ -60,7 +61,7 @@ def difference_p_value(labels: Sequence[int], true: Sequence[float],
         a, b = np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1)
         return auroc_batch(y, a) - auroc_batch(y, b)
 
-    res = permutation_test((np.asarray(true, dtype=np.float64),
+    res = sps.permutation_test((np.asarray(true, dtype=np.float64),
                             np.asarray(shuffled, dtype=np.float64)), stat,
                            permutation_type="samples", vectorized=True,
                            n_resamples=n_resamples, alternative="greater",
@@ -75,7 +76,7 @@ def compare_groups(a: Sequence[float], b: Sequence[float]) -> tuple[float, float
     z = np.asarray([v for v in b if np.isfinite(v)], dtype=np.float64)
     if x.size == 0 or z.size == 0:
         return float("nan"), float("nan")
-    p = float(mannwhitneyu(x, z, alternative="two-sided").pvalue)
+    p = float(sps.mannwhitneyu(x, z, alternative="two-sided").pvalue)
     return float(x.mean() - z.mean()), p
 
 

@@ -98,7 +98,7 @@ class Pruned:
     def edge_influence(self, adj: Float[Tensor, "n n"], rows: Tensor, cols: Tensor
                        ) -> Float[Tensor, " e"]:
         """The influence on the targets of the edges ``(rows[i], cols[i])`` (targets,
-        sources): the edge's share of its target's input (row-normalised |weight|) times
+        sources): the edge's share of its target's input (row-normalised absolute weight) times
         the target's own influence plus its weight, as pruning scores edges."""
         if self.edge_factor is None:
             raise ValueError("this pruning result carries no edge factor")
