@@ -130,8 +130,9 @@ def _check_autointerp(r: dict, check) -> None:  # noqa: ANN001
 
 
 def _check_das(name: str, r: dict, check) -> None:  # noqa: ANN001
-    """Issue 33's DAS figures: held-out IIA ≥ 0.8 at the best layer at k = 1, the random
-    direction and the random-label control task ≤ 0.55."""
+    """DAS figures: held-out IIA ≥ 0.8 at the best layer at k = 1, the random direction
+    ≤ 0.55 there; the control task by type not fitted (its interval not wholly above its
+    chance) with selectivity above zero; no subspace illusion flagged at that layer."""
     best = max(r["layers"], key=lambda x: x["das"]["iia"])
     check(f"{name}: DAS held-out IIA ≥ 0.8 at the best layer (k = 1)", best["das"]["iia"] >= 0.8,
           f"layer {best['layer']}: {best['das']['iia']:.2f} {best['das']['iia_ci95']}, full "
@@ -139,8 +140,19 @@ def _check_das(name: str, r: dict, check) -> None:  # noqa: ANN001
     check(f"{name}: random direction ≤ 0.55 there", best["random"]["iia"] <= 0.55,
           f"{best['random']['iia']:.2f} {best['random']['iia_ci95']}")
     if best.get("control") is not None:
-        check(f"{name}: random-label control task ≤ 0.55", best["control"]["iia"] <= 0.55,
-              f"{best['control']['iia']:.2f} (chance {best['control_chance']:.2f})")
+        lo = best["control"]["iia_ci95"][0]
+        check(f"{name}: control task by type not fitted (interval not above its chance)",
+              lo is None or lo <= best["control_chance"],
+              f"{best['control']['iia']:.2f} {best['control']['iia_ci95']} (chance "
+              f"{best['control_chance']:.2f})")
+        sel = best.get("selectivity") or {}
+        check(f"{name}: selectivity above zero", (sel.get("ci95") or [None])[0] is not None
+              and sel["ci95"][0] > 0, f"{sel.get('value')} {sel.get('ci95')}")
+    gap = best.get("span_gap") or {}
+    check(f"{name}: no subspace illusion at the best layer (DAS keeps its IIA in the "
+          "observed span)", not ((gap.get("ci95") or [None])[0] or 0) > 0,
+          f"in span {best.get('in_span', {}).get('iia')}, gap {gap.get('value')} "
+          f"{gap.get('ci95')}")
 
 
 def _check_edges(r: dict, check) -> None:  # noqa: ANN001
