@@ -360,16 +360,17 @@ def _layer(layer: int, config: DASConfig, seeds: list[_Outcomes], in_span: _Outc
     """One layer's rates and differences from its per-pair outcomes."""
     seed = config.seed
 
+    def clusters_at(mask: Tensor) -> list[Hashable] | None:
+        if clusters is None:
+            return None
+        return [c for c, k in zip(clusters, mask.tolist(), strict=True) if k]
+
     def of(values: Tensor, mask: Tensor | None = None) -> Rate:
         m = torch.ones_like(values, dtype=torch.bool) if mask is None else mask
-        cl = None if clusters is None else [c for c, k in zip(clusters, m.tolist(),
-                                                              strict=True) if k]
-        return rate(values[m], cl, seed)
+        return rate(values[m], clusters_at(m), seed)
 
     def diff(a: Tensor, b: Tensor, mask: Tensor) -> Difference:
-        cl = None if clusters is None else [c for c, k in zip(clusters, mask.tolist(),
-                                                              strict=True) if k]
-        return difference(a[mask], b[mask], cl, seed)
+        return difference(a[mask], b[mask], clusters_at(mask), seed)
 
     das = seeds[0].values
     ctrl_rate = chance = sel = None
