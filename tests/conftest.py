@@ -135,9 +135,12 @@ def uses_real_model(item: pytest.Item) -> bool:
 
 #: Under ``--dist loadgroup``, the tests sharing one of these costly session fixtures run on
 #: one worker, so that it is built once (Gemma's load, the layer-6 activation cache the SAE
-#: tests fill), and the site's tests share one build.
-SHARED_FIXTURE_GROUPS = {"gemma": "gemma", "activation_cache": "sae-activations"}
-SHARED_MODULE_GROUPS = {"test_docs_site.py": "docs-site"}
+#: tests fill, the real-model transcoders the graph tests train: 3 minutes each time here),
+#: and the site's tests share one build, as do the autointerp tests' tiny SAE and contexts.
+SHARED_FIXTURE_GROUPS = {"gemma": "gemma", "activation_cache": "sae-activations",
+                         "real_transcoders": "real-transcoders"}
+SHARED_MODULE_GROUPS = {"test_docs_site.py": "docs-site",
+                        "test_autointerp_run.py": "autointerp-run"}
 
 
 def xdist_group(item: pytest.Item) -> str | None:
