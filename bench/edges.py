@@ -1,11 +1,12 @@
 """Benchmark: edge attribution's cost, and exact path patching against a one-edge loop.
 
-    .venv/bin/python bench/edges.py [--task ioi] [--pairs 8] [--edges 96] [--steps 5]
+    .venv/bin/python bench/edges.py [--task ioi] [--pairs 8] [--edges 96] [--steps 20]
                                     [--repeats 3]
 
-* **EAP-IG, every edge**: ``edge_attribution`` on one batch of ``--pairs`` pairs at
-  ``--steps`` (and at 1, plain EAP), in forward-equivalents: its wall time over one
-  unpatched forward pass of the same batch, timed in the same run;
+* **every edge, each estimator alone**: ``edge_attribution`` on one batch of ``--pairs``
+  pairs for ``eap-corrupted`` (one step), ``eap-clean`` (the gradient at the clean run)
+  and ``eap-ig`` at ``--steps`` (the default run's), in forward-equivalents: its wall time
+  over one unpatched forward pass of the same batch, timed in the same run;
 * **exact path patching**: ``--edges`` edges (a random sample stratified as ``run_edges``
   draws it, seeded) on ``--pairs`` pairs, batched (``exact_edges``: a pair's edges sorted
   by receiver layer, chunks sharing one prefix pass) against a one-edge-at-a-time loop
@@ -31,6 +32,7 @@ import torch  # noqa: E402
 import interp  # noqa: E402
 from interp.causal.edge_experiment import sample_edges  # noqa: E402
 from interp.causal.edges import edge_attribution, exact_edges, graph_of  # noqa: E402
+from interp.causal.results import EdgeConfig  # noqa: E402
 from interp.circuits import load_task, tokenize_task  # noqa: E402
 from interp.circuits.patching import ld_direction, run_ld  # noqa: E402
 
@@ -49,7 +51,7 @@ def main() -> None:
     ap.add_argument("--task", default="ioi")
     ap.add_argument("--pairs", type=int, default=8)
     ap.add_argument("--edges", type=int, default=96)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=EdgeConfig.ig_steps)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     model = interp.load("smollm2-135m-instruct")
@@ -62,16 +64,21 @@ def main() -> None:
             run_ld(model, tt.clean_ids, tt.attention_mask, d)
 
     edges, _ = sample_edges(g, [], args.edges, 0, seed=0)
-    times: dict[str, list[float]] = {"forward": [], "eap": [], "eap-ig": [], "batched": [],
-                                     "loop": []}
+    times: dict[str, list[float]] = {"forward": [], "eap-corrupted": [], "eap-clean": [],
+                                     "eap-ig": [], "batched": [], "loop": []}
     fwd()
     for _ in range(args.repeats):
         for name, fn in (
             ("forward", fwd),
-            ("eap", lambda: edge_attribution(model, tt, steps=1, batch_size=args.pairs,
-                                             progress=False)),
-            ("eap-ig", lambda: edge_attribution(model, tt, steps=args.steps,
-                                                batch_size=args.pairs, progress=False)),
+            ("eap-corrupted", lambda: edge_attribution(
+                model, tt, steps=1, methods=("eap-corrupted",), batch_size=args.pairs,
+                progress=False)),
+            ("eap-clean", lambda: edge_attribution(
+                model, tt, steps=1, methods=("eap-clean",), batch_size=args.pairs,
+                progress=False)),
+            ("eap-ig", lambda: edge_attribution(
+                model, tt, steps=args.steps, methods=("eap-ig",), batch_size=args.pairs,
+                progress=False)),
         ):
             t0 = time.perf_counter()
             fn()
@@ -87,7 +94,8 @@ def main() -> None:
     res = {
         "task": args.task, "pairs": args.pairs, "edges_sampled": args.edges,
         "ig_steps": args.steps, "n_edges": g.n_edges, "seconds": med,
-        "eap_forward_equivalents": med["eap"] / med["forward"],
+        "eap_corrupted_forward_equivalents": med["eap-corrupted"] / med["forward"],
+        "eap_clean_forward_equivalents": med["eap-clean"] / med["forward"],
         "eap_ig_forward_equivalents": med["eap-ig"] / med["forward"],
         "exact_speedup": med["loop"] / med["batched"],
         "load_average": os.getloadavg(), "torch": torch.__version__,

@@ -54,6 +54,7 @@ from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from interp.causal.graph import Graph, Group, model_graph
+from interp.causal.results import EdgeConfig
 from interp.circuits.patching import (
     HookFn,
     ld_direction,
@@ -348,7 +349,7 @@ def edge_attribution(
     model: Model,
     tt: TokenizedTask,
     *,
-    steps: int = 5,
+    steps: int = EdgeConfig.ig_steps,
     direction: str = "denoise",
     methods: Sequence[str] = GRADIENT_METHODS,
     batch_size: int = 8,
