@@ -41,7 +41,7 @@ def test_edges_report_in_browser(tiny_model, tmp_path):
 
     res = run_edges(tiny_model, EdgeConfig(task=_tiny_task_file(tmp_path), sample=40, top=8,
                                            n_boot=100, min_gap=0, max_edges=100,
-                                           circuit_edges=20), progress=False)
+                                           circuit_edges=20, ig_steps=4), progress=False)
     path = edges_report(res, 3, 4, 2).save(tmp_path / "report")
 
     def check(page):

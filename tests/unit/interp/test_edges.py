@@ -327,7 +327,7 @@ def test_run_edges_on_tiny(tiny_model, tmp_path):
     path = _tiny_task_file(tmp_path)
     res = run_edges(tiny_model, EdgeConfig(task=path, sample=60, top=10, n_boot=100,
                                            min_gap=0, max_edges=190, circuit_edges=20,
-                                           random_draws=2), progress=False)
+                                           random_draws=2, ig_steps=4), progress=False)
     assert [a.method for a in res.agreement] == ["eap-clean", "eap-corrupted", "eap-ig"]
     for a in res.agreement:
         assert a.n_edges == 60 and -1 <= a.spearman <= 1
