@@ -12,10 +12,12 @@ from saes.graphs import AttributionConfig, run_attribution
 PROMPT = "The capital of France is"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def real_transcoders(model, real_corpus, tmp_path_factory):
     """TopK transcoders at layers 2, 10 and 20 of SmolLM2, trained from one pass over 64k
-    corpus tokens."""
+    corpus tokens. Session-scoped: under xdist its two tests share a worker (tests/conftest.py)
+    but not always neighbouring places in its queue, and a module fixture was rebuilt
+    between them (twice 3 minutes)."""
     from interp.data.corpus import corpus_hash, load_texts
     from saes.architectures import TopKConfig
     from saes.transcoders import TranscoderTrainConfig, load_transcoders, train_transcoders
