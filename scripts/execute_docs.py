@@ -11,6 +11,10 @@ and left out of the cache: the build then runs it itself and fails on it, with t
 traceback, as it always did.
 
     .venv/bin/python scripts/execute_docs.py [--jobs N]
+    .venv/bin/python scripts/execute_docs.py --check docs/tutorials/06-causal.md
+
+``--check PAGE`` executes one page alone, outside the cache, prints its time and the
+first error's traceback (what a page's author runs while writing it).
 """
 
 from __future__ import annotations
@@ -59,11 +63,33 @@ def _execute(job: tuple[str, str, int]) -> tuple[str, str, float]:
     return page, "executed", result.time
 
 
+def _check(page: Path) -> int:
+    """Execute one page outside the cache: its time, or its error with the traceback."""
+    from jupyter_cache.executors.utils import single_nb_execution
+    from myst_nb.core.read import myst_nb_reader_plugin
+
+    runpy.run_path(str(DOCS / "conf.py"))  # the build's environment for the kernel
+    nb = myst_nb_reader_plugin(str(page.resolve()))
+    result = single_nb_execution(nb, cwd=str(page.resolve().parent), timeout=1800,
+                                 allow_errors=False, meta_override=True)
+    if result.err is not None:
+        print(result.exc_string or repr(result.err), file=sys.stderr)
+        print(f"execute_docs: {page}: failed after {result.time:.0f} s", file=sys.stderr)
+        return 1
+    print(f"execute_docs: {page}: executed in {result.time:.0f} s "
+          f"(load average {os.getloadavg()[0]:.1f})", file=sys.stderr)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="Pages executed at a time (default: one per core).")
+    parser.add_argument("--check", type=Path, default=None, metavar="PAGE",
+                        help="Execute this one page outside the cache and report.")
     args = parser.parse_args(argv)
+    if args.check is not None:
+        return _check(args.check)
     # the kernels' environment is the build's (docs/conf.py sets it at import)
     conf = runpy.run_path(str(DOCS / "conf.py"))
     if conf.get("nb_execution_mode") != "cache":
