@@ -352,7 +352,8 @@ class Model:
         return layer % n
 
     def parse_layers(self, spec: str | int | Sequence[int] | None) -> list[int]:
-        """``"all"`` / ``None`` → every layer; ``"3,6,-1"`` or ``[3, 6]`` → checked list."""
+        """``"all"`` / ``None`` → every layer; ``"0-5,8,-1"`` or ``[3, 6]`` → checked, sorted
+        list. A range ``a-b`` includes both ends; negative layers count from the end."""
         if spec is None or (isinstance(spec, str) and spec.strip().lower() == "all"):
             return list(range(self.n_layers))
         if isinstance(spec, int):
@@ -361,17 +362,27 @@ class Model:
             items = [s.strip() for s in spec.split(",")]
             if not any(items):
                 raise InterpError(f"empty layer list {spec!r}")
-            out = []
+            out: list[int] = []
             for s in items:
-                try:
-                    out.append(int(s))
-                except ValueError:
-                    raise InterpError(
-                        f"bad layer {s!r}: use integers separated by commas, or 'all'"
-                    ) from None
+                out += self._layer_item(s)
             spec = out
         layers = [self.check_layer(int(x)) for x in spec]
         return sorted(set(layers))
+
+    def _layer_item(self, item: str) -> list[int]:
+        """One comma-separated item of a layer list: ``6``, ``-1`` or a range ``0-5``."""
+        match = re.fullmatch(r"(-?\d+)\s*-\s*(-?\d+)", item)
+        if match:
+            start, stop = (self.check_layer(int(g)) for g in match.groups())
+            if start > stop:
+                raise InterpError(f"bad layer range {item!r}: the first layer must not come "
+                                  f"after the last ({start} > {stop})")
+            return list(range(start, stop + 1))
+        try:
+            return [int(item)]
+        except ValueError:
+            raise InterpError(f"bad layer {item!r}: use integers and ranges separated by "
+                              "commas (0-5,8), or 'all'") from None
 
     @staticmethod
     def resid_hook(layer: int) -> str:

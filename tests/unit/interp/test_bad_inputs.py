@@ -158,6 +158,8 @@ CASES = [
                                                "--out", c.out], "out of range"),
     Case("lens-bad-layer-list", lambda c: ["lens", "hi", *M(c), "--layer", "1,x",
                                            "--out", c.out], "bad layer 'x'"),
+    Case("lens-backward-layer-range", lambda c: ["lens", "hi", *M(c), "--layer", "2-0",
+                                                 "--out", c.out], "bad layer range '2-0'"),
     Case("lens-top-k-zero", lambda c: ["lens", "hi", *M(c), "--top-k", "0", "--out", c.out],
          "--top-k"),
     Case("lens-unwritable-out", lambda c: ["lens", "hi", *M(c), "--out", _under_file(c)],

@@ -29,7 +29,10 @@ def test_parse_layers(tiny_model):
     assert tiny_model.parse_layers("all") == [0, 1, 2]
     assert tiny_model.parse_layers("2,0") == [0, 2]
     assert tiny_model.parse_layers([-1]) == [2]
-    for bad in ("x", "1,,", "3"):
+    assert tiny_model.parse_layers("0-1") == [0, 1]
+    assert tiny_model.parse_layers("1-2,0") == [0, 1, 2]
+    assert tiny_model.parse_layers("0--2") == [0, 1]  # -2 is layer 1 of 3
+    for bad in ("x", "1,,", "3", "2-0", "0-3", "0-x", "1-"):
         with pytest.raises(InterpError):
             tiny_model.parse_layers(bad)
 
