@@ -14,7 +14,8 @@ in memory at a time.
 
 Optimiser. The paper uses SGD with Nesterov momentum (lr 1, momentum 0.9) for 250 steps of
 2¹⁸ tokens. A 30-minute CPU run sees ~1000× fewer tokens per step, where SGD's noise
-dominates, so the default here is Adam (lr 1e-3, linear warm-up then linear decay to 0);
+dominates, so the default here is Adam (learning rate :data:`DEFAULT_LR`, linear warm-up
+then linear decay to 0);
 ``optimizer="sgd"`` gives the paper's recipe. Weight decay is decoupled and applies to
 ``A`` only, so it pulls each translator toward the identity (A → 0), never toward zero.
 
@@ -81,13 +82,17 @@ _LR = Check(lambda x: math.isfinite(x) and x > 0,
             "must be > 0 (the learning rate must be > 0 and finite)", low=0)
 
 
+#: Each optimiser's learning rate when ``lr`` is not given.
+DEFAULT_LR: dict[str, float] = {"adam": 1e-4, "sgd": 1.0}
+
+
 @dataclass(frozen=True)
 class TunedLensTrainConfig(Config):
     """Settings of one tuned-lens training run (saved with the lens and its checkpoints).
 
     ``tokens`` counts tokens streamed through the model; the number of steps is
     ``ceil(tokens / (batch_size * seq_len))``. ``lr=None`` picks the optimiser's default
-    (Adam 1e-4, SGD 1.0) when the config is made, and ``positions_per_window`` is capped
+    (:data:`DEFAULT_LR`) when the config is made, and ``positions_per_window`` is capped
     at ``seq_len − 1``. ``init="lstsq"`` fits the starting translators on the first
     ``min(init_tokens, tokens)`` training tokens (the same windows the steps then use).
     """
@@ -101,7 +106,8 @@ class TunedLensTrainConfig(Config):
                                         help="Positions per window in the loss (never 0).")
     optimizer: Optimizer = setting("adam", help="Adam, or the paper's Nesterov SGD.")
     lr: float | None = setting(None, check=_LR,
-                               help="Learning rate [default: 1e-4 for adam, 1.0 for sgd].")
+                               help="Learning rate [default: " + ", ".join(
+                                   f"{v:g} for {k}" for k, v in DEFAULT_LR.items()) + "].")
     momentum: float = setting(0.9, cli=False, check=in_range(0, 1, open_high=True),
                               help="Adam's β1, or SGD's Nesterov momentum.")
     weight_decay: float = setting(
@@ -127,7 +133,7 @@ class TunedLensTrainConfig(Config):
     def __post_init__(self) -> None:
         super().__post_init__()  # validate, then fill in what the settings imply
         if self.lr is None:
-            object.__setattr__(self, "lr", 1e-4 if self.optimizer == "adam" else 1.0)
+            object.__setattr__(self, "lr", DEFAULT_LR[self.optimizer])
         object.__setattr__(self, "positions_per_window",
                            min(self.positions_per_window, self.seq_len - 1))
 
