@@ -151,7 +151,7 @@ def _convert(
     """Check ``gguf``'s sha256 (when one is expected) and convert it into ``out``.
 
     Shows a progress bar over the conversion's steps (``steps``, or a new one), and
-    one line on stderr when it is done (a first load takes 20 s to a minute).
+    one line on stderr when it is done (its time on two cores: the getting-started page).
     """
     from interp.models.gguf_convert import convert_gguf
 
@@ -183,8 +183,8 @@ def conversion_progress(name: str, extra_steps: int = 0) -> Steps:
 def ensure_embedded(em: EmbeddedModel) -> Path:
     """The embedded model's converted checkpoint folder, converting it on first use.
 
-    A progress bar shows the conversion (about 25 s for SmolLM2, a minute for
-    Gemma-3-270M on two cores); ``INTERP_NO_PROGRESS=1`` turns it off. A model whose
+    A progress bar shows the conversion (measured on the getting-started page);
+    ``INTERP_NO_PROGRESS=1`` turns it off. A model whose
     packages are not installed fails with one line saying how to install them. A cached
     folder that is truncated, edited or of another converter version is converted again,
     with one line saying so; a process converting the same model is waited for.
