@@ -15,6 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))  # this site's own extensions
 os.environ.setdefault("TQDM_DISABLE", "1")  # progress bars are noise in rendered cells
 os.environ.setdefault("INTERP_NO_PROGRESS", "1")
 # transformers imports tqdm.auto, which warns in a kernel without ipywidgets (the kernels
@@ -31,9 +32,11 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
+    "api_glance",  # docs/_ext/api_glance.py: the generated "API at a glance" page
+    "submodule_first",  # docs/_ext: interp.causal.interchange is the module, not the function
 ]
 
-exclude_patterns = ["_build", "**/.ipynb_checkpoints", "README.md"]
+exclude_patterns = ["_build", "_ext", "**/.ipynb_checkpoints", "README.md"]
 
 # ----------------------------------------------------------------------------- theme
 html_theme = "furo"

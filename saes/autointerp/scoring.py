@@ -57,6 +57,9 @@ class ScoringPrompt:
     no: tuple[str, ...] = (" no", " No", "no", "No")
 
 
+#: The detection prompt: does the text contain what the explanation describes? (yes/no)
+#:
+#: :meta hide-value:
 DETECTION = ScoringPrompt(
     "detection",
     "Answer yes if the text contains what the explanation describes, no otherwise.\n\n"
@@ -68,6 +71,9 @@ DETECTION = ScoringPrompt(
     "Explanation: words about colours\nText: He went to bed early.\nAnswer: no\n\n",
     "Explanation: {explanation}\nText: {text}\nAnswer:")
 
+#: The fuzzing prompt: are the words marked ``<<…>>`` what the explanation describes?
+#:
+#: :meta hide-value:
 FUZZING = ScoringPrompt(
     "fuzzing",
     "Words in the text are marked <<like this>>. Answer yes if the marked words are what "
