@@ -128,12 +128,17 @@ def resolve_hooks(
 
 
 def _reduce(
-    x: Float[Tensor, "b pos d"],
+    x: Float[Tensor, "b pos *rest"],
     mask: Bool[Tensor, "b pos"],
     positions: Position,
     drop_first: bool,
 ) -> Tensor:
-    """Reduce left-padded ``x`` to the requested positions (see :func:`capture`)."""
+    """Reduce left-padded ``x`` to the requested positions (see :func:`capture`). ``x``
+    may carry more dimensions after the position (``hook_z``: ``[b, pos, head, d_head]``)."""
+
+    def per_position(t: Tensor) -> Tensor:  # [b, pos] → [b, pos, 1, …] to broadcast on x
+        return t.reshape(*t.shape, *([1] * (x.dim() - 2)))
+
     lengths = mask.sum(1)
     b, p = mask.shape
     if drop_first:
@@ -143,16 +148,16 @@ def _reduce(
     if positions == "last":
         return x[:, -1]
     if positions == "mean":
-        m = mask.to(x.dtype).unsqueeze(-1)
+        m = per_position(mask.to(x.dtype))
         return (x * m).sum(1) / m.sum(1).clamp(min=1)
     if positions == "all":
         # left-padded → left-aligned: roll each row so token 0 sits at index 0
         idx = (torch.arange(p, device=x.device).unsqueeze(0) + (p - lengths).unsqueeze(1)) % p
-        out = torch.gather(x, 1, idx.unsqueeze(-1).expand(-1, -1, x.shape[-1]))
+        out = torch.gather(x, 1, per_position(idx).expand(x.shape))
         keep = torch.arange(p, device=x.device).unsqueeze(0) < lengths.unsqueeze(1)
         if drop_first:
             keep[:, 0] = False
-        return out * keep.unsqueeze(-1).to(out.dtype)
+        return out * per_position(keep).to(out.dtype)
     if isinstance(positions, int):
         if positions >= 0:
             if bool((lengths <= positions).any()):

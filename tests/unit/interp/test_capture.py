@@ -196,3 +196,19 @@ def test_capture_config_checks_itself_and_run_capture_takes_keywords(tiny_model)
     assert res.manifest["config"] == res.config.to_dict() and "seed" not in res.config.to_dict()
     with pytest.raises(InterpError, match="not both"):
         run_capture(tiny_model, ["hi"], CaptureConfig(layers=[1]), layers=[2])
+
+
+@pytest.mark.parametrize("positions", ["all", "mean", "last", 0, -1])
+@pytest.mark.parametrize("drop_first", [False, True])
+def test_reduce_takes_per_head_activations(positions, drop_first):
+    """A hook with a head dimension (``hook_z``: ``[b, pos, head, d_head]``) reduces like
+    each head's ``[b, pos, d_head]`` slice (it failed with "all" and "mean" once)."""
+    from interp.activations.capture import _reduce
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 4, 2, generator=g)
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1], [0, 0, 0, 1, 1]], dtype=torch.bool)
+    whole = _reduce(x, mask, positions, drop_first)
+    for h in range(x.shape[2]):
+        one = _reduce(x[:, :, h], mask, positions, drop_first)
+        assert torch.equal(whole.select(-2, h), one)
