@@ -5,7 +5,7 @@ BIN   := $(VENV)/bin
 STAMP := $(VENV)/.interp-setup
 DEMO_STAMP := $(VENV)/.interp-setup-demo
 
-.PHONY: setup demo test test-fast test-slow lint docs bench accept frontier clean
+.PHONY: setup demo test test-fast test-slow lint docs bench accept costs costs-make frontier clean
 
 # Everything from nothing: venv, dependencies and dev tools, both embedded models
 # converted, corpus, Chromium. After `make demo` it does only the rest.
@@ -135,6 +135,17 @@ accept: setup
 			--out accept-out/graph-$$task || exit 1; done
 	$(BIN)/python scripts/compare_probe_solvers.py
 	$(BIN)/python scripts/check_acceptance.py accept-out
+	$(BIN)/python scripts/measure_costs.py
+
+# What every documented command costs (time, peak RAM, disk), into docs/costs.json, which
+# the site shows under each command and the README's table repeats (about an hour on 2
+# cores; on a quiet machine: each figure records its load average). `costs-make` times
+# `make demo` and `make test` in a clean clone with a fresh cache (about an hour more).
+costs: setup
+	$(BIN)/python scripts/measure_costs.py
+
+costs-make: setup
+	$(BIN)/python scripts/measure_costs.py --make
 
 # The SAE frontier (issue 18): 4 architectures × 3 sparsity settings at layer 6, d_sae 4608,
 # 1M tokens each from activations cached once, then the best two at L0 ≈ 32 and ≈ 64 under
