@@ -150,11 +150,12 @@ def _score(scorer: Model | None, explanation: str, fe: FeatureExamples, method: 
 
 
 def _load(name: str, model: Model, loaded: dict[str, Model]) -> Model:
-    """``name``'s model: the explained model for 'self' (or its own id), else loaded once."""
+    """``name``'s model: the explained model for 'self' (or its own id), else loaded once,
+    on the explained model's device and in its dtype (``--dtype`` sets all of them)."""
     if name in (SELF, model.model_id):
         return model
     if name not in loaded:
-        loaded[name] = load(name, device=model.device)
+        loaded[name] = load(name, device=model.device, dtype=model.dtype)
     return loaded[name]
 
 

@@ -231,3 +231,18 @@ def test_cli_sae_explain_writes_results_and_explanations_beside(tiny_model_dir, 
                           "40", "--features", "all", "--out", str(tmp_path / "b")], capsys)
     assert code == 0, err
     assert "fb-expl" in (tmp_path / "b" / "browser.html").read_text()
+
+
+def test_scorers_are_loaded_in_the_explained_models_dtype(tiny_model_dir):
+    """A scorer named by path is loaded on the explained model's device and in its dtype
+    (``--dtype bfloat16`` must reach a 7B scorer, not only the explained model)."""
+    import torch
+
+    import interp
+    from saes.autointerp.run import _load
+
+    explained = interp.load(str(tiny_model_dir), dtype="bfloat16")
+    loaded: dict = {}
+    scorer = _load(str(tiny_model_dir) + "/", explained, loaded)
+    assert scorer is not explained and scorer.dtype == torch.bfloat16
+    assert _load("self", explained, loaded) is explained
