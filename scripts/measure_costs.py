@@ -387,9 +387,15 @@ def measure_commands(args: argparse.Namespace) -> int:
         keys = [k for k in keys if any(k.startswith(o) for o in args.only)]
     if args.missing:
         keys = [k for k in keys if k not in data["commands"]]
-    work = Path(tempfile.mkdtemp(prefix="interp-costs-"))
+    if args.work is not None:  # an earlier run's folder (--keep): what it wrote is reused
+        work = args.work.resolve()
+        cache = work / "cache"
+    else:
+        work = Path(tempfile.mkdtemp(prefix="interp-costs-"))
+        cache = scratch_cache(work)
+        # the pages' commands run from the repository's root: `datasets/...` is there
+        (work / "datasets").symlink_to(ROOT / "datasets")
     log = work / "measure.log"
-    cache = scratch_cache(work)
     env = dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}", INTERP_NO_PROGRESS="1",
                INTERP_CACHE=str(cache))
     print(f"measure_costs: {len(keys)} commands in {work} (log: {log})", file=sys.stderr)
@@ -409,7 +415,7 @@ def measure_commands(args: argparse.Namespace) -> int:
         print(f"measure_costs: [{i}/{len(keys)}] {key[:70]}: {doc_costs.cost_text(entry)} "
               f"(load {entry['load_average'][0]})", file=sys.stderr)
         write(data)  # after each, so an interrupted run keeps what it measured
-    if not args.keep:
+    if not args.keep and args.work is None:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
 
@@ -507,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--make", action="store_true", help="make demo / make test, clean clone.")
     parser.add_argument("--readme", action="store_true", help="Rewrite the README's table.")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder.")
+    parser.add_argument("--work", type=Path, default=None,
+                        help="Run in this kept scratch folder (with --missing: what the "
+                             "measured commands wrote there is what the others read).")
     args = parser.parse_args(argv)
     if args.readme:
         return rewrite_readme()
