@@ -143,7 +143,9 @@ def load_task(spec: str, limit: int | None = None) -> Task:
     if not isinstance(spec, str) or not spec.strip():
         raise InterpError("empty task: give a shipped task name or a JSONL file")
     path = Path(spec)
-    if not (spec.endswith(".jsonl") or path.exists()):
+    # A folder is never a task: `--task ioi --out ioi/` names the shipped task, though the
+    # output folder of that name exists by the time the task is read.
+    if not (spec.endswith(".jsonl") or path.is_file()):
         names = shipped_tasks()
         if spec not in names:
             raise InterpError(

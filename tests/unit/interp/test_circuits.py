@@ -495,3 +495,14 @@ def test_name_order_twins_and_task_write(tmp_path):
     bad = Task("t", "t", "0" * 64, [Pair("A and B went", "B and A went", " C", " D")])
     with pytest.raises(InterpError, match="not ABBA"):
         name_order_twins(bad)
+
+
+def test_a_folder_named_like_a_task_is_not_the_task(tmp_path, monkeypatch):
+    """`interp patch --task ioi --out ioi/` creates the folder `ioi/` before the task is
+    read; the shipped task is still the one meant (a folder is never a task file)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ioi").mkdir()
+    assert len(load_task("ioi", limit=3).pairs) == 3
+    (tmp_path / "nope").mkdir()
+    with pytest.raises(InterpError, match="unknown task 'nope'"):
+        load_task("nope")
