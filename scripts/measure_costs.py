@@ -104,13 +104,13 @@ SPECS: dict[str, Spec] = {
     "interp sae train --layer 6 --tokens 200000 --out runs/mfu":
         Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 80_000)),
     "interp sae explain runs/topk --features alive:20 --out ex/":
-        Spec(needs=SAE, scale=Scale("features", "--features", 4, form="alive:{n}")),
+        Spec(needs=SAE, scale=Scale("features", "--features", 2, form="alive:{n}")),
     "interp sae explain runs/topk --features alive:50 --out explain-out/":
-        Spec(needs=SAE, scale=Scale("features", "--features", 4, form="alive:{n}"),
+        Spec(needs=SAE, scale=Scale("features", "--features", 2, form="alive:{n}"),
              like="interp sae explain runs/topk --features alive:20 --out ex/"),
     "interp sae explain runs/tc/layer-6 --out explain-tc/":
         Spec(needs="trained transcoders (`interp transcoder train`)",
-             scale=Scale("features", "--features", 4, form="alive:{n}"),
+             scale=Scale("features", "--features", 2, form="alive:{n}"),
              like="interp sae explain runs/topk --features alive:20 --out ex/"),
     "interp sae explain runs/topk --features 12,99,4000 --explainer self --scorer "
     "programmatic,self,gemma3-270m --out explain-out/":
@@ -147,9 +147,23 @@ SPECS: dict[str, Spec] = {
                                                  "train`)"),
     "interp graph \"The capital of France is\" --transcoders runs/tc --target \" Paris, "
     "London\" --out graph-out/": Spec(needs="trained transcoders (`interp transcoder train`)"),
-    "interp graph --task capitals --limit 20 --transcoders runs/tc --out capitals-check/":
-        Spec(needs="trained transcoders (`interp transcoder train`)"),
     "interp corpus build": Spec(needs="Debian's `apt-get` (downloads ten packages)"),
+    "interp patch --task ioi --family heads --method both --out ioi/":
+        Spec(scale=Scale("pairs", "--limit", 24,
+                         full=lambda: _lines("datasets/circuits/ioi.jsonl"))),
+    "interp causal das --task pronoun --layers 4,12 --position name --out das/":
+        Spec(scale=Scale("steps", "--steps", 20)),
+    "interp causal das --task pronoun --layers 4,12,20 --position name --out das-out/":
+        Spec(scale=Scale("steps", "--steps", 20)),
+    "interp causal edges --task ioi --limit 40 --out edges/":
+        Spec(scale=Scale("pairs", "--limit", 12)),
+    "interp causal edges --task ioi --limit 40 --out edges-out/":
+        Spec(scale=Scale("pairs", "--limit", 12)),
+    "interp eval constitutional --limit 24 --max-new-tokens 48 --out runs/cai":
+        Spec(scale=Scale("questions", "--limit", 12)),
+    "interp graph --task capitals --limit 20 --transcoders runs/tc --out capitals-check/":
+        Spec(needs="trained transcoders (`interp transcoder train`)",
+             scale=Scale("pairs", "--limit", 8)),
 }
 
 
@@ -355,7 +369,10 @@ def measure(key: str, work: Path, env: dict[str, str], cache: Path, log: Path,
                             "also_measured_seconds": times[0], "rate": 1 / slope,
                             "full": full})
     entry["disk_mib"] = max(0.0, _du_mib(work) - disk0)
+    # the load when it started and when it ended (a long run's 1-minute load at its end
+    # says whether something else ran beside it)
     entry["load_average"] = [round(x, 2) for x in load]
+    entry["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     entry["date"] = datetime.date.today().isoformat()
     entry["commit"] = _commit()
     return entry
@@ -385,6 +402,8 @@ def measure_commands(args: argparse.Namespace) -> int:
     keys += list(FIRST_USE)
     if args.only:
         keys = [k for k in keys if any(k.startswith(o) for o in args.only)]
+    if args.skip:
+        keys = [k for k in keys if not any(k.startswith(s) for s in args.skip)]
     if args.missing:
         keys = [k for k in keys if k not in data["commands"]]
     if args.work is not None:  # an earlier run's folder (--keep): what it wrote is reused
@@ -510,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--missing", action="store_true", help="Only commands without a figure.")
     parser.add_argument("--only", action="append", default=[], metavar="PREFIX",
                         help="Only commands whose key starts with PREFIX (repeatable).")
+    parser.add_argument("--skip", action="append", default=[], metavar="PREFIX",
+                        help="Leave out commands whose key starts with PREFIX.")
     parser.add_argument("--make", action="store_true", help="make demo / make test, clean clone.")
     parser.add_argument("--readme", action="store_true", help="Rewrite the README's table.")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder.")
@@ -520,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.readme:
         return rewrite_readme()
     status = measure_make(args) if args.make else measure_commands(args)
-    if status == 0:
+    if status == 0 and doc_costs.README_START in (ROOT / "README.md").read_text("utf-8"):
         rewrite_readme()
     return status
 

@@ -129,7 +129,7 @@ def cost_text(entry: dict[str, Any], cores: int | None = None) -> str:
         parts.append(f"writes {human_bytes(entry['disk_mib'])}")
     if entry.get("needs"):
         parts.append(f"needs {entry['needs']}")
-    load = entry.get("load_average", [0.0])[0]
+    load = max(entry.get("load_average", [0.0])[0], entry.get("load_average_end", [0.0])[0])
     if cores and load > cores:
         parts.append(f"measured at load {load:.1f}")
     return ", ".join(parts)

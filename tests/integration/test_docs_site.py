@@ -9,6 +9,7 @@ this module builds it when it is missing or older than its sources.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
     src.mkdir()
     conf = (DOCS / "conf.py").read_text()
     (src / "conf.py").write_text(conf)
+    shutil.copytree(DOCS / "_ext", src / "_ext")  # the site's own extensions
     (src / "index.md").write_text("# Home\n\nSee [the missing page](missing.md).\n")
     done = subprocess.run([*BUILD, str(src), str(tmp_path / "out")], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
