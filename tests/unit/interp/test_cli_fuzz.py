@@ -39,7 +39,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.support.cli_runner import run
+from tests.support.cli_runner import leaf_commands, run
 
 EXAMPLES = int(os.environ.get("INTERP_FUZZ_EXAMPLES", "6"))
 #: ``INTERP_FUZZ_DEEP=1`` (``make accept``) runs every case to its end (up to
@@ -64,23 +64,6 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 # ------------------------------------------------------------------ the verbs
-def leaf_commands() -> dict[str, click.Command]:
-    """Every verb of the app by its words (``"sae train"``), from the click tree."""
-    from interp.cli import cli
-
-    out: dict[str, click.Command] = {}
-
-    def walk(group: click.Group, prefix: str) -> None:
-        for name, cmd in group.commands.items():
-            if isinstance(cmd, click.Group):
-                walk(cmd, f"{prefix}{name} ")
-            else:
-                out[f"{prefix}{name}"] = cmd
-
-    walk(cli, "")
-    return out
-
-
 def fuzzed_params(cmd: click.Command) -> list[click.Parameter]:
     return [p for p in cmd.params if p.name not in ("help",) and not (
         isinstance(p, click.Option) and p.hidden)]

@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import click
 import pytest
 
-from interp.cli import cli
 from tests.support import ROOT
+from tests.support.cli_runner import leaf_commands
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")),
          *sorted((ROOT / "docs" / "tools").glob("*.md")),
@@ -40,22 +39,13 @@ def _number(text: str) -> float:
 def cli_defaults() -> dict[str, set[float]]:
     """Every flag of every verb with the numeric defaults it has somewhere."""
     out: dict[str, set[float]] = {}
-
-    def walk(cmd: click.Command) -> None:
-        if isinstance(cmd, click.Group):
-            for name in cmd.list_commands(click.Context(cmd)):
-                sub = cmd.get_command(click.Context(cmd), name)
-                if sub is not None:
-                    walk(sub)
-            return
+    for cmd in leaf_commands().values():
         for param in cmd.params:
             default = param.default
             for opt in getattr(param, "opts", []):
                 out.setdefault(opt, set())
                 if isinstance(default, (int, float)) and not isinstance(default, bool):
                     out[opt].add(float(default))
-
-    walk(cli)
     return out
 
 
