@@ -289,6 +289,15 @@ def _value(command: str, scale: Scale, n: int) -> str:
     return ",".join(match.group(1).split(",")[:n])
 
 
+def _stamp(load: tuple[float, float, float]) -> dict[str, Any]:
+    """When and under what a figure was measured: the load when the run started and when
+    it ended (a long run's 1-minute load at its end says whether something else ran beside
+    it), the date and the commit."""
+    return {"load_average": [round(x, 2) for x in load],
+            "load_average_end": [round(x, 2) for x in os.getloadavg()],
+            "date": datetime.date.today().isoformat(), "commit": _commit()}
+
+
 def _start_over(command: str, work: Path, cache: Path) -> None:
     """Remove what a trainer would resume from, so each measured size trains from zero:
     the first verb's ``--out`` folder, else the scratch cache's default lens folder."""
@@ -369,13 +378,7 @@ def measure(key: str, work: Path, env: dict[str, str], cache: Path, log: Path,
                             "also_measured_seconds": times[0], "rate": 1 / slope,
                             "full": full})
     entry["disk_mib"] = max(0.0, _du_mib(work) - disk0)
-    # the load when it started and when it ended (a long run's 1-minute load at its end
-    # says whether something else ran beside it)
-    entry["load_average"] = [round(x, 2) for x in load]
-    entry["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    entry["date"] = datetime.date.today().isoformat()
-    entry["commit"] = _commit()
-    return entry
+    return {**entry, **_stamp(load)}
 
 
 def measure_first_use(key: str, work: Path, env: dict[str, str], log: Path) -> dict:
@@ -389,8 +392,7 @@ def measure_first_use(key: str, work: Path, env: dict[str, str], log: Path) -> d
         raise RuntimeError(f"{FIRST_USE[key]!r} exited {done['rc']}; see {log}")
     entry = {"seconds": done["seconds"], "peak_rss_mib": done["peak_rss_mib"],
              "disk_mib": _du_mib(empty), "needs": "the model's GGUF package (setup installs it)",
-             "load_average": [round(x, 2) for x in load],
-             "date": datetime.date.today().isoformat(), "commit": _commit()}
+             **_stamp(load)}
     shutil.rmtree(empty, ignore_errors=True)
     return entry
 
@@ -488,8 +490,7 @@ def measure_make(args: argparse.Namespace) -> int:
             "needs": "Python 3.11" + (", Debian's `apt-get` as root (corpus, Chromium)"
                                       if target == "test" else ""),
             "phases": {p: round(e - t, 1) for (p, t), e in zip(phases, ends, strict=True)},
-            "load_average": [round(x, 2) for x in load],
-            "date": datetime.date.today().isoformat(), "commit": _commit(),
+            **_stamp(load),
             "from": "a clean clone, fresh venv and cache"
                     + (" after `make demo`" if target == "test" else "")}
         print(f"measure_costs: make {target}: {seconds / 60:.1f} min, phases "
