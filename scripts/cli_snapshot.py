@@ -10,10 +10,9 @@ with the one committed from before it::
 
 (``python`` being ``.venv/bin/python``, run from the repository root). ``compare``
 prints every difference and exits 1 if there is any (0 and a one-line summary
-otherwise). The snapshot runs seven verb invocations on the default embedded model on
-the CPU with small settings (8 minutes on two quiet cores, about an hour at a load
-average of 10 to 14); ``--only NAME`` runs a subset while iterating, ``--no-runs``
-records the option tree alone (seconds).
+otherwise). The snapshot runs every verb (``corpus build`` aside: it downloads) on the
+default embedded model on the CPU with small settings; ``--only NAME`` runs a subset
+while iterating, ``--no-runs`` records the option tree alone (seconds).
 
 What a snapshot holds (``snapshot --out FILE.json [--runs DIR] [--model NAME]``):
 
@@ -22,10 +21,10 @@ What a snapshot holds (``snapshot --out FILE.json [--runs DIR] [--model NAME]``)
   (``opts``, ``secondary_opts``), type (name, choices, range bounds), default,
   ``is_flag``, ``flag_value``, ``multiple``, ``required``, ``nargs``, ``count``,
   ``hidden`` and help text;
-* ``runs``: for each of ``lens``, ``probe --ablate``, ``steer sweep``, ``sae train``,
-  ``sae eval``, ``patch --method both`` and ``eval sycophancy --limit 20`` (see
-  :data:`RUNS`), run as a subprocess of the same Python with ``INTERP_NO_PROGRESS=1``
-  and its own ``--out`` folder under ``--runs``: the exit code, the first line of stdout,
+* ``runs``: for each run of :data:`RUNS` (every verb, some twice: ``lens`` with and
+  without a tuned lens, ``graph`` on a prompt and on a task), run as a subprocess of the
+  same Python with ``INTERP_NO_PROGRESS=1`` and its own ``--out`` folder under
+  ``--runs``: the exit code, the first line of stdout,
   the sorted relative paths of every file written, and, for every ``*.json`` /
   ``*.jsonl`` file, each key path (list elements collapsed as ``[]``, e.g.
   ``ablation.probe.random.kl`` or ``layers[].accuracy``) with the JSON types of its
@@ -113,6 +112,65 @@ RUNS: tuple[RunSpec, ...] = (
         "--bootstrap", "100", "--out", "{out}",
     )),
     RunSpec("eval-sycophancy", ("eval", "sycophancy", "--limit", "20", "--out", "{out}")),
+    # every other verb, each with the smallest settings that still run it through
+    RunSpec("capture", ("capture", "The capital of France is", "The capital of Italy is",
+                        "--layers", "6,12", "--positions", "last", "--out", "{out}")),
+    RunSpec("generate", ("generate", "The capital of France is", "--max-new-tokens", "8",
+                         "--out", "{out}")),
+    RunSpec("attention", ("attention", "The capital of France is", "--layer", "3",
+                          "--out", "{out}")),
+    RunSpec("models", ("models", "--out", "{out}")),
+    RunSpec("corpus-info", ("corpus", "info")),
+    RunSpec("peak", ("peak", "--json")),
+    RunSpec("tuned-lens-train", ("tuned-lens", "train", "--tokens", "2048", "--out",
+                                 "{out}")),
+    RunSpec("tuned-lens-eval", ("tuned-lens", "eval", "--lens", "{runs}/tuned-lens-train",
+                                "--tokens", "1024", "--out", "{out}"),
+            needs=("tuned-lens-train",)),
+    RunSpec("lens-tuned", ("lens", "The capital of France is", "--tuned",
+                           "{runs}/tuned-lens-train", "--out", "{out}"),
+            needs=("tuned-lens-train",)),
+    RunSpec("probe-sweep", ("probe", "--layers", "0-2", "--seeds", "2", "--out", "{out}")),
+    RunSpec("steer-train", ("steer", "train", "--pairs",
+                            "{datasets}/steering/sentiment.jsonl", "--layer", "6",
+                            "--out", "{out}")),
+    RunSpec("steer-generate", ("steer", "generate", "I spent the afternoon at the library",
+                               "--vector", "{runs}/steer-train", "--alpha", "4",
+                               "--max-new-tokens", "8", "--json"),
+            needs=("steer-train",)),
+    RunSpec("steer-train-sae", ("steer", "train", "--sae", "{runs}/sae-train", "--feature",
+                                "3", "--tokens", "2048", "--out", "{out}"),
+            needs=("sae-train",)),
+    RunSpec("sae-browse", ("sae", "browse", "{runs}/sae-train", "--tokens", "4096",
+                           "--out", "{out}"), needs=("sae-train",)),
+    RunSpec("sae-explain", ("sae", "explain", "{runs}/sae-train", "--features", "alive:2",
+                            "--tokens", "4096", "--out", "{out}"), needs=("sae-train",)),
+    RunSpec("sae-export", ("sae", "export", "{runs}/sae-train", "--out", "{out}"),
+            needs=("sae-train",)),
+    RunSpec("sae-import", ("sae", "import", "{runs}/sae-export", "--out", "{out}"),
+            needs=("sae-export",)),
+    RunSpec("sae-probe", ("sae", "probe", "{runs}/sae-train", "--dataset",
+                          "{datasets}/probes/sentiment.jsonl", "--out", "{out}"),
+            needs=("sae-train",)),
+    RunSpec("transcoder-train", ("transcoder", "train", "--layers", "all", "--d-sae", "128",
+                                 "--tokens", "4096", "--out", "{out}")),
+    RunSpec("transcoder-eval", ("transcoder", "eval", "{runs}/transcoder-train", "--tokens",
+                                "1024", "--out", "{out}"), needs=("transcoder-train",)),
+    RunSpec("graph-prompt", ("graph", "The capital of France is", "--transcoders",
+                             "{runs}/transcoder-train", "--target", " Paris, London",
+                             "--out", "{out}"), needs=("transcoder-train",)),
+    RunSpec("graph-task", ("graph", "--task", "capitals", "--limit", "2", "--transcoders",
+                           "{runs}/transcoder-train", "--out", "{out}"),
+            needs=("transcoder-train",)),
+    RunSpec("causal-das", ("causal", "das", "--task", "pronoun", "--layers", "4",
+                           "--position", "name", "--steps", "5", "--out", "{out}")),
+    RunSpec("causal-edges", ("causal", "edges", "--task", "ioi", "--limit", "4",
+                             "--out", "{out}")),
+    RunSpec("eval-constitutional", ("eval", "constitutional", "--limit", "2",
+                                    "--max-new-tokens", "8", "--out", "{out}")),
+    RunSpec("seeds", ("seeds", "2", "--out", "{out}", "--", "probe", "--layer", "6")),
+    RunSpec("compare", ("compare", "{runs}/seeds/seed-0", "{runs}/seeds/seed-1", "--out",
+                        "{out}"), needs=("seeds",)),
 )
 
 

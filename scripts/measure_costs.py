@@ -61,9 +61,11 @@ class Scale:
 
     by: str  # the quantity, in words: "tokens", "questions", "features"
     flag: str  # the CLI option that sets it
-    short: int  # the larger of the two measured sizes (the other is a quarter of it)
+    short: int  # the larger of the two measured sizes
     form: str = "{n}"  # how the flag's value is written ("alive:{n}"; "list": the first n)
     full: Callable[[], int] | None = None  # when neither the command nor the CLI says
+    small: int | None = None  # the smaller size (default: a quarter of ``short``)
+    caveat: str = ""  # what the scaled figure leaves out, said in its cost line
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,21 @@ class Spec:
     like: str = ""  # another command of the same verb and settings whose two runs it reuses
 
 
+#: The trainers' sizes, in whole chunks of the activation store (1,024 windows of 127
+#: activations: 130,048 tokens, 31.75 steps of 4,096): below one chunk a run pays for a
+#: whole chunk's forward passes, so a slope between two sizes inside the first chunk leaves
+#: out the model's forward passes, and one between a part-chunk and a few chunks adds them
+#: too often. 1 and 4 chunks: 31 and 127 steps.
+TRAIN = Scale("tokens", "--tokens", 127 * 4096, small=31 * 4096)
+#: Transcoders on every layer train one transcoder per layer at each step, so a chunk's
+#: worth of steps costs far more than its forward passes: two sizes inside the first chunk
+#: (2 and 7 steps; the pages' `--windows-per-chunk 256` makes a chunk 7.9 steps) keep the
+#: measurement short; the slope is the training's, and the forward passes of the later
+#: chunks are not in it (a low figure, by that much).
+TRAIN_ALL_LAYERS = Scale("tokens", "--tokens", 7 * 4096, small=2 * 4096,
+                         caveat="the training's steps only: the forward passes over the "
+                                "later text chunks add to it")
+
 _PROMPTS = '{"text": "The capital of France is"}\n{"text": "The capital of Italy is"}\n'
 _TEXT = "\n\n".join(f"Paragraph {i}: the train left the station at dawn and the "
                     f"conductor checked every ticket twice before noon." for i in range(400))
@@ -86,40 +103,43 @@ SAE = "a trained SAE (`interp sae train`)"
 SPECS: dict[str, Spec] = {
     'interp lens "The capital of France is" --tuned default --out lens-out/':
         Spec(needs="a trained tuned lens (`interp tuned-lens train`)",
-             before=("interp tuned-lens train --tokens 4096",)),
+             # the tuned-lens trainings measured before leave this one (8,192 tokens) in
+             # the default folder: rerunning it resumes (done), any other size is refused
+             before=("interp tuned-lens train --tokens 8192",)),
     "interp capture --file prompts.jsonl --layers 6,12 --positions last --out acts/":
         Spec(files={"prompts.jsonl": _PROMPTS}),
     "interp generate --file prompts.jsonl --chat --temperature 0.7 --top-p 0.9 --seed 3 "
     "--out gen/": Spec(files={"prompts.jsonl": _PROMPTS}),
     "interp sae train --layer 6 --arch topk --k 32 --out runs/topk && interp sae browse "
-    "runs/topk --out b/": Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 80_000)),
+    "runs/topk --out b/": Spec(needs=CORPUS, scale=TRAIN),
     "interp sae train --layer 6 --arch topk --k 32 --out runs/topk":
-        Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 80_000)),
+        Spec(needs=CORPUS, scale=TRAIN),
     "interp sae train --layer 6 --d-sae 4608 --l1 4 --tokens 3000000 --out runs/l6":
-        Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 80_000)),
+        Spec(needs=CORPUS, scale=TRAIN),
     "interp sae train --layer 6 --arch jumprelu --threshold-init 1 --out runs/jumprelu":
-        Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 80_000)),
+        Spec(needs=CORPUS, scale=TRAIN),
     "interp sae train --layers 2,6,12 --arch topk --k 32 --out runs/three":
-        Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 80_000)),
+        Spec(needs=CORPUS, scale=TRAIN),
     "interp sae train --layer 6 --tokens 200000 --out runs/mfu":
-        Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 80_000)),
+        Spec(needs=CORPUS, scale=TRAIN),
     "interp sae explain runs/topk --features alive:20 --out ex/":
-        Spec(needs=SAE, scale=Scale("features", "--features", 2, form="alive:{n}")),
+        Spec(needs=SAE, scale=Scale("features", "--features", 8, form="alive:{n}")),
     "interp sae explain runs/topk --features alive:50 --out explain-out/":
-        Spec(needs=SAE, scale=Scale("features", "--features", 2, form="alive:{n}"),
+        Spec(needs=SAE, scale=Scale("features", "--features", 8, form="alive:{n}"),
              like="interp sae explain runs/topk --features alive:20 --out ex/"),
     "interp sae explain runs/tc/layer-6 --out explain-tc/":
         Spec(needs="trained transcoders (`interp transcoder train`)",
-             scale=Scale("features", "--features", 2, form="alive:{n}"),
+             scale=Scale("features", "--features", 8, form="alive:{n}"),
              like="interp sae explain runs/topk --features alive:20 --out ex/"),
     "interp sae explain runs/topk --features 12,99,4000 --explainer self --scorer "
     "programmatic,self,gemma3-270m --out explain-out/":
         Spec(needs=SAE, scale=Scale("features", "--features", 2, form="list")),
-    "interp transcoder train --layers all --out runs/tc && interp graph \"The capital of "
-    "France is\" --transcoders runs/tc --target \" Paris, London\" --out g/":
-        Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 8_000)),
-    "interp transcoder train --layers all --d-sae 4608 --k 32 --tokens 1000000 --out "
-    "runs/tc": Spec(needs=CORPUS, scale=Scale("tokens", "--tokens", 8_000)),
+    "interp transcoder train --layers all --windows-per-chunk 256 --out runs/tc && interp "
+    "graph \"The capital of France is\" --transcoders runs/tc --target \" Paris, London\" "
+    "--out g/":
+        Spec(needs=CORPUS, scale=TRAIN_ALL_LAYERS),
+    "interp transcoder train --layers all --d-sae 4608 --k 32 --tokens 1000000 "
+    "--windows-per-chunk 256 --out runs/tc": Spec(needs=CORPUS, scale=TRAIN_ALL_LAYERS),
     "interp eval sycophancy --out syc-out":
         Spec(scale=Scale("questions", "--limit", 24,
                          full=lambda: _lines("datasets/sycophancy/questions.jsonl"))),
@@ -158,7 +178,8 @@ SPECS: dict[str, Spec] = {
     "interp causal edges --task ioi --limit 40 --out edges/":
         Spec(scale=Scale("pairs", "--limit", 12)),
     "interp causal edges --task ioi --limit 40 --out edges-out/":
-        Spec(scale=Scale("pairs", "--limit", 12)),
+        Spec(scale=Scale("pairs", "--limit", 12),
+             like="interp causal edges --task ioi --limit 40 --out edges/"),
     "interp eval constitutional --limit 24 --max-new-tokens 48 --out runs/cai":
         Spec(scale=Scale("questions", "--limit", 12)),
     "interp graph --task capitals --limit 20 --transcoders runs/tc --out capitals-check/":
@@ -173,6 +194,10 @@ FIRST_USE: dict[str, str] = {
     "first load of smollm2-135m": "python -c 'import interp; interp.load()'",
     "first load of gemma3-270m": "python -c 'import interp; interp.load(\"gemma3-270m\")'",
 }
+
+#: Documented commands whose work is filling the cache (a second run reads what the first
+#: wrote): each is measured with an empty cache, as a user's first run meets it.
+FILLS_CACHE = ("interp corpus build", "interp peak")
 
 
 # ----------------------------------------------------------------------------- CLI facts
@@ -350,7 +375,10 @@ def measure(key: str, work: Path, env: dict[str, str], cache: Path, log: Path,
     disk0 = _du_mib(work)  # the scratch cache is inside it
     load = os.getloadavg()
     entry: dict[str, Any] = {"needs": spec.needs}
-    if spec.scale is None:
+    if spec.scale is None or full_size(key, spec.scale) <= spec.scale.short:
+        # short enough to measure as written (scaling down would only add error)
+        if spec.scale is not None:
+            _start_over(key, work, cache)  # a trainer would resume an earlier run
         done = run_timed(key, work, env, log)
         if done["rc"] != 0:
             raise RuntimeError(f"{key!r} exited {done['rc']}; see {log}")
@@ -358,7 +386,7 @@ def measure(key: str, work: Path, env: dict[str, str], cache: Path, log: Path,
     else:
         sc = spec.scale
         full = full_size(key, sc)
-        sizes = [max(1, sc.short // 4), sc.short]
+        sizes = [sc.small or max(1, sc.short // 4), sc.short]
         times, peak = [], 0.0
         for n in sizes:
             cmd = with_flag(key, sc.flag, _value(key, sc, n))
@@ -376,23 +404,24 @@ def measure(key: str, work: Path, env: dict[str, str], cache: Path, log: Path,
                      scale={"by": sc.by, "flag": sc.flag, "measured": sizes[1],
                             "measured_seconds": times[1], "also_measured": sizes[0],
                             "also_measured_seconds": times[0], "rate": 1 / slope,
-                            "full": full})
+                            "full": full, **({"caveat": sc.caveat} if sc.caveat else {})})
     entry["disk_mib"] = max(0.0, _du_mib(work) - disk0)
     return {**entry, **_stamp(load)}
 
 
-def measure_first_use(key: str, work: Path, env: dict[str, str], log: Path) -> dict:
-    """A first use: the command with an empty cache (its conversion is what is timed)."""
+def measure_empty_cache(key: str, command: str, needs: str, work: Path,
+                        env: dict[str, str], log: Path) -> dict:
+    """``command`` with an empty cache: a first use (a model's conversion from its GGUF
+    package, the corpus's build, the peak's matmuls) is what is timed."""
     empty = work / "empty-cache"
     shutil.rmtree(empty, ignore_errors=True)
     empty.mkdir()
     load = os.getloadavg()
-    done = run_timed(FIRST_USE[key], work, {**env, "INTERP_CACHE": str(empty)}, log)
+    done = run_timed(command, work, {**env, "INTERP_CACHE": str(empty)}, log)
     if done["rc"] != 0:
-        raise RuntimeError(f"{FIRST_USE[key]!r} exited {done['rc']}; see {log}")
+        raise RuntimeError(f"{command!r} (for {key!r}) exited {done['rc']}; see {log}")
     entry = {"seconds": done["seconds"], "peak_rss_mib": done["peak_rss_mib"],
-             "disk_mib": _du_mib(empty), "needs": "the model's GGUF package (setup installs it)",
-             **_stamp(load)}
+             "disk_mib": _du_mib(empty), "needs": needs, **_stamp(load)}
     shutil.rmtree(empty, ignore_errors=True)
     return entry
 
@@ -425,7 +454,11 @@ def measure_commands(args: argparse.Namespace) -> int:
     for i, key in enumerate(keys, 1):
         try:
             if key in FIRST_USE:
-                entry = measure_first_use(key, work, env, log)
+                entry = measure_empty_cache(key, FIRST_USE[key], "the model's GGUF package "
+                                            "(setup installs it)", work, env, log)
+            elif key in FILLS_CACHE:
+                entry = measure_empty_cache(key, key, SPECS.get(key, Spec()).needs, work,
+                                            env, log)
             else:
                 entry = measure(key, work, env, cache, log, data["commands"])
         except RuntimeError as exc:

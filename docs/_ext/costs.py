@@ -119,9 +119,10 @@ def cost_text(entry: dict[str, Any], cores: int | None = None) -> str:
         time = (f"≈ {human_time(entry['seconds'])} (at {_rate(scale)}, from the runs of "
                 f"`{_short(scale['from'], 48)}`, to {scale['full']:,} {scale['by']})")
     elif scale:
+        caveat = f"; {scale['caveat']}" if scale.get("caveat") else ""
         time = (f"≈ {human_time(entry['seconds'])} (scaled from {scale['measured']:,} "
                 f"{scale['by']}, {human_time(scale['measured_seconds'])}, at "
-                f"{_rate(scale)}, to {scale['full']:,})")
+                f"{_rate(scale)}, to {scale['full']:,}{caveat})")
     else:
         time = human_time(entry["seconds"])
     parts = [time, f"peak {human_bytes(entry['peak_rss_mib'])} RAM"]

@@ -52,6 +52,9 @@ def test_cost_text_says_how_a_long_run_was_scaled():
     text = costs.cost_text(entry)
     assert text.startswith("≈ 1.7 h (scaled from 200,000 tokens, 10 min")
     assert "2.0 GiB" in text and "300 MiB" in text and "needs x" in text
+    assert "; " not in text.partition(")")[0]
+    entry["scale"]["caveat"] = "the training's steps only"
+    assert "to 2,000,000; the training's steps only)" in costs.cost_text(entry)
 
 
 @pytest.mark.parametrize("known", [True, False])
