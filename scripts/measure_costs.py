@@ -375,17 +375,17 @@ def measure(key: str, work: Path, env: dict[str, str], cache: Path, log: Path,
     disk0 = _du_mib(work)  # the scratch cache is inside it
     load = os.getloadavg()
     entry: dict[str, Any] = {"needs": spec.needs}
-    if spec.scale is None or full_size(key, spec.scale) <= spec.scale.short:
+    sc = spec.scale
+    full = full_size(key, sc) if sc is not None else 0
+    if sc is None or full <= sc.short:
         # short enough to measure as written (scaling down would only add error)
-        if spec.scale is not None:
+        if sc is not None:
             _start_over(key, work, cache)  # a trainer would resume an earlier run
         done = run_timed(key, work, env, log)
         if done["rc"] != 0:
             raise RuntimeError(f"{key!r} exited {done['rc']}; see {log}")
         entry.update(seconds=done["seconds"], peak_rss_mib=done["peak_rss_mib"])
     else:
-        sc = spec.scale
-        full = full_size(key, sc)
         sizes = [sc.small or max(1, sc.short // 4), sc.short]
         times, peak = [], 0.0
         for n in sizes:

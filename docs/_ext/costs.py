@@ -115,11 +115,11 @@ def cost_text(entry: dict[str, Any], cores: int | None = None) -> str:
     what it needs first, and the load it was measured under where that was above the
     number of cores."""
     scale = entry.get("scale")
+    caveat = f"; {scale['caveat']}" if scale and scale.get("caveat") else ""
     if scale and scale.get("from"):
         time = (f"≈ {human_time(entry['seconds'])} (at {_rate(scale)}, from the runs of "
-                f"`{_short(scale['from'], 48)}`, to {scale['full']:,} {scale['by']})")
+                f"`{_short(scale['from'], 48)}`, to {scale['full']:,} {scale['by']}{caveat})")
     elif scale:
-        caveat = f"; {scale['caveat']}" if scale.get("caveat") else ""
         time = (f"≈ {human_time(entry['seconds'])} (scaled from {scale['measured']:,} "
                 f"{scale['by']}, {human_time(scale['measured_seconds'])}, at "
                 f"{_rate(scale)}, to {scale['full']:,}{caveat})")

@@ -55,6 +55,8 @@ def test_cost_text_says_how_a_long_run_was_scaled():
     assert "; " not in text.partition(")")[0]
     entry["scale"]["caveat"] = "the training's steps only"
     assert "to 2,000,000; the training's steps only)" in costs.cost_text(entry)
+    entry["scale"]["from"] = "interp sae train --layer 6"  # a line derived from its runs
+    assert "to 2,000,000 tokens; the training's steps only)" in costs.cost_text(entry)
 
 
 @pytest.mark.parametrize("known", [True, False])
