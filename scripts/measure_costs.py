@@ -537,6 +537,8 @@ def measure_make(args: argparse.Namespace) -> int:
                         **{k: whole[k] for k in ("peak_rss_mib", "load_average", "date",
                                                  "commit")},
                         "seconds": whole["phases"][phase], "disk_mib": 0.0,
+                        # the phase's own peak is not measured: the whole run's bounds it
+                        "peak_of": "make test",
                         "needs": "`make setup` (`make test` does it)",
                         "from": f"the {phase} phase of a clean clone's `make test`"}
         write(data)

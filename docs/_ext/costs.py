@@ -125,7 +125,8 @@ def cost_text(entry: dict[str, Any], cores: int | None = None) -> str:
                 f"{_rate(scale)}, to {scale['full']:,}{caveat})")
     else:
         time = human_time(entry["seconds"])
-    parts = [time, f"peak {human_bytes(entry['peak_rss_mib'])} RAM"]
+    parts = [time, f"peak RAM {_peak(entry)}" if entry.get("peak_of") else
+             f"peak {_peak(entry)} RAM"]
     if entry.get("disk_mib", 0) >= 0.5:
         parts.append(f"writes {human_bytes(entry['disk_mib'])}")
     if entry.get("needs"):
@@ -134,6 +135,13 @@ def cost_text(entry: dict[str, Any], cores: int | None = None) -> str:
     if cores and load > cores:
         parts.append(f"measured at load {load:.1f}")
     return ", ".join(parts)
+
+
+def _peak(entry: dict[str, Any]) -> str:
+    """The peak memory; for a phase of a longer run, at most that run's (``peak_of``)."""
+    if entry.get("peak_of"):
+        return f"≤ {human_bytes(entry['peak_rss_mib'])} (the whole `{entry['peak_of']}`'s)"
+    return human_bytes(entry["peak_rss_mib"])
 
 
 def machine_text(costs: dict[str, Any]) -> str:
@@ -154,7 +162,7 @@ def readme_table(costs: dict[str, Any], keys: list[str]) -> str:
             continue
         time = (f"≈ {human_time(e['seconds'])} (scaled from {e['scale']['measured']:,} "
                 f"{e['scale']['by']})" if e.get("scale") else human_time(e["seconds"]))
-        rows.append(f"| `{_short(key)}` | {time} | {human_bytes(e['peak_rss_mib'])} | "
+        rows.append(f"| `{_short(key)}` | {time} | {_peak(e)} | "
                     f"{human_bytes(e.get('disk_mib', 0))} | {e.get('needs') or '—'} |")
     return "\n".join(rows)
 

@@ -59,6 +59,15 @@ def test_cost_text_says_how_a_long_run_was_scaled():
     assert "to 2,000,000 tokens; the training's steps only)" in costs.cost_text(entry)
 
 
+def test_a_phase_line_bounds_its_memory_by_the_whole_run():
+    """A ``make`` target measured as a phase of ``make test`` has no peak of its own: its
+    line says the whole run's, as a bound."""
+    entry = {"seconds": 330.0, "peak_rss_mib": 10500.0, "peak_of": "make test"}
+    assert "peak RAM ≤ 10.3 GiB (the whole `make test`'s)" in costs.cost_text(entry)
+    assert "| ≤ 10.3 GiB (the whole" in costs.readme_table({"commands": {"make x": entry}},
+                                                          ["make x"])
+
+
 @pytest.mark.parametrize("known", [True, False])
 def test_site_build_fails_on_a_command_without_a_cost(tmp_path, known):
     """The control: a page with an unmeasured command fails the strict build."""
