@@ -34,10 +34,8 @@ extensions = [
     "sphinx.ext.viewcode",
     "api_glance",  # docs/_ext/api_glance.py: the generated "API at a glance" page
     "submodule_first",  # docs/_ext: interp.causal.interchange is the module, not the function
+    "costs",  # docs/_ext/costs.py: a measured cost line under every shell block
 ]
-# docs/_ext/costs.py (a measured cost line under every shell block, strict on a command
-# without one) joins the extensions once docs/costs.json covers every documented command:
-# scripts/measure_costs.py --missing.
 
 exclude_patterns = ["_build", "_ext", "**/.ipynb_checkpoints", "README.md"]
 
