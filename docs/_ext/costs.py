@@ -160,8 +160,10 @@ def readme_table(costs: dict[str, Any], keys: list[str]) -> str:
         if e is None:
             rows.append(f"| `{key}` | not measured | | | |")
             continue
-        time = (f"≈ {human_time(e['seconds'])} (scaled from {e['scale']['measured']:,} "
-                f"{e['scale']['by']})" if e.get("scale") else human_time(e["seconds"]))
+        scale = e.get("scale")
+        caveat = f"; {scale['caveat']}" if scale and scale.get("caveat") else ""
+        time = (f"≈ {human_time(e['seconds'])} (scaled from {scale['measured']:,} "
+                f"{scale['by']}{caveat})" if scale else human_time(e["seconds"]))
         rows.append(f"| `{_short(key)}` | {time} | {_peak(e)} | "
                     f"{human_bytes(e.get('disk_mib', 0))} | {e.get('needs') or '—'} |")
     return "\n".join(rows)
@@ -190,6 +192,12 @@ def _setup_sphinx(app: Any) -> dict[str, Any]:
     costs = load_costs()
     cores = costs.get("machine", {}).get("cores")
 
+    def inline(text: str) -> list[Any]:
+        """The text's `code` spans as literals (what a cost line needs of Markdown)."""
+        parts = text.split("`")
+        return [nodes.literal(text=t) if i % 2 else nodes.Text(t)
+                for i, t in enumerate(parts) if t]
+
     def add_cost_lines(app: Any, doctree: Any) -> None:  # noqa: ARG001 - Sphinx's hook
         docname = app.env.docname
         if docname.startswith(("tutorials/", "api/")) or docname in _NOT_MEASURED:
@@ -209,7 +217,7 @@ def _setup_sphinx(app: Any) -> dict[str, Any]:
                     continue
                 para = nodes.paragraph()
                 para += nodes.literal(text=_short(key, 48))
-                para += nodes.Text(f": {cost_text(entry, cores)}")
+                para.extend(inline(f": {cost_text(entry, cores)}"))
                 items += nodes.list_item("", para)
             if len(items):
                 note = nodes.container(classes=["cost"])
@@ -226,7 +234,7 @@ def _setup_sphinx(app: Any) -> dict[str, Any]:
         if entry is None:
             msg = inliner.reporter.warning(f"no measured cost for {key!r}", line=lineno)
             return [nodes.literal(text=key)], [msg]
-        return [nodes.Text(cost_text(entry, cores))], []
+        return inline(cost_text(entry, cores)), []
 
     app.connect("doctree-read", add_cost_lines)
     app.add_role("cost", cost_role)

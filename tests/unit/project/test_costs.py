@@ -72,6 +72,8 @@ def test_cost_text_says_how_a_long_run_was_scaled():
     assert "to 2,000,000; the training's steps only)" in costs.cost_text(entry)
     entry["scale"]["from"] = "interp sae train --layer 6"  # a line derived from its runs
     assert "to 2,000,000 tokens; the training's steps only)" in costs.cost_text(entry)
+    table = costs.readme_table({"commands": {"x": entry}}, ["x"])
+    assert "(scaled from 200,000 tokens; the training's steps only)" in table
 
 
 def test_a_phase_line_bounds_its_memory_by_the_whole_run():
