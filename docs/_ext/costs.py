@@ -115,7 +115,7 @@ def cost_text(entry: dict[str, Any], cores: int | None = None) -> str:
     what it needs first, and the load it was measured under where that was above the
     number of cores."""
     scale = entry.get("scale")
-    caveat = f"; {scale['caveat']}" if scale and scale.get("caveat") else ""
+    caveat = _caveat(scale)
     if scale and scale.get("from"):
         time = (f"≈ {human_time(entry['seconds'])} (at {_rate(scale)}, from the runs of "
                 f"`{_short(scale['from'], 48)}`, to {scale['full']:,} {scale['by']}{caveat})")
@@ -135,6 +135,11 @@ def cost_text(entry: dict[str, Any], cores: int | None = None) -> str:
     if cores and load > cores:
         parts.append(f"measured at load {load:.1f}")
     return ", ".join(parts)
+
+
+def _caveat(scale: dict[str, Any] | None) -> str:
+    """``"; what the scaled figure leaves out"``, or nothing."""
+    return f"; {scale['caveat']}" if scale and scale.get("caveat") else ""
 
 
 def _peak(entry: dict[str, Any]) -> str:
@@ -161,9 +166,8 @@ def readme_table(costs: dict[str, Any], keys: list[str]) -> str:
             rows.append(f"| `{key}` | not measured | | | |")
             continue
         scale = e.get("scale")
-        caveat = f"; {scale['caveat']}" if scale and scale.get("caveat") else ""
         time = (f"≈ {human_time(e['seconds'])} (scaled from {scale['measured']:,} "
-                f"{scale['by']}{caveat})" if scale else human_time(e["seconds"]))
+                f"{scale['by']}{_caveat(scale)})" if scale else human_time(e["seconds"]))
         rows.append(f"| `{_short(key)}` | {time} | {_peak(e)} | "
                     f"{human_bytes(e.get('disk_mib', 0))} | {e.get('needs') or '—'} |")
     return "\n".join(rows)
