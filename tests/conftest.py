@@ -162,6 +162,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under ``--dist loadgroup``, a grouped test's node id must carry its group (pytest-xdist
+    sends on that suffix alone): otherwise the grouping silently does nothing and each
+    worker builds the shared fixtures again (as with pytest 9.2 and pytest-xdist 3.8)."""
+    if not session.config.getoption("loadgroup", default=False):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup lost its groups ({len(lost)} tests, e.g. {lost[0]}): this "
+            "pytest and pytest-xdist do not agree on node ids; install pyproject's pins")
+
+
 @pytest.fixture(autouse=True)
 def _fast_tests_load_no_real_model(request: pytest.FixtureRequest, monkeypatch):
     """A test outside the slow tier that loads an embedded model (``interp.load()``, a CLI
