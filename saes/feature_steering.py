@@ -55,7 +55,7 @@ class FeatureVectorConfig(Config):
     tokens: int = setting(65_536, check=at_least(1),
                           help="Held-out tokens that set the feature's typical maximum.")
     seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.")
-    batch_size: int = setting(8, check=at_least(1), help="Text windows per forward pass.")
+    batch_size: int = setting(16, check=at_least(1), help="Text windows per forward pass.")
     seed: int = setting(0, check=seed_range, help="Seeds the windows.")
 
     @property

@@ -575,7 +575,7 @@ class CaptureConfig(Config):
         None, check=_memory_limit,
         help="Refuse captures needing more memory [default: $INTERP_MAX_MEMORY_GB or "
         "half the RAM].")
-    seed: int | None = setting(None, check=seed_range, cli=False,
+    seed: int | None = setting(0, check=seed_range, cli=False,
                                help="Recorded in the manifest (a capture draws nothing at "
                                     "random).")
 

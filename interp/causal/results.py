@@ -49,7 +49,7 @@ class DASConfig(Config):
                              "the clean one the source), or a probe set with target tokens "
                              "(its minimal pairs the model solves).")
     layers: list[int] | str | int | None = setting(
-        None, cli_default="all", help="Layers to search: comma-separated (0-based) or 'all'.")
+        "all", help="Layers to search: comma-separated (0-based) or 'all'.")
     position: str = setting("END", check=not_empty,
                             help="Where to intervene: a role label of the task (e.g. country) "
                                  "or END, the last token.")

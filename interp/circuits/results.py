@@ -122,11 +122,11 @@ class PatchConfig(Config):
         help="denoise: clean into corrupted; noise: corrupted into clean.")
     per_position: bool = setting(False, help="heads: one component per head × position.")
     layers: list[int] | str | int | None = setting(
-        None, cli_default="all",
+        "all",
         help="Layers to patch: comma-separated (0-based) or 'all'.")
     limit: int | None = setting(None, check=at_least(1), cli_range=True,
                                 help="Use the first N pairs of the task.")
-    batch_size: int = setting(16, cli=False, check=at_least(1),
+    batch_size: int = setting(32, cli=False, check=at_least(1),
                               help="Patched runs (rows) per forward pass.")
     min_gap: float = setting(
         0.1, check=non_negative, cli_range=True,
@@ -392,7 +392,7 @@ class AttentionConfig(Config):
         None, flag="--head", parse=parse_heads, metavar="H[,H...]",
         help="Heads to show, comma-separated (default: every head of the layer).")
     chat: bool = setting(False, help="Wrap the prompt in the model's chat template.")
-    seed: int | None = setting(None, check=seed_range, cli=False, help="Recorded in the manifest.")
+    seed: int | None = setting(0, check=seed_range, cli=False, help="Recorded in the manifest.")
 
     transient: ClassVar[tuple[str, ...]] = ("seed",)
 

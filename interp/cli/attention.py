@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from interp.circuits.results import AttentionConfig
-from interp.cli.common import json_safe, load_model, log, model_options
+from interp.cli.common import json_safe, load_model, log, make_model_options
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 
@@ -17,7 +17,7 @@ from interp.errors import InterpError
 @click.command("attention")
 @click.argument("prompt")
 @config_options(AttentionConfig)
-@model_options
+@make_model_options(AttentionConfig)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write report.html, figures/ and results.json into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")

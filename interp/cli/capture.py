@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from interp.activations.capture import CaptureConfig
-from interp.cli.common import json_safe, load_model, log, model_options, prompts_from_args
+from interp.cli.common import json_safe, load_model, log, make_model_options, prompts_from_args
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir
@@ -31,7 +31,7 @@ def _one_layer(spec: str) -> bool:
 @click.option("--file", "file_", default=None, type=click.Path(dir_okay=False),
               help="Read prompts from a JSONL/JSON/CSV/TSV/TXT file.")
 @config_options(CaptureConfig, only=["text_column"])
-@model_options
+@make_model_options(CaptureConfig)
 @click.option("--layer", "layer", default=None,
               help="One layer (resid_post); for several, or 'all', use --layers.")
 @config_options(CaptureConfig, only=["layers", "hooks", "positions", "drop_first", "chat",

@@ -21,7 +21,7 @@ def causal_group() -> None:
 
 @causal_group.command("das")
 @config_options(DASConfig)
-@make_model_options(batch_size=32, batch_help="Pairs per training step and scoring pass.")
+@make_model_options(DASConfig, batch_help="Pairs per training step and scoring pass.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write report.html, results.json and figures/ here.")
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
@@ -56,7 +56,7 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
 
 @causal_group.command("edges")
 @config_options(EdgeConfig)
-@make_model_options(batch_size=8, batch_help="Pairs per gradient pass (exact path patching "
+@make_model_options(EdgeConfig, batch_help="Pairs per gradient pass (exact path patching "
                                              "runs 4x as many rows).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write report.html, results.json, circuit.json, edge_scores.safetensors "

@@ -7,35 +7,53 @@ Verbs live in their own modules of :mod:`interp.cli` (``interp/cli/probe.py``,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 import click
 
+from interp.cli.options import field_default, options_of
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir
 from interp.schema.convert import json_safe
-from interp.schema.settings import SEED_MAX
+from interp.schema.settings import SEED_MAX, Config
 
 
 def make_model_options(
-    *, batch_size: int = 16, batch_help: str = "Prompts per forward pass."
+    config: type[Config], *, batch_help: str = "Prompts per forward pass."
 ) -> Callable[[Callable], Callable]:
-    """:func:`model_options` with another ``--batch-size`` default or meaning."""
+    """:func:`model_options` whose ``--batch-size`` and ``--seed`` set ``config``'s fields of
+    those names and take their defaults from them (a verb's default is its config's)."""
 
     def decorate(fn: Callable) -> Callable:
-        return _model_options(fn, batch_size, batch_help)
+        fn = _model_options(fn, _int_default(config, "batch_size", 16),
+                            _int_default(config, "seed", 0), batch_help)
+        names = [n for n in ("batch_size", "seed")
+                 if n in {f.name for f in dataclasses.fields(config)}]
+        return options_of(config, names)(fn)
 
     return decorate
 
 
+def _int_default(config: type[Config], name: str, fallback: int) -> int:
+    if name not in {f.name for f in dataclasses.fields(config)}:
+        return fallback
+    value = field_default(config, name)
+    if not isinstance(value, int):
+        raise TypeError(f"{config.__name__}.{name} needs an int default for the CLI, "
+                        f"got {value!r}")
+    return value
+
+
 def model_options(fn: Callable) -> Callable:
-    """``--model --device --dtype --batch-size --seed`` for every verb that loads a model."""
-    return _model_options(fn, 16, "Prompts per forward pass.")
+    """``--model --device --dtype --batch-size --seed`` for every verb that loads a model
+    (``--batch-size`` 16 and ``--seed`` 0; :func:`make_model_options` takes a config's)."""
+    return _model_options(fn, 16, 0, "Prompts per forward pass.")
 
 
-def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
+def _model_options(fn: Callable, batch_size: int, seed: int, batch_help: str) -> Callable:
     decorators = [
         click.option("--model", "model_name", default=None, metavar="NAME|PATH",
                      help="Embedded model name (default smollm2-135m-instruct), a local HF "
@@ -47,7 +65,7 @@ def _model_options(fn: Callable, batch_size: int, batch_help: str) -> Callable:
                      help="Model weights dtype."),
         click.option("--batch-size", default=batch_size, show_default=True,
                      type=click.IntRange(min=1), help=batch_help),
-        click.option("--seed", default=0, show_default=True, type=SEED_RANGE,
+        click.option("--seed", default=seed, show_default=True, type=SEED_RANGE,
                      help="Random seed (recorded in the manifest)."),
         click.option("--profile", "profile_dir", default=None, expose_value=False,
                      type=click.Path(file_okay=False), callback=_start_profile,

@@ -19,7 +19,7 @@ import click
 
 from evals.constitutional import ConstitutionalConfig
 from evals.sycophancy import SycophancyConfig
-from interp.cli.common import json_safe, load_model, log, model_options, open_out
+from interp.cli.common import json_safe, load_model, log, make_model_options, open_out
 from interp.cli.options import build_config, config_options
 from interp.runs.outdir import OutDir
 
@@ -33,7 +33,7 @@ def eval_group() -> None:
 
 
 @click.command(name="sycophancy")
-@model_options
+@make_model_options(SycophancyConfig)
 @click.option("--dataset", default=None, type=click.Path(dir_okay=False),
               help="JSONL/JSON/CSV with question, correct, incorrect (optional domain, "
               "choices); default: the shipped datasets/sycophancy/questions.jsonl.")
@@ -84,7 +84,7 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
 
 
 @click.command("constitutional")
-@model_options
+@make_model_options(ConstitutionalConfig)
 @click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
               help="Prompts (JSONL/JSON/CSV with a 'prompt' field, optional 'reference' and "
               "'id'; or .txt, one per line). Default: the shipped set of 56.")

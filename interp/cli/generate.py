@@ -11,7 +11,7 @@ from interp.cli.common import (
     json_safe,
     load_model,
     log,
-    model_options,
+    make_model_options,
     open_out,
     prompts_from_args,
 )
@@ -25,7 +25,7 @@ from interp.runs.outdir import OutDir
 @click.option("--file", "file_", default=None, type=click.Path(dir_okay=False),
               help="Read prompts from a JSONL/JSON/CSV/TSV/TXT file.")
 @click.option("--text-column", default="text", show_default=True)
-@model_options
+@make_model_options(GenerationConfig)
 @config_options(GenerationConfig)
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON list of {prompt, text, ...} and nothing else on stdout.")

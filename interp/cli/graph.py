@@ -30,7 +30,7 @@ from saes.graphs.tasks import GraphTaskConfig
 @click.option("--contexts/--no-contexts", default=True, show_default=True,
               help="Collect each kept feature's top activating contexts from held-out text "
                    "for the viewer (one prompt only).")
-@make_model_options(batch_size=256, batch_help="Graph rows (targets) per backward pass.")
+@make_model_options(GraphTaskConfig, batch_help="Graph rows (targets) per backward pass.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write report.html (the viewer), graph.json and figures/ here.")
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")

@@ -140,9 +140,64 @@ def config_options(
     def decorate(fn: F) -> F:
         for dec in reversed(decorators):
             fn = dec(fn)
+        uses_config(cls)(fn)
+        options_of(cls, names)(fn)
         return fn
 
     return decorate
+
+
+#: The attribute on a verb's callback naming the configs its options come from.
+CONFIGS_ATTR = "__interp_configs__"
+
+
+def uses_config(*classes: type[Config]) -> Callable[[F], F]:
+    """Record that a verb's options set fields of ``classes``: the suite then checks that
+    every option named like one of their fields has that field's default."""
+
+    def decorate(fn: F) -> F:
+        known = fn.__dict__.setdefault(CONFIGS_ATTR, [])
+        known.extend(c for c in classes if c not in known)
+        return fn
+
+    return decorate
+
+
+#: The attribute on a verb's callback mapping an option's name to the config whose field it
+#: sets (the options :func:`config_options` and the model options make).
+OWNERS_ATTR = "__interp_option_configs__"
+
+
+def options_of(cls: type[Config], names: Iterable[str]) -> Callable[[F], F]:
+    """Record that the options ``names`` of a verb set ``cls``'s fields of those names."""
+
+    def decorate(fn: F) -> F:
+        owners = fn.__dict__.setdefault(OWNERS_ATTR, {})
+        for name in names:
+            owners[name] = cls
+        return uses_config(cls)(fn)
+
+    return decorate
+
+
+def option_configs(command: click.Command) -> dict[str, type[Config]]:
+    """Which config's field each recorded option of a verb sets (see :func:`options_of`)."""
+    return dict(getattr(command.callback, OWNERS_ATTR, {}))
+
+
+def field_default(cls: type[Config], name: str) -> Any:
+    """The default of ``cls``'s field ``name`` (``MISSING`` when it has none)."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return MISSING
+
+
+def verb_configs(command: click.Command) -> list[type[Config]]:
+    """The configs :func:`config_options` and :func:`uses_config` recorded on a verb."""
+    return list(getattr(command.callback, CONFIGS_ATTR, []))
 
 
 def build_config(cls: type[C], params: dict[str, Any], **fixed: Any) -> C:
@@ -200,5 +255,6 @@ def config_error_line(exc: ConfigError) -> str:
     return exc.render(cli_flag(exc.name))
 
 
-__all__ = ["build_config", "cli_flag", "config_error_line", "config_options", "flag_of",
-           "remember_flags"]
+__all__ = ["build_config", "cli_flag", "config_error_line", "config_options", "field_default",
+           "flag_of", "option_configs", "options_of", "remember_flags", "uses_config",
+           "verb_configs"]

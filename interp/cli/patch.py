@@ -13,7 +13,7 @@ from interp.cli.options import build_config, config_options
 
 @click.command()
 @config_options(PatchConfig)
-@make_model_options(batch_size=32, batch_help="Patched runs (rows) per forward pass.")
+@make_model_options(PatchConfig, batch_help="Patched runs (rows) per forward pass.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write report.html, results.json and figures/ here.")
 def patch(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,

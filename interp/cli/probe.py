@@ -11,7 +11,7 @@ from interp.cli.common import (
     json_safe,
     load_model,
     log,
-    model_options,
+    make_model_options,
     open_out,
     probe_dataset_options,
 )
@@ -22,7 +22,7 @@ from interp.profiling.session import phase
 
 
 @click.command()
-@model_options
+@make_model_options(ProbeConfig)
 @click.option("--layer", "layer", default=None, help="One layer (0-based resid_post).")
 @click.option("--layers", "layers", default=None,
               help="Layer sweep: comma-separated or 'all' (one capture pass).")

@@ -46,10 +46,7 @@ from saes.train import SAETrainConfig
 if TYPE_CHECKING:
     from saes.train import SAETrainResult
 
-_train_model_options = make_model_options(
-    batch_size=4096, batch_help="Activations (tokens) per training step, over all processes.")
-_window_options = make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
-_text_batch_options = make_model_options(batch_size=16, batch_help="Texts per forward pass.")
+_WINDOWS = "Text windows per forward pass."
 
 
 @click.group(name="sae")
@@ -187,7 +184,8 @@ def build_architecture(name: str, settings: dict[str, Any]) -> Architecture:
 @click.option("--stop-at", default=None, type=click.IntRange(min=0),
               help="Stop after this many steps in all (resumable later).")
 @text_options
-@_train_model_options
+@make_model_options(
+    SAETrainConfig, batch_help="Activations (tokens) per training step, over all processes.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Run folder (checkpoint/, sae/); rerun the same command to resume.")
 def train(
@@ -309,7 +307,7 @@ def sae_path(path: str, *, transcoders: bool = False) -> Path:
 @click.argument("sae_dir", type=click.Path())
 @text_options
 @config_options(SAEEvalConfig, only=["tokens", "ce_tokens", "seq_len"])
-@_window_options
+@make_model_options(SAEEvalConfig, batch_help=_WINDOWS)
 @config_options(SAEEvalConfig, only=["cache_baselines"])
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write results.json and report.html here [default: the SAE folder].")
@@ -356,7 +354,7 @@ def _print_eval(head: Headline) -> None:
 @click.argument("sae_dir", type=click.Path())
 @text_options
 @config_options(BrowserConfig, only=["tokens", "features", "top_k", "seq_len"])
-@_window_options
+@make_model_options(BrowserConfig, batch_help=_WINDOWS)
 @click.option("--explanations", "explanations_file", default=None,
               type=click.Path(dir_okay=False),
               help="explanations.jsonl to show [default: the SAE folder's, if it has one].")
@@ -395,7 +393,7 @@ def browse(
 @click.argument("sae_dir", type=click.Path())
 @text_options
 @config_options(AutoInterpConfig)
-@_window_options
+@make_model_options(AutoInterpConfig, batch_help=_WINDOWS)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write report.html, results.json, explanations.jsonl and figures/ here "
                    "(explanations.jsonl also beside the SAE).")
@@ -482,7 +480,7 @@ def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
 @click.argument("sae_dir", type=click.Path())
 @probe_dataset_options("Split by this column (whole groups held out); '' for a stratified split.")
 @config_options(SparseProbeConfig, only=["ks", "seeds", "position", "random_draws", "C"])
-@_text_batch_options
+@make_model_options(SparseProbeConfig, batch_help="Texts per forward pass.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Write results.json, report.html and the figure here.")
 def probe_cmd(

@@ -11,8 +11,8 @@ import click
 from interp.cli.common import (
     json_safe,
     load_model,
+    make_model_options,
     manifest_for,
-    model_options,
     prompts_from_args,
     text_options,
 )
@@ -20,6 +20,7 @@ from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.generation.engine import GenerationConfig
 from interp.steering.sweep import SweepConfig
+from saes.feature_steering import FeatureVectorConfig
 
 
 @click.group()
@@ -39,10 +40,11 @@ def steer() -> None:
               help="Instead of pairs: an SAE (run folder or SAE folder); with --feature.")
 @click.option("--feature", default=None, type=int,
               help="The SAE latent whose decoder direction to steer along (with --sae).")
-@click.option("--tokens", default=65_536, show_default=True, type=click.IntRange(min=1),
-              help="With --sae: held-out tokens that set the feature's typical activation.")
+@config_options(FeatureVectorConfig, only=["tokens"], help={
+    "tokens": "With --sae: held-out tokens that set the feature's typical activation."})
 @text_options
-@model_options
+@make_model_options(FeatureVectorConfig, batch_help="Pairs (or, with --sae, text windows) "
+                    "per forward pass.")
 @click.option("--out", "out_path", required=True, type=click.Path(),
               help="Artifact folder for the vector (safetensors + config.json).")
 def steer_train(pairs: str | None, layer: int | None, method: str, positive_key: str,
@@ -87,7 +89,7 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
     from interp.cli.sae import sae_path
     from interp.data.corpus import text_source
     from interp.runs.outdir import check_creatable
-    from saes.feature_steering import FeatureVectorConfig, feature_vector
+    from saes.feature_steering import feature_vector
     from saes.loading import load_sae
 
     cfg = FeatureVectorConfig(feature=feature, tokens=tokens, batch_size=batch_size,
@@ -120,9 +122,8 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
 @click.option("--layer", default=None, type=int, help="Override the vector's layer.")
 @click.option("--file", "file_", default=None, type=click.Path(dir_okay=False))
 @click.option("--text-column", default="text", show_default=True)
-@model_options
-@config_options(GenerationConfig, only=["chat", "max_new_tokens", "temperature"],
-                defaults={"max_new_tokens": 48})
+@make_model_options(GenerationConfig)
+@config_options(GenerationConfig, only=["chat", "max_new_tokens", "temperature"])
 @click.option("--json", "as_json", is_flag=True)
 def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float, positions: str,
                    layer: int | None, file_: str | None, text_column: str,
@@ -177,7 +178,7 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float, pos
               help="Use the first N prompts.")
 @config_options(SweepConfig, only=["method", "max_new_tokens", "temperature", "seeds",
                                    "positions", "chat"])
-@model_options
+@make_model_options(SweepConfig)
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
 def steer_sweep(vector_path: str | None, pairs: str | None, layers: str,
                 prompts_path: str | None, n_prompts: int, model_name: str | None, device: str,

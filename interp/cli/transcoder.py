@@ -52,7 +52,7 @@ def transcoder_group() -> None:
 @click.option("--stop-at", default=None, type=click.IntRange(min=0),
               help="Stop after this many steps in all (resumable later).")
 @text_options
-@make_model_options(batch_size=4096, batch_help="Activations (tokens) per training step.")
+@make_model_options(TranscoderTrainConfig, batch_help="Activations (tokens) per training step.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.")
 def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: int | None,
@@ -100,7 +100,7 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
               help="Only these layers' transcoders [default: every one in the folder].")
 @text_options
 @config_options(TranscoderEvalConfig, only=["tokens", "seq_len", "one_at_a_time"])
-@make_model_options(batch_size=8, batch_help="Text windows per forward pass.")
+@make_model_options(TranscoderEvalConfig, batch_help="Text windows per forward pass.")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write results.json, report.html and figures/ here [default: the folder].")
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")

@@ -23,7 +23,7 @@ from interp.lenses.evaluation import LensEvalConfig
 from interp.lenses.training import TunedLensTrainConfig
 from interp.runs.outdir import OutDir, check_creatable
 
-_window_options = make_model_options(batch_size=4, batch_help="Text windows per forward pass.")
+_WINDOWS = "Text windows per forward pass."
 
 
 @click.group(name="tuned-lens")
@@ -38,7 +38,7 @@ def tuned_lens() -> None:
     "init_tokens", "checkpoint_every", "unembed_dtype"])
 @click.option("--stop-at", default=None, type=click.IntRange(min=0),
               help="Stop after this many steps in all (resumable later).")
-@_window_options
+@make_model_options(TunedLensTrainConfig, batch_help=_WINDOWS)
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Run folder [default: $INTERP_CACHE/lenses/<model>/latest]; rerun to resume.")
 def train(
@@ -79,7 +79,7 @@ def train(
               help="Lens or training-run folder [default: $INTERP_CACHE/lenses/<model>/latest].")
 @text_options
 @config_options(LensEvalConfig)
-@_window_options
+@make_model_options(LensEvalConfig, batch_help=_WINDOWS)
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Write results.json and report.html here.")
 def eval_cmd(
