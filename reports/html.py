@@ -438,7 +438,7 @@ def _shell(
 
 @phased("write report")
 def render_page(
-    template: str,
+    template: str | jinja2.Template,
     *,
     title: str,
     manifest: Mapping[str, Any],
@@ -451,7 +451,8 @@ def render_page(
 ) -> Report:
     """Render a report body template into the page shell.
 
-    ``template`` (under ``reports/templates/``) renders the sections with the
+    ``template`` (a name under ``reports/templates/``, or a template compiled by
+    :func:`template_env`) renders the sections with the
     macros of ``macros.html.j2`` (``m.card`` registers each in the table of
     contents). ``figures`` are matplotlib figures by name: the template gets
     their inline SVG as ``fig.NAME`` and the :class:`Report` keeps them so that
@@ -465,7 +466,8 @@ def render_page(
                              document=documents[name])
             for name, spec in specs.items()}
     toc: list[tuple[str, str]] = []
-    body = _env().get_template(template).render(fig=svgs, toc=toc, **context)
+    tpl = template if isinstance(template, jinja2.Template) else _env().get_template(template)
+    body = tpl.render(fig=svgs, toc=toc, **context)
     html = _shell(title=title, body=Markup(body), toc=toc, manifest=manifest, subtitle=subtitle,
                   lead=lead, script=script, stylesheets=stylesheets)
     return Report(html, {name: spec.figure for name, spec in specs.items()}, documents)
