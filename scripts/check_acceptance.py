@@ -81,7 +81,7 @@ def _check_graphs(root: Path, check) -> None:  # noqa: ANN001
         check("transcoders: every layer trained and evaluated", len(ev["layers"]) == 30,
               f"{len(ev['layers'])} layers; CE-loss score with all replaced "
               f"{ev['ce_loss_score_all']:.3f} [{lo:.3f}, {hi:.3f}]")
-    g_path = root / "graph" / "graph.json"
+    g_path = root / "graph" / "results.json"
     if g_path.exists():
         g = json.loads(g_path.read_text())
         exact = (abs(g["target_replacement"] - g["target_real"]) <= 1e-4

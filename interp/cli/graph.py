@@ -32,7 +32,7 @@ from saes.graphs.tasks import GraphTaskConfig
                    "for the viewer (one prompt only).")
 @make_model_options(GraphTaskConfig, batch_help="Graph rows (targets) per backward pass.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write report.html (the viewer), graph.json and figures/ here.")
+              help="Write report.html (the viewer), results.json and figures/ here.")
 @click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
 def graph(prompt: str | None, transcoders_dir: str, task: str | None, save_adjacency: bool,
           contexts: bool,
@@ -71,6 +71,12 @@ def graph(prompt: str | None, transcoders_dir: str, task: str | None, save_adjac
         else:
             assert prompt is not None
             from reports.graph import graph_report
+            from saes.graphs.outputs import (
+                ADJACENCY_FILE,
+                adjacency_bytes,
+                graph_contexts,
+                transcoder_explanations,
+            )
             from saes.graphs.results import AttributionConfig
             from saes.graphs.run import run_attribution
 
@@ -78,54 +84,13 @@ def graph(prompt: str | None, transcoders_dir: str, task: str | None, save_adjac
                                         if k in AttributionConfig.settings()})
             result = run_attribution(model, tcs, prompt, acfg)
             data = json_safe(result.to_dict())
-            out.write_json("graph.json", data)
-            if save_adjacency:
-                _write_adjacency(out, result)
-            ctx = _contexts(model, tcs, result) if contexts else None
-            graph_report(result, ctx, _explanations(transcoders_dir, tcs)).write(out)
+            out.write_json("results.json", data)
+            adjacency = adjacency_bytes(result) if save_adjacency else None
+            if adjacency is not None:
+                out.write_bytes(ADJACENCY_FILE, adjacency)
+            ctx = graph_contexts(model, tcs, result) if contexts else None
+            graph_report(result, ctx, transcoder_explanations(transcoders_dir, tcs)).write(out)
     show_result(result, data, as_json, f"wrote {os.path.join(out_dir, 'report.html')}")
-
-
-def _write_adjacency(out: OutDir, result: Any) -> None:
-    """The full direct-effect matrix (rows: targets, columns: sources), node order as
-    :mod:`saes.graphs.attribution` says."""
-    from safetensors.torch import save
-
-    if result.adjacency is None:
-        return
-    out.write_bytes("adjacency.safetensors", save(
-        {"adjacency": result.adjacency.contiguous()},
-        metadata={"rows": "targets", "columns": "sources",
-                  "order": "features, errors, biases, embeddings, targets"}))
-
-
-def _contexts(model: Any, tcs: Any, result: Any) -> dict[str, list[dict[str, Any]]]:
-    from interp.data.corpus import text_source
-    from saes.graphs.contexts import feature_contexts
-
-    feats = {(n["layer"], n["feature"]) for n in result.nodes if n["kind"] == "feature"}
-    docs, _ = text_source("heldout")
-    return feature_contexts(model, tcs, sorted(feats), docs)
-
-
-def _explanations(folder: str, tcs: Any) -> dict[str, str]:
-    """Labels of the transcoders' features where an ``explanations.jsonl`` sits beside a
-    layer's transcoder (``layer-L/transcoder/``, as ``interp sae explain`` writes beside an
-    SAE)."""
-    from pathlib import Path
-
-    from saes.autointerp.store import explanations_beside
-    from saes.transcoders.files import layer_folders
-    from saes.transcoders.train import TRANSCODER_SUBDIR
-
-    labels: dict[str, str] = {}
-    for layer, d in layer_folders(Path(folder).expanduser()).items():
-        if layer not in tcs:
-            continue
-        found = explanations_beside(d / TRANSCODER_SUBDIR, tcs[layer].cfg.d_sae) or {}
-        for feat, exp in found.items():
-            labels[f"{layer}:{feat}"] = exp.label
-    return labels
 
 
 __all__ = ["graph"]

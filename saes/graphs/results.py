@@ -48,7 +48,7 @@ class AttributionConfig(Config):
                                          "influence.")
     max_edges: int = setting(10_000, check=at_least(1),
                              help="Keep at most this many of the pruned graph's edges, those "
-                                  "of most influence on the targets, in graph.json and the "
+                                  "of most influence on the targets, in results.json and the "
                                   "viewer.")
     max_feature_nodes: int | None = setting(
         None, check=at_least(1), metavar="N",
@@ -116,7 +116,7 @@ class FeatureCheck:
 class AttributionGraph(Result):
     """One prompt's attribution graph: nodes, edges, pruning, scores and the checks.
 
-    ``to_dict()`` is ``graph.json`` (the pruned graph's nodes and edges, the scores and
+    ``to_dict()`` is ``results.json`` (the pruned graph's nodes and edges, the scores and
     checks); ``to_frame()`` the node table; ``adjacency`` (the full ``[n, n]`` direct-effect
     matrix, rows targets) stays in memory and in ``adjacency.safetensors``.
     """

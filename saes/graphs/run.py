@@ -11,6 +11,7 @@ import torch
 
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
 from saes.graphs.attribution import Nodes, active_features, adjacency, capped_adjacency
 from saes.graphs.checks import (
@@ -143,6 +144,7 @@ def run_attribution(
                                             {int(among_all[i]): v for i, v in measured.items()},
                                             cfg, stack)
     result.elapsed_s = time.perf_counter() - start - controls.get("elapsed_s", 0.0)
+    result.manifest = model_manifest(model, seed=cfg.seed, config=cfg.to_dict(), texts=[prompt])
     return result
 
 

@@ -189,7 +189,10 @@ def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
                           "--no-contexts", "--save-adjacency", "--max-edges", "40", *m,
                           "--out", str(g_dir)], capsys)
     assert code == 0, err
-    g = json.loads((g_dir / "graph.json").read_text())
+    g = json.loads((g_dir / "results.json").read_text())
+    # a prompt's graph carries its run manifest, and its report shows it
+    assert g["manifest"]["model_id"] and g["manifest"]["dataset_hash"]
+    assert g["manifest"]["git_commit"][:7] in (g_dir / "report.html").read_text()
     assert g["target_replacement"] == pytest.approx(g["target_real"], abs=1e-4)
     assert g["target_edge_sum"] == pytest.approx(g["target_real"], abs=1e-4)
     assert len(g["checks"]) == 5 and (g_dir / "report.html").is_file()
