@@ -81,11 +81,6 @@ def _ld(values: list[float]) -> tuple[str, str]:
     return fmt_effect(mean), effect_ci(lo, hi)
 
 
-def _noise_badge() -> Markup:
-    return Markup('<span class="badge noise" title="the 95% interval contains the '
-                  'baseline">within noise</span>')
-
-
 def _methods(r: PatchResult) -> list[Effects]:
     """The methods the run holds, in the order exact, AtP, AtP*."""
     return [e for e in (r.exact, r.atp, r.atp_star) if e is not None]

@@ -197,20 +197,6 @@ def throughput_text(tokens_per_s: float, mfu: float | None, peak: float | None) 
     return text
 
 
-def float_list(text: str, name: str) -> list[float]:
-    """Comma-separated finite numbers (``"0,2.5,-4"``); anything else is an
-    :class:`~interp.errors.InterpError` naming ``name``."""
-    import math
-
-    try:
-        vals = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise InterpError(f"bad {name} {text!r}: use comma-separated numbers") from None
-    if not vals or not all(math.isfinite(v) for v in vals):
-        raise InterpError(f"bad {name} {text!r}: use comma-separated finite numbers")
-    return vals
-
-
 def prompts_from_args(prompts: tuple[str, ...], file_: str | None, text_column: str,
                        ) -> list[str]:
     """Prompts given as arguments, or read from ``--file`` (not both, not none)."""
