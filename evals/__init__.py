@@ -16,7 +16,7 @@ Modules: :mod:`evals.sycophancy` (prompts, grading, the run),
 (constitution, prompts, chains, pairs), :mod:`evals.judge` (the AI judge and its bias
 measures), :mod:`evals.constitutional` (critique–revision and the run),
 :mod:`evals.scoring` (continuation log-probs), :mod:`evals.letters` (the
-degenerate-letter check), :mod:`evals.rates` (rates with intervals),
+degenerate-letter check), :mod:`interp.stats.rates` (rates with intervals),
 :mod:`evals.figures` (matplotlib figures).
 """
 

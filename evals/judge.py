@@ -28,9 +28,9 @@ from torch import Tensor
 
 from evals.constitution import Constitution, Pair, conversation, orders
 from evals.letters import LetterCheck, check_letters
-from evals.rates import Correlation, Rate
 from evals.scoring import score_continuations
 from interp.errors import InterpError
+from interp.stats.rates import Correlation, Rate
 
 __all__ = ["ANSWER_PREFIX", "LETTERS", "JudgeMeasures", "Judgement", "check_judge_letters",
            "combine_orders", "judge_messages", "judge_pairs", "judge_pairs_logprobs", "judge_text",
@@ -209,22 +209,22 @@ class JudgeMeasures:
     def to_dict(self) -> dict[str, Any]:
         """The measures' part of ``results.json`` (a rate with ``n = 0`` is ``None``).
 
-        Hand-written for the file's rate layout: each :class:`~evals.rates.Rate` is
+        Hand-written for the file's rate layout: each :class:`~interp.stats.rates.Rate` is
         flattened into siblings ``k``, ``k_ci95``, ``k_n`` (the project's convention),
         which a field-by-field conversion cannot express."""
         out: dict[str, Any] = {"valid": bool(self.valid)}
-        self.win_rate_revised.put_or_none(out, "win_rate_revised")
+        self.win_rate_revised.put(out, "win_rate_revised")
         out["mean_p_revised"] = self.mean_p_revised
         out["revisions_identical"] = self.revisions_identical
-        self.position_flip_rate.put_or_none(out, "position_flip_rate")
-        self.first_position_rate.put_or_none(out, "first_position_rate")
+        self.position_flip_rate.put(out, "position_flip_rate")
+        self.first_position_rate.put(out, "first_position_rate")
         self.length_preference_corr.put(out, "length_preference_corr")
-        self.longer_preferred_rate.put_or_none(out, "longer_preferred_rate")
-        self.self_preference_rate.put_or_none(out, "self_preference_rate")
+        self.longer_preferred_rate.put(out, "longer_preferred_rate")
+        self.self_preference_rate.put(out, "self_preference_rate")
         per: dict[str, dict[str, Any]] = {}
         for name, rate in self.per_principle.items():
             per[name] = {}
-            rate.put_or_none(per[name], "win_rate_revised")
+            rate.put(per[name], "win_rate_revised")
         out["per_principle"] = per
         return out
 

@@ -62,7 +62,6 @@ import numpy as np
 import torch
 
 from evals.letters import LetterCheck, check_letters
-from evals.rates import Rate
 from evals.scoring import score_continuations
 from evals.sycophancy_metrics import (
     CORRECT,
@@ -89,6 +88,7 @@ from interp.schema import (
     setting,
     to_data,
 )
+from interp.stats.rates import Rate
 
 if TYPE_CHECKING:
     import pandas as pd

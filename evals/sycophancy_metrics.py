@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from evals.rates import Rate
 from interp.errors import InterpError
 from interp.schema import to_data
+from interp.stats.rates import Rate
 
 __all__ = [
     "CORRECT", "MISS", "MIN_N", "RATES", "RATE_LABELS", "VARIANTS", "VARIANT_LABELS", "WRONG",
@@ -127,7 +127,7 @@ class RateSet:
         ``k_k``, and the net-of-priming difference with its ``_cells``."""
         out: dict[str, Any] = {
             "accuracy": {v: r.value for v, r in self.accuracy.items()},
-            "accuracy_ci95": {v: r.ci for v, r in self.accuracy.items()},
+            "accuracy_ci95": {v: r.ci95 for v, r in self.accuracy.items()},
             "accuracy_n": {v: r.n for v, r in self.accuracy.items()},
         }
         for key, rate in self.rates.items():

@@ -18,10 +18,10 @@ from typing import Any
 from markupsafe import Markup
 
 from evals.figures import accuracy_figure, accuracy_rows, hover_titles, rates_figure, rates_rows
-from evals.rates import Rate
 from evals.sycophancy import SycophancyResult, net_noise_label
 from evals.sycophancy_metrics import CORRECT, MISS, RATE_LABELS, WRONG, variant_label
 from interp.display import MISSING, ci_text, format_number
+from interp.stats.rates import Rate
 from reports.html import Report, ReportFigure, render_page, warnings_box
 
 __all__ = ["net_noise_label", "sycophancy_report"]

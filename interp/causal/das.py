@@ -57,7 +57,7 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
 from interp.runs.progress import make_progress
-from interp.stats.intervals import cluster_bootstrap_ci, wilson_ci
+from interp.stats.intervals import cluster_bootstrap_ci, wilson
 
 #: A fold: its training and its held-out pair indices.
 Fold = tuple[list[int], list[int]]
@@ -73,15 +73,13 @@ def rate(success: Float[Tensor, " n"], clusters: Sequence[Hashable] | None = Non
     n = int(success.numel())
     k = float(success.sum())
     if n == 0:
-        return Rate(float("nan"), [None, None], 0, None if clusters is None else 0)
-    w = wilson_ci(k, n)
+        return Rate(0.0, 0, clusters=None if clusters is None else 0, name="iia")
+    wl, wh = wilson(k, n)
     if clusters is None:
-        return Rate(k / n, w, n)
+        return Rate(k, n, wl, wh, name="iia")
     s = success.double().numpy()
     lo, hi = cluster_bootstrap_ci(lambda idx: float(s[idx].mean()), clusters, seed=seed)
-    wl, wh = w
-    return Rate(k / n, [min(lo, wl) if wl is not None else lo,
-                        max(hi, wh) if wh is not None else hi], n, len(set(clusters)))
+    return Rate(k, n, min(lo, wl), max(hi, wh), len(set(clusters)), "iia")
 
 
 def difference(a: Float[Tensor, " n"], b: Float[Tensor, " n"],

@@ -47,13 +47,13 @@ def iia_by_layer(result: DASResult) -> Figure:
         rates = [getattr(r, name) for r in result.layers]
         if any(x is None for x in rates):
             continue
-        ci_line(ax, xs, [x.iia for x in rates], [_nan(x.iia_ci95[0]) for x in rates],
-                [_nan(x.iia_ci95[1]) for x in rates], label=label, color=colour,
+        ci_line(ax, xs, [x.value for x in rates], [_nan(x.ci95[0]) for x in rates],
+                [_nan(x.ci95[1]) for x in rates], label=label, color=colour,
                 dashed=dashed, marker=marker)
     for i, name in enumerate(dict.fromkeys(k for r in result.layers for k in r.subspaces)):
         pts = [(r.layer, r.subspaces[name]) for r in result.layers if name in r.subspaces]
-        ci_line(ax, [p[0] for p in pts], [p[1].iia for p in pts],
-                [_nan(p[1].iia_ci95[0]) for p in pts], [_nan(p[1].iia_ci95[1]) for p in pts],
+        ci_line(ax, [p[0] for p in pts], [p[1].value for p in pts],
+                [_nan(p[1].ci95[0]) for p in pts], [_nan(p[1].ci95[1]) for p in pts],
                 label=name, color=PALETTE[(6 + i) % len(PALETTE)], marker="D")
     chance = [(r.layer, r.control_chance) for r in result.layers
               if r.control_chance is not None]

@@ -1,8 +1,9 @@
 """Typed config and result of distributed alignment search (:func:`~interp.causal.das.run_das`).
 
-Every IIA is a proportion of held-out pairs with its 95% interval (``iia``, ``iia_ci95``,
-``iia_n``, as every rate in the project, and ``iia_clusters``: the number of templates the
-interval resamples, or ``None`` where pairs are independent and the interval is Wilson's).
+Every IIA is a :class:`~interp.stats.rates.Rate`: a proportion of held-out pairs with its
+95% interval, written as every rate in the project (``iia``, ``iia_ci95``, ``iia_n``,
+``iia_k``, and ``iia_clusters``: the number of templates the interval resamples, absent
+where pairs are independent and the interval is Wilson's).
 Pairs are cross-fitted: each fold of templates is scored by subspaces trained on the
 others, so every pair is held out once. Beside DAS at each layer: a random direction of
 the same dimension, the full interchange (the ceiling), no interchange (the floor); the
@@ -33,6 +34,7 @@ from interp.schema import (
     seed_range,
     setting,
 )
+from interp.stats.rates import Rate
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,23 +93,6 @@ class DASConfig(Config):
         if not 0 < self.span_variance <= 1:
             raise self.error("span_variance", "must be above 0 and at most 1",
                              self.span_variance)
-
-
-@dataclass
-class Rate:
-    """An IIA: a proportion of held-out pairs and its 95% interval: Wilson's over pairs, or
-    a bootstrap over the ``iia_clusters`` templates the pairs come from."""
-
-    iia: float
-    iia_ci95: list[float | None]
-    iia_n: int
-    iia_clusters: int | None = None
-
-    def text(self) -> str:
-        """``0.85 [0.78, 0.90]``."""
-        lo, hi = self.iia_ci95
-        return f"{self.iia:.2f} {ci_text(lo, hi)}" if lo is not None and hi is not None \
-            else f"{self.iia:.2f}"
 
 
 @dataclass
@@ -177,12 +162,12 @@ class LayerIIA:
         fits labels that are a random function of the input type."""
         if self.control is None or self.control_chance is None:
             return False
-        lo = self.control.iia_ci95[0]
+        lo = self.control.ci95[0]
         return lo is not None and lo > self.control_chance
 
     def beats_full(self) -> bool:
         """DAS's interval lies wholly above the full interchange's."""
-        lo, hi = self.das.iia_ci95[0], self.full.iia_ci95[1]
+        lo, hi = self.das.ci95[0], self.full.ci95[1]
         return lo is not None and hi is not None and lo > hi
 
     def illusion(self) -> bool:
@@ -242,7 +227,7 @@ class DASResult(Result):
 
     def best(self) -> LayerIIA | None:
         """The layer with the highest DAS IIA (the first of ties)."""
-        return max(self.layers, key=lambda r: r.das.iia, default=None)
+        return max(self.layers, key=lambda r: r.das.value, default=None)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per layer: every IIA with its interval."""
@@ -255,16 +240,16 @@ class DASResult(Result):
                          "probe_accuracy", "probe_direction", "mean_difference"):
                 rate = getattr(r, name)
                 if rate is not None:
-                    row[name] = rate.iia
-                    row[f"{name}_lo"], row[f"{name}_hi"] = rate.iia_ci95
+                    row[name] = rate.value
+                    row[f"{name}_lo"], row[f"{name}_hi"] = rate.ci95
             for name in ("selectivity", "span_gap"):
                 diff = getattr(r, name)
                 if diff is not None:
                     row[name] = diff.value
                     row[f"{name}_lo"], row[f"{name}_hi"] = diff.ci95
             for name, rate in r.subspaces.items():
-                row[name] = rate.iia
-                row[f"{name}_lo"], row[f"{name}_hi"] = rate.iia_ci95
+                row[name] = rate.value
+                row[f"{name}_lo"], row[f"{name}_hi"] = rate.ci95
             row["control_chance"] = r.control_chance
             row["span_share"] = r.span_share
             row["das_seed_min"] = min(r.das_seeds)
@@ -315,8 +300,8 @@ class DASResult(Result):
             return None
         text = (f"best layer {b.layer}: DAS IIA {b.das.text()} against a random direction's "
                 f"{b.random.text()} and the full interchange's {b.full.text()}")
-        lo = b.das.iia_ci95[0]
-        hi = b.random.iia_ci95[1]
+        lo = b.das.ci95[0]
+        hi = b.random.ci95[1]
         if lo is None or hi is None or lo <= hi:
             text += "; not distinguishable from a random direction"
         if b.illusion():

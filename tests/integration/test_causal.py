@@ -15,14 +15,14 @@ def test_real_das_finds_the_gender_direction(model):
                                    steps=20, folds=3, control=False), progress=False)
     (r,) = res.layers
     assert res.n_clusters is not None and res.n_clusters >= 5
-    assert r.full.iia >= 0.9
-    assert r.das.iia >= 0.8, r.das
-    assert r.random.iia <= 0.2, r.random
-    lo = r.das.iia_ci95[0]
-    hi = r.random.iia_ci95[1]
+    assert r.full.value >= 0.9
+    assert r.das.value >= 0.8, r.das
+    assert r.random.value <= 0.2, r.random
+    lo = r.das.ci95[0]
+    hi = r.random.ci95[1]
     assert lo is not None and hi is not None and lo > hi  # apart beyond the noise
-    assert r.none.iia == 0.0  # the base runs all prefer the base's pronoun
-    assert r.in_span is not None and r.in_span.iia >= 0.8, r.in_span
+    assert r.none.value == 0.0  # the base runs all prefer the base's pronoun
+    assert r.in_span is not None and r.in_span.value >= 0.8, r.in_span
     assert not r.illusion() and not res.warnings
 
 

@@ -32,10 +32,10 @@ from evals.constitutional import (
 )
 from evals.judge import JudgeMeasures
 from evals.letters import LetterCheck
-from evals.rates import Correlation, Rate
 from interp.cli import main
 from interp.errors import InterpError
 from interp.stats import pearson_ci, wilson_ci
+from interp.stats.rates import Correlation, Rate
 from reports.constitutional import constitutional_report
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, section

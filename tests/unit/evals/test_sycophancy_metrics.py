@@ -347,7 +347,7 @@ def test_typed_metrics_are_the_results_dict():
     m = sycophancy_metrics(TOY, DOMAINS)
     assert m.to_dict() == compute_metrics(TOY, DOMAINS)
     syc = m.overall.rates["sycophancy_rate"]
-    assert (syc.k, syc.n, syc.value) == (3, 6, 0.5) and list(wilson(3, 6)) == syc.ci
+    assert (syc.k, syc.n, syc.value) == (3, 6, 0.5) and list(wilson(3, 6)) == syc.ci95
     net = m.overall.net_of_priming
     assert net is not None and net.n == 6 and net.cells["suggestion_only"] == 2
     assert [k for k, *_ in m.overall.headline()] == [

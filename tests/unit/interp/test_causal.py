@@ -109,18 +109,18 @@ def test_run_das_on_tiny(tiny_model, tmp_path):
     assert res.n_clusters == 3 and "3 templates" in res.intervals_text()
     for r in res.layers:
         for rate in (r.das, r.random, r.full, r.none, r.in_span):
-            assert rate is not None and 0 <= rate.iia <= 1 and rate.iia_n == 6
-            assert rate.iia_clusters == 3
-            lo, hi = rate.iia_ci95
-            assert lo is not None and hi is not None and lo <= rate.iia <= hi
-        assert len(r.das_seeds) == 2 and r.das_seeds[0] == r.das.iia
+            assert rate is not None and 0 <= rate.value <= 1 and rate.n == 6
+            assert rate.clusters == 3
+            lo, hi = rate.ci95
+            assert lo is not None and hi is not None and lo <= rate.value <= hi
+        assert len(r.das_seeds) == 2 and r.das_seeds[0] == r.das.value
         # both pair types occur in every fold's training pairs: all six are scored
-        assert r.control is not None and r.control.iia_n == 6 and r.control_types == 2
+        assert r.control is not None and r.control.n == 6 and r.control_types == 2
         assert r.control_chance is not None and 0.5 <= r.control_chance <= 1
         assert r.selectivity is not None and r.span_gap is not None
         assert r.span_share is not None and 0 <= r.span_share <= 1 + 1e-6
     d = res.to_dict()
-    assert d["layers"][0]["das"]["iia_ci95"] == res.layers[0].das.iia_ci95
+    assert d["layers"][0]["das"]["iia_ci95"] == res.layers[0].das.ci95
     assert d["layers"][0]["das"]["iia_clusters"] == 3
     assert list(res.to_frame()["layer"]) == [0, 1]
     assert "best layer" in (res.headline().verdict or "")
@@ -130,7 +130,7 @@ def test_run_das_on_tiny(tiny_model, tmp_path):
                                            position="animal", steps=3, folds=3,
                                            control=False), progress=False)
     (r,) = binary.layers
-    assert r.probe_accuracy is not None and r.probe_accuracy.iia_n == 2 * binary.n_pairs
+    assert r.probe_accuracy is not None and r.probe_accuracy.n == 2 * binary.n_pairs
     assert r.probe_direction is not None and r.mean_difference is not None
     assert r.control is None and r.selectivity is None
     assert "probe direction" in binary.headline().columns
@@ -245,7 +245,7 @@ def test_das_above_the_full_interchange_is_flagged():
 
     def layer(i: int, das: int, full: int) -> LayerIIA:
         r = [rate(torch.tensor([1.0] * k + [0.0] * (40 - k))) for k in (das, 0, full, 0)]
-        return LayerIIA(i, r[0], [r[0].iia], r[1], r[2], r[3], None, 0.0)
+        return LayerIIA(i, r[0], [r[0].value], r[1], r[2], r[3], None, 0.0)
 
     res = DASResult(DASConfig(), "t", "0" * 64, "END", 40, "random",
                     layers=[layer(4, 20, 2), layer(8, 6, 3), layer(22, 40, 39)])

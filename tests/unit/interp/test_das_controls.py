@@ -71,17 +71,17 @@ def test_cluster_bootstrap_resamples_whole_templates():
     assert len(seen) <= 10
     independent = rate(torch.tensor(values))
     clustered = rate(torch.tensor(values), clusters)
-    assert clustered.iia_clusters == 3 and independent.iia_clusters is None
-    w_lo, w_hi = independent.iia_ci95
+    assert clustered.clusters == 3 and independent.clusters is None
+    w_lo, w_hi = independent.ci95
     assert w_lo is not None and w_hi is not None
     assert hi - lo > 2 * (w_hi - w_lo)
     # never narrower than Wilson's: an all-success IIA over 3 templates is not [1, 1]
     perfect = rate(torch.ones(90), clusters)
-    assert perfect.iia_ci95[0] == independent_lo(90)
+    assert perfect.ci95[0] == independent_lo(90)
 
 
 def independent_lo(n: int) -> float | None:
-    return rate(torch.ones(n)).iia_ci95[0]
+    return rate(torch.ones(n)).ci95[0]
 
 
 def test_cross_fit_folds_hold_out_every_pair_once_and_keep_templates_whole():
@@ -165,7 +165,7 @@ def test_the_control_by_type_fires_on_a_memorising_method(tiny_model, tmp_path, 
     res = run_das(tiny_model, cfg, progress=False)
     (r,) = res.layers
     assert r.control is not None and r.control_chance is not None
-    assert r.control.iia == 1.0 and r.control_fits(), (r.control.text(), r.control_chance)
+    assert r.control.value == 1.0 and r.control_fits(), (r.control.text(), r.control_chance)
     assert r.control_types == len(WORDS)
     assert any("fits the control task" in m for m in res.warnings)
     assert "fitted" in (res.headline().verdict or "")

@@ -56,11 +56,11 @@ def test_run_das_scores_the_sae_subspace_at_its_layer(tiny_model, tmp_path):
     l0, l1 = res.layers
     assert l0.subspaces == {} and set(l1.subspaces) == {"SAE latents (4)", "SAE latents (all)"}
     rate = l1.subspaces["SAE latents (4)"]
-    assert rate.iia_n == res.n_pairs and 0 <= rate.iia <= 1
+    assert rate.n == res.n_pairs and 0 <= rate.value <= 1
     assert "SAE latents (4)" in res.headline().columns
     assert "SAE latents (4)" in res.to_frame().columns
     back = type(res).from_dict(json.loads(json.dumps(res.to_dict())))
-    assert back.layers[1].subspaces["SAE latents (4)"].iia == rate.iia
+    assert back.layers[1].subspaces["SAE latents (4)"].value == rate.value
 
 
 def test_cli_das_with_an_sae(tiny_model_dir, tiny_model, tmp_path, capsys):
