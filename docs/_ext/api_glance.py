@@ -164,6 +164,13 @@ def _data_home(home: ModuleType, name: str, obj: Any) -> str:
         if _attribute_doc(module_name, name) is not None:
             return module_name
         queue.extend(_imported_from(module))
+    # a name the package loads lazily (interp.lazy) is not imported in its source: look in
+    # the package's loaded modules for the one that assigns it
+    root = home.__name__.split(".")[0]
+    for module_name, module in sorted(sys.modules.items()):
+        if (module_name.split(".")[0] == root and module is not None
+                and vars(module).get(name) is obj and _attribute_doc(module_name, name)):
+            return module_name
     return home.__name__
 
 

@@ -49,11 +49,10 @@ from interp.causal.results import (
     SampledEdge,
 )
 from interp.circuits.agreement import recall_at_k, spearman
-from interp.circuits.experiment import group_column
 from interp.circuits.groups import group_effects
-from interp.circuits.patching import ld_direction, pair_lds, run_ld
-from interp.circuits.results import TaskSummary
-from interp.circuits.tasks import TokenizedTask, load_task, tokenize_task
+from interp.circuits.pairs import prepare_pairs
+from interp.circuits.patching import ld_direction, run_ld
+from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
@@ -263,20 +262,13 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
               **settings: Any) -> EdgeResult:
     """Run one edge-attribution experiment (see the module docstring)."""
     config = EdgeConfig.resolve(config, settings)
-    task = load_task(config.task, config.limit)
-    column = group_column(task, config.group_by)
-    tt_all = tokenize_task(model, task)
     graph = graph_of(model)
-    check_sample(graph, config.sample)  # before any pass
     bs = config.batch_size
-    clean_all, corr_all = pair_lds(model, tt_all, bs)
-    gap = clean_all - corr_all
-    keep = [i for i in range(len(tt_all)) if abs(float(gap[i])) >= config.min_gap]
-    if not keep:
-        raise InterpError(f"every pair's clean − corrupted logit difference gap is below "
-                          f"{config.min_gap}; nothing to normalise")
-    tt = tt_all.subset(keep)
-    clean, corr = clean_all[keep].cpu(), corr_all[keep].cpu()
+    pairs = prepare_pairs(model, config.task, limit=config.limit, min_gap=config.min_gap,
+                          group_by=config.group_by, batch_size=bs,
+                          before_pass=lambda: check_sample(graph, config.sample))
+    task, column, tt, keep = pairs.task, pairs.column, pairs.tokens, pairs.keep
+    clean, corr = pairs.clean, pairs.corrupted
     denoise = config.direction == "denoise"
     base_ld = corr if denoise else clean
     seconds: dict[str, float] = {}
@@ -356,11 +348,7 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
             top_edges.append(SampledEdge(graph.edge_name(e), "top",
                                          ex if ex is not None else math.nan, **approx(e)))
 
-    summary = TaskSummary(
-        name=task.name, source=task.source, sha256=task.sha256, n_read=len(tt_all),
-        n_used=len(keep), n_left_out=len(tt_all) - len(keep),
-        left_out_reason=f"|clean LD - corrupted LD| < {config.min_gap:g}",
-        positions=list(tt.positions), clean_ld=clean.tolist(), corrupted_ld=corr.tolist())
+    summary = pairs.summary()
     result = EdgeResult(
         config=config, task=summary, n_edges=graph.n_edges, n_senders=graph.n_senders,
         n_receivers=graph.n_receivers, seconds=seconds, forward_seconds=fwd,

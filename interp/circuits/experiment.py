@@ -21,16 +21,14 @@ from interp.circuits.attention import run_attention
 from interp.circuits.attribution import atp, atp_star
 from interp.circuits.dla import DLAUnsupported, direct_logit_attribution
 from interp.circuits.groups import group_effects
-from interp.circuits.patching import EMBED, components, exact_patch, pair_lds
+from interp.circuits.pairs import prepare_pairs
+from interp.circuits.patching import EMBED, components, exact_patch
 from interp.circuits.results import (
     AttentionConfig,
     Effects,
     PatchConfig,
     PatchResult,
-    TaskSummary,
 )
-from interp.circuits.tasks import Task, load_task, tokenize_task
-from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
 
@@ -60,20 +58,11 @@ def run_patch(model: Model, config: PatchConfig | None = None, *, progress: bool
     config = PatchConfig.resolve(config, settings)
     layers = model.parse_layers(config.layers)
     config = config.replace(layers=layers)
-    task = load_task(config.task, config.limit)
-    column = group_column(task, config.group_by)  # a bad column fails before any pass
-    tt_all = tokenize_task(model, task)
+    pairs = prepare_pairs(model, config.task, limit=config.limit, min_gap=config.min_gap,
+                          group_by=config.group_by, batch_size=config.batch_size)
+    task, column, tt, keep = pairs.task, pairs.column, pairs.tokens, pairs.keep
+    clean, corr = pairs.clean, pairs.corrupted
     bs = config.batch_size
-    clean_all, corr_all = pair_lds(model, tt_all, bs)
-    gap = clean_all - corr_all
-    keep = [i for i in range(len(tt_all)) if abs(float(gap[i])) >= config.min_gap]
-    if not keep:
-        raise InterpError(
-            f"every pair's clean − corrupted logit difference gap is below {config.min_gap}; "
-            "nothing to normalise"
-        )
-    tt = tt_all.subset(keep)
-    clean, corr = clean_all[keep].cpu(), corr_all[keep].cpu()
     n_heads = int(model.bridge.cfg.n_heads)
     heads_axis = config.family == "heads"
     comps = components(config.family, layers, n_heads, len(tt.positions), config.per_position)
@@ -123,12 +112,7 @@ def run_patch(model: Model, config: PatchConfig | None = None, *, progress: bool
             dla = direct_logit_attribution(model, tt, batch_size=bs)
         except DLAUnsupported as exc:  # the patching results stand without it
             dla_skipped = str(exc)
-    summary = TaskSummary(
-        name=task.name, source=task.source, sha256=task.sha256, n_read=len(tt_all),
-        n_used=len(keep), n_left_out=len(tt_all) - len(keep),
-        left_out_reason=f"|clean LD - corrupted LD| < {config.min_gap:g}",
-        positions=list(tt.positions), clean_ld=clean.tolist(), corrupted_ld=corr.tolist(),
-    )
+    summary = pairs.summary()
     result = PatchResult(
         config=config, task=summary, family=config.family, layers=layers,
         positions=None if heads_axis and not config.per_position else list(tt.positions),
@@ -150,18 +134,6 @@ def run_patch(model: Model, config: PatchConfig | None = None, *, progress: bool
             result.warn(line)
     result.attention = top_head_patterns(model, result, task.pairs[keep[0]].clean)
     return result
-
-
-def group_column(task: Task, group_by: str) -> str | None:
-    """The column that groups the pairs: ``group_by`` itself (checked: every pair has it),
-    ``template`` for ``auto`` when every pair has one, ``None`` for ``none`` (or ``auto``
-    without templates)."""
-    if group_by == "none":
-        return None
-    if group_by == "auto":
-        return "template" if "template" in task.column_names() else None
-    task.groups(group_by)  # the one-line error when a pair lacks it
-    return group_by
 
 
 def top_head_patterns(model: Model, result: PatchResult, prompt: str) -> list:

@@ -68,12 +68,12 @@ def edges(model_name: str | None, device: str, dtype: str, batch_size: int, seed
     against edge sets matched in score, and check a sample against exact path patching."""
     from interp.causal.edge_experiment import run_edges
     from interp.causal.edges import graph_of
-    from interp.circuits.tasks import load_task
+    from interp.circuits.pairs import check_task
     from interp.runs.outdir import OutDir
     from reports.causal import edges_report
 
     config = build_config(EdgeConfig, settings, batch_size=batch_size, seed=seed)
-    load_task(config.task, config.limit)  # a missing or empty task fails before the model loads
+    check_task(config.task, config.limit, config.group_by)  # before the model loads
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         result = run_edges(model, config)

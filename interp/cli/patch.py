@@ -19,14 +19,13 @@ from interp.cli.options import build_config, config_options
 def patch(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
           out_dir: str, **settings: Any) -> None:
     """Patch every component of a family over clean/corrupted pairs; compare AtP with exact."""
-    from interp.circuits.experiment import group_column, run_patch
-    from interp.circuits.tasks import load_task
+    from interp.circuits.experiment import run_patch
+    from interp.circuits.pairs import check_task
     from interp.runs.outdir import OutDir
     from reports.patching import patching_report
 
     config = build_config(PatchConfig, settings, batch_size=batch_size, seed=seed)
-    # a missing or empty task, or a group column it lacks, fails before the model loads
-    group_column(load_task(config.task, config.limit), config.group_by)
+    check_task(config.task, config.limit, config.group_by)  # before the model loads
     with OutDir(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         result = run_patch(model, config)

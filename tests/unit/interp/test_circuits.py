@@ -433,7 +433,7 @@ def test_group_effects_null_groups_and_edge_cases():
 def test_run_patch_groups_by_a_task_column(tiny_model, tiny_pairs, tmp_path):
     """``group_by`` names a column; ``auto`` takes ``template``; a missing column is one
     line before any pass; the groups round-trip through results.json."""
-    from interp.circuits.experiment import group_column
+    from interp.circuits.pairs import group_column
     from interp.circuits.results import GroupEffects
     from interp.schema.convert import from_data
 
