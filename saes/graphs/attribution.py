@@ -205,20 +205,13 @@ def adjacency(
 
 
 def partial_influence(rows: Float[Tensor, "r n"], row_node: Int[Tensor, " r"],
-                      seed: Float[Tensor, " n"], max_iter: int = 1000) -> Float[Tensor, " n"]:
+                      seed: Float[Tensor, " n"]) -> Float[Tensor, " n"]:
     """Influence on the targets (``seed``: their weights over all nodes) through the rows
     computed so far (``rows[r]`` is node ``row_node[r]``'s inputs): the
-    :func:`~saes.graphs.influence.influence` series restricted to those rows."""
-    norm = rows.abs()
-    norm /= norm.sum(dim=1, keepdim=True).clamp(min=1e-10)
-    current = seed
-    total = torch.zeros_like(seed)
-    for _ in range(max_iter):
-        current = current[row_node] @ norm
-        if not bool(current.any()):
-            return total
-        total += current
-    raise RuntimeError(f"influence did not converge in {max_iter} steps (a cycle?)")
+    :func:`~saes.graphs.influence.influence` series over those rows."""
+    from saes.graphs.influence import influence, normalize
+
+    return influence(normalize(rows), seed, row_node=row_node)
 
 
 def capped_adjacency(

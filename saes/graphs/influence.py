@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from jaxtyping import Bool, Float
+from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
 from saes.graphs.attribution import Nodes
@@ -45,13 +45,21 @@ def normalize(adj: Float[Tensor, "n n"]) -> Float[Tensor, "n n"]:
     return a
 
 
-def influence(norm_adj: Float[Tensor, "n n"], weights: Float[Tensor, " n"],
-              max_iter: int = 1000) -> Float[Tensor, " n"]:
-    """``w·(Â + Â² + …)`` (the graph is acyclic, so the series ends)."""
-    current = weights @ norm_adj
+def influence(norm_adj: Float[Tensor, "r n"], weights: Float[Tensor, " n"],
+              max_iter: int = 1000, *, row_node: Int[Tensor, " r"] | None = None,
+              ) -> Float[Tensor, " n"]:
+    """``w·(Â + Â² + …)`` (the graph is acyclic, so the series ends).
+
+    ``row_node``: when ``norm_adj`` holds only some nodes' rows (a graph computed row block
+    by row block), the node each row is; the nodes without a row add nothing yet.
+    """
+    def step(v: Tensor) -> Tensor:
+        return v @ norm_adj if row_node is None else v[row_node] @ norm_adj
+
+    current = step(weights)
     total = current.clone()
     for _ in range(max_iter):
-        current = current @ norm_adj
+        current = step(current)
         if not bool(current.any()):
             return total
         total += current
