@@ -6,27 +6,14 @@ from __future__ import annotations
 from markupsafe import Markup
 
 from interp.display import ci_text
-from reports.html import Report, ReportFigure, headline_lead, render_page
+from reports.html import Report, ReportFigure, headline_lead, render_page, script_text
 from saes.autointerp.figures import scatter_figure, score_figure
 from saes.autointerp.results import AutoInterpResult, ScorerControl, ScoreSummary, best_score
 from saes.results import FeatureContext
 
 #: The page's only script: filter the feature rows by the search box. Constant: never built
 #: from data.
-SEARCH_JS = """
-(function () {
-  "use strict";
-  var box = document.getElementById("ai-search");
-  var root = document.getElementById("ai-features");
-  if (!box || !root) { return; }
-  box.addEventListener("input", function () {
-    var q = box.value.trim().toLowerCase();
-    root.querySelectorAll("tbody tr").forEach(function (tr) {
-      tr.hidden = q !== "" && tr.textContent.toLowerCase().indexOf(q) === -1;
-    });
-  });
-})();
-"""
+SEARCH_JS = script_text("autointerp.js")
 
 
 def context_html(c: FeatureContext) -> Markup:

@@ -57,6 +57,7 @@ __all__ = [
     "Report",
     "ReportFigure",
     "render_page",
+    "script_text",
     "template_env",
     "table",
     "token_html",
@@ -319,6 +320,12 @@ def manifest_section(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 def _is_markup(value: Any) -> bool:
     return isinstance(value, Markup) or hasattr(value, "__html__")
+
+
+def script_text(name: str) -> str:
+    """A report's script, ``reports/templates/js/NAME``: kept as a JavaScript file, inlined
+    into the page by :func:`render_page` (``script=``), whose CSP allows it by its sha256."""
+    return (TEMPLATES_DIR / "js" / name).read_text(encoding="utf-8")
 
 
 def template_env() -> jinja2.Environment:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from interp.display import MISSING, count, format_number, percent, short
-from reports.html import Report, ReportFigure, render_page, token_repr, visible_token
+from reports.html import Report, ReportFigure, render_page, script_text, token_repr, visible_token
 from saes.autointerp.store import FeatureExplanation
 from saes.browser import BrowserData
 from saes.figures import density_figure, hover_titles
@@ -37,40 +37,7 @@ SHADE_RGB = (230, 97, 1)
 SHADE_MAX_ALPHA = 0.85
 
 #: The page's only script: filter the cards by the search box. Constant: never built from data.
-SEARCH_JS = """
-(function () {
-  "use strict";
-  var box = document.getElementById("fb-search");
-  var status = document.getElementById("fb-status");
-  if (!box) { return; }
-  var cards = Array.prototype.slice.call(document.querySelectorAll("article.fb-feature"));
-  function matches(card, raw) {
-    var q = raw.trim();
-    var num = /^#?(\\d+)$/.exec(q);
-    if (num) { return card.getAttribute("data-index") === String(Number(num[1])); }
-    if (q.length >= 2 && q.charAt(0) === '"' && q.charAt(q.length - 1) === '"') {
-      q = q.slice(1, -1);
-    }
-    var text = (card.getAttribute("data-search") || "").toLowerCase();
-    return text.indexOf(q.toLowerCase()) !== -1;
-  }
-  function apply() {
-    var empty = box.value.trim() === "";
-    var shown = 0;
-    cards.forEach(function (card) {
-      var hit = empty || matches(card, box.value);
-      card.hidden = !hit;
-      if (hit) { shown += 1; }
-    });
-    if (status) {
-      status.textContent = empty ? cards.length + " features"
-        : shown + " of " + cards.length + " features match";
-    }
-  }
-  box.addEventListener("input", apply);
-  apply();
-})();
-""".lstrip()
+SEARCH_JS = script_text("sae_browser.js")
 
 
 def _density_text(card: FeatureCard, n_tokens: int) -> str:

@@ -43,7 +43,8 @@ def test_wheel_includes_datasets(tmp_path):
     # the page shell, the shared macros, the stylesheet and every report body ship
     for template in ("page.html.j2", "macros.html.j2", "css/base.css", "lens.html.j2",
                      "probe.html.j2", "steering.html.j2", "sae.html.j2", "sae_browser.html.j2",
-                     "sycophancy.html.j2", "constitutional.html.j2", "tuned_lens.html.j2"):
+                     "sycophancy.html.j2", "constitutional.html.j2", "tuned_lens.html.j2",
+                     "js/graph.js", "js/sae_browser.js", "js/autointerp.js", "result.html.j2"):
         assert f"reports/templates/{template}" in names, template
     assert any(n.startswith("saes/") for n in names)
     assert not any(n.startswith("datasets/") for n in names)  # never shadows HF datasets
