@@ -1,6 +1,6 @@
 """The SAE feature browser: one self-contained HTML page with a card per feature.
 
-Input is :class:`saes.browser.BrowserData` (a ``features.json`` dict is read back with
+Input is :class:`saes.features.browser.BrowserData` (a ``features.json`` dict is read back with
 :meth:`~saes.results.BrowserData.from_dict`). The page has a summary (tokens scanned, dead
 fraction, the log10-density histogram from :func:`saes.figures.density_figure`), then one
 card per feature (``templates/sae_browser.html.j2``): its index, density, largest activation,
@@ -26,7 +26,7 @@ from typing import Any
 from interp.display import MISSING, count, format_number, percent, short
 from reports.html import Report, ReportFigure, render_page, script_text, token_repr, visible_token
 from saes.autointerp.store import FeatureExplanation
-from saes.browser import BrowserData
+from saes.features.browser import BrowserData
 from saes.figures import density_figure, hover_titles
 from saes.results import FeatureCard, FeatureContext
 

@@ -1,6 +1,6 @@
 """The sparse-probing report: k SAE latents against k random latents and the dense probe.
 
-It renders a :class:`~saes.sparse_probing.SparseProbeResult` through
+It renders a :class:`~saes.features.probing.SparseProbeResult` through
 ``templates/sae_probe.html.j2`` with :func:`saes.figures.sparse_probe_figure`.
 """
 
@@ -19,8 +19,8 @@ from reports.html import (
     render_page,
     warnings_box,
 )
+from saes.features.probing import SparseProbeResult
 from saes.figures import hover_titles, sparse_probe_figure
-from saes.sparse_probing import SparseProbeResult
 
 __all__ = ["sae_probe_report"]
 

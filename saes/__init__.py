@@ -14,7 +14,7 @@ Figures of every result are in :mod:`saes.figures`; SAELens folders are read and
 by :func:`~saes.saelens.import_saelens` and :func:`~saes.saelens.export_saelens`.
 """
 
-from saes.browser import BrowserConfig, BrowserData, collect_browser_data
+from saes.features.browser import BrowserConfig, BrowserData, collect_browser_data
 from saes.loading import LoadedSAE, load_sae
 from saes.metrics import SAEEvalConfig, SAEEvalResult, evaluate_sae
 from saes.results import TrainingRecord

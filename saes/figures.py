@@ -55,7 +55,7 @@ __all__ = [
 
 
 class SparseProbeLike(Protocol):
-    """What :func:`sparse_probe_figure` reads (:class:`saes.sparse_probing.SparseProbeResult`)."""
+    """What :func:`sparse_probe_figure` reads (:class:`saes.features.probing.SparseProbeResult`)."""
 
     hook_point: str
     ks: list[int]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -18,7 +18,10 @@ import saes.architectures  # noqa: F401 - registers every architecture
 from interp.errors import InterpError
 from saes.sae import KIND, SAEConfig, SparseAutoencoder
 
-__all__ = ["LoadedSAE", "build_sae", "load_sae", "sae_from_tensors", "unpack_sae"]
+if TYPE_CHECKING:
+    from interp.models.loading import Model
+
+__all__ = ["LoadedSAE", "build_sae", "check_sae", "load_sae", "sae_from_tensors", "unpack_sae"]
 
 
 @dataclass
@@ -106,3 +109,17 @@ def load_sae(path: str | Path, model: Any | None = None, device: str = "cpu", *,
             )
     sae = sae_from_tensors(cfg, art.tensors).to(device)
     return LoadedSAE(sae, art.path, art.config, art.manifest)
+
+
+def check_sae(model: Model, sae: SparseAutoencoder) -> None:
+    """Refuse an SAE that does not read this model: its width or its model id differ."""
+    if sae.cfg.d_in != model.d_model:
+        raise InterpError(
+            f"SAE reads activations of width d_in={sae.cfg.d_in}, but model {model.model_id} "
+            f"has d_model={model.d_model}"
+        )
+    if sae.cfg.model_id and sae.cfg.model_id != model.model_id:
+        raise InterpError(
+            f"SAE was trained on model {sae.cfg.model_id!r} but the loaded model is "
+            f"{model.model_id!r}"
+        )

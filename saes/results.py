@@ -3,7 +3,7 @@
 * :class:`SAEEvalResult` (:func:`saes.metrics.evaluate_sae`): reconstruction, sparsity,
   densities and the SAE spliced into the model; its ``to_dict()`` is ``interp sae eval``'s
   ``results.json``;
-* :class:`BrowserData` (:func:`saes.browser.collect_browser_data`): densities and one
+* :class:`BrowserData` (:func:`saes.features.browser.collect_browser_data`): densities and one
   :class:`FeatureCard` per selected feature; its ``to_dict()`` is ``interp sae browse``'s
   ``features.json``;
 * :class:`TrainingRecord`: a training run's settings, per-step history and resampling events
@@ -58,6 +58,7 @@ from saes.registry import ARCHITECTURES
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from torch import Tensor
 
 __all__ = [
     "CI",
@@ -77,6 +78,7 @@ __all__ = [
     "format_metric",
     "format_with_ci",
     "parse_feature_spec",
+    "select_features",
     "read_lenient",
 ]
 
@@ -594,6 +596,31 @@ def parse_feature_spec(spec: str) -> tuple[str, int | list[int] | None]:
     return "list", out
 
 
+def select_features(spec: str, fires: Sequence[int] | Tensor, seed: int = 0) -> list[int]:
+    """The feature indices ``spec`` names, given per-feature fire counts ``fires [d_sae]``.
+
+    ``"all"``: every index. ``"alive:N"``: a seeded random sample of N features that fired
+    at least once (all of them when fewer), ascending. A list: as given, each checked
+    against ``d_sae``.
+    """
+    import torch
+
+    counts = torch.as_tensor(fires)
+    d_sae = int(counts.numel())
+    kind, arg = parse_feature_spec(spec)
+    if kind == "all":
+        return list(range(d_sae))
+    if kind == "alive":
+        alive = torch.nonzero(counts > 0).flatten()
+        g = torch.Generator().manual_seed(int(seed))
+        pick = alive[torch.randperm(int(alive.numel()), generator=g)[: int(arg)]]  # type: ignore[arg-type]
+        return sorted(int(i) for i in pick)
+    bad = [i for i in arg if i >= d_sae]  # type: ignore[union-attr]
+    if bad:
+        raise InterpError(f"feature index {bad[0]} is out of range: the SAE has d_sae={d_sae}")
+    return list(arg)  # type: ignore[arg-type]
+
+
 def _feature_spec_ok(spec: str) -> bool:
     parse_feature_spec(spec)  # raises its own one-line InterpError
     return True
@@ -671,7 +698,7 @@ _BROWSER_ORDER = ("model_id", "hook_point", "layer", "d_sae", "n_windows", "seq_
 
 @dataclass
 class BrowserData(Result):
-    """The feature browser's data (:func:`saes.browser.collect_browser_data`).
+    """The feature browser's data (:func:`saes.features.browser.collect_browser_data`).
 
     ``to_dict()`` is ``features.json`` (JSON-safe; the per-feature ``fires`` are written as
     ``densities``), ``to_frame()`` one row per shown feature; in a notebook it shows its

@@ -246,7 +246,7 @@ def run_das(model: Model, config: DASConfig | None = None, *, progress: bool | N
     Settings come from ``config`` or, equally, keyword arguments named as the fields of
     :class:`DASConfig`, not both. The result's config holds the resolved layer list.
     ``subspaces`` adds named subspaces scored like DAS on the held-out pairs at each
-    layer where they apply (:func:`saes.subspace.latent_subspace`: an SAE's latents).
+    layer where they apply (:func:`saes.features.subspace.latent_subspace`: an SAE's latents).
     """
     config = DASConfig.resolve(config, settings)
     layers = model.parse_layers(config.layers)

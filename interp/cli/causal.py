@@ -41,8 +41,8 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
         model = load_model(model_name, device, dtype, seed)
         subspaces = {}
         if config.sae is not None:
+            from saes.features.subspace import latent_subspace
             from saes.loading import load_sae
-            from saes.subspace import latent_subspace
 
             subspaces[f"SAE latents ({config.sae_latents})"] = latent_subspace(
                 load_sae(config.sae, model), config.sae_latents)

@@ -2,7 +2,7 @@
 
 Each verb's settings are its config's fields (:class:`~saes.train.SAETrainConfig`,
 :class:`~saes.results.SAEEvalConfig`, :class:`~saes.results.BrowserConfig`,
-:class:`~saes.sparse_probing.SparseProbeConfig`), and ``sae train``'s architecture options
+:class:`~saes.features.probing.SparseProbeConfig`), and ``sae train``'s architecture options
 come from the registered architectures (:mod:`saes.architectures`); the library makes each
 result, with its manifest, and the verb writes it.
 
@@ -39,8 +39,8 @@ from interp.schema import Headline
 from interp.schema.settings import setting_info
 from saes.architectures import ARCHITECTURES, Architecture, architecture
 from saes.autointerp.results import AutoInterpConfig
+from saes.features.probing import SparseProbeConfig
 from saes.results import BrowserConfig, SAEEvalConfig
-from saes.sparse_probing import SparseProbeConfig
 from saes.train import SAETrainConfig
 
 if TYPE_CHECKING:
@@ -370,7 +370,7 @@ def browse(
     from interp.data.corpus import text_source
     from reports.sae_browser import sae_browser_report
     from saes.autointerp.store import explanations_beside, read_explanations
-    from saes.browser import collect_browser_data
+    from saes.features.browser import collect_browser_data
     from saes.loading import load_sae
 
     path = sae_path(sae_dir)
@@ -492,8 +492,8 @@ def probe_cmd(
     from interp.cli.common import json_safe
     from interp.probing.probes import load_probe_dataset
     from reports.sae_probe import sae_probe_report
+    from saes.features.probing import sparse_probe
     from saes.loading import load_sae
-    from saes.sparse_probing import sparse_probe
 
     cfg = build_config(SparseProbeConfig, settings, batch_size=batch_size, seed=seed)
     path = sae_path(sae_dir)

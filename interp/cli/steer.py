@@ -20,7 +20,7 @@ from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.generation.engine import GenerationConfig
 from interp.steering.sweep import SweepConfig
-from saes.feature_steering import FeatureVectorConfig
+from saes.features.steering import FeatureVectorConfig
 
 
 @click.group()
@@ -55,7 +55,7 @@ def steer_train(pairs: str | None, layer: int | None, method: str, positive_key:
     """Build a steering vector: from contrast pairs at --layer, or from an SAE feature.
 
     With --sae DIR --feature N, α = 1 adds feature N's decoder direction at the feature's
-    typical maximum activation on held-out text (see saes.feature_steering).
+    typical maximum activation on held-out text (see saes.features.steering).
     """
     from interp.steering.vectors import load_pairs, train_vector
 
@@ -89,7 +89,7 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
     from interp.cli.sae import sae_path
     from interp.data.corpus import text_source
     from interp.runs.outdir import check_creatable
-    from saes.feature_steering import feature_vector
+    from saes.features.steering import feature_vector
     from saes.loading import load_sae
 
     cfg = FeatureVectorConfig(feature=feature, tokens=tokens, batch_size=batch_size,

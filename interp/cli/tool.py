@@ -13,7 +13,7 @@ So a new tool is its config, its run function and its result (and, when the head
 not enough, a report), and nothing in the CLI is written for it::
 
     TOOL = Tool("toy", ToyConfig, run_toy, help="What the toy measures.")
-    register(TOOL)          # `interp toy --top-k 3 --out DIR`
+    register(TOOL, cli)     # `interp toy --top-k 3 --out DIR`
 
 Each field's checks give the tool's bad-input cases (:func:`bad_inputs`): a value just
 outside a field's bounds must be refused in one line naming the flag, before the model
@@ -162,11 +162,9 @@ def tool_report(tool: Tool[Any, R], result: R) -> Any:
     return result_report(result, title=tool.name, template=tool.template)
 
 
-def register(tool: Tool[Any, Any], group: click.Group | None = None) -> click.Command:
-    """Put ``tool``'s verb on ``group`` (the ``interp`` group by default); returns it."""
-    if group is None:
-        from interp.cli.app import cli as group
-    assert group is not None
+def register(tool: Tool[Any, Any], group: click.Group) -> click.Command:
+    """Put ``tool``'s verb on ``group`` (``interp.cli.cli``, or one of its groups); returns
+    it."""
     if tool.name in group.commands:
         raise ValueError(f"interp already has a verb {tool.name!r}")
     command = tool_command(tool)

@@ -75,8 +75,8 @@ from saes.autointerp.results import (
 )
 from saes.autointerp.scoring import PROMPTS, marked_text, scores
 from saes.autointerp.token_scorer import token_scores
-from saes.browser import check_sae, select_features
-from saes.loading import LoadedSAE, unpack_sae
+from saes.loading import LoadedSAE, check_sae, unpack_sae
+from saes.results import select_features
 from saes.sae import SparseAutoencoder
 
 #: Shown per feature in the report and the result.

@@ -34,6 +34,7 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
+from saes.graphs.influence import influence, normalize
 from saes.graphs.replacement import Frozen, Stack, backward_sweep
 from saes.sae import SparseAutoencoder
 
@@ -209,8 +210,6 @@ def partial_influence(rows: Float[Tensor, "r n"], row_node: Int[Tensor, " r"],
     """Influence on the targets (``seed``: their weights over all nodes) through the rows
     computed so far (``rows[r]`` is node ``row_node[r]``'s inputs): the
     :func:`~saes.graphs.influence.influence` series over those rows."""
-    from saes.graphs.influence import influence, normalize
-
     return influence(normalize(rows), seed, row_node=row_node)
 
 

@@ -30,12 +30,14 @@ with slope 1 (TopK and JumpReLU features that stay active): ``T_s = Σ_k w_k A[k
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from jaxtyping import Bool, Float, Int
 from torch import Tensor
 
-from saes.graphs.attribution import Nodes
+if TYPE_CHECKING:
+    from saes.graphs.attribution import Nodes
 
 
 def normalize(adj: Float[Tensor, "n n"]) -> Float[Tensor, "n n"]:

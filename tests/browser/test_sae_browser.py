@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from reports.sae_browser import sae_browser_report
-from saes.browser import BrowserData
+from saes.features.browser import BrowserData
 from tests.unit.saes.test_sae_browser import (
     D_SAE,
     MANIFEST,

@@ -16,7 +16,7 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, tmp
     short training run (164k tokens) already reconstructs most of the variance and recovers
     most of the CE lost to ablation; its feature browser shows real contexts."""
     from interp.data.corpus import load_texts
-    from saes.browser import BrowserConfig, collect_browser_data
+    from saes.features.browser import BrowserConfig, collect_browser_data
 
     heldout = load_texts("heldout")
     ident = _identity_sae(model.d_model, model.resid_hook(6))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from interp.activations.capture import capture
-from saes.feature_steering import FeatureVectorConfig, feature_vector
+from saes.features.steering import FeatureVectorConfig, feature_vector
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def test_real_model_feature_steering_raises_its_feature(model, real_topk_sae):
     from interp.generation.engine import generate
     from interp.steering.sweep import sweep_prompts
     from interp.steering.vectors import steer
-    from saes.feature_steering import window_maxima
+    from saes.features.steering import window_maxima
 
     sae = real_topk_sae
     heldout = load_texts("heldout")

@@ -27,7 +27,7 @@ def test_every_default_request_fits_its_split(model, real_corpus):
     from interp.data.windows import require_text
     from interp.lenses.evaluation import LensEvalConfig
     from interp.lenses.training import TunedLensTrainConfig
-    from saes.feature_steering import FeatureVectorConfig
+    from saes.features.steering import FeatureVectorConfig
     from saes.results import BrowserConfig, SAEEvalConfig
     from saes.train import SAETrainConfig, check_text, text_windows
 

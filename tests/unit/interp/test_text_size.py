@@ -74,8 +74,8 @@ def test_each_library_consumer_refuses_beyond_the_text(tiny_model, tmp_path):
     from interp.lenses.evaluation import evaluate_lenses
     from interp.lenses.logit import LogitLens
     from interp.lenses.training import TunedLensTrainConfig, train_tuned_lens
-    from saes.browser import collect_browser_data
-    from saes.feature_steering import FeatureVectorConfig, feature_vector
+    from saes.features.browser import collect_browser_data
+    from saes.features.steering import FeatureVectorConfig, feature_vector
     from saes.metrics import evaluate_sae
     from saes.results import BrowserConfig
     from saes.sae import SAEConfig, SparseAutoencoder

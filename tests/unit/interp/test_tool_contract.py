@@ -70,7 +70,7 @@ TOY = Tool("next-tokens", NextTokensConfig, run_next_tokens, template=TEMPLATE,
 def toy_verb():
     from interp.cli.app import cli
 
-    command = register(TOY)
+    command = register(TOY, cli)
     yield command
     cli.commands.pop(TOY.name)
 
@@ -124,10 +124,12 @@ def test_bad_inputs_come_from_the_checks_and_fail_in_one_line(toy_verb, tiny_mod
 
 
 def test_a_tool_must_be_declared_whole():
+    from interp.cli.app import cli
+
     with pytest.raises(ValueError, match="one word"):
         Tool("two words", NextTokensConfig, run_next_tokens)
     with pytest.raises(ValueError, match="not both"):
         Tool("x", NextTokensConfig, run_next_tokens, report=lambda r: r, template="x")
     with pytest.raises(ValueError, match="already has a verb"):
-        register(Tool("lens", NextTokensConfig, run_next_tokens))
+        register(Tool("lens", NextTokensConfig, run_next_tokens), cli)
     assert tool_command(TOY).name == "next-tokens"

@@ -21,14 +21,14 @@ from interp.data.windows import pack_windows
 from interp.errors import InterpError
 from reports.html import paragraph, render_page
 from reports.sae_browser import SEARCH_JS, sae_browser_report
-from saes.browser import (
+from saes.features.browser import (
     BrowserConfig,
     BrowserData,
     collect_browser_data,
     logit_effects,
     parse_feature_spec,
-    select_features,
 )
+from saes.results import select_features
 from saes.sae import SAEConfig, SparseAutoencoder
 from tests.conftest import TINY_TEXT
 from tests.support.html_checks import parse

@@ -13,9 +13,9 @@ from interp.activations.capture import capture, forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.errors import InterpError
 from interp.probing.probes import ProbeDataset
-from saes.feature_steering import FeatureVectorConfig, feature_vector, typical_max
+from saes.features.probing import SparseProbeConfig, sparse_probe
+from saes.features.steering import FeatureVectorConfig, feature_vector, typical_max
 from saes.sae import SAEConfig, SparseAutoencoder
-from saes.sparse_probing import SparseProbeConfig, sparse_probe
 from tests.support.cli_runner import run
 from tests.support.text_fixtures import paragraphs
 

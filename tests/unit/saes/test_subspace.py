@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from interp.errors import InterpError
+from saes.features.subspace import latent_basis, latent_subspace, sae_layer, top_latents
 from saes.sae import SAEConfig, SparseAutoencoder
-from saes.subspace import latent_basis, latent_subspace, sae_layer, top_latents
 from tests.unit.interp.test_causal import _tiny_task_file
 
 

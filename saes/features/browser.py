@@ -37,7 +37,7 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import model_manifest, sha256_texts
 from interp.runs.progress import make_progress
-from saes.loading import LoadedSAE, unpack_sae
+from saes.loading import LoadedSAE, check_sae, unpack_sae
 from saes.results import (
     DENSITY_BINS,
     BrowserConfig,
@@ -45,6 +45,7 @@ from saes.results import (
     FeatureCard,
     FeatureContext,
     parse_feature_spec,
+    select_features,
 )
 from saes.sae import SparseAutoencoder
 
@@ -55,11 +56,9 @@ __all__ = [
     "BrowserData",
     "FeatureCard",
     "FeatureContext",
-    "check_sae",
     "collect_browser_data",
     "logit_effects",
     "parse_feature_spec",
-    "select_features",
 ]
 
 #: Tokens shown right of the activating token.
@@ -67,29 +66,6 @@ RIGHT_CONTEXT = 4
 
 
 # ------------------------------------------------------------------------- selection
-
-
-def select_features(spec: str, fires: Sequence[int] | Tensor, seed: int = 0) -> list[int]:
-    """The feature indices ``spec`` names, given per-feature fire counts ``fires [d_sae]``.
-
-    ``"all"``: every index. ``"alive:N"``: a seeded random sample of N features that fired
-    at least once (all of them when fewer), ascending. A list: as given, each checked
-    against ``d_sae``.
-    """
-    counts = torch.as_tensor(fires)
-    d_sae = int(counts.numel())
-    kind, arg = parse_feature_spec(spec)
-    if kind == "all":
-        return list(range(d_sae))
-    if kind == "alive":
-        alive = torch.nonzero(counts > 0).flatten()
-        g = torch.Generator().manual_seed(int(seed))
-        pick = alive[torch.randperm(int(alive.numel()), generator=g)[: int(arg)]]  # type: ignore[arg-type]
-        return sorted(int(i) for i in pick)
-    bad = [i for i in arg if i >= d_sae]  # type: ignore[union-attr]
-    if bad:
-        raise InterpError(f"feature index {bad[0]} is out of range: the SAE has d_sae={d_sae}")
-    return list(arg)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------- logit effects
@@ -181,20 +157,6 @@ def _batch_topk(
     feat = torch.arange(m, device=f.device)
     sl = padded[w_local.unsqueeze(-1), p.unsqueeze(-1) + offs, feat[None, :, None]]
     return _TopK(vals, gid, sl)
-
-
-def check_sae(model: Model, sae: SparseAutoencoder) -> None:
-    """Refuse an SAE that does not read this model: its width or its model id differ."""
-    if sae.cfg.d_in != model.d_model:
-        raise InterpError(
-            f"SAE reads activations of width d_in={sae.cfg.d_in}, but model {model.model_id} "
-            f"has d_model={model.d_model}"
-        )
-    if sae.cfg.model_id and sae.cfg.model_id != model.model_id:
-        raise InterpError(
-            f"SAE was trained on model {sae.cfg.model_id!r} but the loaded model is "
-            f"{model.model_id!r}"
-        )
 
 
 @torch.no_grad()

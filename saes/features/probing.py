@@ -53,7 +53,7 @@ from interp.schema import (
     setting,
 )
 from interp.stats.intervals import mean_t_ci
-from saes.feature_steering import sae_layer
+from saes.features.steering import sae_layer
 from saes.loading import LoadedSAE, unpack_sae
 from saes.sae import SparseAutoencoder
 
