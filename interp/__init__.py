@@ -42,7 +42,7 @@ _LAZY = {
     "PatchResult": "interp.circuits.results",
     "AttentionConfig": "interp.circuits.results",
     "AttentionResult": "interp.circuits.results",
-    "run_patch": "interp.circuits.experiment",
+    "run_patch": "interp.circuits.patch",
     "run_attention": "interp.circuits.attention",
     "profile": "interp.profiling.session",
     "ProfileConfig": "interp.profiling.results",
@@ -80,7 +80,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from interp.circuits.attention import run_attention
-    from interp.circuits.experiment import run_patch
+    from interp.circuits.patch import run_patch
     from interp.circuits.results import (
         AttentionConfig,
         AttentionResult,

@@ -62,7 +62,7 @@ def _summary(r: AutoInterpResult, *, passed: bool, kind: str | None = None,
 
 
 def autointerp_report(result: AutoInterpResult) -> Report:
-    """The report (page and figures) of one :func:`~saes.autointerp.run.run_autointerp` run."""
+    """The report (page and figures) of one :func:`~saes.autointerp.explain.run_autointerp` run."""
     r = result
     figures: dict[str, ReportFigure] = {}
     if r.summary:

@@ -220,7 +220,7 @@ def public_names(package: str, subpackages: Iterable[str] = ()) -> list[PublicNa
 def job_of(entry: PublicName, package: str) -> str:
     """The tool a name belongs to: the subpackage of ``package`` that exports or defines it
     (``interp.circuits`` for ``interp.run_patch``, defined in
-    ``interp.circuits.experiment``); ``package`` itself for a name defined in one of its
+    ``interp.circuits.patch``); ``package`` itself for a name defined in one of its
     plain modules (``saes.results``: those hold the types of several tools)."""
     for home in entry.exported_by:
         if home != package:

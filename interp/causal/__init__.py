@@ -1,11 +1,11 @@
 """Causal validation: interchange interventions in subspaces and distributed alignment
 search (:mod:`interp.causal.interchange`; :func:`~interp.causal.das.run_das` over layers,
 with its controls); edge attribution (eap-clean, eap-corrupted, eap-ig) against exact path patching
-(:mod:`interp.causal.edges`; :func:`~interp.causal.edge_experiment.run_edges`)."""
+(:mod:`interp.causal.edge_effects`; :func:`~interp.causal.edges.run_edges`)."""
 
 from interp.causal.das import run_das
-from interp.causal.edge_experiment import run_edges
-from interp.causal.edges import circuit_lds, edge_attribution, exact_edges, graph_of
+from interp.causal.edge_effects import circuit_lds, edge_attribution, exact_edges, graph_of
+from interp.causal.edges import run_edges
 from interp.causal.interchange import (
     interchange,
     interchange_lds,

@@ -1,636 +1,376 @@
-"""Edge attribution (eap-clean, eap-corrupted, eap-ig), exact path patching and circuits.
+"""``run_edges``: edge attribution on a task, checked against exact path patching.
 
-On the graph of :mod:`interp.causal.graph`, with ``base`` the run that is patched and
-``source`` the run whose values are patched in (denoising: the corrupted prompt and the
-clean one), an edge ``u -> v``'s **exact effect** is the change of the answer − wrong
-logit difference (LD) when receiver ``v`` alone reads ``a_u(source)`` in place of
-``a_u(base)`` in its input; everything downstream of ``v`` then runs normally. It is run
-here as an intervention on ``v``'s input copy: ``x_v + Δ_u`` where ``Δ_u = a_u(source) -
-a_u(base)``, passed through ``v``'s own norm and projection (a query head's rows of
-``W_Q``, a key/value head's rows of ``W_K`` / ``W_V``, the MLP's input norm, the final
-norm for the logits).
+Reads and tokenizes the pairs and leaves out those whose clean − corrupted gap is too
+small (as ``interp patch`` does); scores every edge by the gradient estimators
+(eap-clean, eap-corrupted, eap-ig: :func:`interp.causal.edge_effects.edge_attribution`); patches
+a sample of edges exactly (the ``top`` edges by any estimator, plus a random sample
+stratified by receiver layer, seeded).
 
-Gradient estimators, named by where the receiver's gradient is taken (every one
-``Δ_u · ∂LD/∂x_v`` summed over positions; the direction sets only its sign):
+The test of a circuit is its **faithfulness** (Hanna et al. 2024): the share of the clean −
+corrupted gap kept when only the circuit's edges carry clean values. For each estimator
+and count n the curves hold its top n edges and its **matched baseline**: n edges drawn
+(``random_draws`` times) from its own ranks n+1 … 3n (``EdgeConfig.match_pool``), whose
+absolute score comes next, so that the baseline is as plausible as the top set and not zero by
+construction; an estimator whose ranking carries nothing at the top (random scores) sits
+on it. Beside them: n edges drawn from all 70,651 (the weak baseline, which keeps nothing
+on IOI at any n up to 1,000) and the top n sampled edges by exact path patching (a
+reference: the largest single-edge effects the sample holds, not an upper bound). Each
+estimator is compared with its matched baseline at every n (:class:`FaithVersus`).
 
-* **eap-clean**: the gradient at the clean run: Syed et al. (2023)'s EAP, whose
-  score is ``(a_u(corr) − a_u(clean)) · ∂L/∂x_v`` at the clean run (noising);
-* **eap-corrupted**: the gradient at the corrupted run: ``hannamw/EAP-IG``'s
-  ``EAP-IG-inputs`` with one step;
-* **eap-ig** (Hanna et al. 2024, the input-interpolation variant of ``hannamw/EAP-IG``):
-  the gradient averaged over the runs whose input embeddings are ``e_corr + (k/m)(e_clean
-  − e_corr)``, ``k = 0 .. m-1`` (the reference's points: the corrupted end in, the clean
-  end out; one step is eap-corrupted).
-
-The base run's gradient (the corrupted run when denoising, the clean one when noising) makes
-the score the derivative of the edge's exact patch. Also:
-
-* **Exact path patching** (:func:`exact_edges`): the intervention above, one row per
-  (pair, edge), batched as :func:`interp.circuits.patching.exact_patch` batches
-  components: a pair's edges sorted by receiver layer, in chunks that share one unpatched
-  prefix pass and run from their first receiver's block. Edges into the logits need no
-  forward pass (the final norm of the base's last residual plus ``Δ_u``).
-* **Circuit evaluation** (:func:`circuit_lds`): the clean prompt runs with every edge
-  outside a set reading its sender's *corrupted* output (``x_v + Σ_{u∉C}(a_u(corr) -
-  a_u(now))``): all edges gives the clean run, none the corrupted one.
-
-The receivers' gradients come from adding a zero tensor at each projection's output (and
-at the MLP's and the final norm's input) and pulling the gradient back through the
-receiver's norm and projection rows, one vector-Jacobian product per layer. The graph
-assumes the residual stream is the sum of the senders' outputs (pre-norm blocks, no norm
-after attention or the MLP): :func:`check_additive` verifies it on the model and says so
-in one line when it fails (Gemma's sandwich norms).
+The per-edge comparison with exact patching (Spearman and recall@k, bootstrap CIs over
+pairs, and Spearman on the random part alone) is a **local** check: each edge patched
+alone, where the estimator whose gradient is taken at the base run is the first-order
+expansion of that very patch and is favoured by construction.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import math
+import time
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
-from jaxtyping import Bool, Float, Int
+from jaxtyping import Float, Int
+from scipy import stats as sps
 from torch import Tensor
 
-from interp.causal.graph import Graph, Group, model_graph
-from interp.causal.results import EdgeConfig
-from interp.circuits.patching import (
-    HookFn,
-    ld_direction,
-    ld_from_block,
-    module_weight,
-    prefix_resid,
-    run_ld,
+from interp.causal.edge_effects import circuit_lds, edge_attribution, exact_edges, graph_of
+from interp.causal.edge_graph import EdgeGraph
+from interp.causal.results import (
+    Circuit,
+    CircuitEdge,
+    EdgeAgreement,
+    EdgeConfig,
+    EdgeResult,
+    FaithCurve,
+    FaithVersus,
+    SampledEdge,
 )
+from interp.circuits.agreement import recall_at_k, spearman
+from interp.circuits.groups import group_effects
+from interp.circuits.pairs import prepare_pairs
+from interp.circuits.patching import ld_direction, run_ld
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
-from interp.models.forward import can_run_from_block, forward
 from interp.models.loading import Model
-from interp.models.unembedding import final_rms_norm, wrapped_module
-from interp.runs.progress import make_progress
+from interp.runs.manifest import run_manifest
+from interp.stats.intervals import Z95, bootstrap_ci, mean_ci
+
+#: Edge counts on the faithfulness curve (those up to ``max_edges``, and ``max_edges``).
+CURVE = (1, 3, 10, 30, 100, 200, 300, 500, 1000, 3000, 10000)
 
 
-class EdgesUnsupported(InterpError):
-    """The model's residual stream is not the sum of the graph's senders."""
+def check_sample(graph: EdgeGraph, n: int) -> None:
+    """A sample of ``n`` edges fits the graph (a one-line error otherwise)."""
+    if n > graph.n_edges:
+        raise InterpError(f"--sample {n} is larger than the model's {graph.n_edges} edges")
 
 
-def _caps(n_layers: int) -> list[str]:
-    names = ["blocks.0.hook_resid_pre", "ln_final.hook_in"]
-    for layer in range(n_layers):
-        names += [f"blocks.{layer}.hook_resid_pre", f"blocks.{layer}.hook_resid_mid",
-                  f"blocks.{layer}.attn.hook_z", f"blocks.{layer}.hook_mlp_out"]
-    return list(dict.fromkeys(names))
+def sample_edges(
+    graph: EdgeGraph, scores: list[Tensor], n: int, top: int, seed: int
+) -> tuple[Tensor, list[str]]:
+    """``n`` edge indices: the ``top`` with the largest ``|score|`` under any of ``scores``
+    (each scaled by its largest), then a random sample of the rest stratified by receiver
+    layer (proportional allocation, largest remainders); and each one's origin."""
+    check_sample(graph, n)
+    chosen: list[int] = []
+    if scores and top:
+        rel = torch.stack([s.abs() / s.abs().max().clamp_min(1e-12) for s in scores]).amax(0)
+        chosen = torch.argsort(rel, descending=True, stable=True)[:top].tolist()
+    origin = ["top"] * len(chosen)
+    rest = n - len(chosen)
+    _, rcv = graph.edge_index
+    layer = graph.receiver_layer()[rcv]
+    free = torch.ones(graph.n_edges, dtype=torch.bool)
+    free[chosen] = False
+    strata = [torch.nonzero(free & (layer == v)).squeeze(1) for v in range(graph.n_layers + 1)]
+    sizes = np.array([len(s) for s in strata], dtype=np.float64)
+    want = sizes / sizes.sum() * rest
+    take = np.floor(want).astype(int)
+    for i in np.argsort(-(want - take), kind="stable")[: rest - int(take.sum())]:
+        take[i] += 1
+    g = torch.Generator().manual_seed(seed)
+    for s, k in zip(strata, take, strict=True):
+        if k:
+            pick = s[torch.randperm(len(s), generator=g)[:k]]
+            chosen += pick.tolist()
+            origin += ["random"] * int(k)
+    return torch.tensor(chosen, dtype=torch.long), origin
 
 
-@dataclass
-class GraphWeights:
-    """The modules and weights each receiver reads its input through, per layer (read
-    once from the bridge's wrapped modules: the same tensors, not copies)."""
-
-    ln1: list[Any]
-    ln2: list[Any]
-    w_qkv: list[tuple[Tensor, Tensor, Tensor]]  # [H, dh, d], [KV, dh, d], [KV, dh, d]
-    w_o: list[Tensor]  # [d, H, dh]
-    lnf: Any
-
-
-def graph_of(model: Model) -> Graph:
-    """The edge graph of ``model``'s shape."""
-    cfg = model.bridge.cfg
-    n_kv = int(getattr(cfg, "n_key_value_heads", None) or cfg.n_heads)
-    return model_graph(model.n_layers, int(cfg.n_heads), n_kv)
-
-
-def graph_weights(model: Model, graph: Graph) -> GraphWeights:
-    """The norms and projection weights of ``model`` that the graph's receivers read through."""
-    d, h, kv = model.d_model, graph.n_heads, graph.n_kv
-    dh = int(model.bridge.cfg.d_head)
-    ln1, ln2, qkv, wo = [], [], [], []
-    for block in model.bridge.blocks:
-        ln1.append(wrapped_module(block.ln1))
-        ln2.append(wrapped_module(block.ln2))
-        a = block.attn
-        qkv.append((module_weight(a.q).reshape(h, dh, d), module_weight(a.k).reshape(kv, dh, d),
-                    module_weight(a.v).reshape(kv, dh, d)))
-        wo.append(module_weight(a.o).reshape(d, h, dh))
-    return GraphWeights(ln1, ln2, qkv, wo, wrapped_module(model.bridge.ln_final))
+def agreement(
+    method: str, approx: Float[Tensor, "pairs k"], exact: Float[Tensor, "pairs k"],
+    origin: list[str], k: int, n_boot: int, seed: int,
+) -> EdgeAgreement:
+    """Spearman and recall@k of ``approx`` against ``exact`` (per-pair effects on the
+    sample), with percentile-bootstrap CIs over pairs."""
+    a, e = approx.double().numpy(), exact.double().numpy()
+    k = min(k, a.shape[1])
+    rho = spearman(a.mean(0), e.mean(0))
+    rec = recall_at_k(e.mean(0), a.mean(0), 0.0, k)
+    rho_ci = bootstrap_ci(lambda i: spearman(a[i].mean(0), e[i].mean(0)), a.shape[0],
+                          n_resamples=n_boot, seed=seed)
+    rec_ci = bootstrap_ci(lambda i: recall_at_k(e[i].mean(0), a[i].mean(0), 0.0, k),
+                          a.shape[0], n_resamples=n_boot, seed=seed)
+    rand = np.array([o == "random" for o in origin])
+    rho_r = spearman(a[:, rand].mean(0), e[:, rand].mean(0)) if rand.sum() > 2 else math.nan
+    return EdgeAgreement(method, a.shape[1], rho, rho_ci, k, rec, rec_ci, rho_r)
 
 
-def head_outputs(
-    w: GraphWeights, layer: int, z: Float[Tensor, "b pos heads d_head"]
-) -> Float[Tensor, "b pos heads d_model"]:
-    """Each head's ``z_h W_O[h]`` at ``layer`` (float32): the heads' sender outputs."""
-    return torch.einsum("bphk,dhk->bphd", z.float(), w.w_o[layer].float())
-
-
-def sender_outputs(
-    graph: Graph, w: GraphWeights, caps: dict[str, Tensor]
-) -> Float[Tensor, "b pos senders d_model"]:
-    """Every sender's output at every position, from a run's captures."""
-    first = caps["blocks.0.hook_resid_pre"]
-    b, p, d = first.shape
-    out = torch.empty(b, p, graph.n_senders, d, dtype=torch.float32, device=first.device)
-    out[:, :, 0] = first.float()
-    for layer in range(graph.n_layers):
-        s = graph.head_sender(layer, 0)
-        out[:, :, s:s + graph.n_heads] = head_outputs(w, layer,
-                                                      caps[f"blocks.{layer}.attn.hook_z"])
-        out[:, :, graph.mlp_sender(layer)] = caps[f"blocks.{layer}.hook_mlp_out"].float()
-    return out
-
-
-def check_additive(graph: Graph, w: GraphWeights, caps: dict[str, Tensor], model_id: str) -> None:
-    """The residual stream at every receiver equals the sum of its upstream senders'
-    outputs (relative error ≤ 1e-3), or a one-line :class:`EdgesUnsupported`."""
-    a = sender_outputs(graph, w, caps)
-    worst = 0.0
-    for g in graph.groups:
-        x = _resid_at(g, caps).float()
-        err = (a[:, :, :g.upstream].sum(2) - x).abs().max().item()
-        worst = max(worst, err / max(x.abs().max().item(), 1e-6))
-    if worst > 1e-3:
-        raise EdgesUnsupported(
-            f"edge attribution needs a residual stream that is the sum of the embeddings' "
-            f"and every head's and MLP's outputs; {model_id}'s differs by {worst:.2g} "
-            "(relative): a norm after attention or the MLP, as in Gemma")
-
-
-def _resid_at(g: Group, caps: dict[str, Tensor]) -> Tensor:
-    """The residual stream a group's receivers read (before their norm)."""
-    if g.kind == "logits":
-        return caps["ln_final.hook_in"]
-    point = "hook_resid_pre" if g.kind == "attn" else "hook_resid_mid"
-    return caps[f"blocks.{g.layer}.{point}"]
-
-
-# ------------------------------------------------------------------ receiver-input edits
-#: offsets(group) -> (rows, Δ [rows, pos, size, d]) or None: what to add to the group's
-#: receivers' input copies in this pass
-Offsets = Callable[[Group], tuple[Tensor, Tensor] | None]
-
-
-def _edit_hooks(
-    graph: Graph, w: GraphWeights, offsets: Offsets, state: dict[str, Tensor]
-) -> list[tuple[str, HookFn]]:
-    """Hooks that make each receiver read ``x + Δ`` (through its own norm and projection),
-    with ``Δ`` from ``offsets``; ``state`` collects the residual stream each group reads,
-    under the names :func:`_resid_at` reads them by (an ``offsets`` may read it too)."""
-    hooks: list[tuple[str, HookFn]] = []
-    memo: dict[int, tuple[Tensor, Tensor] | None] = {}
-
-    def keep(name: str) -> HookFn:
-        def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            state[name] = t.detach()
-            return t
-        return hook
-
-    def attn_edit(g: Group, kind: int) -> HookFn:
-        h, kv = graph.n_heads, graph.n_kv
-        lo, hi = [(0, h), (h, h + kv), (h + kv, h + 2 * kv)][kind]
-        weight, ln = w.w_qkv[g.layer][kind], w.ln1[g.layer]
-
-        def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            if kind == 0:
-                memo[g.first] = offsets(g)
-            got = memo.get(g.first)
-            if got is None:
-                return t
-            rows, delta = got
-            x = state[f"blocks.{g.layer}.hook_resid_pre"][rows][:, :, None, :]
-            dn = ln(x + delta[:, :, lo:hi].to(x.dtype)) - ln(x)
-            add = torch.einsum("kprd,rhd->kprh", dn, weight)
-            t = t.clone()
-            t[rows] = t[rows] + add.to(t.dtype)
-            return t
-        return hook
-
-    def mlp_edit(g: Group) -> HookFn:
-        ln = w.ln2[g.layer]
-
-        def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            got = offsets(g)
-            if got is None:
-                return t
-            rows, delta = got
-            x = state[f"blocks.{g.layer}.hook_resid_mid"][rows]
-            t = t.clone()
-            t[rows] = t[rows] + (ln(x + delta[:, :, 0].to(x.dtype)) - ln(x)).to(t.dtype)
-            return t
-        return hook
-
-    def logits_edit(g: Group) -> HookFn:
-        def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            got = offsets(g)
-            if got is None:
-                return t
-            rows, delta = got
-            t = t.clone()
-            t[rows] = t[rows] + delta[:, :, 0].to(t.dtype)
-            return t
-        return hook
-
-    for g in graph.groups:
-        if g.kind == "attn":
-            pre = f"blocks.{g.layer}.hook_resid_pre"
-            hooks.append((pre, keep(pre)))
-            for i, kind in enumerate("qkv"):
-                hooks.append((f"blocks.{g.layer}.attn.hook_{kind}", attn_edit(g, i)))
-        elif g.kind == "mlp":
-            mid = f"blocks.{g.layer}.hook_resid_mid"
-            hooks += [(mid, keep(mid)), (f"blocks.{g.layer}.mlp.hook_in", mlp_edit(g))]
-        else:
-            hooks += [("ln_final.hook_in", keep("ln_final.hook_in")),
-                      ("ln_final.hook_in", logits_edit(g))]
-    return hooks
-
-
-# ------------------------------------------------------------------ gradients: EAP, EAP-IG
-def _receiver_grads(
-    model: Model, graph: Graph, w: GraphWeights, ids: Tensor, mask: Tensor, d: Tensor,
-    embed: Tensor | None, capture: Sequence[str], prefix: Any = None,
-) -> tuple[list[Tensor], dict[str, Tensor]]:
-    """``∂LD/∂x_v`` for every receiver, per group ``[b, pos, size, d]``; the run on ``ids``
-    (with its input embeddings replaced by ``embed`` when given), and its captures.
-    With ``prefix`` (a KV cache of the first positions, copied, not extended), ``ids``
-    are the positions after them, and so are the gradients and captures."""
-    deltas: dict[str, Tensor] = {}
-
-    def adder(name: str) -> HookFn:
-        def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            deltas[name] = torch.zeros_like(t, requires_grad=True)
-            return t + deltas[name]
-        return hook
-
-    hooks: list[tuple[str, HookFn]] = []
-    if embed is not None:
-        hooks.append(("blocks.0.hook_resid_pre", lambda t, hook: embed.to(t.dtype)))
-    names = []
-    for layer in range(graph.n_layers):
-        names += [f"blocks.{layer}.attn.hook_{k}" for k in "qkv"]
-        names.append(f"blocks.{layer}.mlp.hook_in")
-    names.append("ln_final.hook_in")
-    hooks += [(n, adder(n)) for n in names]
-    need = [f"blocks.{layer}.hook_{p}" for layer in range(graph.n_layers)
-            for p in ("resid_pre", "resid_mid")]
-    cap = list(dict.fromkeys([*need, *capture]))
-    with torch.enable_grad():
-        ld, caps = run_ld(model, ids, mask, d, hooks, cap, cache=_fresh(prefix))
-        order = [n for n in names if n in deltas]
-        if len(order) != len(names):
-            raise InterpError("edge attribution: a receiver's hook point never fired")
-        grads = torch.autograd.grad(ld.sum(), [deltas[n] for n in order], allow_unused=True)
-    g = {n: (torch.zeros_like(deltas[n]) if x is None else x.detach())
-         for n, x in zip(order, grads, strict=True)}
-    vecs, xs, lns = [], [], []
-    for grp in graph.groups:
-        if grp.kind == "attn":
-            xs.append(caps[f"blocks.{grp.layer}.hook_resid_pre"])
-            lns.append(w.ln1[grp.layer])
-            vecs.append(torch.cat([
-                torch.einsum("bphk,hkd->bphd", g[f"blocks.{grp.layer}.attn.hook_{k}"].float(),
-                             wt.float())
-                for k, wt in zip("qkv", w.w_qkv[grp.layer], strict=True)], 2))
-        elif grp.kind == "mlp":
-            xs.append(caps[f"blocks.{grp.layer}.hook_resid_mid"])
-            lns.append(w.ln2[grp.layer])
-            vecs.append(g[f"blocks.{grp.layer}.mlp.hook_in"].float()[:, :, None])
-    out = _vjp(lns, xs, vecs)
-    out.append(g["ln_final.hook_in"].float()[:, :, None])
-    return out, caps
-
-
-def _fresh(prefix: Any) -> Any:
-    """A copy of a prefix KV cache for one pass (each pass extends its own), or None."""
-    return None if prefix is None else copy.deepcopy(prefix)
-
-
-def _prefix_cache(model: Model, ids: Tensor, mask: Tensor) -> Any:
-    """The KV cache of ``ids`` (no gradient): the positions every run of a batch shares."""
-    with torch.no_grad():
-        return forward(model, ids, mask.long(), use_cache=True)[1]
-
-
-def _vjp(lns: Sequence[Any], xs: Sequence[Tensor], us: Sequence[Tensor]) -> list[Tensor]:
-    """``J_ln(x)^T u_r`` for each norm, its input ``x [b, p, d]`` and each receiver's
-    ``u_r`` (``u [b, p, R, d]``): one backward pass for all of them."""
-    with torch.enable_grad():
-        xe = [x.detach()[:, :, None, :].expand_as(u).clone().requires_grad_(True)
-              for x, u in zip(xs, us, strict=True)]
-        total = torch.stack([(ln(x).float() * u).sum()
-                             for ln, x, u in zip(lns, xe, us, strict=True)]).sum()
-        grads = torch.autograd.grad(total, xe)
-    return [g.float() for g in grads]
-
-
-def _group_scores(
-    graph: Graph, diff: Float[Tensor, "b pos senders d"], grads: list[Tensor]
-) -> Float[Tensor, "b edges"]:
-    """``Δ_u · ∂LD/∂x_v`` for every edge, summed over positions.
-
-    One batched matrix product per receiver group on ``[b, senders, pos·d]`` (laid out
-    once; a group's upstream senders are a leading slice of it, a view): einsum on the
-    4-d tensors copied the senders' block for every group and took 10x longer."""
-    b, p, n_s, d = diff.shape
-    flat = diff.permute(0, 2, 1, 3).reshape(b, n_s, p * d)
-    parts = []
-    for g, gr in zip(graph.groups, grads, strict=True):
-        r = gr.permute(0, 1, 3, 2).reshape(b, p * d, g.size)
-        s = torch.bmm(flat[:, :g.upstream], r)  # [b, up, R]
-        parts.append(s.transpose(1, 2).reshape(b, -1))
-    return torch.cat(parts, 1)
-
-
-#: The gradient estimators, named by where the receivers' gradient is taken.
-GRADIENT_METHODS = ("eap-clean", "eap-corrupted", "eap-ig")
-
-
-def edge_attribution(
-    model: Model,
-    tt: TokenizedTask,
-    *,
-    steps: int = EdgeConfig.ig_steps,
-    direction: str = "denoise",
-    methods: Sequence[str] = GRADIENT_METHODS,
-    batch_size: int = 8,
-    cache_prefix: bool = True,
-    progress: bool | None = None,
-) -> dict[str, Float[Tensor, "pairs edges"]]:
-    """Scores of every edge for every pair, ``Δ_u · g_v`` summed over positions, with
-    ``Δ_u = a_u(source) − a_u(base)`` (``direction`` sets only the sign) and ``g_v`` the
-    receiver's gradient taken at:
-
-    * ``eap-clean``: the clean run (Syed et al.'s EAP; with ``direction="noise"`` it is
-      their score exactly, and the derivative of the exact patch at ε → 0);
-    * ``eap-corrupted``: the corrupted run (``hannamw/EAP-IG``'s one-step EAP-IG; with
-      ``direction="denoise"`` the derivative of the exact patch);
-    * ``eap-ig``: the mean over the runs whose input embeddings are ``e_corr + (k/m)(e_clean
-      − e_corr)``, ``k = 0 … m−1`` (``m = steps``): the corrupted end is included, the
-      clean end is not, as in the reference; its first point is ``eap-corrupted``.
-
-    Per batch: ``steps`` forward and backward passes along the path from the corrupted run
-    (``k = 0``, which also captures the corrupted senders' outputs), and one pass of the
-    clean run (with a backward only for ``eap-clean``). ``cache_prefix``: the positions
-    before the first one where a batch's prompts differ run once, as a KV cache
-    (``False``: every pass runs every position; the reference, equal up to float
-    rounding)."""
-    if steps < 1:
-        raise InterpError(f"steps must be at least 1, got {steps}")
-    unknown = [m for m in methods if m not in GRADIENT_METHODS]
-    if unknown or not methods:
-        raise InterpError(f"unknown gradient method {unknown or methods!r}: use "
-                          + ", ".join(GRADIENT_METHODS))
-    graph = graph_of(model)
-    w = graph_weights(model, graph)
-    sign = 1.0 if direction == "denoise" else -1.0  # Δ = source − base
-    names = _caps(graph.n_layers)
-    along = "eap-corrupted" in methods or "eap-ig" in methods
-    out: dict[str, list[Tensor]] = {m: [] for m in methods}
-    with make_progress(enabled=progress) as bar:
-        task = bar.add_task(f"edge gradients ({', '.join(methods)})", total=len(tt), info="")
-        for s in range(0, len(tt), batch_size):
-            sl = slice(s, s + batch_size)
-            clean_ids, corr_ids = tt.clean_ids[sl], tt.corrupted_ids[sl]
-            mask = tt.attention_mask[sl]
-            d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
-            # Before the first position where the prompts differ, every sender's output
-            # is the same in both runs and along the path (causal attention): those
-            # positions add nothing to any score, so they run once, as a KV cache, and
-            # every pass runs only the positions after them.
-            cut = min(first_difference(clean_ids, corr_ids), clean_ids.shape[1] - 1)
-            prefix = (_prefix_cache(model, corr_ids[:, :cut], mask[:, :cut])
-                      if cut > 0 and cache_prefix else None)
-            if prefix is None:
-                cut = 0
-            grads_clean = None
-            if "eap-clean" in methods:
-                grads_clean, clean = _receiver_grads(model, graph, w, clean_ids[:, cut:], mask,
-                                                     d, None, names, prefix)
-            else:
-                with torch.no_grad():
-                    _, clean = run_ld(model, clean_ids[:, cut:], mask, d, capture=names,
-                                      cache=_fresh(prefix))
-            grads0 = None
-            if along:
-                grads0, corr = _receiver_grads(model, graph, w, corr_ids[:, cut:], mask, d,
-                                               None, names, prefix)
-            else:
-                with torch.no_grad():
-                    _, corr = run_ld(model, corr_ids[:, cut:], mask, d, capture=names,
-                                     cache=_fresh(prefix))
-            if s == 0:
-                check_additive(graph, w, corr, model.model_id)
-            diff = sign * (sender_outputs(graph, w, clean) - sender_outputs(graph, w, corr))
-            diff = diff * mask[:, cut:, None, None].to(diff.dtype)
-            if grads_clean is not None:
-                out["eap-clean"].append(_group_scores(graph, diff, grads_clean).cpu())
-            if grads0 is not None and "eap-corrupted" in methods:
-                out["eap-corrupted"].append(_group_scores(graph, diff, grads0).cpu())
-            if grads0 is not None and "eap-ig" in methods:
-                total = [g.clone() for g in grads0]
-                e0, e1 = corr["blocks.0.hook_resid_pre"], clean["blocks.0.hook_resid_pre"]
-                for k in range(1, steps):
-                    emb = e0 + (k / steps) * (e1 - e0)
-                    more, _ = _receiver_grads(model, graph, w, corr_ids[:, cut:], mask, d,
-                                              emb, (), prefix)
-                    for t, m in zip(total, more, strict=True):
-                        t += m
-                out["eap-ig"].append(_group_scores(graph, diff, [t / steps for t in total]).cpu())
-            bar.advance(task, mask.shape[0])
-    return {m: torch.cat(v) for m, v in out.items()}
-
-
-def first_difference(a: Int[Tensor, "b width"], b: Int[Tensor, "b width"]) -> int:
-    """The first column where any row of ``a`` and ``b`` differ (the width if none)."""
-    cols = (a != b).any(0).nonzero()
-    return int(cols[0]) if len(cols) else a.shape[1]
-
-
-# ------------------------------------------------------------------ exact path patching
-def exact_edges(
-    model: Model,
-    tt: TokenizedTask,
-    edges: Int[Tensor, " k"],
-    *,
-    direction: str = "denoise",
-    batch_size: int = 32,
-    reuse_prefix: bool = True,
-    freeze_final_norm: bool = False,
-    scale: float = 1.0,
-    progress: bool | None = None,
-) -> Float[Tensor, "pairs k"]:
-    """Raw LD of the base run with each edge patched alone, per (pair, edge).
-
-    ``freeze_final_norm``: edges into the logits use the base run's final-norm scale
-    (the LD is then linear in the edge's ``Δ``: the difference of the sender's direct
-    logit attribution terms between the runs). ``reuse_prefix=False`` runs every chunk
-    whole (the reference for the prefix reuse). ``scale`` patches that fraction of each
-    ``Δ`` (``(patched(ε) - base) / ε`` tends to the edge's EAP score as ε → 0)."""
-    graph = graph_of(model)
-    w = graph_weights(model, graph)
+def prune(graph: EdgeGraph, edges: list[int]) -> list[int]:
+    """The edges left once every edge whose sender is not fed by another kept edge (or
+    is the input), or whose receiver's node feeds no kept edge (or is the logits), is
+    dropped, repeatedly."""
     snd, rcv = graph.edge_index
-    edges = edges.long().cpu()
-    e_snd, e_rcv = snd[edges], rcv[edges]
-    layer_of = graph.receiver_layer()[e_rcv]
-    groups = {g.first + i: g for g in graph.groups for i in range(g.size)}
-    base_ids, src_ids = tt.runs(direction)
-    names = _caps(graph.n_layers)
-    n, k = len(tt), len(edges)
-    out = torch.empty(n, k)
-    logit_edges = (layer_of == graph.n_layers).nonzero().squeeze(1)
-    inner = (layer_of < graph.n_layers).nonzero().squeeze(1)
-    inner = inner[torch.argsort(layer_of[inner], stable=True)]
-    n_chunks = -(-len(inner) // batch_size) if len(inner) else 0
-    size = -(-len(inner) // n_chunks) if n_chunks else 0
-    norm = final_rms_norm(model) if freeze_final_norm else None
-    if freeze_final_norm and norm is None:
-        raise InterpError("freeze_final_norm needs an RMSNorm final norm")
-    with torch.no_grad(), make_progress(enabled=progress) as bar:
-        task = bar.add_task("path patching", total=n * k, info="")
-        for p in range(n):
-            row = slice(p, p + 1)
-            mask = tt.attention_mask[row]
-            d = ld_direction(model, tt.answer[row], tt.wrong[row])
-            ld0, base = run_ld(model, base_ids[row], mask, d, capture=names)
-            _, src = run_ld(model, src_ids[row], mask, d, capture=names)
-            diff = (sender_outputs(graph, w, src) - sender_outputs(graph, w, base))[0]
-            diff = diff * mask[0, :, None, None].to(diff.dtype) * scale  # [pos, S, d]
-            if len(logit_edges):
-                x = base["ln_final.hook_in"][0, -1].float()
-                dl = diff[-1, e_snd[logit_edges]]  # [m, d]
-                if norm is not None:
-                    rms = torch.sqrt(x.pow(2).mean() + norm.eps)
-                    out[p, logit_edges] = (ld0.float() + (dl * norm.gain / rms) @ d[0]).cpu()
-                else:
-                    y = w.lnf((x + dl).to(model.dtype)).float()
-                    out[p, logit_edges] = (y @ d[0]).cpu()
-                bar.advance(task, len(logit_edges))
-            chunks = [inner[s:s + size] for s in range(0, len(inner), size)] if size else []
-            cut = reuse_prefix and len(chunks) > 1 and can_run_from_block(model)
-            rows_n = size
-            starts = [int(layer_of[c].min()) for c in chunks]
-            prefix = (prefix_resid(model, base_ids[row].expand(rows_n, -1),
-                              mask.expand(rows_n, -1), [s for s in starts if s > 0])
-                      if cut and any(s > 0 for s in starts) else {})
-            for chunk, start in zip(chunks, starts, strict=True):
-                m = len(chunk)
-                # pad to the common chunk size with rows that patch nothing
-                offs = _exact_offsets(groups, e_snd[chunk], e_rcv[chunk], diff)
-                state: dict[str, Tensor] = {}
-                hooks = _edit_hooks(graph, w, lambda g, o=offs: o.get(g.first), state)
-                amask = mask.expand(rows_n, -1)
-                dd = d.expand(rows_n, -1)
-                if start in prefix:
-                    ld = ld_from_block(model, prefix[start], start, amask, dd, hooks)
-                else:
-                    ld, _ = run_ld(model, base_ids[row].expand(rows_n, -1), amask, dd, hooks)
-                out[p, chunk] = ld[:m].float().cpu()
-                bar.advance(task, m)
-    return out
+    keep = list(edges)
+    while True:
+        fed = {"input"}
+        feeds = {"logits"}
+        for e in keep:
+            fed.update(graph.receiver_node(int(rcv[e])))
+            feeds.add(graph.senders[int(snd[e])])
+        new = [e for e in keep if graph.senders[int(snd[e])] in fed
+               and any(n in feeds for n in graph.receiver_node(int(rcv[e])))]
+        if len(new) == len(keep):
+            return new
+        keep = new
 
 
-def _exact_offsets(
-    groups: dict[int, Group], snd: Tensor, rcv: Tensor, diff: Tensor
-) -> dict[int, tuple[Tensor, Tensor]]:
-    """Per group (keyed by its first receiver): the rows that patch one of its receivers,
-    and their ``Δ`` at that receiver's slot (zero elsewhere)."""
-    out: dict[int, tuple[Tensor, Tensor]] = {}
-    by_group: dict[int, list[int]] = {}
-    for i in range(len(snd)):
-        by_group.setdefault(groups[int(rcv[i])].first, []).append(i)
-    pos, d = diff.shape[0], diff.shape[-1]
-    for first, idx in by_group.items():
-        g = groups[first]
-        delta = torch.zeros(len(idx), pos, g.size, d, dtype=diff.dtype, device=diff.device)
-        for j, i in enumerate(idx):
-            delta[j, :, int(rcv[i]) - g.first] = diff[:, int(snd[i])]
-        out[first] = (torch.tensor(idx, device=diff.device), delta)
-    return out
+def _faith(lds: Float[Tensor, "pairs circuits"], clean: Tensor, corr: Tensor) -> Tensor:
+    return (lds - corr[:, None]) / (clean - corr)[:, None]
 
 
-# ------------------------------------------------------------------ circuits
-def circuit_lds(
-    model: Model,
-    tt: TokenizedTask,
-    circuits: Sequence[Bool[Tensor, " edges"]],
-    *,
-    batch_size: int = 16,
+#: Differences of faithfulness smaller than this (a share of the gap) are not results: the
+#: interval of :func:`versus_matched` is at least this wide each side.
+RESOLUTION = 1e-3
+
+
+def matched_sets(
+    order: Int[Tensor, " edges"], n: int, draws: int, generator: torch.Generator
+) -> list[Int[Tensor, " n"]]:
+    """An estimator's matched baseline at ``n`` edges: ``draws`` sets of ``n`` edges, each
+    drawn without replacement from ``order[n : (1 + match_pool)·n]`` (the ranks just below
+    the top ``n`` by the estimator's ``|score|``, ``order`` being the edges by descending
+    ``|score|``); none when fewer edges than that are left."""
+    pool = order[n:(1 + EdgeConfig.match_pool) * n]
+    if len(pool) < EdgeConfig.match_pool * n:
+        return []
+    return [pool[torch.randperm(len(pool), generator=generator)[:n]] for _ in range(draws)]
+
+
+def versus_matched(
+    method: str, n: int, top: Float[np.ndarray, " pairs"],
+    matched: Float[np.ndarray, "pairs draws"], *, random: float | None = None,
+    exact: float | None = None,
+) -> FaithVersus:
+    """An estimator's top-``n`` faithfulness per pair against its matched draws per pair:
+    the difference of the means and its 95% interval ±√((1.96·SE)² + (t·s·√(1 + 1/R))²):
+    SE over pairs of the per-pair difference (the R draws averaged), s the standard
+    deviation of the R draws' means (the set-to-set noise; the top set is one more set
+    of that spread) and t the t-quantile with R − 1 degrees of freedom; at least
+    :data:`RESOLUTION` each side."""
+    kept, lo, hi = mean_ci(top)
+    per_pair = top - matched.mean(1)
+    p, r = matched.shape
+    se2 = float(per_pair.var(ddof=1)) / p if p > 1 else 0.0
+    draws = matched.mean(0)
+    s2 = float(draws.var(ddof=1)) if r > 1 else 0.0
+    diff = float(per_pair.mean())
+    t = float(sps.t.ppf(0.975, r - 1)) if r > 1 else 0.0
+    # a floor for float rounding: sets that keep nothing differ by ~1e-8 with no spread
+    half = max(math.sqrt(Z95**2 * se2 + t**2 * s2 * (1 + 1 / r)), RESOLUTION)
+    return FaithVersus(method, n, kept, [lo, hi], float(draws.mean()),
+                       [float(x) for x in draws], diff, [diff - half, diff + half],
+                       random=random, exact=exact)
+
+
+def faithfulness(
+    model: Model, tt: TokenizedTask, scores: dict[str, Float[Tensor, " edges"]],
+    config: EdgeConfig, clean: Float[Tensor, " pairs"], corr: Float[Tensor, " pairs"], *,
+    exact_order: Int[Tensor, " k"] | None = None, extra: Sequence[Tensor] = (),
     progress: bool | None = None,
-) -> Float[Tensor, "pairs circuits"]:
-    """Raw LD of the clean prompt with only each circuit's edges carrying clean values
-    (every other edge reads its sender's output in the corrupted run)."""
+) -> tuple[list[FaithCurve], list[FaithVersus], Float[np.ndarray, "pairs extra"]]:
+    """The faithfulness curves of every estimator in ``scores`` (its mean score per edge):
+    its top n edges and its matched baseline (:func:`matched_sets`) at each count of
+    :data:`CURVE` up to ``config.max_edges`` (and ``config.circuit_edges``); n edges drawn
+    from all (the weak baseline); the first n of ``exact_order`` (the sampled edges by
+    exact effect) where it holds n; each estimator against its matched baseline
+    (:func:`versus_matched`); and the faithfulness per pair of the ``extra`` edge sets."""
     graph = graph_of(model)
-    w = graph_weights(model, graph)
-    snd, rcv = graph.edge_index
-    names = _caps(graph.n_layers)
-    out = torch.empty(len(tt), len(circuits))
-    with torch.no_grad(), make_progress(enabled=progress) as bar:
-        task = bar.add_task("circuits", total=len(tt) * len(circuits), info="")
-        for s in range(0, len(tt), batch_size):
-            sl = slice(s, s + batch_size)
-            mask = tt.attention_mask[sl]
-            d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
-            _, corr = run_ld(model, tt.corrupted_ids[sl], mask, d, capture=names)
-            a_corr = sender_outputs(graph, w, corr)
-            for c, keep in enumerate(circuits):
-                sel = keep.nonzero().squeeze(1)
-                ld = _circuit_pass(model, graph, w, tt.clean_ids[sl], mask, d, corr, a_corr,
-                                   snd[sel], rcv[sel])
-                out[sl, c] = ld.float().cpu()
-                bar.advance(task, mask.shape[0])
-    return out
+    counts = sorted({c for c in CURVE if c < min(config.max_edges, graph.n_edges)}
+                    | {min(config.max_edges, graph.n_edges), config.circuit_edges})
+    counts = [c for c in counts if c <= graph.n_edges]
+    sets: list[Tensor] = []
+    labels: list[tuple[str, str, int]] = []  # (kind, method, n)
+
+    def add(idx: Tensor, label: tuple[str, str, int]) -> None:
+        mask = torch.zeros(graph.n_edges, dtype=torch.bool)
+        mask[idx] = True
+        sets.append(mask)
+        labels.append(label)
+
+    g = torch.Generator().manual_seed(config.seed + 1)
+    ranked = {m: torch.argsort(v.abs(), descending=True, stable=True)
+              for m, v in scores.items()}
+    for m, order in ranked.items():
+        for c in counts:
+            add(order[:c], ("top", m, c))
+            for idx in matched_sets(order, c, config.random_draws, g):
+                add(idx, ("matched", m, c))
+    for c in counts:
+        for _ in range(config.random_draws):
+            add(torch.randperm(graph.n_edges, generator=g)[:c], ("random", "random", c))
+    if exact_order is not None:
+        for c in counts:
+            if c <= len(exact_order):
+                add(exact_order[:c], ("exact", "exact", c))
+    for i, idx in enumerate(extra):
+        add(idx, ("extra", "", i))
+    faith = _faith(circuit_lds(model, tt, sets, batch_size=2 * config.batch_size,
+                               progress=progress), clean, corr).double().numpy()
+
+    def cols(kind: str, m: str, c: int) -> Float[np.ndarray, "pairs draws"]:
+        return faith[:, [i for i, lab in enumerate(labels) if lab == (kind, m, c)]]
+
+    curves: list[FaithCurve] = []
+    for kind, m in dict.fromkeys((k, m) for k, m, _ in labels if k != "extra"):
+        n, mean, ci = [], [], []
+        for c in counts:
+            f = cols(kind, m, c)
+            if f.shape[1]:
+                mu, lo, hi = mean_ci(f.mean(1))
+                n.append(c)
+                mean.append(mu)
+                ci.append([lo, hi])
+        curves.append(FaithCurve(m, n, mean, ci, kind=kind))
+    versus: list[FaithVersus] = []
+    for m in ranked:
+        for c in counts:
+            f = cols("matched", m, c)
+            if f.shape[1]:
+                rand, ex = cols("random", "random", c), cols("exact", "exact", c)
+                versus.append(versus_matched(
+                    m, c, cols("top", m, c)[:, 0], f,
+                    random=float(rand.mean()) if rand.size else None,
+                    exact=float(ex.mean()) if ex.size else None))
+    return curves, versus, faith[:, [i for i, lab in enumerate(labels) if lab[0] == "extra"]]
 
 
-def _circuit_pass(
-    model: Model, graph: Graph, w: GraphWeights, ids: Tensor, mask: Tensor, d: Tensor,
-    corr: dict[str, Tensor], a_corr: Tensor, c_snd: Tensor, c_rcv: Tensor,
-) -> Tensor:
-    """One clean pass whose receivers read corrupted values on every edge outside the
-    circuit ``(c_snd, c_rcv)``."""
-    b = ids.shape[0]
-    now = torch.zeros_like(a_corr)
-    state: dict[str, Tensor] = {}
-    rows = torch.arange(b, device=ids.device)
-    edges_in: dict[int, tuple[Tensor, Tensor]] = {}
-    for g in graph.groups:
-        sel = (c_rcv >= g.first) & (c_rcv < g.first + g.size)
-        if sel.any():
-            edges_in[g.first] = ((c_rcv[sel] - g.first).to(ids.device), c_snd[sel].to(ids.device))
+def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool | None = None,
+              **settings: Any) -> EdgeResult:
+    """Run one edge-attribution experiment (see the module docstring)."""
+    config = EdgeConfig.resolve(config, settings)
+    graph = graph_of(model)
+    bs = config.batch_size
+    pairs = prepare_pairs(model, config.task, limit=config.limit, min_gap=config.min_gap,
+                          group_by=config.group_by, batch_size=bs,
+                          before_pass=lambda: check_sample(graph, config.sample))
+    task, column, tt, keep = pairs.task, pairs.column, pairs.tokens, pairs.keep
+    clean, corr = pairs.clean, pairs.corrupted
+    denoise = config.direction == "denoise"
+    base_ld = corr if denoise else clean
+    seconds: dict[str, float] = {}
+    scores: dict[str, Tensor] = {}
 
-    def offsets(g: Group) -> tuple[Tensor, Tensor]:
-        base = _resid_at(g, corr).float() - _resid_at(g, state).float()
-        delta = base[:, :, None, :].repeat(1, 1, g.size, 1)
-        if g.first in edges_in:
-            slots, snds = edges_in[g.first]
-            keep = a_corr[:, :, snds] - now[:, :, snds]
-            delta.index_add_(2, slots, -keep)
-        return rows, delta
+    with torch.no_grad():  # one plain pass of a batch: the unit of forward-equivalents
+        sl = slice(0, bs)
+        d = ld_direction(model, tt.answer[sl], tt.wrong[sl])
+        run_ld(model, tt.clean_ids[sl], tt.attention_mask[sl], d)
+        t0 = time.perf_counter()
+        run_ld(model, tt.clean_ids[sl], tt.attention_mask[sl], d)
+        fwd = time.perf_counter() - t0
+    estimators = config.estimators
+    if estimators:
+        t0 = time.perf_counter()
+        scores.update(edge_attribution(model, tt, steps=config.ig_steps,
+                                       direction=config.direction, methods=estimators,
+                                       batch_size=bs, progress=progress))
+        # one call scores them all: its time is eap-ig's when eap-ig is among them
+        seconds["eap-ig" if "eap-ig" in estimators else estimators[0]] = (
+            time.perf_counter() - t0)
+    means = {m: s.mean(0) for m, s in scores.items()}
 
-    def record(fill: Callable[[Tensor], None]) -> HookFn:
-        """A hook that writes a sender's output of this pass into ``now``."""
-        def hook(t: Tensor, hook) -> Tensor:  # noqa: ARG001 (TL hook signature)
-            fill(t.detach())
-            return t
-        return hook
+    def approx(e: int) -> dict[str, float]:
+        """Edge ``e``'s mean score under each estimator run."""
+        return {m.replace("-", "_"): float(v[e]) for m, v in means.items()}
 
-    def heads(layer: int) -> Callable[[Tensor], None]:
-        def fill(z: Tensor) -> None:
-            s = graph.head_sender(layer, 0)
-            now[:, :, s:s + graph.n_heads] = head_outputs(w, layer, z)
-        return fill
+    sample, origin = sample_edges(graph, list(means.values()), config.sample,
+                                  min(config.top, config.sample) if means else 0, config.seed)
+    sampled: list[SampledEdge] = []
+    agree: list[EdgeAgreement] = []
+    exact_eff = None
+    if config.method in ("exact", "all"):
+        t0 = time.perf_counter()
+        raw = exact_edges(model, tt, sample, direction=config.direction, batch_size=4 * bs,
+                          progress=progress)
+        seconds["exact"] = time.perf_counter() - t0
+        exact_eff = raw - base_ld[:, None]
+        for m in estimators:
+            agree.append(agreement(m, scores[m][:, sample], exact_eff, origin,
+                                   config.recall_k, config.n_boot, config.seed))
+        scores["exact"] = exact_eff
+        scores["exact_edges"] = sample  # the edge index of each of exact's columns
+        em = exact_eff.mean(0)
+        for j, e in enumerate(sample.tolist()):
+            sampled.append(SampledEdge(graph.edge_name(e), origin[j], float(em[j]),
+                                       **approx(e)))
 
-    def mlp(layer: int) -> Callable[[Tensor], None]:
-        def fill(x: Tensor) -> None:
-            now[:, :, graph.mlp_sender(layer)] = x.float()
-        return fill
+    curves: list[FaithCurve] = []
+    versus: list[FaithVersus] = []
+    circuit = None
+    if means:
+        best = "eap-ig" if "eap-ig" in means else next(iter(means))
+        order = torch.argsort(means[best].abs(), descending=True, stable=True)
+        pruned = prune(graph, order[:config.circuit_edges].tolist())
+        t0 = time.perf_counter()
+        exact_order = (sample[torch.argsort(exact_eff.mean(0).abs(), descending=True,
+                                            stable=True)] if exact_eff is not None else None)
+        curves, versus, extra = faithfulness(
+            model, tt, means, config, clean, corr, exact_order=exact_order,
+            extra=[torch.tensor(pruned, dtype=torch.long)], progress=progress)
+        seconds["circuits"] = time.perf_counter() - t0
+        mu, lo, hi = mean_ci(extra[:, 0])
+        snd, rcv = graph.edge_index
+        circuit = Circuit(best, config.circuit_edges, [
+            CircuitEdge(graph.senders[int(snd[e])], graph.receivers[int(rcv[e])],
+                        float(means[best][e])) for e in pruned], mu, [lo, hi])
 
-    def embed(x: Tensor) -> None:
-        now[:, :, 0] = x.float()
+    top_edges = []
+    if means:
+        lead = "eap-ig" if "eap-ig" in means else next(iter(means))
+        for e in torch.argsort(means[lead].abs(), descending=True, stable=True)[:20].tolist():
+            ex = None
+            hit = (sample == e).nonzero()
+            if exact_eff is not None and len(hit):
+                ex = float(exact_eff[:, int(hit[0])].mean())
+            top_edges.append(SampledEdge(graph.edge_name(e), "top",
+                                         ex if ex is not None else math.nan, **approx(e)))
 
-    hooks = [("blocks.0.hook_resid_pre", record(embed))]
-    for layer in range(graph.n_layers):
-        hooks.append((f"blocks.{layer}.attn.hook_z", record(heads(layer))))
-        hooks.append((f"blocks.{layer}.hook_mlp_out", record(mlp(layer))))
-    hooks += _edit_hooks(graph, w, offsets, state)
-    ld, _ = run_ld(model, ids, mask, d, hooks)
-    return ld
+    summary = pairs.summary()
+    result = EdgeResult(
+        config=config, task=summary, n_edges=graph.n_edges, n_senders=graph.n_senders,
+        n_receivers=graph.n_receivers, seconds=seconds, forward_seconds=fwd,
+        agreement=agree, faithfulness=curves, versus=versus, circuit=circuit, sample=sampled,
+        top_edges=top_edges, model_id=model.model_id, scores=scores,
+        manifest=run_manifest(model_id=model.model_id, seed=config.seed,
+                              dataset_hash=task.sha256, config=config.to_dict()))
+    if column is not None and exact_eff is not None:
+        norm = exact_eff / (clean - corr)[:, None]
+        labels_g = task.groups(column)
+        result.groups = group_effects(
+            norm, [s.edge for s in sampled], [labels_g[i] for i in keep], column=column,
+            method="exact", baseline=0.0)
+        for line in result.groups.warnings():
+            result.warn(line)
+    for v in result.versus_at(config.circuit_edges):
+        if v.verdict != "beats":
+            result.warn(f"{v.method}: its top {v.n} edges keep {v.kept:.2f} of the gap, "
+                        f"{v.matched:.2f} for edges matched in |score|: {v.verdict} of that "
+                        "baseline; its ranking does not pick a more faithful circuit")
+    for a in agree:
+        if a.spearman_ci95[1] < 0.8:
+            result.warn(f"{a.method}: Spearman against exact path patching, edge by edge "
+                        f"(a local check), is {a.spearman:.2f}, its interval below 0.8")
+    return result

@@ -352,7 +352,7 @@ def parse_edge_method(text: str) -> str:
 
 @dataclass(frozen=True)
 class EdgeConfig(Config):
-    """What :func:`~interp.causal.edge_experiment.run_edges` scores, and against what."""
+    """What :func:`~interp.causal.edges.run_edges` scores, and against what."""
 
     task: str = setting("ioi", check=not_empty, metavar="NAME|FILE",
                         help="A shipped circuit task (ioi, capitals, pronoun) or a JSONL file "
@@ -465,7 +465,7 @@ class FaithVersus:
     ``difference_ci95``: the pairs' noise (standard error of the per-pair difference) and
     the set-to-set noise (the spread of the matched draws' means, the top set counted as
     one more draw, with a t-quantile for the few draws) together:
-    :func:`~interp.causal.edge_experiment.versus_matched`."""
+    :func:`~interp.causal.edges.versus_matched`."""
 
     method: str
     n: int

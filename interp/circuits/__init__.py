@@ -1,6 +1,6 @@
 """Circuits: which components carry a behaviour.
 
-* :func:`~interp.circuits.experiment.run_patch`: exact activation patching over a family of
+* :func:`~interp.circuits.patch.run_patch`: exact activation patching over a family of
   components (residual stream, attention and MLP outputs per layer × position, heads), attribution
   patching (AtP, AtP*) and how well it recovers the exact effects, with direct logit attribution on
   the clean runs;
@@ -17,7 +17,7 @@ from interp.circuits.agreement import compare
 from interp.circuits.attention import run_attention
 from interp.circuits.attribution import atp, atp_star
 from interp.circuits.dla import direct_logit_attribution
-from interp.circuits.experiment import run_patch
+from interp.circuits.patch import run_patch
 from interp.circuits.patching import Component, components, exact_patch, family_hook, pair_lds
 from interp.circuits.results import (
     Agreement,

@@ -3,8 +3,8 @@
 :func:`prepare_pairs` loads the task, checks the grouping column, tokenizes the pairs,
 measures each pair's clean and corrupted logit difference and keeps the pairs whose gap is
 at least ``min_gap`` (a smaller gap cannot normalise an effect): the prologue activation
-patching (:func:`~interp.circuits.experiment.run_patch`) and edge attribution
-(:func:`~interp.causal.edges.run_edges`) share. Its :meth:`PreparedPairs.summary` is the
+patching (:func:`~interp.circuits.patch.run_patch`) and edge attribution
+(:func:`~interp.causal.edge_effects.run_edges`) share. Its :meth:`PreparedPairs.summary` is the
 task's record in their results.
 """
 

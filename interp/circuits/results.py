@@ -101,7 +101,7 @@ def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], Any]:
 
 @dataclass(frozen=True)
 class PatchConfig(Config):
-    """What :func:`~interp.circuits.experiment.run_patch` patches, how, and on which pairs.
+    """What :func:`~interp.circuits.patch.run_patch` patches, how, and on which pairs.
 
     ``layers`` is a list, one layer, ``"3,6"`` or ``"all"`` (``None``: every layer); a
     result's config holds the resolved list.

@@ -66,8 +66,8 @@ def edges(model_name: str | None, device: str, dtype: str, batch_size: int, seed
           out_dir: str, as_json: bool, **settings: Any) -> None:
     """Score every edge by eap-clean, eap-corrupted and eap-ig; test each one's circuits
     against edge sets matched in score, and check a sample against exact path patching."""
-    from interp.causal.edge_experiment import run_edges
-    from interp.causal.edges import graph_of
+    from interp.causal.edge_effects import graph_of
+    from interp.causal.edges import run_edges
     from interp.circuits.pairs import check_task
     from interp.runs.outdir import OutDir
     from reports.causal import edges_report

@@ -71,6 +71,7 @@ def graph(prompt: str | None, transcoders_dir: str, task: str | None, save_adjac
         else:
             assert prompt is not None
             from reports.graph import graph_report
+            from saes.graphs.graph import run_attribution
             from saes.graphs.outputs import (
                 ADJACENCY_FILE,
                 adjacency_bytes,
@@ -78,7 +79,6 @@ def graph(prompt: str | None, transcoders_dir: str, task: str | None, save_adjac
                 transcoder_explanations,
             )
             from saes.graphs.results import AttributionConfig
-            from saes.graphs.run import run_attribution
 
             acfg = AttributionConfig(**{k: v for k, v in cfg.to_dict().items()
                                         if k in AttributionConfig.settings()})

@@ -19,8 +19,8 @@ from interp.cli.options import build_config, config_options
 def patch(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
           out_dir: str, **settings: Any) -> None:
     """Patch every component of a family over clean/corrupted pairs; compare AtP with exact."""
-    from interp.circuits.experiment import run_patch
     from interp.circuits.pairs import check_task
+    from interp.circuits.patch import run_patch
     from interp.runs.outdir import OutDir
     from reports.patching import patching_report
 

@@ -1,6 +1,6 @@
 """Automatic interpretation of SAE features, offline, scored against null controls.
 
-:func:`~saes.autointerp.run.run_autointerp` reads each feature's contexts
+:func:`~saes.autointerp.explain.run_autointerp` reads each feature's contexts
 (:mod:`~saes.autointerp.contexts`), explains them (:mod:`~saes.autointerp.explainers`: the
 programmatic baseline and a language-model explainer), scores the explanations by
 detection and fuzzing from a scorer model's log-probabilities
@@ -10,9 +10,9 @@ detection and fuzzing from a scorer model's log-probabilities
 and reads ``explanations.jsonl``.
 """
 
+from saes.autointerp.explain import run_autointerp
 from saes.autointerp.explainers import Cue, lm_explanations, programmatic_explanation, token_cues
 from saes.autointerp.results import AutoInterpConfig, AutoInterpResult
-from saes.autointerp.run import run_autointerp
 from saes.autointerp.scoring import (
     DETECTION,
     FUZZING,

@@ -9,7 +9,7 @@
     graph.replacement_score, graph.agreement["spearman_real"]
 """
 
+from saes.graphs.graph import run_attribution
 from saes.graphs.results import AttributionConfig, AttributionGraph, FeatureCheck
-from saes.graphs.run import run_attribution
 
 __all__ = ["AttributionConfig", "AttributionGraph", "FeatureCheck", "run_attribution"]

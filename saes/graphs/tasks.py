@@ -22,8 +22,8 @@ from interp.runs.progress import make_progress
 from interp.schema import Headline, Result, at_least, setting
 from interp.stats.intervals import bootstrap_ci
 from saes.graphs.checks import sign_null
+from saes.graphs.graph import run_attribution
 from saes.graphs.results import AttributionConfig, beats_controls
-from saes.graphs.run import run_attribution
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -35,7 +35,7 @@ def test_das_report_in_browser(tiny_model, tmp_path):
 
 @pytest.mark.browser
 def test_edges_report_in_browser(tiny_model, tmp_path):
-    from interp.causal.edge_experiment import run_edges
+    from interp.causal.edges import run_edges
     from interp.causal.results import EdgeConfig
     from reports.causal import edges_report
 

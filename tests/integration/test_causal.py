@@ -32,7 +32,7 @@ def test_real_head_to_logits_edge_is_the_dla_difference(model):
     logit attribution terms between the runs (DLA from ``interp patch``'s own code)."""
     import torch
 
-    from interp.causal.edges import exact_edges, graph_of
+    from interp.causal.edge_effects import exact_edges, graph_of
     from interp.circuits import load_task, pair_lds, tokenize_task
     from interp.circuits.dla import direct_logit_attribution
     from interp.circuits.patching import ld_direction, run_ld
@@ -69,7 +69,7 @@ def test_real_edges_on_ioi(model):
     ranks the sampled edges as exact path patching does (Spearman ≥ 0.8); MLP 0 reading
     the input is the largest edge (several nats), which eap-corrupted misses (saturation)
     and eap-ig finds."""
-    from interp.causal.edge_experiment import run_edges
+    from interp.causal.edges import run_edges
     from interp.causal.results import EdgeConfig
 
     res = run_edges(model, EdgeConfig(task="ioi", limit=8, sample=100, top=20,

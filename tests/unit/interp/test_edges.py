@@ -8,21 +8,21 @@ import pytest
 import torch
 
 import interp
-from interp.causal.edge_experiment import (
-    faithfulness,
-    matched_sets,
-    prune,
-    run_edges,
-    sample_edges,
-)
-from interp.causal.edges import (
+from interp.causal.edge_effects import (
     EdgesUnsupported,
     circuit_lds,
     edge_attribution,
     exact_edges,
     graph_of,
 )
-from interp.causal.graph import model_graph
+from interp.causal.edge_graph import model_graph
+from interp.causal.edges import (
+    faithfulness,
+    matched_sets,
+    prune,
+    run_edges,
+    sample_edges,
+)
 from interp.causal.results import EdgeConfig, EdgeResult, parse_edge_method
 from interp.circuits import pair_lds, tokenize_task
 from interp.circuits.patching import ld_direction, module_weight, run_ld

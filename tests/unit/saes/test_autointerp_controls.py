@@ -234,7 +234,7 @@ def test_random_weight_comparison_fires_on_a_gap_only():
     """Mann–Whitney between SAE and random-weight features' differences: a real gap gives
     p < 0.05, two draws of one distribution do not; an SAE row above shuffled but not above
     random-weight features is not called explained."""
-    from saes.autointerp.run import summarize
+    from saes.autointerp.explain import summarize
 
     rng = np.random.default_rng(1)
     same = compare_groups(rng.normal(0.1, 0.1, 40).tolist(), rng.normal(0.1, 0.1, 40).tolist())

@@ -15,8 +15,8 @@ from interp.data.windows import pack_windows
 from interp.errors import InterpError
 from saes.autointerp import AutoInterpConfig, run_autointerp
 from saes.autointerp.contexts import feature_examples, planted_activations
+from saes.autointerp.explain import derangement
 from saes.autointerp.metrics import auroc, balanced_accuracy, paired_difference
-from saes.autointerp.run import derangement
 from saes.autointerp.scoring import marked_text
 from saes.sae import SAEConfig, SparseAutoencoder
 from tests.conftest import TINY_TEXT
@@ -239,7 +239,7 @@ def test_scorers_are_loaded_in_the_explained_models_dtype(tiny_model_dir):
     import torch
 
     import interp
-    from saes.autointerp.run import _load
+    from saes.autointerp.explain import _load
 
     explained = interp.load(str(tiny_model_dir), dtype="bfloat16")
     loaded: dict = {}

@@ -113,8 +113,8 @@ def test_total_effects_are_the_replacement_models_derivative(tiny_model):
     the path sum over the adjacency is the derivative the interventions are predicted from."""
     from saes.graphs.attribution import Nodes
     from saes.graphs.checks import _deltas, replacement_metric, writes
+    from saes.graphs.graph import _targets
     from saes.graphs.influence import total_effects
-    from saes.graphs.run import _targets
 
     model = tiny_model
     tcs = random_transcoders(model, [0, 1, 2])
@@ -277,7 +277,7 @@ def test_freezing_the_real_model_at_its_own_values_changes_nothing(which, reques
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
     from saes.graphs.attribution import Nodes
-    from saes.graphs.run import _targets
+    from saes.graphs.graph import _targets
 
     lay, pos, feat, act, _ = active_features(fz, tcs.by_layer)
     cfg = AttributionConfig(target=" Paris, Rome", control_graphs=0)
@@ -394,7 +394,7 @@ def test_a_graph_over_the_memory_refuses_before_the_backward_passes(tiny_model, 
     graph is refused in one line naming the remedy; a cap needs far less."""
     import interp.runs.memory as memory
     from interp.errors import InterpError
-    from saes.graphs.run import GRAPH_MATRICES
+    from saes.graphs.graph import GRAPH_MATRICES
 
     tcs = random_transcoders(tiny_model, [0, 1, 2])
     full = run_attribution(tiny_model, tcs, PROMPT, AttributionConfig(
@@ -638,8 +638,8 @@ def test_viewer_keeps_the_edges_of_most_influence():
     pre-activation units) but feature 2 barely reaches the target (1e-4); token 0 →
     feature 0 → target carries the influence. With room for two edges, the kept ones are
     feature 0's, by influence; by |weight| the useless edge would be first."""
+    from saes.graphs.graph import _edge_rows
     from saes.graphs.influence import prune
-    from saes.graphs.run import _edge_rows
 
     nodes = _toy_nodes(3, 1, 2, [1.0])
     n = nodes.total

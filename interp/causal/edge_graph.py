@@ -46,7 +46,7 @@ class Group:
 
 
 @dataclass(frozen=True)
-class Graph:
+class EdgeGraph:
     """The senders, receivers and edges of a model with ``n_layers`` blocks."""
 
     n_layers: int
@@ -183,6 +183,6 @@ class Graph:
         return [f"{layer_part}.h{idx * rep + j}" for j in range(rep)]
 
 
-def model_graph(n_layers: int, n_heads: int, n_kv: int) -> Graph:
+def model_graph(n_layers: int, n_heads: int, n_kv: int) -> EdgeGraph:
     """The graph of a model's shape (one place that builds it)."""
-    return Graph(n_layers, n_heads, n_kv)
+    return EdgeGraph(n_layers, n_heads, n_kv)
