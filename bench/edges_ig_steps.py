@@ -7,7 +7,7 @@ On SmolLM2 (70,651 edges), every edge of every pair is scored by eap-ig at each 
 m: the mean over k = 0 … m−1 of the score with the receivers' gradient taken at the input
 e_corr + (k/m)(e_clean − e_corr), as ``hannamw/EAP-IG`` (m = 1 is eap-corrupted). Every m
 divides the largest (the reference, R), so each m's points are among R's: the R gradient
-passes per batch run once (the library's own passes, ``interp.causal.edges``), each point's
+passes per batch run once (the library's own passes, ``interp.causal.edge_effects``), each point's
 scores are kept, and m's scores are the mean of its points' (the score is linear in the
 gradient). The first batch is checked against ``edge_attribution`` at m = 2. Each m is
 compared with R:
@@ -41,7 +41,7 @@ import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 import interp  # noqa: E402
-from interp.causal.edges import (  # noqa: E402
+from interp.causal.edge_effects import (  # noqa: E402
     _caps,
     _fresh,
     _group_scores,

@@ -143,6 +143,9 @@ def _describe(obj: Any, name: str, home: ModuleType) -> tuple[str, str, str, str
     qualname = getattr(obj, "__qualname__", None)
     if (inspect.isclass(obj) or inspect.isroutine(obj)) and module and qualname:
         return module, qualname, "class" if inspect.isclass(obj) else "function", obj.__doc__
+    callback = getattr(obj, "callback", None)  # a click command: its help is its docstring
+    if callable(callback) and isinstance(getattr(obj, "help", None), str):
+        return callback.__module__, name, "data", obj.help
     # data (a constant, a registry): documented where it is assigned, by a ``#:`` comment;
     # find the module that assigns it by following the package's own import
     source = _data_home(home, name, obj)
