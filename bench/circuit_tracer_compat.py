@@ -226,8 +226,8 @@ def interp_side(work: Path, variants: tuple[str, ...]) -> dict[str, Any]:
     import interp
     from saes.graphs import AttributionConfig, run_attribution
     from saes.graphs.attribution import active_features
-    from saes.graphs.replacement import Stack, freeze
     from saes.graphs.graph import _targets
+    from saes.graphs.replacement import Stack, freeze
     from saes.transcoders.formats import write_circuit_tracer
 
     model = interp.load(str(work / "model"))

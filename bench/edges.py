@@ -30,8 +30,8 @@ os.environ.setdefault("INTERP_NO_PROGRESS", "1")
 import torch  # noqa: E402
 
 import interp  # noqa: E402
-from interp.causal.edges import sample_edges  # noqa: E402
 from interp.causal.edge_effects import edge_attribution, exact_edges, graph_of  # noqa: E402
+from interp.causal.edges import sample_edges  # noqa: E402
 from interp.causal.results import EdgeConfig  # noqa: E402
 from interp.circuits import load_task, tokenize_task  # noqa: E402
 from interp.circuits.patching import ld_direction, run_ld  # noqa: E402
