@@ -12,7 +12,23 @@ scipy and statsmodels, which a command line that only parses its options should 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from interp.lazy import lazy_names
+
+if TYPE_CHECKING:
+    from interp.stats.intervals import (
+        Z95,
+        bootstrap_ci,
+        cluster_bootstrap_ci,
+        mean_ci,
+        mean_t_ci,
+        pearson_ci,
+        wilson,
+        wilson_ci,
+    )
+    from interp.stats.rates import Correlation, Rate
+    from interp.stats.tests import mcnemar_exact, paired_difference_ci
 
 _INTERVALS = "interp.stats.intervals"
 __getattr__, __dir__ = lazy_names(__name__, {
