@@ -23,7 +23,7 @@ from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows
 from interp.stats.tests import benjamini_hochberg
 from saes.autointerp import AutoInterpConfig, run_autointerp
-from saes.autointerp import run as ai_run
+from saes.autointerp import explain as ai_run
 from saes.autointerp.metrics import compare_groups, difference_p_value
 from saes.autointerp.results import FeatureScore
 from saes.autointerp.token_scorer import parse_cues, token_scores
