@@ -86,24 +86,20 @@ def test_search_finds_an_api_name(site):
 
     url_page = site / "search.html"
     # visit() loads a file; the query goes in the URL, so load the page with it directly
-    from tests.support.browser import CHROMIUM_ARGS, chromium_path, require_browser
-
-    require_browser()
-    from playwright.sync_api import sync_playwright
+    from tests.support.browser import shared_browser
 
     errors: list[str] = []
     requests: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(url_page.resolve().as_uri() + "?q=run_probe", wait_until="load")
-            hits = search(page)
-        finally:
-            browser.close()
+    context = shared_browser().new_context()
+    try:
+        page = context.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(url_page.resolve().as_uri() + "?q=run_probe", wait_until="load")
+        hits = search(page)
+    finally:
+        context.close()
     assert not errors, errors
     assert not _only_local([r.split("?")[0] for r in requests], site)
     assert any("run_probe" in (h or "") for h in hits), hits[:10]

@@ -55,35 +55,61 @@ class PageVisit:
     checks: Any = None
 
 
+#: One playwright and one Chromium per test process, started on the first visit and closed
+#: at exit: a launch costs about a second, and each visit still gets a fresh context.
+_SHARED: dict[str, Any] = {}
+
+
+def shared_browser() -> Any:
+    """This process's Chromium (started on first use; skips the test when there is none)."""
+    require_browser()
+    if "browser" not in _SHARED:
+        import atexit
+
+        from playwright.sync_api import sync_playwright
+
+        pw = sync_playwright().start()
+        _SHARED["playwright"] = pw
+        _SHARED["browser"] = pw.chromium.launch(executable_path=chromium_path(),
+                                                args=CHROMIUM_ARGS)
+        atexit.register(_close_browser)
+    return _SHARED["browser"]
+
+
+def _close_browser() -> None:
+    browser, pw = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
+    for close in (getattr(browser, "close", None), getattr(pw, "stop", None)):
+        try:
+            if close is not None:
+                close()
+        except Exception:  # noqa: BLE001 - at exit: nothing left to report to
+            pass
+
+
 def visit(
     path: Path, screenshot: str, check: Callable[[Any], Any] | None = None,
     width: int = 1280,
 ) -> PageVisit:
     """Load ``path`` in a fresh context, run ``check(page)``, save a full-page screenshot."""
     require_browser()
-    from playwright.sync_api import sync_playwright
-
     out = PageVisit(url=path.resolve().as_uri())
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": width, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.on("console", lambda m: out.console_errors.append(m.text)
-                    if m.type == "error" else None)
-            page.on("pageerror", lambda e: out.page_errors.append(str(e)))
-            page.on("request", lambda r: out.requests.append(r.url))
-            page.on("dialog", lambda d: (out.dialogs.append(d.message), d.dismiss()))
-            page.goto(out.url, wait_until="load")
-            page.wait_for_load_state("networkidle")
-            if check is not None:
-                out.checks = check(page)
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
-            context.close()
-        finally:
-            browser.close()
+    context = shared_browser().new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.on("console", lambda m: out.console_errors.append(m.text)
+                if m.type == "error" else None)
+        page.on("pageerror", lambda e: out.page_errors.append(str(e)))
+        page.on("request", lambda r: out.requests.append(r.url))
+        page.on("dialog", lambda d: (out.dialogs.append(d.message), d.dismiss()))
+        page.goto(out.url, wait_until="load")
+        page.wait_for_load_state("networkidle")
+        if check is not None:
+            out.checks = check(page)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
+    finally:
+        context.close()
     return out
 
 
