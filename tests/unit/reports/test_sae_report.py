@@ -163,9 +163,10 @@ def res() -> dict:
     return fake_result()
 
 
-@pytest.fixture
-def page(res) -> str:
-    return sae_report(SAEEvalResult.from_dict(res), fake_manifest()).html
+@pytest.fixture(scope="module")
+def page() -> str:
+    """The page of the unmodified result (rendered once: the tests only read it)."""
+    return sae_report(SAEEvalResult.from_dict(fake_result()), fake_manifest()).html
 
 
 # ------------------------------------------------------------------------ content
