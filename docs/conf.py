@@ -35,6 +35,7 @@ extensions = [
     "api_glance",  # docs/_ext/api_glance.py: the generated "API at a glance" page
     "submodule_first",  # docs/_ext: interp.causal.interchange is the module, not the function
     "costs",  # docs/_ext/costs.py: a measured cost line under every shell block
+    "counts",  # docs/_ext/counts.py: counts the pages quote, computed at build time
 ]
 
 exclude_patterns = ["_build", "_ext", "**/.ipynb_checkpoints", "README.md"]

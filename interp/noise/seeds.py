@@ -16,15 +16,20 @@ from pathlib import Path
 from interp.errors import InterpError
 from interp.noise.metrics import flatten, read_results
 from interp.noise.results import MetricSummary, SeedsResult
+from interp.schema.settings import SEED_MAX
 
 SEED_DIR = "seed-{}"
 
 
 def check_seeds(k: int) -> None:
-    """``k`` must be an int ≥ 2 (one run has no spread); else an
-    :class:`~interp.errors.InterpError`."""
+    """``k`` must be an int ≥ 2 (one run has no spread) whose seeds ``0 … k − 1`` are all
+    seeds every library here takes (``k ≤ SEED_MAX + 1``); else an
+    :class:`~interp.errors.InterpError`, before any run starts."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
         raise InterpError(f"seeds needs K ≥ 2 runs to measure a spread, got {k}")
+    if k > SEED_MAX + 1:
+        raise InterpError(f"seeds K must be at most {SEED_MAX + 1:,} (its seeds 0 … K − 1 "
+                          f"must be valid seeds, at most {SEED_MAX:,}), got {k:,}")
 
 
 def summarise_seeds(
