@@ -1,8 +1,10 @@
 """Concurrent runs: one process per output folder, run folder or cache entry (interp.runs.lock).
 
-The fast tests hold a lock "for another process" by writing its lock file with the pid of a
-live process (this one's parent) or of a dead one; the tests marked ``processes`` start real
-processes on the same folder.
+The fast tests hold a lock "for another process" the way another process would: a kernel
+lock (``flock``) on the lock file through a descriptor of its own (flock treats two open
+descriptions as two holders, within one process too), and that process's record in the file;
+a killed holder is its record left in the file with no kernel lock. The tests marked
+``processes`` start real processes on the same folder.
 """
 
 from __future__ import annotations
@@ -32,13 +34,31 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def _plant(folder: Path, pid: int, started: str = "2026-01-02 03:04:05 UTC") -> Path:
-    """A lock file in ``folder`` as process ``pid`` would have written it."""
+def _plant(folder: Path, pid: int, started: str = "2026-01-02 03:04:05 UTC", *,
+           hold: bool = True) -> Path:
+    """The lock file in ``folder`` as process ``pid`` writes it; with ``hold``, its kernel
+    lock held (until the test ends) as that process would hold it while running."""
+    import fcntl
+
     folder.mkdir(parents=True, exist_ok=True)
     lock = folder / LOCK_NAME
     lock.write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "started": started,
                                 "command": "interp lens"}))
+    if hold:
+        fd = os.open(lock, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _HOLDERS.append(fd)
     return lock
+
+
+_HOLDERS: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _let_planted_holders_go():
+    yield
+    while _HOLDERS:
+        os.close(_HOLDERS.pop())  # closing the descriptor ends its flock
 
 
 def test_lock_is_exclusive_and_removed_on_release(tmp_path):
@@ -71,7 +91,7 @@ def test_a_live_holder_is_refused_in_one_line(tmp_path):
 
 def test_a_dead_holders_lock_is_taken_over(tmp_path, capsys):
     dead = _dead_pid()
-    _plant(tmp_path / "out", dead)
+    _plant(tmp_path / "out", dead, hold=False)
     with OutDir(tmp_path / "out") as out:
         assert json.loads((tmp_path / "out" / LOCK_NAME).read_text())["pid"] == os.getpid()
         out.write_text("results.json", "{}")
@@ -91,11 +111,10 @@ def test_waiting_for_a_holder_says_so_once_then_refuses(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith(f"waiting for pid {os.getppid()} "), err
 
 
-def test_a_reused_pid_is_not_a_holder(tmp_path, capsys):
-    """A lock whose pid now belongs to another process (other start time) is stale."""
-    lock = _plant(tmp_path / "f", os.getppid())
-    info = json.loads(lock.read_text())
-    lock.write_text(json.dumps({**info, "proc_start": "1"}))
+def test_a_record_without_its_kernel_lock_is_not_a_holder(tmp_path, capsys):
+    """A lock file naming a live process (a reused pid) that holds no kernel lock on it is a
+    killed holder's: taken over."""
+    _plant(tmp_path / "f", os.getppid(), hold=False)
     with folder_lock(tmp_path / "f", subject="thing", hint="wait"):
         pass
     assert "no longer running" in capsys.readouterr().err
@@ -104,13 +123,22 @@ def test_a_reused_pid_is_not_a_holder(tmp_path, capsys):
 def test_a_damaged_lock_file_is_replaced(tmp_path, capsys):
     folder = tmp_path / "f"
     folder.mkdir()
-    (folder / LOCK_NAME).write_text("")
-    old = time.time() - 60
-    os.utime(folder / LOCK_NAME, (old, old))
+    (folder / LOCK_NAME).write_text("{not json")
     with folder_lock(folder, subject="thing", hint="wait"):
         pass
     assert "damaged lock file" in capsys.readouterr().err
     assert not (folder / LOCK_NAME).exists()
+
+
+def test_a_lock_file_left_empty_is_taken_silently(tmp_path, capsys):
+    """An empty lock file (its creator killed before it wrote its record) is no holder and
+    nothing worth a line."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / LOCK_NAME).write_text("")
+    with folder_lock(folder, subject="thing", hint="wait"):
+        pass
+    assert capsys.readouterr().err == ""
 
 
 def test_outdir_removes_a_folder_it_created_on_failure(tmp_path):
