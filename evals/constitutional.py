@@ -60,6 +60,7 @@ from evals.letters import LetterCheck
 from interp.display import ci_text, format_number
 from interp.errors import InterpError
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -236,11 +237,12 @@ class ConstitutionalConfig(Config):
     batch-invariant ``deterministic`` generation and judging, how many example chains the
     report shows, and where the prompts came from (recorded in the manifest)."""
 
-    rounds: int = setting(1, check=in_range(1, MAX_ROUNDS), cli_range=True,
-                          help="Critique → revision rounds per prompt.")
-    max_new_tokens: int = setting(96, check=at_least(1), cli_range=True,
-                                  help="Tokens per answer, critique and revision.")
-    temperature: float = setting(0.0, check=non_negative, cli_range=True, help="0 = greedy.")
+    rounds: int = setting(1, check=in_range(1, MAX_ROUNDS),
+                          help="Critique → revision rounds per prompt.", cli=Cli(range=True))
+    max_new_tokens: int = setting(96, check=at_least(1),
+                                  help="Tokens per answer, critique and revision.",
+                                  cli=Cli(range=True))
+    temperature: float = setting(0.0, check=non_negative, help="0 = greedy.", cli=Cli(range=True))
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Principle draws and sampling (recorded in the "
                         "manifest).")
@@ -248,8 +250,8 @@ class ConstitutionalConfig(Config):
                               help="Prompts per generation and judging batch.")
     deterministic: bool = setting(False,
                                   help="Batch-invariant generation and judging (slower).")
-    n_examples: int = setting(6, check=at_least(0), cli_range=True, flag="--examples",
-                              help="Example chains shown in the report.")
+    n_examples: int = setting(6, check=at_least(0), help="Example chains shown in the report.",
+                              cli=Cli(range=True, flag="--examples"))
     prompts: str = setting("", cli=False,
                            help="The prompts' source, recorded in the manifest (the CLI "
                                 "sets it).")

@@ -78,6 +78,7 @@ from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import model_manifest
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -382,14 +383,15 @@ class SycophancyConfig(Config):
     deterministic: bool = setting(
         False, help="Batch-invariant scoring/generation: identical results for any "
         "--batch-size.")
-    limit: int | None = setting(None, check=at_least(1), cli_range=True,
-                                help="Use the first N questions only.")
+    limit: int | None = setting(None, check=at_least(1), help="Use the first N questions only.",
+                                cli=Cli(range=True))
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Which answer is shown first in choice mode; the probe's folds "
                              "and shuffles (recorded in the manifest).")
-    max_new_tokens: int = setting(48, check=at_least(1), cli_range=True,
-                                  help="generate mode: reply length.")
-    probe: bool = setting(True, flag="--no-probe", help="Skip the 'knows but agrees' probe.")
+    max_new_tokens: int = setting(48, check=at_least(1), help="generate mode: reply length.",
+                                  cli=Cli(range=True))
+    probe: bool = setting(True, help="Skip the 'knows but agrees' probe.",
+                          cli=Cli(flag="--no-probe"))
     probe_layer: int | None = setting(
         None, help="Layer of the 'knows but agrees' probe (default: two thirds of the depth).")
     dataset: str = setting("", cli=False, help="The question set's source (recorded only).")

@@ -44,7 +44,7 @@ from interp.schema import (
     setting,
 )
 from interp.schema.convert import json_info, structure
-from interp.schema.settings import type_hints
+from interp.schema.settings import Cli, type_hints
 from interp.stats.intervals import wilson
 from saes.metric_format import (
     CI,
@@ -303,13 +303,15 @@ class SAEEvalConfig(Config):
     resolved when the config is built).
     """
 
-    tokens: int = setting(102_400, cli_range=True, check=at_least(1),
-                          help="Held-out tokens for L0, explained variance and densities.")
-    ce_tokens: int | None = setting(None, cli_range=True, check=at_least(0),
+    tokens: int = setting(102_400, check=at_least(1),
+                          help="Held-out tokens for L0, explained variance and densities.",
+                          cli=Cli(range=True))
+    ce_tokens: int | None = setting(None, check=at_least(0),
                                     help="Held-out tokens for the spliced CE metrics "
-                                         "[default: the smaller of --tokens and 24,576].")
-    seq_len: int = setting(128, cli_range=True, check=at_least(3),
-                           help="Tokens per text window.")
+                                    "[default: the smaller of --tokens and 24,576].",
+                                    cli=Cli(range=True))
+    seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.",
+                           cli=Cli(range=True))
     batch_size: int = setting(8, cli=False, check=at_least(1),
                               help="Text windows per forward pass.")
     seed: int = setting(0, check=seed_range, cli=False, help="Seeds the windows and the bootstrap.")
@@ -320,10 +322,11 @@ class SAEEvalConfig(Config):
     n_bootstrap: int = setting(1000, cli=False, check=at_least(1),
                                help="Bootstrap resamples of each 95% interval.")
     cache_baselines: bool = setting(
-        True, flag="--baseline-cache/--no-baseline-cache",
+        True,
         help="Keep the zero- and mean-ablation passes (they do not depend on the SAE) in "
-             "$INTERP_CACHE/sae-eval-baselines and reuse them: later evaluations at the same "
-             "layer on the same text run two spliced passes, not four.")
+        "$INTERP_CACHE/sae-eval-baselines and reuse them: later evaluations at the same "
+        "layer on the same text run two spliced passes, not four.",
+        cli=Cli(flag="--baseline-cache/--no-baseline-cache"))
 
     def __post_init__(self) -> None:
         if self.ce_tokens is None:
@@ -630,14 +633,14 @@ def _feature_spec_ok(spec: str) -> bool:
 class BrowserConfig(Config):
     """How much held-out text the browser scans and what it shows per feature."""
 
-    tokens: int = setting(65536, cli_range=True, check=at_least(1),
-                          help="Held-out tokens scanned for top activations.")
-    seq_len: int = setting(128, cli_range=True, check=at_least(3),
-                           help="Tokens per text window.")
+    tokens: int = setting(65536, check=at_least(1),
+                          help="Held-out tokens scanned for top activations.", cli=Cli(range=True))
+    seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.",
+                           cli=Cli(range=True))
     batch_size: int = setting(8, cli=False, check=at_least(1),
                               help="Text windows per forward pass.")
-    top_k: int = setting(12, cli_range=True, check=at_least(1),
-                         help="Top-activating contexts per feature.")
+    top_k: int = setting(12, check=at_least(1), help="Top-activating contexts per feature.",
+                         cli=Cli(range=True))
     context: int = setting(12, cli=False, check=at_least(0),
                            help="Tokens shown left of the activating one.")
     n_logits: int = setting(10, cli=False, check=at_least(1),

@@ -55,6 +55,7 @@ from interp.models.loading import Model
 from interp.profiling.session import phase
 from interp.runs.manifest import model_manifest, sha256_texts
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -100,12 +101,13 @@ class SAETrainConfig(Config):
 
     layer: int = setting(6, cli=False, help="Residual stream after this block "
                                             "(blocks.L.hook_resid_post).")
-    d_sae: int = setting(4608, cli_range=True, check=at_least(1),
-                         help="Dictionary size (8 × d_model for the default model).")
+    d_sae: int = setting(4608, check=at_least(1),
+                         help="Dictionary size (8 × d_model for the default model).",
+                         cli=Cli(range=True))
     arch: Architecture = setting(default_factory=ReLUConfig, cli=False,
                                  help="The architecture and its settings.")
-    tokens: int = setting(2_000_000, cli_range=True, check=at_least(1),
-                          help="Training tokens (activations).")
+    tokens: int = setting(2_000_000, check=at_least(1), help="Training tokens (activations).",
+                          cli=Cli(range=True))
     batch_size: int = setting(4096, cli=False, check=at_least(1),
                               help="Activations (tokens) per training step, over all "
                                    "processes.")
@@ -117,8 +119,9 @@ class SAETrainConfig(Config):
                                        help="Fraction of steps of linear decay to 0 at the "
                                             "end.")
     sparsity_warmup_fraction: float = setting(
-        0.05, flag="--l1-warmup", cli_range=True, check=fraction,
-        help="Fraction of steps over which the L1 (ReLU) or L0 (JumpReLU) λ rises from 0.")
+        0.05, check=fraction,
+        help="Fraction of steps over which the L1 (ReLU) or L0 (JumpReLU) λ rises from 0.",
+        cli=Cli(flag="--l1-warmup", range=True))
     beta1: float = setting(0.9, cli=False, check=in_range(0, 1, open_high=True),
                            help="Adam's β₁.")
     beta2: float = setting(0.999, cli=False, check=in_range(0, 1, open_high=True),
@@ -127,26 +130,28 @@ class SAETrainConfig(Config):
                                help="Gradient norm clip.")
     dec_init_norm: float = setting(0.1, cli=False, check=positive,
                                    help="Initial decoder row norm (ReLU SAEs).")
-    dead_window: int = setting(1_000_000, cli_range=True, check=at_least(1),
-                               help="Tokens without firing before a feature is dead.")
-    resample_every: int = setting(0, cli_range=True, check=at_least(0),
+    dead_window: int = setting(1_000_000, check=at_least(1),
+                               help="Tokens without firing before a feature is dead.",
+                               cli=Cli(range=True))
+    resample_every: int = setting(0, check=at_least(0),
                                   help="Resample dead features every N steps in the first "
-                                       "half (0: never).")
+                                  "half (0: never).", cli=Cli(range=True))
     resample_until: float = setting(0.5, cli=False, check=fraction,
                                     help="Fraction of the run during which dead features "
                                          "are resampled.")
-    checkpoint_every: int = setting(50, cli_range=True, check=at_least(1),
-                                    help="Steps between checkpoints.")
+    checkpoint_every: int = setting(50, check=at_least(1), help="Steps between checkpoints.",
+                                    cli=Cli(range=True))
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Seeds the initialisation and the data order.")
-    seq_len: int = setting(128, cli_range=True, check=at_least(3),
-                           help="Tokens per text window.")
+    seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.",
+                           cli=Cli(range=True))
     windows_per_chunk: int = setting(
-        1024, cli_range=True, check=at_least(1),
-        help="Windows shuffled together (memory: this × seq-len × d × 4 bytes).")
-    data_shards: int = setting(1, cli_default=None, cli_range=True, check=at_least(1),
+        1024, check=at_least(1),
+        help="Windows shuffled together (memory: this × seq-len × d × 4 bytes).",
+        cli=Cli(range=True))
+    data_shards: int = setting(1, check=at_least(1),
                                help="Substreams of the text [default: the number of "
-                                    "processes].")
+                               "processes].", cli=Cli(default=None, range=True))
 
     #: What the activation store reads at the layer (:data:`saes.store.SITES`).
     site: ClassVar[str] = "resid"

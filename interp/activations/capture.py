@@ -36,6 +36,7 @@ from interp.profiling.session import phase, step
 from interp.runs.progress import make_progress
 from interp.schema import (
     Check,
+    Cli,
     Config,
     Headline,
     Result,
@@ -554,20 +555,20 @@ class CaptureConfig(Config):
     the capture itself and stay out of :meth:`~interp.schema.settings.Config.to_dict`.
     """
 
-    positions: Position = setting(
-        "last", parse=parse_positions,
-        help="last, mean, all, or a token index (0 = first, -1 = last).")
+    positions: Position = setting("last",
+                                  help="last, mean, all, or a token index (0 = first, -1 = last).",
+                                  cli=Cli(parse=parse_positions))
     layers: Sequence[int] | str | int | None = setting(
-        None, flag="--layers", help="Layers (resid_post): comma-separated or 'all'.")
+        None, help="Layers (resid_post): comma-separated or 'all'.", cli=Cli(flag="--layers"))
     hooks: tuple[str, ...] = setting(
-        (), flag="--hook",
-        help="Any TransformerLens hook point (repeatable), e.g. blocks.3.attn.hook_z.")
+        (), help="Any TransformerLens hook point (repeatable), e.g. blocks.3.attn.hook_z.",
+        cli=Cli(flag="--hook"))
     chat: bool = setting(False, help="Wrap prompts in the model's chat template.")
     drop_first: bool = setting(
         False, help="Leave each prompt's first token out of mean/all (its norm is an outlier).")
     batch_size: int = setting(16, cli=False, check=at_least(1), help="Prompts per forward pass.")
     dtype: Literal["float32", "bfloat16", "float16"] = setting(
-        "float32", flag="--save-dtype", help="dtype of the saved activations.")
+        "float32", help="dtype of the saved activations.", cli=Cli(flag="--save-dtype"))
     dataset: str = setting("(command line)", cli=False,
                            help="Where the prompts came from (a file, or the command line).")
     text_column: str = setting("text", help="Column holding the prompt text in --file.")

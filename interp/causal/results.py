@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from interp.circuits.results import Direction, GroupEffects, TaskSummary
 from interp.display import ci_text
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -45,45 +46,47 @@ if TYPE_CHECKING:
 class DASConfig(Config):
     """What :func:`~interp.causal.das.run_das` searches: where, how, on which pairs."""
 
-    task: str = setting("capitals", check=not_empty, metavar="NAME|FILE",
+    task: str = setting("capitals", check=not_empty,
                         help="A shipped circuit task (capitals, ioi, pronoun), a JSONL file "
-                             "of clean/corrupted pairs (the corrupted prompt is the base, "
-                             "the clean one the source), or a probe set with target tokens "
-                             "(its minimal pairs the model solves).")
+                        "of clean/corrupted pairs (the corrupted prompt is the base, "
+                        "the clean one the source), or a probe set with target tokens "
+                        "(its minimal pairs the model solves).", cli=Cli(metavar="NAME|FILE"))
     layers: list[int] | str | int | None = setting(
         "all", help="Layers to search: comma-separated (0-based) or 'all'.")
     position: str = setting("END", check=not_empty,
                             help="Where to intervene: a role label of the task (e.g. country) "
                                  "or END, the last token.")
-    dim: int = setting(1, check=at_least(1), cli_range=True,
-                       help="Dimensions of the learned subspace (k).")
-    steps: int = setting(100, check=at_least(1), cli_range=True,
-                         help="Training steps per layer, fold and seed.")
+    dim: int = setting(1, check=at_least(1), help="Dimensions of the learned subspace (k).",
+                       cli=Cli(range=True))
+    steps: int = setting(100, check=at_least(1), help="Training steps per layer, fold and seed.",
+                         cli=Cli(range=True))
     lr: float = setting(1e-2, check=positive, help="Adam's learning rate.")
     batch_size: int = setting(32, cli=False, check=at_least(1),
                               help="Pairs per training step and per scoring pass.")
-    limit: int | None = setting(None, check=at_least(4), cli_range=True,
-                                help="Use the first N pairs of the task.")
-    folds: int = setting(3, check=at_least(2), cli_range=True,
+    limit: int | None = setting(None, check=at_least(4), help="Use the first N pairs of the task.",
+                                cli=Cli(range=True))
+    folds: int = setting(3, check=at_least(2),
                          help="Cross-fitting folds: each fold (whole templates when the task "
-                              "has a template column) is scored by subspaces trained on the "
-                              "others, so every pair is held out once.")
-    seeds: int = setting(1, check=at_least(1), cli_range=True,
-                         help="Training seeds per layer and fold (the spread is reported).")
-    control: bool = setting(True, flag="--no-control",
+                         "has a template column) is scored by subspaces trained on the "
+                         "others, so every pair is held out once.", cli=Cli(range=True))
+    seeds: int = setting(1, check=at_least(1),
+                         help="Training seeds per layer and fold (the spread is reported).",
+                         cli=Cli(range=True))
+    control: bool = setting(True,
                             help="Skip the control task (DAS trained on labels that are a "
-                                 "fixed random function of the source's deciding tokens).")
+                            "fixed random function of the source's deciding tokens).",
+                            cli=Cli(flag="--no-control"))
     span_variance: float = setting(
         0.99, check=fraction,
         help="The subspace-illusion check restricts DAS's directions to the principal "
              "directions of the activations at the position that explain this share of "
              "their variance.")
-    sae: str | None = setting(None, metavar="DIR",
+    sae: str | None = setting(None,
                               help="An SAE artifact of one layer's residual stream: its "
-                                   "latents that differ most between the prompts are scored "
-                                   "as a subspace at that layer.")
-    sae_latents: int = setting(8, check=at_least(1), cli_range=True,
-                               help="How many SAE latents span that subspace.")
+                              "latents that differ most between the prompts are scored "
+                              "as a subspace at that layer.", cli=Cli(metavar="DIR"))
+    sae_latents: int = setting(8, check=at_least(1),
+                               help="How many SAE latents span that subspace.", cli=Cli(range=True))
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Seeds the folds, the control labels, the random directions "
                              "and the first training.")
@@ -354,54 +357,59 @@ def parse_edge_method(text: str) -> str:
 class EdgeConfig(Config):
     """What :func:`~interp.causal.edges.run_edges` scores, and against what."""
 
-    task: str = setting("ioi", check=not_empty, metavar="NAME|FILE",
+    task: str = setting("ioi", check=not_empty,
                         help="A shipped circuit task (ioi, capitals, pronoun) or a JSONL file "
-                             "of clean/corrupted pairs.")
+                        "of clean/corrupted pairs.", cli=Cli(metavar="NAME|FILE"))
     method: EdgeMethod = setting(
-        "all", parse=parse_edge_method, metavar="|".join(EDGE_METHODS),
+        "all",
         help="eap-clean (gradient at the clean run: Syed et al.'s EAP) | eap-corrupted "
-             "(gradient at the corrupted run) | eap-ig (integrated from the corrupted to the "
-             "clean input; eap-corrupted, its first point, comes with it) | exact (path "
-             "patching of a sample) | all (every estimator for every edge, exact for the "
-             "sample, compared).")
-    ig_steps: int = setting(20, check=at_least(1), cli_range=True,
+        "(gradient at the corrupted run) | eap-ig (integrated from the corrupted to the "
+        "clean input; eap-corrupted, its first point, comes with it) | exact (path "
+        "patching of a sample) | all (every estimator for every edge, exact for the "
+        "sample, compared).", cli=Cli(parse=parse_edge_method, metavar="|".join(EDGE_METHODS)))
+    ig_steps: int = setting(20, check=at_least(1),
                             help="eap-ig's integration steps m: the gradient at e_corr + "
-                                 "(k/m)(e_clean − e_corr), k = 0 … m−1 (1 gives "
-                                 "eap-corrupted). 20: on IOI its scores are within 1.5% "
-                                 "(relative L2) of 60 steps' and sum to the gap within "
-                                 "1.2% (bench/edges_ig_steps.py).")
-    sample: int = setting(500, check=at_least(1), cli_range=True,
+                            "(k/m)(e_clean − e_corr), k = 0 … m−1 (1 gives "
+                            "eap-corrupted). 20: on IOI its scores are within 1.5% "
+                            "(relative L2) of 60 steps' and sum to the gap within "
+                            "1.2% (bench/edges_ig_steps.py).", cli=Cli(range=True))
+    sample: int = setting(500, check=at_least(1),
                           help="Edges patched exactly: the top edges by the estimators "
-                               "(--top) plus a random sample stratified by receiver layer.")
-    top: int = setting(100, check=at_least(0), cli_range=True,
+                          "(--top) plus a random sample stratified by receiver layer.",
+                          cli=Cli(range=True))
+    top: int = setting(100, check=at_least(0),
                        help="Of the sample, this many are the edges with the largest |score| "
-                            "under any estimator.")
+                       "under any estimator.", cli=Cli(range=True))
     direction: Direction = setting(
         "denoise", help="denoise: clean values into the corrupted run; noise: the reverse.")
-    limit: int | None = setting(None, check=at_least(1), cli_range=True,
-                                help="Use the first N pairs of the task.")
-    min_gap: float = setting(0.1, check=non_negative, cli_range=True,
+    limit: int | None = setting(None, check=at_least(1), help="Use the first N pairs of the task.",
+                                cli=Cli(range=True))
+    min_gap: float = setting(0.1, check=non_negative,
                              help="Leave out pairs whose clean − corrupted logit difference "
-                                  "gap is smaller.")
-    circuit_edges: int = setting(200, check=at_least(1), cli_range=True,
+                             "gap is smaller.", cli=Cli(range=True))
+    circuit_edges: int = setting(200, check=at_least(1),
                                  help="Edges kept in the saved circuit (before pruning); the "
-                                      "headline's faithfulness is read at this count.")
-    max_edges: int = setting(1000, check=at_least(1), cli_range=True,
-                             help="The faithfulness curve's largest edge count.")
-    random_draws: int = setting(5, check=at_least(2), cli_range=True,
+                                 "headline's faithfulness is read at this count.",
+                                 cli=Cli(range=True))
+    max_edges: int = setting(1000, check=at_least(1),
+                             help="The faithfulness curve's largest edge count.",
+                             cli=Cli(range=True))
+    random_draws: int = setting(5, check=at_least(2),
                                 help="Edge sets drawn per count for each estimator's matched "
-                                     "baseline (their spread is the set-to-set noise of the "
-                                     "comparison) and for the plain random one.")
-    recall_k: int = setting(50, check=at_least(1), cli_range=True,
-                            help="k of recall@k against exact path patching.")
-    n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100), cli_range=True,
-                          help="Bootstrap resamples (over pairs) for the agreement CIs.")
+                                "baseline (their spread is the set-to-set noise of the "
+                                "comparison) and for the plain random one.", cli=Cli(range=True))
+    recall_k: int = setting(50, check=at_least(1),
+                            help="k of recall@k against exact path patching.", cli=Cli(range=True))
+    n_boot: int = setting(1000, check=at_least(100),
+                          help="Bootstrap resamples (over pairs) for the agreement CIs.",
+                          cli=Cli(flag="--bootstrap", range=True))
     batch_size: int = setting(8, cli=False, check=at_least(1),
                               help="Pairs per gradient pass; rows per patched pass x4.")
     group_by: str = setting(
-        "auto", check=not_empty, metavar="COLUMN|auto|none",
+        "auto", check=not_empty,
         help="A task-file column whose values group the pairs: the top sampled edges' exact "
-             "effects per group. auto: 'template' when every pair has it; none: no groups.")
+        "effects per group. auto: 'template' when every pair has it; none: no groups.",
+        cli=Cli(metavar="COLUMN|auto|none"))
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Seeds the edge sample, the baseline edge sets and the bootstrap.")
 

@@ -28,6 +28,7 @@ from torch import Tensor
 from interp.display import ci_text, signed, visible_token
 from interp.errors import InterpError
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -107,42 +108,45 @@ class PatchConfig(Config):
     result's config holds the resolved list.
     """
 
-    task: str = setting("ioi", check=not_empty, metavar="NAME|FILE",
+    task: str = setting("ioi", check=not_empty,
                         help="A shipped task (ioi, capitals, ...) or a JSONL file of "
-                             "clean/corrupted pairs.")
+                        "clean/corrupted pairs.", cli=Cli(metavar="NAME|FILE"))
     family: Family = setting(
-        "resid", parse=_choice("family", FAMILIES),
-        help="resid | attn | mlp (per layer × position) or heads (per layer × head).")
+        "resid", help="resid | attn | mlp (per layer × position) or heads (per layer × head).",
+        cli=Cli(parse=_choice("family", FAMILIES)))
     method: Method = setting(
-        "exact", parse=_choice("method", METHODS),
+        "exact",
         help="exact | atp | atp-star (heads only) | both (exact and AtP, and AtP* for "
-             "heads, with their agreement).")
+        "heads, with their agreement).", cli=Cli(parse=_choice("method", METHODS)))
     direction: Direction = setting(
-        "denoise", parse=_choice("direction", DIRECTIONS),
-        help="denoise: clean into corrupted; noise: corrupted into clean.")
+        "denoise", help="denoise: clean into corrupted; noise: corrupted into clean.",
+        cli=Cli(parse=_choice("direction", DIRECTIONS)))
     per_position: bool = setting(False, help="heads: one component per head × position.")
     layers: list[int] | str | int | None = setting(
         "all",
         help="Layers to patch: comma-separated (0-based) or 'all'.")
-    limit: int | None = setting(None, check=at_least(1), cli_range=True,
-                                help="Use the first N pairs of the task.")
+    limit: int | None = setting(None, check=at_least(1), help="Use the first N pairs of the task.",
+                                cli=Cli(range=True))
     batch_size: int = setting(32, cli=False, check=at_least(1),
                               help="Patched runs (rows) per forward pass.")
     min_gap: float = setting(
-        0.1, check=non_negative, cli_range=True,
-        help="Leave out pairs whose clean − corrupted logit difference gap is smaller.")
-    n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100), cli_range=True,
-                          help="Bootstrap resamples for the agreement CIs.")
+        0.1, check=non_negative,
+        help="Leave out pairs whose clean − corrupted logit difference gap is smaller.",
+        cli=Cli(range=True))
+    n_boot: int = setting(1000, check=at_least(100),
+                          help="Bootstrap resamples for the agreement CIs.",
+                          cli=Cli(flag="--bootstrap", range=True))
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Seeds the bootstrap (recorded in the manifest).")
-    dla: bool = setting(True, flag="--no-dla", help="Skip direct logit attribution.")
-    top_heads: int = setting(4, check=non_negative, cli_range=True,
-                             help="Attention patterns of this many top heads in the report.")
+    dla: bool = setting(True, help="Skip direct logit attribution.", cli=Cli(flag="--no-dla"))
+    top_heads: int = setting(4, check=non_negative,
+                             help="Attention patterns of this many top heads in the report.",
+                             cli=Cli(range=True))
     group_by: str = setting(
-        "auto", check=not_empty, metavar="COLUMN|auto|none",
+        "auto", check=not_empty,
         help="A task-file column whose values group the pairs: each top component's effect "
-             "per group, and a warning where the groups differ beyond the noise. auto: "
-             "'template' when every pair has it; none: no groups.")
+        "per group, and a warning where the groups differ beyond the noise. auto: "
+        "'template' when every pair has it; none: no groups.", cli=Cli(metavar="COLUMN|auto|none"))
 
     def check(self) -> None:
         """``atp-star`` and ``per_position`` apply to the ``heads`` family only."""
@@ -389,8 +393,8 @@ class AttentionConfig(Config):
     prompt: str = setting(cli=False, help="The prompt whose attention patterns are read.")
     layer: int = setting(help="0-based layer (negative counts from the end).")
     heads: list[int] | None = setting(
-        None, flag="--head", parse=parse_heads, metavar="H[,H...]",
-        help="Heads to show, comma-separated (default: every head of the layer).")
+        None, help="Heads to show, comma-separated (default: every head of the layer).",
+        cli=Cli(flag="--head", parse=parse_heads, metavar="H[,H...]"))
     chat: bool = setting(False, help="Wrap the prompt in the model's chat template.")
     seed: int | None = setting(0, check=seed_range, cli=False, help="Recorded in the manifest.")
 

@@ -78,6 +78,7 @@ from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
 from interp.schema import (
     Check,
+    Cli,
     Config,
     Headline,
     Result,
@@ -130,8 +131,8 @@ class GenerationConfig(Config):
     """
 
     max_new_tokens: int = setting(64, check=_saying(at_least(1), "max new tokens per prompt"),
-                                  cli_range=False,  # the check's words reach the CLI
-                                  help="At most this many new tokens per prompt.")
+                                  help="At most this many new tokens per prompt.",
+                                  cli=Cli(range=False))
     temperature: float = setting(0.0, check=non_negative,
                                  help="0 = greedy; otherwise sampling with top-p.")
     top_p: float = setting(1.0, check=_saying(in_range(0, 1, open_low=True),
@@ -149,10 +150,10 @@ class GenerationConfig(Config):
     deterministic: bool = setting(False, help="Decode-verify-rollback: outputs independent "
                                               "of batch size.")
     #: W, from a sweep of W = 1, 4, 8, 16, 32 on a CPU (bench/README.md).
-    verify_every: int = setting(16, check=at_least(1), cli_range=False,
+    verify_every: int = setting(16, check=at_least(1),
                                 help="With --deterministic: tokens proposed per request "
-                                     "between verifications (1: the fixed-shape verifier "
-                                     "decodes alone).")
+                                "between verifications (1: the fixed-shape verifier "
+                                "decodes alone).", cli=Cli(range=False))
     verify_batch: int = setting(16, cli=False, check=at_least(1),
                                 help="Rows in every verifier pass (a fixed shape, whatever "
                                      "the batch size: missing rows are computed and "

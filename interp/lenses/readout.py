@@ -29,6 +29,7 @@ from interp.models.loading import Model
 from interp.runs.manifest import model_manifest
 from interp.schema import (
     Check,
+    Cli,
     Config,
     Headline,
     Result,
@@ -59,9 +60,10 @@ class LensConfig(Config):
         "all", help="Layers to read: comma-separated (0-based, resid_post) or 'all'.")
     chat: bool = setting(False, help="Wrap the prompt in the model's chat template.")
     tuned: TunedLens | str | os.PathLike[str] | None = setting(
-        None, metavar="PATH",
+        None,
         help="Also read every layer through this tuned lens ('default' for "
-             "$INTERP_CACHE/lenses/<model>/latest); the report shows both lenses side by side.")
+        "$INTERP_CACHE/lenses/<model>/latest); the report shows both lenses side by side.",
+        cli=Cli(metavar="PATH"))
     keep_logprobs: bool = setting(
         False, cli=False,
         help="Also keep every lens's full [layers, positions, vocab] log-probabilities "

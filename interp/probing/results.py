@@ -22,6 +22,7 @@ from interp.display import format_number, plus_minus, signed
 from interp.errors import InterpError
 from interp.runs.paths import shown_path
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -100,21 +101,21 @@ class ProbeConfig(Config):
     layers: Sequence[int] | str | int = setting(
         "all", cli=False, help="Layers to probe: a list, one layer, or 'all'.")
     position: ProbePosition = setting(
-        "last", parse=parse_position, metavar="last|mean|INDEX",
-        help="Token read: last, mean, or an index (0 = first, -1 = last).")
+        "last", help="Token read: last, mean, or an index (0 = first, -1 = last).",
+        cli=Cli(parse=parse_position, metavar="last|mean|INDEX"))
     seeds: int = setting(5, check=in_range(1, SEED_STRIDE),
                          help="Train/test splits (and label shuffles), each a seed.")
     test_size: float = setting(0.25, cli=False, check=in_range(0, 1, open_low=True,
                                                                 open_high=True),
                                help="Held-out fraction of each split.")
-    C: float = setting(0.1, check=positive, flag="--C",
+    C: float = setting(0.1, check=positive,
                        help="Inverse L2 strength of the logistic regression "
-                            "(on standardised inputs).")
+                       "(on standardised inputs).", cli=Cli(flag="--C"))
     batch_size: int = setting(16, cli=False, check=at_least(1),
                               help="Prompts per forward pass.")
-    random_weights: bool = setting(True, flag="--no-random-weights",
+    random_weights: bool = setting(True,
                                    help="Skip the random-weights control "
-                                        "(saves one capture pass).")
+                                   "(saves one capture pass).", cli=Cli(flag="--no-random-weights"))
     dataset: str = setting("", cli=False, help="The probe set's source (set by run_probe).")
     dataset_hash: str = setting("", cli=False, help="The probe set's hash (set by run_probe).")
     split: str = setting("group", cli=False,
@@ -137,10 +138,10 @@ class AblationConfig(Config):
     seeded subsample); ``leace`` adds LEACE erasure as a second method.
     """
 
-    n_random: int = setting(10, flag="--random-directions", check=at_least(1),
-                            help="Variance-matched random directions.")
-    n_examples: int = setting(256, flag="--ablate-examples", check=at_least(10),
-                              help="Examples used by the ablation check.")
+    n_random: int = setting(10, check=at_least(1), help="Variance-matched random directions.",
+                            cli=Cli(flag="--random-directions"))
+    n_examples: int = setting(256, check=at_least(10), help="Examples used by the ablation check.",
+                              cli=Cli(flag="--ablate-examples"))
     leace: bool = setting(False, help="With --ablate: also erase with LEACE "
                                       "(concept-erasure), a second method.")
     seed: int = setting(0, cli=False, check=seed_range, help="Keys the subsample and the "

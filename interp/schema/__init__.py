@@ -10,6 +10,7 @@ from interp.schema.result import Headline, Result
 from interp.schema.settings import (
     SEED_MAX,
     Check,
+    Cli,
     Config,
     ConfigError,
     at_least,
@@ -27,7 +28,7 @@ from interp.schema.settings import (
 )
 
 __all__ = [
-    "Check", "Config", "ConfigError", "Headline", "Result", "at_least", "at_most", "each",
+    "Check", "Cli", "Config", "ConfigError", "Headline", "Result", "at_least", "at_most", "each",
     "finite", "fraction", "from_data", "in_range", "json_field", "json_meta", "json_safe",
     "non_negative", "not_empty", "one_of", "positive", "SEED_MAX", "seed_range", "setting",
     "to_data",

@@ -173,25 +173,45 @@ class SettingInfo:
     cli_range: bool | None = None
 
 
+@dataclass(frozen=True)
+class Cli:
+    """How a setting appears on the command line, when not just ``--field-name`` with the
+    field's type: what only the CLI needs, kept apart from the setting's science (its
+    default, help and checks)."""
+
+    #: The flag (``--no-…`` for a bool field defaulting to True: given → False).
+    flag: str | None = None
+    #: Other spellings the CLI accepts (old names kept working).
+    aliases: tuple[str, ...] = ()
+    metavar: str | None = None
+    #: Turns the CLI's string into the field's value (for types click cannot parse).
+    parse: Callable[[str], Any] | None = None
+    #: The default as the CLI spells it, parsed by :attr:`parse` into the field's default
+    #: (``"all"`` for ``None``, ``"1,2,5"`` for a tuple), never another value: the suite
+    #: checks every option's default against its field's.
+    default: Any = UNSET
+    #: True: click itself refuses a value outside the checks' bounds (``IntRange`` /
+    #: ``FloatRange``); None: ints with bounds get a range, floats do not.
+    range: bool | None = None
+
+
 def setting(
     default: Any = MISSING,
     *,
     help: str,
     check: Check | Sequence[Check] = (),
-    flag: str | None = None,
-    aliases: Sequence[str] = (),
-    cli: bool = True,
-    metavar: str | None = None,
-    parse: Callable[[str], Any] | None = None,
+    cli: Cli | bool = True,
     default_factory: Callable[[], Any] | Any = MISSING,
-    cli_default: Any = UNSET,
-    cli_range: bool | None = None,
 ) -> Any:
-    """A config field: its default, help text and checks, declared once."""
+    """A config field: its default, help text and checks, declared once. ``cli``: False for a
+    Python-only setting (or one a verb declares itself), a :class:`Cli` for how the command
+    line spells it."""
     checks = (check,) if isinstance(check, Check) else tuple(check)
-    info = SettingInfo(help=help, checks=checks, flag=flag, aliases=tuple(aliases), cli=cli,
-                       metavar=metavar, parse=parse, cli_default=cli_default,
-                       cli_range=cli_range)
+    spelled = cli if isinstance(cli, Cli) else Cli()
+    info = SettingInfo(help=help, checks=checks, flag=spelled.flag,
+                       aliases=tuple(spelled.aliases), cli=cli is not False,
+                       metavar=spelled.metavar, parse=spelled.parse,
+                       cli_default=spelled.default, cli_range=spelled.range)
     kwargs: dict[str, Any] = {"metadata": {SETTING: info}}
     if default_factory is not MISSING:
         kwargs["default_factory"] = default_factory
@@ -332,6 +352,7 @@ class Config:
 __all__ = [
     "UNSET",
     "Check",
+    "Cli",
     "Config",
     "ConfigError",
     "SettingInfo",

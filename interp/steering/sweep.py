@@ -39,6 +39,7 @@ from interp.models.loading import Model
 from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -211,17 +212,18 @@ class SweepConfig(Config):
     layers: list[int] = setting(cli=False, check=each(at_least(0)),
                                 help="Layers to steer at (0-based, the residual stream "
                                      "after the block).")
-    alphas: list[float] = setting(default_factory=lambda: list(DEFAULT_ALPHAS),
-                                  check=each(finite), parse=parse_numbers,
-                                  cli_default=",".join(f"{a:g}" for a in DEFAULT_ALPHAS),
-                                  help="Comma-separated coefficients (0 is always added).")
-    max_new_tokens: int = setting(24, check=at_least(1), cli_range=True,
-                                  help="New tokens generated per continuation.")
+    alphas: list[float] = setting(
+        default_factory=lambda: list(DEFAULT_ALPHAS), check=each(finite),
+        help="Comma-separated coefficients (0 is always added).",
+        cli=Cli(parse=parse_numbers, default=",".join(f"{a:g}" for a in DEFAULT_ALPHAS)))
+    max_new_tokens: int = setting(24, check=at_least(1),
+                                  help="New tokens generated per continuation.",
+                                  cli=Cli(range=True))
     temperature: float = setting(0.0, check=non_negative,
                                  help="0 = greedy; otherwise sampling, once per seed.")
     seeds: list[int] = setting(default_factory=lambda: [0], check=[not_empty, each(seed_range)],
-                               parse=parse_ints,
-                               cli_default="0", help="Sampling seeds, comma list.")
+                               help="Sampling seeds, comma list.",
+                               cli=Cli(parse=parse_ints, default="0"))
     chat: bool = setting(False, help="Wrap prompts in the model's chat template.")
     batch_size: int = setting(32, cli=False, check=at_least(1),
                               help="Generated rows (prompt, α) per batch.")

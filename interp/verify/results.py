@@ -6,7 +6,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from interp.schema import Check as Rule
-from interp.schema import Config, Headline, Result, at_least, each, not_empty, positive, setting
+from interp.schema import (
+    Cli,
+    Config,
+    Headline,
+    Result,
+    at_least,
+    each,
+    not_empty,
+    positive,
+    setting,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -45,9 +55,9 @@ class VerifyConfig(Config):
         help="Largest |difference| of residual-stream activations captured alone or in a "
              "batch.")
     compare_hf: bool = setting(
-        True, flag="--no-hf",
+        True,
         help="Skip the comparison with the plain transformers model (it loads the checkpoint "
-             "a second time).")
+        "a second time).", cli=Cli(flag="--no-hf"))
 
 
 @dataclass

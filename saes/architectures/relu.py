@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from interp.schema import positive, setting
+from interp.schema import Cli, positive, setting
 from saes.architectures.base import Architecture, arch_name, register
 from saes.sae import SparseAutoencoder
 
@@ -25,9 +25,9 @@ class ReLUConfig(Architecture):
     saelens: ClassVar[str] = "standard"
     order: ClassVar[int] = 0
 
-    l1_coefficient: float = setting(
-        5.0, flag="--l1", check=positive,
-        help="L1 coefficient λ (on inputs scaled to E‖x‖² = d)")
+    l1_coefficient: float = setting(5.0, check=positive,
+                                    help="L1 coefficient λ (on inputs scaled to E‖x‖² = d)",
+                                    cli=Cli(flag="--l1"))
     name: str = arch_name("relu")
 
     def coefficient(self) -> float:

@@ -48,7 +48,7 @@ from typing_extensions import override
 
 from interp.errors import InterpError
 from interp.mfu import sae_step_flops
-from interp.schema import at_least, in_range, non_negative, setting
+from interp.schema import Cli, at_least, in_range, non_negative, setting
 from saes.architectures.base import Architecture, arch_name, register
 from saes.sae import SAEConfig, SparseAutoencoder, check_k
 
@@ -291,8 +291,9 @@ class TopKConfig(Architecture):
     order: ClassVar[int] = 10
 
     k: int = setting(32, help="active latents per token")
-    aux_k: int | None = setting(None, check=at_least(1), cli_range=False,
-                                help="dead latents AuxK uses per token (default d_model / 2)")
+    aux_k: int | None = setting(None, check=at_least(1),
+                                help="dead latents AuxK uses per token (default d_model / 2)",
+                                cli=Cli(range=False))
     aux_coefficient: float = setting(1 / 32, check=non_negative,
                                      help="weight of the AuxK loss (0 turns it off)")
     name: str = arch_name("topk")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from interp.display import ci_text
 from interp.schema import (
     Check,
+    Cli,
     Config,
     Headline,
     Result,
@@ -84,59 +85,65 @@ class AutoInterpConfig(Config):
         "alive:20", check=Check(_spec_ok, "must be 'alive:N' or a comma list of indices"),
         help="Features to explain: 'alive:N' (a seeded sample of live ones) or '3,17,99'.")
     explainer: str = setting(
-        PROGRAMMATIC, check=not_empty, metavar="programmatic|MODEL",
+        PROGRAMMATIC, check=not_empty,
         help="programmatic (named tokens), or an instruct model interp loads ('self': the "
-             "model whose SAE it is); the programmatic baseline is always run beside it.")
+        "model whose SAE it is); the programmatic baseline is always run beside it.",
+        cli=Cli(metavar="programmatic|MODEL"))
     scorers: str = setting(
-        "programmatic,self", flag="--scorer", check=not_empty, metavar="MODEL[,MODEL]",
+        "programmatic,self", check=not_empty,
         help="Scorers, comma-separated: programmatic (the named tokens matched, no model), "
-             "'self' (the model whose SAE it is) or any model interp loads.")
+        "'self' (the model whose SAE it is) or any model interp loads.",
+        cli=Cli(flag="--scorer", metavar="MODEL[,MODEL]"))
     methods: str = setting("detection,fuzzing",
                            check=Check(_methods_ok, "must be detection, fuzzing or both"),
                            help="Scorers' tasks: detection, fuzzing or both (comma list).")
-    tokens: int = setting(65536, cli_range=True, check=at_least(1),
-                          help="Held-out tokens scanned for contexts.")
-    seq_len: int = setting(128, cli_range=True, check=at_least(3),
-                           help="Tokens per text window.")
-    ctx_len: int = setting(32, cli_range=True, check=at_least(2),
-                           help="Tokens per context (an example a scorer reads).")
-    n_explain: int = setting(10, cli_range=True, check=at_least(1),
-                             help="Top-activating contexts shown to the explainer.")
-    n_score: int = setting(10, cli_range=True, check=at_least(2),
+    tokens: int = setting(65536, check=at_least(1), help="Held-out tokens scanned for contexts.",
+                          cli=Cli(range=True))
+    seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.",
+                           cli=Cli(range=True))
+    ctx_len: int = setting(32, check=at_least(2),
+                           help="Tokens per context (an example a scorer reads).",
+                           cli=Cli(range=True))
+    n_explain: int = setting(10, check=at_least(1),
+                             help="Top-activating contexts shown to the explainer.",
+                             cli=Cli(range=True))
+    n_score: int = setting(10, check=at_least(2),
                            help="Held-out activating contexts (across activation quantiles) "
-                                "and as many random non-activating ones per feature.")
-    n_hard: int = setting(5, cli_range=True, check=at_least(0),
+                           "and as many random non-activating ones per feature.",
+                           cli=Cli(range=True))
+    n_hard: int = setting(5, check=at_least(0),
                           help="Held-out hard negatives per feature: contexts with its top "
-                               "tokens where it does not fire.")
+                          "tokens where it does not fire.", cli=Cli(range=True))
     n_quantiles: int = setting(5, cli=False, check=at_least(1),
                                help="Activation quantile bins the held-out positives come from.")
     random_features: int | None = setting(
         None, check=at_least(0),
         help="Features of a random-weight SAE of the same size run through the same "
              "pipeline (a null control; 0: none) [default: as many as the SAE features scored].")
-    planted: int = setting(4, cli_range=True, check=at_least(0),
+    planted: int = setting(4, check=at_least(0),
                            help="Token-level planted features (firing on a known token set): "
-                                "the programmatic explainer must name them and every scorer "
-                                "detect them (0: none).")
+                           "the programmatic explainer must name them and every scorer "
+                           "detect them (0: none).", cli=Cli(range=True))
     planted_concepts: int = setting(
-        4, cli_range=True, check=at_least(0),
+        4, check=at_least(0),
         help="Concept-level planted features (firing on the words of a concept such as "
-             "colours; explained by the concept's name and scored on words the explainer "
-             "never saw): every language-model scorer must detect them (0: none).")
+        "colours; explained by the concept's name and scored on words the explainer "
+        "never saw): every language-model scorer must detect them (0: none).", cli=Cli(range=True))
     planted_auroc: float = setting(0.9, cli=False, check=in_range(0.5, 1.0),
                                    help="A scorer recovers a planted feature when its reference "
                                         "explanation's AUROC reaches this (and it is explained).")
     fdr: float = setting(0.05, cli=False, check=in_range(0, 1, open_low=True, open_high=True),
                          help="False-discovery rate of 'explained' (Benjamini–Hochberg over "
                               "a group's features).")
-    n_permutations: int = setting(5000, flag="--permutations", cli_range=True,
-                                  check=at_least(99),
-                                  help="Resamples of each feature's paired permutation test.")
-    n_boot: int = setting(1000, flag="--bootstrap", check=at_least(100), cli_range=True,
-                          help="Bootstrap resamples for every interval.")
-    deterministic: bool = setting(True, flag="--deterministic/--no-deterministic",
+    n_permutations: int = setting(5000, check=at_least(99),
+                                  help="Resamples of each feature's paired permutation test.",
+                                  cli=Cli(flag="--permutations", range=True))
+    n_boot: int = setting(1000, check=at_least(100), help="Bootstrap resamples for every interval.",
+                          cli=Cli(flag="--bootstrap", range=True))
+    deterministic: bool = setting(True,
                                   help="The explainer's generation is independent of "
-                                             "its batch (decode-verify-rollback).")
+                                  "its batch (decode-verify-rollback).",
+                                  cli=Cli(flag="--deterministic/--no-deterministic"))
     max_explanation_tokens: int = setting(24, cli=False, check=at_least(1),
                                           help="Most tokens a language-model explanation has.")
     batch_size: int = setting(8, cli=False, check=at_least(1),

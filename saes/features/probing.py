@@ -42,6 +42,7 @@ from interp.runs.manifest import model_manifest
 from interp.runs.progress import make_progress
 from interp.schema import (
     Check,
+    Cli,
     Config,
     Headline,
     Result,
@@ -86,22 +87,23 @@ class SparseProbeConfig(Config):
     sorted, without repeats."""
 
     ks: Sequence[int] = setting(
-        (1, 2, 5, 20), parse=parse_ks, cli_default="1,2,5,20",
-        check=Check(_positive_ints, "must be positive integers"),
-        help="Comma-separated numbers of latents the sparse probes may use.")
+        (1, 2, 5, 20), check=Check(_positive_ints, "must be positive integers"),
+        help="Comma-separated numbers of latents the sparse probes may use.",
+        cli=Cli(parse=parse_ks, default="1,2,5,20"))
     # bounded like the probe tool's splits: --seeds 2147483648 filled memory (found by the
     # CLI fuzzing) before a single probe ran
-    seeds: int = setting(5, cli_range=True, check=in_range(1, SEED_STRIDE),
-                         help="Held-out splits.")
+    seeds: int = setting(5, check=in_range(1, SEED_STRIDE), help="Held-out splits.",
+                         cli=Cli(range=True))
     test_size: float = setting(0.25, cli=False,
                                check=in_range(0, 1, open_low=True, open_high=True),
                                help="Held-out fraction of each split.")
-    C: float = setting(0.1, flag="--C", check=positive,
-                       help="Inverse L2 strength of every probe.")
+    C: float = setting(0.1, check=positive, help="Inverse L2 strength of every probe.",
+                       cli=Cli(flag="--C"))
     position: Literal["last", "mean"] = setting("last",
                                                 help="Token(s) of each text to read.")
-    random_draws: int = setting(5, cli_range=True, check=at_least(1),
-                                help="Draws of k random latents per split (averaged).")
+    random_draws: int = setting(5, check=at_least(1),
+                                help="Draws of k random latents per split (averaged).",
+                                cli=Cli(range=True))
     batch_size: int = setting(16, cli=False, check=at_least(1), help="Texts per forward pass.")
     seed: int = setting(0, check=seed_range, cli=False,
                         help="Keys the splits and the random latents.")

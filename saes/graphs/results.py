@@ -12,6 +12,7 @@ from torch import Tensor
 
 from interp.display import MISSING, ci_text, format_number, with_ci
 from interp.schema import (
+    Cli,
     Config,
     Headline,
     Result,
@@ -32,9 +33,9 @@ class AttributionConfig(Config):
     """How a graph is built, pruned and checked."""
 
     target: str | None = setting(
-        None, metavar="ANSWER,WRONG",
+        None,
         help="Attribute logit(ANSWER) − logit(WRONG) (each one token) instead of the top "
-             "logits.")
+        "logits.", cli=Cli(metavar="ANSWER,WRONG"))
     max_logits: int = setting(10, check=at_least(1), help="At most this many top-logit "
                                                          "targets.")
     logit_probability: float = setting(0.95, check=in_range(0, 1, open_low=True),
@@ -51,11 +52,11 @@ class AttributionConfig(Config):
                                   "of most influence on the targets, in results.json and the "
                                   "viewer.")
     max_feature_nodes: int | None = setting(
-        None, check=at_least(1), metavar="N",
+        None, check=at_least(1),
         help="Keep at most N active features as nodes, those of highest influence on the "
-             "targets (as circuit-tracer's max_feature_nodes); the others join their "
-             "position's error node. Memory grows with the square of the nodes: cap it for "
-             "long prompts. Default: every active feature.")
+        "targets (as circuit-tracer's max_feature_nodes); the others join their "
+        "position's error node. Memory grows with the square of the nodes: cap it for "
+        "long prompts. Default: every active feature.", cli=Cli(metavar="N"))
     max_tokens: int = setting(64, check=at_least(2),
                               help="Refuse prompts longer than this many tokens.")
     batch_size: int = setting(256, cli=False, check=at_least(1),
@@ -67,11 +68,12 @@ class AttributionConfig(Config):
                                     help="Random feature sets of the pruned graph's size "
                                          "drawn for each faithfulness baseline "
                                          "(influence-matched, and any active features).")
-    control_graphs: int = setting(3, check=at_least(0), metavar="N",
+    control_graphs: int = setting(3, check=at_least(0),
                                   help="Also build N control graphs on the same transcoders "
-                                       "with their decoder rows shuffled across features, "
-                                       "the baseline of the replacement and completeness "
-                                       "scores (0: none; each costs about one graph).")
+                                  "with their decoder rows shuffled across features, "
+                                  "the baseline of the replacement and completeness "
+                                  "scores (0: none; each costs about one graph).",
+                                  cli=Cli(metavar="N"))
     null_permutations: int = setting(1000, cli=False, check=at_least(1),
                                      help="Shuffles of the sign agreement's permutation "
                                           "null.")

@@ -42,7 +42,7 @@ from interp.models.forward import logits_from_layer
 from interp.models.loading import Model
 from interp.runs.manifest import model_manifest, sha256_texts
 from interp.runs.progress import make_progress
-from interp.schema import Config, Headline, Result, at_least, seed_range, setting
+from interp.schema import Cli, Config, Headline, Result, at_least, seed_range, setting
 from interp.stats.intervals import bootstrap_ci
 
 if TYPE_CHECKING:
@@ -53,13 +53,14 @@ if TYPE_CHECKING:
 class TranscoderEvalConfig(Config):
     """How much held-out text :func:`evaluate_transcoders` uses."""
 
-    tokens: int = setting(16_384, cli_range=True, check=at_least(1),
-                          help="Held-out tokens (positions 1… of each window).")
-    seq_len: int = setting(128, cli_range=True, check=at_least(3),
-                           help="Tokens per text window.")
-    one_at_a_time: bool = setting(True, flag="--one-at-a-time/--all-only",
+    tokens: int = setting(16_384, check=at_least(1),
+                          help="Held-out tokens (positions 1… of each window).",
+                          cli=Cli(range=True))
+    seq_len: int = setting(128, check=at_least(3), help="Tokens per text window.",
+                           cli=Cli(range=True))
+    one_at_a_time: bool = setting(True,
                                   help="Also score each layer replaced alone (two suffix "
-                                       "passes per layer).")
+                                  "passes per layer).", cli=Cli(flag="--one-at-a-time/--all-only"))
     batch_size: int = setting(8, cli=False, check=at_least(1),
                               help="Text windows per forward pass.")
     n_bootstrap: int = setting(1000, cli=False, check=at_least(1),

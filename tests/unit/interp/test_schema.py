@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from interp.cli.options import build_config, config_options, flag_of
 from interp.errors import InterpError
 from interp.schema import (
+    Cli,
     Config,
     ConfigError,
     Headline,
@@ -32,12 +33,12 @@ from interp.schema import (
 
 @dataclass(frozen=True)
 class ToyConfig(Config):
-    C: float = setting(0.1, help="Inverse L2 strength.", check=positive, flag="--C")
-    seeds: int = setting(5, help="Splits.", check=at_least(1), cli_range=False)
+    C: float = setting(0.1, help="Inverse L2 strength.", check=positive, cli=Cli(flag="--C"))
+    seeds: int = setting(5, help="Splits.", check=at_least(1), cli=Cli(range=False))
     top_p: float = setting(1.0, help="Nucleus.", check=in_range(0, 1, open_low=True))
     solver: Literal["torch", "sklearn"] = setting("torch", help="Who fits.")
     random_weights: bool = setting(True, help="Random-weights control.",
-                                   flag="--no-random-weights")
+                                   cli=Cli(flag="--no-random-weights"))
     leace: bool = setting(False, help="Also LEACE.")
     stop: tuple[str, ...] = setting((), help="Stop strings.")
     limit: int | None = setting(None, help="At most this many.", check=at_least(1))
@@ -226,10 +227,10 @@ def test_cli_range_is_a_click_range() -> None:
 
     @dataclass(frozen=True)
     class RangeConfig(Config):
-        rounds: int = setting(1, check=in_range(1, 20), cli_range=True, help="Rounds.")
-        temperature: float = setting(0.0, check=at_least(0), cli_range=True, help="T.")
-        limit: int | None = setting(None, check=at_least(1), cli_range=True, help="N.")
-        seeds: int = setting(5, check=at_least(1), cli_range=False, help="Splits.")
+        rounds: int = setting(1, check=in_range(1, 20), help="Rounds.", cli=Cli(range=True))
+        temperature: float = setting(0.0, check=at_least(0), help="T.", cli=Cli(range=True))
+        limit: int | None = setting(None, check=at_least(1), help="N.", cli=Cli(range=True))
+        seeds: int = setting(5, check=at_least(1), help="Splits.", cli=Cli(range=False))
         splits: int = setting(2, check=at_least(1), help="An int with bounds: a range.")
         lr: float = setting(0.1, check=at_least(0), help="A float: no range unless asked.")
 
@@ -270,7 +271,7 @@ def test_cli_on_off_flag_pair() -> None:
 
     @dataclass(frozen=True)
     class CacheConfig(Config):
-        cache: bool = setting(True, flag="--cache/--no-cache", help="Reuse the cache.")
+        cache: bool = setting(True, help="Reuse the cache.", cli=Cli(flag="--cache/--no-cache"))
 
     @click.command()
     @config_options(CacheConfig)
@@ -307,8 +308,8 @@ def test_cli_parse_errors_name_the_flag() -> None:
 
     @dataclass(frozen=True)
     class AlphaConfig(Config):
-        alphas: list[float] = setting(default_factory=lambda: [1.0], parse=numbers,
-                                      check=each(finite), cli_default="1", help="Alphas.")
+        alphas: list[float] = setting(default_factory=lambda: [1.0], check=each(finite),
+                                      help="Alphas.", cli=Cli(parse=numbers, default="1"))
 
     @click.command()
     @config_options(AlphaConfig)
