@@ -8,7 +8,14 @@ from typing import Any
 import click
 
 from interp.activations.capture import CaptureConfig
-from interp.cli.common import json_safe, load_model, log, make_model_options, prompts_from_args
+from interp.cli.common import (
+    json_safe,
+    load_model,
+    log,
+    make_model_options,
+    out_option,
+    prompts_from_args,
+)
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir
@@ -36,8 +43,7 @@ def _one_layer(spec: str) -> bool:
               help="One layer (resid_post); for several, or 'all', use --layers.")
 @config_options(CaptureConfig, only=["layers", "hooks", "positions", "drop_first", "chat",
                                      "dtype", "max_memory_gb"])
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder for activations/ (artifact), results.json and report.html.")
+@out_option("Folder for activations/ (artifact), results.json and report.html.", required=True)
 def capture(
     prompts: tuple[str, ...], file_: str | None, model_name: str | None, device: str,
     dtype: str, batch_size: int, seed: int, layer: str | None, out_dir: str, **settings: Any,

@@ -10,7 +10,14 @@ from typing import Any
 import click
 
 from interp.causal.results import DASConfig, EdgeConfig
-from interp.cli.common import json_safe, load_model, make_model_options, show_result
+from interp.cli.common import (
+    json_option,
+    json_safe,
+    load_model,
+    make_model_options,
+    out_option,
+    show_result,
+)
 from interp.cli.options import build_config, config_options
 
 
@@ -22,9 +29,8 @@ def causal_group() -> None:
 @causal_group.command("das")
 @config_options(DASConfig)
 @make_model_options(DASConfig, batch_help="Pairs per training step and scoring pass.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write report.html, results.json and figures/ here.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write report.html, results.json and figures/ here.", required=True)
+@json_option
 def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
         out_dir: str, as_json: bool, **settings: Any) -> None:
     """Learn a subspace per layer whose interchange makes the output follow the source."""
@@ -58,10 +64,9 @@ def das(model_name: str | None, device: str, dtype: str, batch_size: int, seed: 
 @config_options(EdgeConfig)
 @make_model_options(EdgeConfig, batch_help="Pairs per gradient pass (exact path patching "
                                              "runs 4x as many rows).")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write report.html, results.json, circuit.json, edge_scores.safetensors "
-                   "and figures/ here.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write report.html, results.json, circuit.json, edge_scores.safetensors "
+            "and figures/ here.", required=True)
+@json_option
 def edges(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
           out_dir: str, as_json: bool, **settings: Any) -> None:
     """Score every edge by eap-clean, eap-corrupted and eap-ig; test each one's circuits

@@ -130,6 +130,17 @@ def finish_profile(failed: bool) -> None:
     log(f"profile: {result.verdict} ({result.evidence}); wrote {out}/profile.html")
 
 
+def out_option(help: str, *, required: bool = False) -> Callable[[Callable], Callable]:  # noqa: A002 - click's word
+    """``--out DIR``, the folder a verb writes into (``out_dir``; a file there is refused)."""
+    return click.option("--out", "out_dir", required=required, default=None,
+                        type=click.Path(file_okay=False), help=help)
+
+
+#: ``--json``: the results JSON on stdout instead of the table (``as_json``).
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print results JSON instead of a table.")
+
+
 def text_options(fn: Callable) -> Callable:
     """``--text FILE`` and ``--hf-dataset NAME`` for verbs that read running text."""
     fn = click.option("--hf-dataset", default=None, metavar="NAME[:CONFIG]",

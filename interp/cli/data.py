@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from interp.cli.common import log
+from interp.cli.common import log, out_option
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.verify.results import VerifyConfig
@@ -21,8 +21,7 @@ from interp.verify.results import VerifyConfig
               "checkpoint folder, a .gguf file) and print its row of the verified-models table.")
 @config_options(VerifyConfig, help={
     "compare_hf": "With --verify: skip the comparison with the plain transformers model."})
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="With --verify: write report.html, figures/ and results.json here.")
+@out_option("With --verify: write report.html, figures/ and results.json here.")
 @click.option("--device", default="cpu", show_default=True, help="With --verify: cpu, cuda.")
 @click.option("--dtype", default="float32", show_default=True,
               type=click.Choice(["float32", "bfloat16", "float16"]),
@@ -95,8 +94,7 @@ def corpus() -> None:
 
 
 @corpus.command("build")
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Folder (default: $INTERP_CACHE/corpus/debian-docs-v1).")
+@out_option("Folder (default: $INTERP_CACHE/corpus/debian-docs-v1).")
 @click.option("--force", is_flag=True, help="Rebuild even if already built.")
 def corpus_build(out_dir: str | None, force: bool) -> None:
     """Download the documentation packages and build train/heldout splits."""

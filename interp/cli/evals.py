@@ -19,7 +19,15 @@ import click
 
 from evals.constitutional import ConstitutionalConfig
 from evals.sycophancy import SycophancyConfig
-from interp.cli.common import json_safe, load_model, log, make_model_options, open_out
+from interp.cli.common import (
+    json_option,
+    json_safe,
+    load_model,
+    log,
+    make_model_options,
+    open_out,
+    out_option,
+)
 from interp.cli.options import build_config, config_options
 from interp.runs.outdir import OutDir
 
@@ -42,9 +50,8 @@ def eval_group() -> None:
               help="JSON object overriding prompt templates (neutral, suggest_incorrect, "
               "suggest_correct, doubt_correct, priming, challenge, answer, choice).")
 @config_options(SycophancyConfig, only=("max_new_tokens", "probe_layer", "probe"))
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write report.html and results.json into this folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write report.html and results.json into this folder.")
+@json_option
 def sycophancy(
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
     dataset: str | None, templates_path: str | None, out_dir: str | None, as_json: bool,
@@ -97,9 +104,8 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
               help="Use only the first N prompts.")
 @config_options(ConstitutionalConfig,
                 only=("max_new_tokens", "temperature", "deterministic", "n_examples"))
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write sft.jsonl, preferences.jsonl, results.json and report.html here.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write sft.jsonl, preferences.jsonl, results.json and report.html here.")
+@json_option
 def constitutional(
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
     prompts_path: str | None, constitution_path: str | None, limit: int | None,

@@ -13,6 +13,7 @@ from interp.cli.common import (
     log,
     make_model_options,
     open_out,
+    out_option,
     prompts_from_args,
 )
 from interp.cli.options import build_config, config_options
@@ -29,8 +30,7 @@ from interp.runs.outdir import OutDir
 @config_options(GenerationConfig)
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON list of {prompt, text, ...} and nothing else on stdout.")
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write report.html and results.json into this folder.")
+@out_option("Write report.html and results.json into this folder.")
 def generate_cmd(
     prompts: tuple[str, ...], file_: str | None, text_column: str, model_name: str | None,
     device: str, dtype: str, batch_size: int, seed: int, as_json: bool, out_dir: str | None,

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from interp.cli.common import json_safe, load_model, make_model_options
+from interp.cli.common import json_option, json_safe, load_model, make_model_options, out_option
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir, check_creatable
@@ -31,9 +31,8 @@ from saes.graphs.tasks import GraphTaskConfig
               help="Collect each kept feature's top activating contexts from held-out text "
                    "for the viewer (one prompt only).")
 @make_model_options(GraphTaskConfig, batch_help="Graph rows (targets) per backward pass.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write report.html (the viewer), results.json and figures/ here.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write report.html (the viewer), results.json and figures/ here.", required=True)
+@json_option
 def graph(prompt: str | None, transcoders_dir: str, task: str | None, save_adjacency: bool,
           contexts: bool,
           model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,

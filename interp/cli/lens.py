@@ -9,7 +9,15 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from interp.cli.common import json_safe, load_model, log, model_options, open_out
+from interp.cli.common import (
+    json_option,
+    json_safe,
+    load_model,
+    log,
+    model_options,
+    open_out,
+    out_option,
+)
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.lenses.readout import LensConfig
@@ -27,9 +35,8 @@ LAYER_NOTE = "note: --layer takes one layer; a list means --layers"
               help="One layer to read (0-based, resid_post). A list here still works, "
                    "as --layers.")
 @config_options(LensConfig, only=["layers", "chat"])
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write report.html and results.json into this folder.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write report.html and results.json into this folder.")
+@json_option
 @click.option("--columns", "max_cols", default=6, show_default=True,
               type=click.IntRange(min=1), help="The table shows this many last positions.")
 @config_options(LensConfig, only=["tuned"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from interp.cli.common import json_safe, log
+from interp.cli.common import json_option, json_safe, log, out_option
 from interp.errors import InterpError
 
 
@@ -49,8 +49,8 @@ def _check_verb(args: list[str]) -> tuple[str, list[str]]:
 
 @click.command("seeds")
 @click.argument("k", type=int)
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder: DIR/seed-N/ per run, and the summary (results.json, report.html).")
+@out_option("Folder: DIR/seed-N/ per run, and the summary (results.json, report.html).",
+            required=True)
 @click.argument("verb_args", nargs=-1, type=click.UNPROCESSED)
 def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
     """Run a verb under seeds 0…K−1 and summarise every metric's spread.
@@ -90,9 +90,8 @@ def seeds(k: int, out_dir: str, verb_args: tuple[str, ...]) -> None:
 @click.command("compare")
 @click.argument("a", type=click.Path(file_okay=False))
 @click.argument("b", type=click.Path(file_okay=False))
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Also write results.json and report.html here.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Also write results.json and report.html here.")
+@json_option
 @click.option("--all", "show_all", is_flag=True, help="List every metric, not the first 30.")
 def compare(a: str, b: str, out_dir: str | None, as_json: bool, show_all: bool) -> None:
     """Is B − A larger than the noise? Two result folders or two seed groups, per metric.

@@ -7,15 +7,14 @@ from typing import Any
 import click
 
 from interp.circuits.results import PatchConfig
-from interp.cli.common import json_safe, load_model, log, make_model_options
+from interp.cli.common import json_safe, load_model, log, make_model_options, out_option
 from interp.cli.options import build_config, config_options
 
 
 @click.command()
 @config_options(PatchConfig)
 @make_model_options(PatchConfig, batch_help="Patched runs (rows) per forward pass.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write report.html, results.json and figures/ here.")
+@out_option("Write report.html, results.json and figures/ here.", required=True)
 def patch(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
           out_dir: str, **settings: Any) -> None:
     """Patch every component of a family over clean/corrupted pairs; compare AtP with exact."""

@@ -8,11 +8,13 @@ from typing import Any
 import click
 
 from interp.cli.common import (
+    json_option,
     json_safe,
     load_model,
     log,
     make_model_options,
     open_out,
+    out_option,
     probe_dataset_options,
 )
 from interp.cli.options import build_config, config_options
@@ -31,9 +33,8 @@ from interp.profiling.session import phase
 @click.option("--ablate", is_flag=True,
               help="Ablation check at the layer (the best layer of a sweep).")
 @config_options(AblationConfig)
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write report.html, results.json and the probe artifact here.")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write report.html, results.json and the probe artifact here.")
+@json_option
 def probe(
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
     layer: str | None, layers: str | None, dataset: str | None, text_column: str,

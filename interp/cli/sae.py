@@ -24,9 +24,11 @@ import click
 from click.core import ParameterSource
 
 from interp.cli.common import (
+    json_option,
     load_model,
     log,
     make_model_options,
+    out_option,
     probe_dataset_options,
     text_options,
     throughput_text,
@@ -186,8 +188,7 @@ def build_architecture(name: str, settings: dict[str, Any]) -> Architecture:
 @text_options
 @make_model_options(
     SAETrainConfig, batch_help="Activations (tokens) per training step, over all processes.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Run folder (checkpoint/, sae/); rerun the same command to resume.")
+@out_option("Run folder (checkpoint/, sae/); rerun the same command to resume.", required=True)
 def train(
     layer: int | None, layers_spec: str | None, architecture: str, cache_dir: str | None,
     stop_at: int | None, text_file: str | None, hf_dataset: str | None,
@@ -309,9 +310,8 @@ def sae_path(path: str, *, transcoders: bool = False) -> Path:
 @config_options(SAEEvalConfig, only=["tokens", "ce_tokens", "seq_len"])
 @make_model_options(SAEEvalConfig, batch_help=_WINDOWS)
 @config_options(SAEEvalConfig, only=["cache_baselines"])
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write results.json and report.html here [default: the SAE folder].")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write results.json and report.html here [default: the SAE folder].")
+@json_option
 def eval_cmd(
     sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
     device: str, dtype: str, batch_size: int, seed: int, out_dir: str | None, as_json: bool,
@@ -358,8 +358,7 @@ def _print_eval(head: Headline) -> None:
 @click.option("--explanations", "explanations_file", default=None,
               type=click.Path(dir_okay=False),
               help="explanations.jsonl to show [default: the SAE folder's, if it has one].")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write browser.html (and features.json) here.")
+@out_option("Write browser.html (and features.json) here.", required=True)
 def browse(
     sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
     device: str, dtype: str, batch_size: int, seed: int, explanations_file: str | None,
@@ -394,10 +393,9 @@ def browse(
 @text_options
 @config_options(AutoInterpConfig)
 @make_model_options(AutoInterpConfig, batch_help=_WINDOWS)
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write report.html, results.json, explanations.jsonl and figures/ here "
-                   "(explanations.jsonl also beside the SAE).")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write report.html, results.json, explanations.jsonl and figures/ here "
+            "(explanations.jsonl also beside the SAE).", required=True)
+@json_option
 def explain(
     sae_dir: str, text_file: str | None, hf_dataset: str | None, model_name: str | None,
     device: str, dtype: str, batch_size: int, seed: int, out_dir: str, as_json: bool,
@@ -451,8 +449,7 @@ def _load_sae_or_transcoder(path: Path, model: Any, device: str) -> Any:
 
 @sae_group.command("export")
 @click.argument("sae_dir", type=click.Path())
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="SAELens folder to write (cfg.json + sae_weights.safetensors).")
+@out_option("SAELens folder to write (cfg.json + sae_weights.safetensors).", required=True)
 def export_cmd(sae_dir: str, out_dir: str) -> None:
     """Write an SAE in SAELens's layout, for `SAE.load_from_disk`."""
     from saes.saelens import export_saelens
@@ -465,8 +462,7 @@ def export_cmd(sae_dir: str, out_dir: str) -> None:
 @sae_group.command("import")
 @click.argument("saelens_dir", type=click.Path())
 @click.option("--model-id", default=None, help="Model id to record [default: from cfg.json].")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="interp SAE folder to write.")
+@out_option("interp SAE folder to write.", required=True)
 def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
     """Read a SAELens SAE folder into an interp SAE."""
     from saes.saelens import import_saelens
@@ -481,8 +477,7 @@ def import_cmd(saelens_dir: str, model_id: str | None, out_dir: str) -> None:
 @probe_dataset_options("Split by this column (whole groups held out); '' for a stratified split.")
 @config_options(SparseProbeConfig, only=["ks", "seeds", "position", "random_draws", "C"])
 @make_model_options(SparseProbeConfig, batch_help="Texts per forward pass.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Write results.json, report.html and the figure here.")
+@out_option("Write results.json, report.html and the figure here.", required=True)
 def probe_cmd(
     sae_dir: str, dataset: str | None, text_column: str, label_column: str,
     group_column: str, model_name: str | None, device: str, dtype: str, batch_size: int,

@@ -14,10 +14,12 @@ from typing import Any
 import click
 
 from interp.cli.common import (
+    json_option,
     json_safe,
     load_model,
     log,
     make_model_options,
+    out_option,
     show_result,
     text_options,
     throughput_text,
@@ -53,8 +55,7 @@ def transcoder_group() -> None:
               help="Stop after this many steps in all (resumable later).")
 @text_options
 @make_model_options(TranscoderTrainConfig, batch_help="Activations (tokens) per training step.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.")
+@out_option("Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.", required=True)
 def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: int | None,
           text_file: str | None, hf_dataset: str | None, model_name: str | None, device: str,
           dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any) -> None:
@@ -101,9 +102,8 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
 @text_options
 @config_options(TranscoderEvalConfig, only=["tokens", "seq_len", "one_at_a_time"])
 @make_model_options(TranscoderEvalConfig, batch_help="Text windows per forward pass.")
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write results.json, report.html and figures/ here [default: the folder].")
-@click.option("--json", "as_json", is_flag=True, help="Print results JSON instead of a table.")
+@out_option("Write results.json, report.html and figures/ here [default: the folder].")
+@json_option
 def eval_cmd(transcoders_dir: str, layers_spec: str | None, text_file: str | None,
              hf_dataset: str | None, model_name: str | None, device: str, dtype: str,
              batch_size: int, seed: int, out_dir: str | None, as_json: bool,

@@ -14,6 +14,7 @@ from interp.cli.common import (
     log,
     make_model_options,
     open_out,
+    out_option,
     text_options,
     throughput_text,
     write_run_results,
@@ -39,8 +40,7 @@ def tuned_lens() -> None:
 @click.option("--stop-at", default=None, type=click.IntRange(min=0),
               help="Stop after this many steps in all (resumable later).")
 @make_model_options(TunedLensTrainConfig, batch_help=_WINDOWS)
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Run folder [default: $INTERP_CACHE/lenses/<model>/latest]; rerun to resume.")
+@out_option("Run folder [default: $INTERP_CACHE/lenses/<model>/latest]; rerun to resume.")
 def train(
     text_file: str | None, hf_dataset: str | None, stop_at: int | None,
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
@@ -80,8 +80,7 @@ def train(
 @text_options
 @config_options(LensEvalConfig)
 @make_model_options(LensEvalConfig, batch_help=_WINDOWS)
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Write results.json and report.html here.")
+@out_option("Write results.json and report.html here.")
 def eval_cmd(
     lens_path: str | None, text_file: str | None, hf_dataset: str | None,
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
