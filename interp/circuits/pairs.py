@@ -4,7 +4,7 @@
 measures each pair's clean and corrupted logit difference and keeps the pairs whose gap is
 at least ``min_gap`` (a smaller gap cannot normalise an effect): the prologue activation
 patching (:func:`~interp.circuits.patch.run_patch`) and edge attribution
-(:func:`~interp.causal.edge_effects.run_edges`) share. Its :meth:`PreparedPairs.summary` is the
+(:func:`~interp.causal.edges.run_edges`) share. Its :meth:`PreparedPairs.summary` is the
 task's record in their results.
 """
 

@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -61,6 +62,14 @@ _quiet_environment()
 @click.version_option(package_name="interp")
 def cli() -> None:
     """Mechanistic interpretability for transformer language models."""
+
+
+def add_tool(tool: Any) -> click.Command:
+    """Put a declared tool's verb (:class:`interp.cli.tool.Tool`) on the ``interp`` group;
+    returns the verb."""
+    from interp.cli.tool import register
+
+    return register(tool, cli)
 
 
 # -------------------------------------------------------------------------- helpers
@@ -183,4 +192,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["cli", "main", "model_options"]
+__all__ = ["add_tool", "cli", "main", "model_options"]

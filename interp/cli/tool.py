@@ -7,13 +7,14 @@ the result's own headline), and any files it writes beside ``results.json``.
 :func:`tool_command` builds the verb from it: the config's options, the model options
 (``--model --device --dtype --batch-size --seed --profile``, whose defaults are the
 config's), ``--out DIR`` (``results.json`` with the run manifest, ``report.html`` and
-``figures/``) and ``--json``. :func:`register` puts the verb on the ``interp`` group.
+``figures/``) and ``--json``. :func:`register` puts the verb on a group
+(:func:`interp.cli.app.add_tool`: on ``interp``).
 
 So a new tool is its config, its run function and its result (and, when the headline is
 not enough, a report), and nothing in the CLI is written for it::
 
     TOOL = Tool("toy", ToyConfig, run_toy, help="What the toy measures.")
-    register(TOOL, cli)     # `interp toy --top-k 3 --out DIR`
+    add_tool(TOOL)          # interp.cli.app: `interp toy --top-k 3 --out DIR`
 
 Each field's checks give the tool's bad-input cases (:func:`bad_inputs`): a value just
 outside a field's bounds must be refused in one line naming the flag, before the model
@@ -65,7 +66,7 @@ class Tool(Generic[C, R]):
     template: str | None = None
     #: ``check(config)``: refuse what cannot run, before the model loads.
     check: Callable[[C], None] | None = None
-    #: ``write(result, out)``: the files beside ``results.json`` (named in :attr:`files`).
+    #: ``write(result, out)``: the files beside ``results.json`` (named in ``files``).
     write: Callable[[R, OutDir], None] | None = None
     files: tuple[str, ...] = ()
     #: What ``--batch-size`` counts, for its help.
