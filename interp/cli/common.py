@@ -271,7 +271,8 @@ def show_result(result: Any, data: dict[str, Any], as_json: bool, wrote: str) ->
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         result.headline().print()
-    log(wrote)
+    if wrote:
+        log(wrote)
 
 
 def log(message: str) -> None:

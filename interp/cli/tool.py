@@ -24,7 +24,6 @@ loads.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,8 +31,9 @@ from typing import Any, Generic, TypeVar
 
 import click
 
-from interp.cli.common import json_safe, load_model, log, make_model_options, open_out
+from interp.cli.common import json_safe, load_model, make_model_options, open_out, show_result
 from interp.cli.options import build_config, config_options, flag_of
+from interp.runs.manifest import model_manifest
 from interp.runs.outdir import OutDir
 from interp.schema.result import Result
 from interp.schema.settings import Config, setting_info
@@ -115,21 +115,15 @@ def tool_command(tool: Tool[Any, Any]) -> click.Command:
             model = load_model(model_name, device, dtype, seed)
             result = resolve(tool.run)(model, config)
             if result.manifest is None:
-                result.manifest = _manifest(model, seed, config)
+                result.manifest = model_manifest(model, seed=seed, config=config.to_dict())
             data = json_safe(result.to_dict())
             if isinstance(out, OutDir):
                 out.write_json("results.json", data)
                 tool_report(tool, result).write(out)
                 if tool.write is not None:
                     tool.write(result, out)
-        for w in result.warnings:
-            log(f"warning: {w}")
-        if as_json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
-        else:
-            result.headline().print()
-        if out_dir is not None:
-            log(f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
+        show_result(result, data, as_json, "" if out_dir is None else
+                    f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
 
     callback.__doc__ = tool.help or f"Run {tool.name}."
     callback.__name__ = tool.name.replace("-", "_")
@@ -144,13 +138,6 @@ def tool_command(tool: Tool[Any, Any]) -> click.Command:
     for name in reversed(tool.arguments):
         fn = click.argument(name)(fn)
     return click.command(tool.name, help=tool.help or None)(fn)
-
-
-def _manifest(model: Any, seed: int, config: Config) -> dict[str, Any]:
-    from interp.runs.manifest import run_manifest
-
-    return run_manifest(model_id=model.model_id, seed=seed, config=config.to_dict(),
-                        extra={"model": model.manifest_info()})
 
 
 def tool_report(tool: Tool[Any, R], result: R) -> Any:
