@@ -107,7 +107,7 @@ def _versus_rows(r: EdgeResult) -> list[list[Any]]:
     return rows
 
 
-def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> Report:
+def edges_report(result: EdgeResult) -> Report:
     """The edge-attribution report (page and figures) of one run."""
     r = result
     figures: dict[str, ReportFigure] = {}
@@ -117,7 +117,7 @@ def edges_report(result: EdgeResult, n_layers: int, n_heads: int, n_kv: int) -> 
         figures["agreement"] = ReportFigure(agreement_scatter(r),
                                             label="Scores against exact path patching")
     if r.circuit is not None and r.circuit.edges:
-        figures["circuit"] = ReportFigure(circuit_graph(r.circuit, n_heads, n_layers, n_kv),
+        figures["circuit"] = ReportFigure(circuit_graph(r.circuit, r.n_heads, r.n_layers, r.n_kv),
                                           label="Circuit")
     if r.groups is not None and len(r.groups.groups) > 1:
         figures["groups"] = ReportFigure(group_forest(r.groups), titles=group_titles(r.groups),

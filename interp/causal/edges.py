@@ -351,7 +351,8 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
     summary = pairs.summary()
     result = EdgeResult(
         config=config, task=summary, n_edges=graph.n_edges, n_senders=graph.n_senders,
-        n_receivers=graph.n_receivers, seconds=seconds, forward_seconds=fwd,
+        n_receivers=graph.n_receivers, n_layers=graph.n_layers, n_heads=graph.n_heads,
+        n_kv=graph.n_kv, seconds=seconds, forward_seconds=fwd,
         agreement=agree, faithfulness=curves, versus=versus, circuit=circuit, sample=sampled,
         top_edges=top_edges, model_id=model.model_id, scores=scores,
         manifest=run_manifest(model_id=model.model_id, seed=config.seed,
@@ -374,3 +375,17 @@ def run_edges(model: Model, config: EdgeConfig | None = None, *, progress: bool 
             result.warn(f"{a.method}: Spearman against exact path patching, edge by edge "
                         f"(a local check), is {a.spearman:.2f}, its interval below 0.8")
     return result
+
+
+def edge_scores_bytes(result: EdgeResult) -> bytes:
+    """Every method's per-pair scores (``[pairs, edges]``; exact: ``[pairs, sample]``) as
+    safetensors (``edge_scores.safetensors``), with the run's config as metadata."""
+    import json
+
+    from safetensors.torch import save
+
+    from interp.schema.convert import json_safe
+
+    tensors = {k.replace("-", "_"): v.contiguous() for k, v in result.scores.items()}
+    return save(tensors, metadata={"config": json.dumps(json_safe(result.config.to_dict())),
+                                   "model_id": result.model_id})

@@ -553,6 +553,10 @@ class EdgeResult(Result):
     n_edges: int
     n_senders: int
     n_receivers: int
+    #: The model's layout the edges are read on (the report draws the circuit on it).
+    n_layers: int = 0
+    n_heads: int = 0
+    n_kv: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
     #: seconds of one unpatched forward pass of a batch, for forward-equivalents
     forward_seconds: float = float("nan")

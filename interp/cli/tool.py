@@ -31,7 +31,14 @@ from typing import Any, Generic, TypeVar
 
 import click
 
-from interp.cli.common import json_safe, load_model, make_model_options, open_out, show_result
+from interp.cli.common import (
+    json_safe,
+    load_model,
+    log,
+    make_model_options,
+    open_out,
+    show_result,
+)
 from interp.cli.options import build_config, config_options, flag_of
 from interp.runs.manifest import model_manifest
 from interp.runs.outdir import OutDir
@@ -75,6 +82,8 @@ class Tool(Generic[C, R]):
     arguments: tuple[str, ...] = ()
     #: Whether ``--out`` must be given (a verb whose result is mostly its report).
     out_required: bool = False
+    #: ``notes(result)``: lines for stderr after the run (what was left out, and why).
+    notes: Callable[[R], list[str]] | None = None
 
     def __post_init__(self) -> None:
         if not self.name or self.name != self.name.strip() or " " in self.name:
@@ -122,6 +131,8 @@ def tool_command(tool: Tool[Any, Any]) -> click.Command:
                 tool_report(tool, result).write(out)
                 if tool.write is not None:
                     tool.write(result, out)
+        for line in tool.notes(result) if tool.notes is not None else ():
+            log(line)
         show_result(result, data, as_json, "" if out_dir is None else
                     f"wrote {os.path.join(out_dir, 'report.html')} and results.json")
 
@@ -130,7 +141,8 @@ def tool_command(tool: Tool[Any, Any]) -> click.Command:
     fn: Callable[..., None] = callback
     fn = click.option("--json", "as_json", is_flag=True,
                       help="Print results JSON instead of a table.")(fn)
-    wrote = ", ".join(("report.html", "results.json", "figures/", *tool.files))
+    written = ["report.html", "results.json", "figures/", *tool.files]
+    wrote = ", ".join(written[:-1]) + " and " + written[-1]
     fn = click.option("--out", "out_dir", default=None, required=tool.out_required,
                       type=click.Path(file_okay=False), help=f"Write {wrote} here.")(fn)
     fn = make_model_options(tool.config, batch_help=tool.batch_help)(fn)

@@ -42,7 +42,8 @@ def test_edges_report_in_browser(tiny_model, tmp_path):
     res = run_edges(tiny_model, EdgeConfig(task=_tiny_task_file(tmp_path), sample=40, top=8,
                                            n_boot=100, min_gap=0, max_edges=100,
                                            circuit_edges=20, ig_steps=4), progress=False)
-    path = edges_report(res, 3, 4, 2).save(tmp_path / "report")
+    res.n_layers, res.n_heads, res.n_kv = 3, 4, 2
+    path = edges_report(res).save(tmp_path / "report")
 
     def check(page):
         return {
