@@ -314,13 +314,14 @@ def _value(command: str, scale: Scale, n: int) -> str:
     return ",".join(match.group(1).split(",")[:n])
 
 
-def _stamp(load: tuple[float, float, float]) -> dict[str, Any]:
+def _stamp(load: tuple[float, float, float], commit: str | None = None) -> dict[str, Any]:
     """When and under what a figure was measured: the load when the run started and when
     it ended (a long run's 1-minute load at its end says whether something else ran beside
-    it), the date and the commit."""
+    it), the date and the commit measured (``commit``: a clone's, taken when it was made;
+    this checkout's HEAD may have moved on while a long run ran)."""
     return {"load_average": [round(x, 2) for x in load],
             "load_average_end": [round(x, 2) for x in os.getloadavg()],
-            "date": datetime.date.today().isoformat(), "commit": _commit()}
+            "date": datetime.date.today().isoformat(), "commit": commit or _commit()}
 
 
 def _start_over(command: str, work: Path, cache: Path) -> None:
@@ -495,6 +496,8 @@ def measure_make(args: argparse.Namespace) -> int:
     base = Path(tempfile.mkdtemp(prefix="interp-make-"))
     clone, cache = base / "clone", base / "cache"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, check=True,
+                            capture_output=True, text=True).stdout.strip()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV",))}
     env.update(INTERP_CACHE=str(cache), CI="1")
     for target in ("demo", "test"):
@@ -523,7 +526,7 @@ def measure_make(args: argparse.Namespace) -> int:
             "needs": "Python 3.11" + (", Debian's `apt-get` as root (corpus, Chromium)"
                                       if target == "test" else ""),
             "phases": {p: round(e - t, 1) for (p, t), e in zip(phases, ends, strict=True)},
-            **_stamp(load),
+            **_stamp(load, commit),
             "from": "a clean clone, fresh venv and cache"
                     + (" after `make demo`" if target == "test" else "")}
         print(f"measure_costs: make {target}: {seconds / 60:.1f} min, phases "
