@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from jaxtyping import Float
 from torch import Tensor
@@ -35,9 +36,17 @@ def group_column(task: Task, group_by: str) -> str | None:
     return group_by
 
 
-def check_task(task: str, limit: int | None, group_by: str) -> None:
+class TaskSettings(Protocol):
+    """A config that names a circuit task's pairs (``PatchConfig``, ``EdgeConfig``)."""
+
+    task: str
+    limit: int | None
+    group_by: str
+
+
+def check_task(config: TaskSettings) -> None:
     """Refuse a missing or empty task, or a grouping column it lacks, before a model loads."""
-    group_column(load_task(task, limit), group_by)
+    group_column(load_task(config.task, config.limit), config.group_by)
 
 
 @dataclass
@@ -91,4 +100,4 @@ def prepare_pairs(model: Model, task: str, *, limit: int | None, min_gap: float,
                          n_read=len(tt_all), min_gap=min_gap)
 
 
-__all__ = ["PreparedPairs", "check_task", "group_column", "prepare_pairs"]
+__all__ = ["PreparedPairs", "TaskSettings", "check_task", "group_column", "prepare_pairs"]

@@ -44,12 +44,6 @@ def _check_das(config: DASConfig) -> None:
         load_task(config.task, config.limit)
 
 
-def _check_edges(config: EdgeConfig) -> None:
-    from interp.circuits.pairs import check_task
-
-    check_task(config.task, config.limit, config.group_by)
-
-
 def _write_edges(result: EdgeResult, out: OutDir) -> None:
     from interp.causal.edges import edge_scores_bytes
 
@@ -65,8 +59,8 @@ DAS = Tool(
     help="Learn a subspace per layer whose interchange makes the output follow the source.")
 EDGES = Tool(
     "edges", EdgeConfig, "interp.causal.edges:run_edges", report="reports.causal:edges_report",
-    check=_check_edges, write=_write_edges, files=("circuit.json", "edge_scores.safetensors"),
-    out_required=True,
+    check="interp.circuits.pairs:check_task", write=_write_edges,
+    files=("circuit.json", "edge_scores.safetensors"), out_required=True,
     batch_help="Pairs per gradient pass (exact path patching runs 4x as many rows).",
     help="Score every edge by eap-clean, eap-corrupted and eap-ig; test each one's circuits "
          "against edge sets matched in score, and check a sample against exact path patching.")

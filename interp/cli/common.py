@@ -20,31 +20,38 @@ from interp.runs.outdir import OutDir
 from interp.schema.convert import json_safe
 from interp.schema.settings import SEED_MAX, Config
 
+#: The config fields the model options set (``--batch-size``, ``--seed``), where a config
+#: has them.
+MODEL_FIELDS = ("batch_size", "seed")
+
+
+def model_fields(config: type[Config]) -> list[str]:
+    """Which of :data:`MODEL_FIELDS` ``config`` has."""
+    names = {f.name for f in dataclasses.fields(config)}
+    return [n for n in MODEL_FIELDS if n in names]
+
 
 def make_model_options(
     config: type[Config], *, batch_help: str = "Prompts per forward pass."
 ) -> Callable[[Callable], Callable]:
     """:func:`model_options` whose ``--batch-size`` and ``--seed`` set ``config``'s fields of
     those names and take their defaults from them (a verb's default is its config's)."""
+    own = model_fields(config)
+
+    def default(name: str, fallback: int) -> int:
+        if name not in own:
+            return fallback
+        value = field_default(config, name)
+        if not isinstance(value, int):
+            raise TypeError(f"{config.__name__}.{name} needs an int default for the CLI, "
+                            f"got {value!r}")
+        return value
 
     def decorate(fn: Callable) -> Callable:
-        fn = _model_options(fn, _int_default(config, "batch_size", 16),
-                            _int_default(config, "seed", 0), batch_help)
-        names = [n for n in ("batch_size", "seed")
-                 if n in {f.name for f in dataclasses.fields(config)}]
-        return options_of(config, names)(fn)
+        fn = _model_options(fn, default("batch_size", 16), default("seed", 0), batch_help)
+        return options_of(config, own)(fn)
 
     return decorate
-
-
-def _int_default(config: type[Config], name: str, fallback: int) -> int:
-    if name not in {f.name for f in dataclasses.fields(config)}:
-        return fallback
-    value = field_default(config, name)
-    if not isinstance(value, int):
-        raise TypeError(f"{config.__name__}.{name} needs an int default for the CLI, "
-                        f"got {value!r}")
-    return value
 
 
 def model_options(fn: Callable) -> Callable:

@@ -23,7 +23,7 @@ from typing import Any, Literal, TypeVar, get_args, get_origin
 import click
 
 from interp.errors import InterpError
-from interp.schema.settings import UNSET, Config, ConfigError, setting_info, type_hints
+from interp.schema.settings import UNSET, Cli, Config, ConfigError, setting_info, type_hints
 
 C = TypeVar("C", bound=Config)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,10 +35,20 @@ _FLAGS: dict[str, str] = {}
 def flag_of(cls: type[Config], name: str) -> str:
     """The CLI flag of ``cls``'s field ``name``."""
     f = next(f for f in dataclasses.fields(cls) if f.name == name)
-    return setting_info(f).flag or "--" + name.replace("_", "-")
+    return spelling(f).flag or "--" + name.replace("_", "-")
 
 
-def _strip_optional(hint: Any) -> Any:
+def spelling(f: dataclasses.Field) -> Cli:
+    """How the command line spells field ``f`` (the plain ``--field-name`` when the setting
+    says nothing, or is not on the command line by default)."""
+    return setting_info(f).cli or _PLAIN
+
+
+_PLAIN = Cli()
+
+
+def strip_optional(hint: Any) -> Any:
+    """``X`` of ``X | None`` (any other hint as it is)."""
     if get_origin(hint) in (typing.Union, types.UnionType):
         args = [a for a in get_args(hint) if a is not type(None)]
         if len(args) == 1:
@@ -47,16 +57,16 @@ def _strip_optional(hint: Any) -> Any:
 
 
 def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None) -> Callable:
-    info = setting_info(f)
-    flag = info.flag or "--" + f.name.replace("_", "-")
-    decls = [flag, *info.aliases, f.name]
-    hint = _strip_optional(hint)
+    info, cli = setting_info(f), spelling(f)
+    flag = cli.flag or "--" + f.name.replace("_", "-")
+    decls = [flag, *cli.aliases, f.name]
+    hint = strip_optional(hint)
     kwargs: dict[str, Any] = {"help": help_text if help_text is not None else info.help}
-    if info.metavar:
-        kwargs["metavar"] = info.metavar
-    if info.cli_default is not UNSET:
-        default = info.cli_default
-    if hint is bool and info.parse is None:
+    if cli.metavar:
+        kwargs["metavar"] = cli.metavar
+    if cli.default is not UNSET:
+        default = cli.default
+    if hint is bool and cli.parse is None:
         if "/" in flag:  # an on/off pair, "--cache/--no-cache": click reads both spellings
             return click.option(*decls, default=default, show_default=True, **kwargs)
         if default is True:
@@ -65,15 +75,15 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
             return click.option(*decls, is_flag=True, flag_value=False, default=True, **kwargs)
         return click.option(*decls, is_flag=True, default=False, **kwargs)
     origin = get_origin(hint)
-    if info.parse is not None:
+    if cli.parse is not None:
         kwargs["type"] = str
     elif origin is Literal:
         kwargs["type"] = click.Choice([str(a) for a in get_args(hint)])
     elif origin is tuple and get_args(hint)[1:] == (Ellipsis,):
         kwargs["multiple"] = True
-        kwargs["type"] = _strip_optional(get_args(hint)[0])
+        kwargs["type"] = strip_optional(get_args(hint)[0])
         default = tuple(default) if default not in (None, MISSING) else ()
-    elif hint in (int, float) and _wants_range(info, hint):
+    elif hint in (int, float) and _wants_range(info, cli, hint):
         kwargs["type"] = _range(info, hint)
     elif hint in (int, float, str):
         kwargs["type"] = hint
@@ -87,9 +97,9 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
     return click.option(*decls, **kwargs)
 
 
-def _wants_range(info: Any, hint: type) -> bool:
-    if info.cli_range is not None:
-        return bool(info.cli_range)
+def _wants_range(info: Any, cli: Cli, hint: type) -> bool:
+    if cli.range is not None:
+        return bool(cli.range)
     return hint is int and any(c.low is not None or c.high is not None for c in info.checks)
 
 
@@ -140,7 +150,6 @@ def config_options(
     def decorate(fn: F) -> F:
         for dec in reversed(decorators):
             fn = dec(fn)
-        uses_config(cls)(fn)
         options_of(cls, names)(fn)
         return fn
 
@@ -211,9 +220,9 @@ def build_config(cls: type[C], params: dict[str, Any], **fixed: Any) -> C:
             values[f.name] = fixed[f.name]
         elif f.name in params:
             value = params.pop(f.name)
-            info = setting_info(f)
-            if info.parse is not None and isinstance(value, str):
-                value = _parsed(cls, f.name, info.parse, value)
+            parse = spelling(f).parse
+            if parse is not None and isinstance(value, str):
+                value = _parsed(cls, f.name, parse, value)
             values[f.name] = value
     remember_flags()
     try:
@@ -256,5 +265,6 @@ def config_error_line(exc: ConfigError) -> str:
 
 
 __all__ = ["build_config", "cli_flag", "config_error_line", "config_options", "field_default",
+           "spelling", "strip_optional",
            "flag_of", "option_configs", "options_of", "remember_flags", "uses_config",
            "verb_configs"]

@@ -11,12 +11,6 @@ if TYPE_CHECKING:
     from interp.circuits.results import PatchResult
 
 
-def _check(config: PatchConfig) -> None:
-    from interp.circuits.pairs import check_task
-
-    check_task(config.task, config.limit, config.group_by)  # before the model loads
-
-
 def _notes(result: PatchResult) -> list[str]:
     t = result.task
     lines = [f"{t.name}: {t.n_used} of {t.n_read} pairs used ({t.n_left_out} left out: "
@@ -28,7 +22,8 @@ def _notes(result: PatchResult) -> list[str]:
 
 PATCH = Tool(
     "patch", PatchConfig, "interp.circuits.patch:run_patch",
-    report="reports.patching:patching_report", check=_check, notes=_notes, out_required=True,
+    report="reports.patching:patching_report", check="interp.circuits.pairs:check_task",
+    notes=_notes, out_required=True,
     batch_help="Patched runs (rows) per forward pass.",
     help="Patch every component of a family over clean/corrupted pairs; compare AtP with "
          "exact.")

@@ -32,25 +32,25 @@ from typing import Any, Generic, TypeVar
 import click
 
 from interp.cli.common import (
+    MODEL_FIELDS,
+    json_option,
     json_safe,
     load_model,
     log,
     make_model_options,
+    model_fields,
     open_out,
+    out_option,
     show_result,
 )
-from interp.cli.options import build_config, config_options, flag_of
+from interp.cli.options import build_config, config_options, flag_of, strip_optional
 from interp.runs.manifest import model_manifest
 from interp.runs.outdir import OutDir
 from interp.schema.result import Result
-from interp.schema.settings import Config, setting_info
+from interp.schema.settings import Config, setting_info, type_hints
 
 C = TypeVar("C", bound=Config)
 R = TypeVar("R", bound=Result)
-
-#: The model options' fields: set by those options, not by the config's own.
-MODEL_FIELDS = ("batch_size", "seed")
-
 
 @dataclass(frozen=True)
 class Tool(Generic[C, R]):
@@ -71,8 +71,9 @@ class Tool(Generic[C, R]):
     #: A report body template (jinja2 text, rendered with ``result``) when no
     #: :attr:`report` function is given.
     template: str | None = None
-    #: ``check(config)``: refuse what cannot run, before the model loads.
-    check: Callable[[C], None] | None = None
+    #: ``check(config)``: refuse what cannot run, before the model loads (or its
+    #: ``"module:function"`` name, as for :attr:`run`).
+    check: Callable[[C], None] | str | None = None
     #: ``write(result, out)``: the files beside ``results.json`` (named in ``files``).
     write: Callable[[R, OutDir], None] | None = None
     files: tuple[str, ...] = ()
@@ -115,11 +116,11 @@ def tool_command(tool: Tool[Any, Any]) -> click.Command:
 
     def callback(model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
                  out_dir: str | None, as_json: bool, **settings: Any) -> None:
-        fixed = {n: v for n, v in (("batch_size", batch_size), ("seed", seed))
-                 if n in {f.name for f in dataclasses.fields(tool.config)}}
-        config = build_config(tool.config, settings, **fixed)
+        given = {"batch_size": batch_size, "seed": seed}
+        config = build_config(tool.config, settings,
+                              **{n: given[n] for n in model_fields(tool.config)})
         if tool.check is not None:
-            tool.check(config)
+            resolve(tool.check)(config)
         with open_out(out_dir) as out:
             model = load_model(model_name, device, dtype, seed)
             result = resolve(tool.run)(model, config)
@@ -139,12 +140,10 @@ def tool_command(tool: Tool[Any, Any]) -> click.Command:
     callback.__doc__ = tool.help or f"Run {tool.name}."
     callback.__name__ = tool.name.replace("-", "_")
     fn: Callable[..., None] = callback
-    fn = click.option("--json", "as_json", is_flag=True,
-                      help="Print results JSON instead of a table.")(fn)
+    fn = json_option(fn)
     written = ["report.html", "results.json", "figures/", *tool.files]
     wrote = ", ".join(written[:-1]) + " and " + written[-1]
-    fn = click.option("--out", "out_dir", default=None, required=tool.out_required,
-                      type=click.Path(file_okay=False), help=f"Write {wrote} here.")(fn)
+    fn = out_option(f"Write {wrote} here.", required=tool.out_required)(fn)
     fn = make_model_options(tool.config, batch_help=tool.batch_help)(fn)
     fn = config_options(tool.config, only=_config_fields(tool.config, tool.arguments))(fn)
     for name in reversed(tool.arguments):
@@ -185,17 +184,18 @@ def bad_inputs(tool: Tool[Any, Any]) -> Iterator[BadInput]:
     """From the config's field checks: for each bound, a value just outside it (an int field
     one below its lowest value, one above its highest; a float field's bound itself where
     the bound is open). Each must be refused in one line naming its flag."""
-    hints = tool.config.__annotations__
+    hints = type_hints(tool.config)
     for name in _config_fields(tool.config, tool.arguments):
         f = next(f for f in dataclasses.fields(tool.config) if f.name == name)
-        info = setting_info(f)
+        hint = strip_optional(hints.get(name, str))
+        if hint not in (int, float):
+            continue  # bounds on a number only: a list's or a string's checks say more
         flag = flag_of(tool.config, name).split("/")[0]
-        is_int = "int" in str(hints.get(name, "")) and "float" not in str(hints.get(name, ""))
-        for check in info.checks:
+        for check in setting_info(f).checks:
             for bound, step in ((check.low, -1), (check.high, +1)):
                 if bound is None:
                     continue
-                candidates = [int(bound) + step] if is_int else [bound + step, float(bound)]
+                candidates = [int(bound) + step] if hint is int else [bound + step, float(bound)]
                 for value in candidates:
                     if check.fails(value):
                         yield BadInput(flag, str(value), check.problem)

@@ -149,31 +149,6 @@ def each(check: Check) -> Check:
 
 # --------------------------------------------------------------------------- fields
 @dataclass(frozen=True)
-class SettingInfo:
-    """What :func:`setting` records on a field for checks, reports and the CLI."""
-
-    help: str
-    checks: tuple[Check, ...] = ()
-    #: The CLI flag, when not ``--field-name``; a bool field defaulting to True may use a
-    #: ``--no-…`` flag (given → False).
-    flag: str | None = None
-    #: Other spellings the CLI accepts (old names kept working).
-    aliases: tuple[str, ...] = ()
-    #: False: a Python-only setting (no CLI option), or one a verb declares itself.
-    cli: bool = True
-    metavar: str | None = None
-    #: Turns the CLI's string into the field's value (for types click cannot parse).
-    parse: Callable[[str], Any] | None = None
-    #: The CLI's default, when it differs from the field's (shown in --help).
-    cli_default: Any = UNSET
-    #: True: the option's click type is ``IntRange``/``FloatRange`` over the checks' bounds,
-    #: so click itself refuses a value outside them ("Invalid value for '--rounds'"), as
-    #: options written with click ranges did. The config's checks still run after. None
-    #: (the default): an int setting with bounds gets its range, a float setting does not.
-    cli_range: bool | None = None
-
-
-@dataclass(frozen=True)
 class Cli:
     """How a setting appears on the command line, when not just ``--field-name`` with the
     field's type: what only the CLI needs, kept apart from the setting's science (its
@@ -190,9 +165,22 @@ class Cli:
     #: (``"all"`` for ``None``, ``"1,2,5"`` for a tuple), never another value: the suite
     #: checks every option's default against its field's.
     default: Any = UNSET
-    #: True: click itself refuses a value outside the checks' bounds (``IntRange`` /
-    #: ``FloatRange``); None: ints with bounds get a range, floats do not.
+    #: True: the option's click type is ``IntRange``/``FloatRange`` over the checks' bounds,
+    #: so click itself refuses a value outside them ("Invalid value for '--rounds'"); the
+    #: config's checks still run after. None: an int setting with bounds gets its range, a
+    #: float setting does not.
     range: bool | None = None
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """What :func:`setting` records on a field for checks, reports and the CLI."""
+
+    help: str
+    checks: tuple[Check, ...] = ()
+    #: How the command line spells the setting; None: a Python-only setting (no CLI
+    #: option), or one a verb declares itself.
+    cli: Cli | None = Cli()
 
 
 def setting(
@@ -207,11 +195,8 @@ def setting(
     Python-only setting (or one a verb declares itself), a :class:`Cli` for how the command
     line spells it."""
     checks = (check,) if isinstance(check, Check) else tuple(check)
-    spelled = cli if isinstance(cli, Cli) else Cli()
-    info = SettingInfo(help=help, checks=checks, flag=spelled.flag,
-                       aliases=tuple(spelled.aliases), cli=cli is not False,
-                       metavar=spelled.metavar, parse=spelled.parse,
-                       cli_default=spelled.default, cli_range=spelled.range)
+    spelled = cli if isinstance(cli, Cli) else (Cli() if cli else None)
+    info = SettingInfo(help=help, checks=checks, cli=spelled)
     kwargs: dict[str, Any] = {"metadata": {SETTING: info}}
     if default_factory is not MISSING:
         kwargs["default_factory"] = default_factory

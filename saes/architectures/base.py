@@ -50,7 +50,7 @@ from saes.sae import SAEConfig, SparseAutoencoder, check_k
 def arch_name(name: str) -> Any:
     """The ``name`` field of an architecture's settings: fixed (not a constructor
     argument), and kept in ``to_dict()`` so that a saved run says what it trained."""
-    info = SettingInfo(help="The architecture's name (fixed).", cli=False)
+    info = SettingInfo(help="The architecture's name (fixed).", cli=None)
     return dataclasses.field(default=name, init=False, metadata={SETTING: info})
 
 

@@ -86,22 +86,19 @@ def test_search_finds_an_api_name(site):
 
     url_page = site / "search.html"
     # visit() loads a file; the query goes in the URL, so load the page with it directly
-    from tests.support.browser import shared_browser
+    from tests.support.browser import PageVisit, shared_browser, watched_page
 
-    errors: list[str] = []
-    requests: list[str] = []
+    seen = PageVisit(url=url_page.resolve().as_uri() + "?q=run_probe")
     context = shared_browser().new_context()
     try:
-        page = context.new_page()
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("request", lambda r: requests.append(r.url))
-        page.goto(url_page.resolve().as_uri() + "?q=run_probe", wait_until="load")
+        page = watched_page(context, seen)
+        page.goto(seen.url, wait_until="load")
         hits = search(page)
     finally:
         context.close()
+    errors = seen.console_errors + seen.page_errors
     assert not errors, errors
-    assert not _only_local([r.split("?")[0] for r in requests], site)
+    assert not _only_local([r.split("?")[0] for r in seen.requests], site)
     assert any("run_probe" in (h or "") for h in hits), hits[:10]
 
 

@@ -86,22 +86,28 @@ def _close_browser() -> None:
             pass
 
 
+def watched_page(context: Any, out: PageVisit) -> Any:
+    """A new page of ``context`` whose console errors, page errors, requests and dialogs
+    (dismissed) are recorded in ``out``."""
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.on("console", lambda m: out.console_errors.append(m.text)
+            if m.type == "error" else None)
+    page.on("pageerror", lambda e: out.page_errors.append(str(e)))
+    page.on("request", lambda r: out.requests.append(r.url))
+    page.on("dialog", lambda d: (out.dialogs.append(d.message), d.dismiss()))
+    return page
+
+
 def visit(
     path: Path, screenshot: str, check: Callable[[Any], Any] | None = None,
     width: int = 1280,
 ) -> PageVisit:
     """Load ``path`` in a fresh context, run ``check(page)``, save a full-page screenshot."""
-    require_browser()
     out = PageVisit(url=path.resolve().as_uri())
     context = shared_browser().new_context(viewport={"width": width, "height": 900})
     try:
-        page = context.new_page()
-        page.set_default_timeout(20_000)
-        page.on("console", lambda m: out.console_errors.append(m.text)
-                if m.type == "error" else None)
-        page.on("pageerror", lambda e: out.page_errors.append(str(e)))
-        page.on("request", lambda r: out.requests.append(r.url))
-        page.on("dialog", lambda d: (out.dialogs.append(d.message), d.dismiss()))
+        page = watched_page(context, out)
         page.goto(out.url, wait_until="load")
         page.wait_for_load_state("networkidle")
         if check is not None:

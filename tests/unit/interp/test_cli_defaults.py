@@ -10,23 +10,11 @@ from typing import Any
 import click
 import pytest
 
-from interp.cli.app import cli
-from interp.cli.options import option_configs, verb_configs
-from interp.schema.settings import UNSET, Config, setting_info
+from interp.cli.options import field_default, option_configs, spelling, verb_configs
+from interp.schema.settings import Config
+from tests.support.cli_runner import leaf_commands
 
-
-def _verbs(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
-    out = []
-    for name, command in sorted(group.commands.items()):
-        path = f"{prefix}{name}"
-        if isinstance(command, click.Group):
-            out += _verbs(command, path + " ")
-        else:
-            out.append((path, command))
-    return out
-
-
-VERBS = _verbs(cli)
+VERBS = sorted(leaf_commands().items())
 
 #: Options whose CLI default is not the like-named field's, each for a reason that keeps a
 #: default command-line run equal to a default Python run (each is checked to still differ).
@@ -44,19 +32,11 @@ NOT_THE_FIELD = {
 }
 
 
-def _field_default(f: dataclasses.Field) -> Any:
-    if f.default is not MISSING:
-        return f.default
-    if f.default_factory is not MISSING:
-        return f.default_factory()
-    return MISSING
-
-
 def _as_config_value(f: dataclasses.Field, option: click.Option, value: Any) -> Any:
     """An option's default read the way :func:`build_config` reads its value."""
-    info = setting_info(f)
-    if info.parse is not None and isinstance(value, str):
-        return info.parse(value)
+    parse = spelling(f).parse
+    if parse is not None and isinstance(value, str):
+        return parse(value)
     if option.multiple and isinstance(value, (tuple, list)):
         return tuple(value)
     return value
@@ -80,12 +60,10 @@ def differing_defaults(path: str, command: click.Command) -> list[str]:
             f = next((f for f in dataclasses.fields(cls) if f.name == param.name), None)
             if f is None:
                 continue
-            want = _field_default(f)
+            want = field_default(cls, f.name)
             if want is MISSING or (param.required and param.default is None):
                 continue
-            info = setting_info(f)
-            cli_value = param.default if info.cli_default is UNSET else info.cli_default
-            got = _as_config_value(f, param, cli_value)
+            got = _as_config_value(f, param, param.default)
             if _normal(got) != _normal(want):
                 out.append(f"{path} {param.opts[0]}: CLI {got!r}, {cls.__name__}.{f.name} "
                            f"{want!r}")
