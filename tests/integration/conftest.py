@@ -38,9 +38,36 @@ def real_corpus() -> Path:
     return dst
 
 
+def link_conversion(name: str) -> None:
+    """Link the embedded model ``name``'s conversion, made once by `make setup`, read-only
+    into the session cache (16 s for SmolLM2 and 80–95 s for Gemma-3 here, otherwise paid
+    by every test process); without one, this session converts it (and fails in CI, where
+    setup must have done it). The conversion itself is tested from the GGUF in
+    test_cache_integrity_real.py."""
+    from interp.models.loading import converted_dir
+
+    dst = converted_dir(name)
+    src = USER_CACHE / "models" / dst.name
+    if (src / "interp_conversion.json").exists() and not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.symlink_to(src, target_is_directory=True)
+    elif os.environ.get("CI") and not dst.exists():
+        pytest.fail(f"{name} is not converted at {src}: run `make setup`")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _embedded_conversions() -> None:
+    """Both embedded models' conversions, for the fixtures below and for every ``interp``
+    process a test starts (they inherit the session cache)."""
+    from interp.models.embedded import GEMMA3_270M, SMOLLM2
+
+    for em in (SMOLLM2, GEMMA3_270M):
+        link_conversion(em.name)
+
+
 @pytest.fixture(scope="session")
 def model():
-    """The real embedded SmolLM2-135M-Instruct, converted once per session."""
+    """The real embedded SmolLM2-135M-Instruct."""
     import interp
 
     return interp.load()
@@ -55,26 +82,11 @@ def activation_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def gemma():
-    """The second embedded model, Gemma-3-270M.
-
-    Its conversion (80–95 s here) is made once by `make setup` and linked read-only into
-    the session cache when there; otherwise this session converts it (and fails in CI,
-    where setup must have done it).
-    """
+    """The second embedded model, Gemma-3-270M."""
     import interp
     from interp.models.embedded import GEMMA3_270M
-    from interp.models.loading import converted_dir
 
-    dst = converted_dir(GEMMA3_270M.name)
-    src = USER_CACHE / "models" / dst.name
-    if (src / "interp_conversion.json").exists() and not dst.exists():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        dst.symlink_to(src, target_is_directory=True)
-    elif os.environ.get("CI") and not dst.exists():
-        pytest.fail(f"Gemma-3-270M is not converted at {src}: run `make setup`")
     return interp.load(GEMMA3_270M.name)
-
-
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
