@@ -14,6 +14,7 @@ from interp.cli.common import (
     log,
     make_model_options,
     out_option,
+    prompt_file_option,
     prompts_from_args,
 )
 from interp.cli.options import build_config, config_options
@@ -35,8 +36,7 @@ def _one_layer(spec: str) -> bool:
 
 @click.command()
 @click.argument("prompts", nargs=-1)
-@click.option("--file", "file_", default=None, type=click.Path(dir_okay=False),
-              help="Read prompts from a JSONL/JSON/CSV/TSV/TXT file.")
+@prompt_file_option
 @config_options(CaptureConfig, only=["text_column"])
 @make_model_options(CaptureConfig)
 @click.option("--layer", "layer", default=None,

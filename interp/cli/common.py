@@ -65,11 +65,8 @@ def _model_options(fn: Callable, batch_size: int, seed: int, batch_help: str) ->
         click.option("--model", "model_name", default=None, metavar="NAME|PATH",
                      help="Embedded model name (default smollm2-135m-instruct), a local HF "
                      "checkpoint folder, a .gguf file, or a hub name when online."),
-        click.option("--device", default="cpu", show_default=True, callback=check_device,
-                     help="cpu, cuda, cuda:N."),
-        click.option("--dtype", default="float32", show_default=True,
-                     type=click.Choice(["float32", "bfloat16", "float16"]),
-                     help="Model weights dtype."),
+        device_option(),
+        dtype_option(),
         click.option("--batch-size", default=batch_size, show_default=True,
                      type=click.IntRange(min=1), help=batch_help),
         click.option("--seed", default=seed, show_default=True, type=SEED_RANGE,
@@ -82,6 +79,24 @@ def _model_options(fn: Callable, batch_size: int, seed: int, batch_help: str) ->
     for dec in reversed(decorators):
         fn = dec(fn)
     return fn
+
+
+def device_option(help: str = "cpu, cuda, cuda:N.", *, check: bool = True,  # noqa: A002
+                  ) -> Callable[[Callable], Callable]:
+    """``--device`` (default cpu); with ``check``, refused up front when no model can run
+    on it (:func:`check_device`)."""
+    return click.option("--device", default="cpu", show_default=True,
+                        callback=check_device if check else None, help=help)
+
+
+#: The dtypes a model's weights can be loaded in.
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+def dtype_option(help: str = "Model weights dtype.") -> Callable[[Callable], Callable]:  # noqa: A002
+    """``--dtype`` of the model's weights (default float32)."""
+    return click.option("--dtype", default="float32", show_default=True,
+                        type=click.Choice(DTYPES), help=help)
 
 
 #: Seeds every library here takes (the configs' ``seed_range`` check).
@@ -143,9 +158,36 @@ def out_option(help: str, *, required: bool = False) -> Callable[[Callable], Cal
                         type=click.Path(file_okay=False), help=help)
 
 
+def json_flag(help: str = "Print results JSON instead of a table.",  # noqa: A002
+              ) -> Callable[[Callable], Callable]:
+    """``--json``: JSON on stdout instead of the table (``as_json``)."""
+    return click.option("--json", "as_json", is_flag=True, help=help)
+
+
 #: ``--json``: the results JSON on stdout instead of the table (``as_json``).
-json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print results JSON instead of a table.")
+json_option = json_flag()
+
+#: ``--stop-at N``: a training run stops after N steps in all, resumable later (``stop_at``).
+stop_at_option = click.option("--stop-at", default=None, type=click.IntRange(min=0),
+                              help="Stop after this many steps in all (resumable later).")
+
+#: ``--cache-activations DIR``: a training run keeps its activations on disk (``cache_dir``).
+cache_activations_option = click.option(
+    "--cache-activations", "cache_dir", default=None, type=click.Path(file_okay=False),
+    help="Keep activations on disk here; later runs on the same text skip the model.")
+
+#: ``--file``: prompts read from a file instead of the arguments (``file_``).
+prompt_file_option = click.option("--file", "file_", default=None,
+                                  type=click.Path(dir_okay=False),
+                                  help="Read prompts from a JSONL/JSON/CSV/TSV/TXT file.")
+
+
+def prompt_file_options(fn: Callable) -> Callable:
+    """``--file`` and ``--text-column`` (the column of a JSONL/CSV file holding the prompt;
+    a verb whose config has a ``text_column`` takes that field's option instead)."""
+    fn = click.option("--text-column", default="text", show_default=True,
+                      help="Column holding the prompt text in --file.")(fn)
+    return prompt_file_option(fn)
 
 
 def text_options(fn: Callable) -> Callable:

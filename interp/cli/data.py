@@ -8,24 +8,22 @@ from typing import Any
 
 import click
 
-from interp.cli.common import log, out_option
+from interp.cli.common import device_option, dtype_option, json_flag, log, out_option
 from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.verify.results import VerifyConfig
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_flag("Print JSON instead of a table.")
 @click.option("--verify", "verify_name", default=None, metavar="NAME|PATH",
               help="Run the verified-models checks on this model (an embedded name, a "
               "checkpoint folder, a .gguf file) and print its row of the verified-models table.")
 @config_options(VerifyConfig, help={
     "compare_hf": "With --verify: skip the comparison with the plain transformers model."})
 @out_option("With --verify: write report.html, figures/ and results.json here.")
-@click.option("--device", default="cpu", show_default=True, help="With --verify: cpu, cuda.")
-@click.option("--dtype", default="float32", show_default=True,
-              type=click.Choice(["float32", "bfloat16", "float16"]),
-              help="With --verify: the model's dtype.")
+@device_option("With --verify: cpu, cuda.", check=False)
+@dtype_option("With --verify: the model's dtype.")
 def models(as_json: bool, verify_name: str | None, out_dir: str | None, device: str,
            dtype: str, **settings: Any) -> None:
     """List the models available here, or verify one (--verify NAME)."""

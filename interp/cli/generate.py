@@ -8,12 +8,14 @@ from typing import Any
 import click
 
 from interp.cli.common import (
+    json_flag,
     json_safe,
     load_model,
     log,
     make_model_options,
     open_out,
     out_option,
+    prompt_file_options,
     prompts_from_args,
 )
 from interp.cli.options import build_config, config_options
@@ -23,13 +25,10 @@ from interp.runs.outdir import OutDir
 
 @click.command(name="generate")
 @click.argument("prompts", nargs=-1)
-@click.option("--file", "file_", default=None, type=click.Path(dir_okay=False),
-              help="Read prompts from a JSONL/JSON/CSV/TSV/TXT file.")
-@click.option("--text-column", default="text", show_default=True)
+@prompt_file_options
 @make_model_options(GenerationConfig)
 @config_options(GenerationConfig)
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON list of {prompt, text, ...} and nothing else on stdout.")
+@json_flag("Print a JSON list of {prompt, text, ...} and nothing else on stdout.")
 @out_option("Write report.html and results.json into this folder.")
 def generate_cmd(
     prompts: tuple[str, ...], file_: str | None, text_column: str, model_name: str | None,

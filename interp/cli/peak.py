@@ -6,17 +6,18 @@ import json
 
 import click
 
+from interp.cli.common import DTYPES, device_option, json_flag
 from interp.runs.progress import status
 
 
 @click.command("peak")
-@click.option("--device", default="cpu", show_default=True, help="cpu, cuda or cuda:N.")
+@device_option("cpu, cuda or cuda:N.", check=False)
 @click.option("--dtype", "dtypes", multiple=True, default=("float32", "bfloat16"),
-              show_default=True, type=click.Choice(["float32", "bfloat16", "float16"]),
+              show_default=True, type=click.Choice(DTYPES),
               help="Repeat for several dtypes.")
 @click.option("--remeasure", is_flag=True,
               help="Measure again and replace the cached figures (also on a known GPU).")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_flag("Print JSON instead of a table.")
 def peak(device: str, dtypes: tuple[str, ...], remeasure: bool, as_json: bool) -> None:
     """Peak FLOP/s of a matmul microbenchmark (cached), or a known GPU's datasheet."""
     from interp.mfu.peak import device_peak

@@ -24,12 +24,14 @@ import click
 from click.core import ParameterSource
 
 from interp.cli.common import (
+    cache_activations_option,
     json_option,
     load_model,
     log,
     make_model_options,
     out_option,
     probe_dataset_options,
+    stop_at_option,
     text_options,
     throughput_text,
     write_run_results,
@@ -180,11 +182,9 @@ def build_architecture(name: str, settings: dict[str, Any]) -> Architecture:
 @config_options(SAETrainConfig, only=["d_sae", "tokens", "lr", "sparsity_warmup_fraction",
                                       "resample_every", "dead_window", "seq_len",
                                       "windows_per_chunk", "data_shards"])
-@click.option("--cache-activations", "cache_dir", default=None, type=click.Path(file_okay=False),
-              help="Keep activations on disk here; later runs on the same text skip the model.")
+@cache_activations_option
 @config_options(SAETrainConfig, only=["checkpoint_every"])
-@click.option("--stop-at", default=None, type=click.IntRange(min=0),
-              help="Stop after this many steps in all (resumable later).")
+@stop_at_option
 @text_options
 @make_model_options(
     SAETrainConfig, batch_help="Activations (tokens) per training step, over all processes.")

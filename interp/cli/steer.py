@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
 import click
 
 from interp.cli.common import (
+    json_flag,
     json_safe,
     load_model,
     make_model_options,
     manifest_for,
+    out_option,
+    prompt_file_options,
     prompts_from_args,
     text_options,
 )
@@ -23,14 +27,25 @@ from interp.steering.sweep import SweepConfig
 from saes.features.steering import FeatureVectorConfig
 
 
+def pairs_option(help: str) -> Callable[[Callable], Callable]:  # noqa: A002 - click's word
+    """``--pairs FILE``: contrast pairs (``positive``/``negative`` columns)."""
+    return click.option("--pairs", default=None, type=click.Path(dir_okay=False), help=help)
+
+
+def vector_option(help: str, *, required: bool = False,  # noqa: A002 - click's word
+                  ) -> Callable[[Callable], Callable]:
+    """``--vector PATH``: a steering-vector artifact (``vector_path``)."""
+    return click.option("--vector", "vector_path", required=required, default=None,
+                        type=click.Path(), help=help)
+
+
 @click.group()
 def steer() -> None:
     """Steering vectors: build them from contrast pairs and generate with them."""
 
 
 @steer.command("train")
-@click.option("--pairs", default=None, type=click.Path(dir_okay=False),
-              help="JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
+@pairs_option("JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
 @click.option("--layer", default=None, type=int,
               help="0-based layer (resid_post); with --pairs.")
 @config_options(SweepConfig, only=["method"])
@@ -45,13 +60,12 @@ def steer() -> None:
 @text_options
 @make_model_options(FeatureVectorConfig, batch_help="Pairs (or, with --sae, text windows) "
                     "per forward pass.")
-@click.option("--out", "out_path", required=True, type=click.Path(),
-              help="Artifact folder for the vector (safetensors + config.json).")
+@out_option("Artifact folder for the vector (safetensors + config.json).", required=True)
 def steer_train(pairs: str | None, layer: int | None, method: str, positive_key: str,
                 negative_key: str, sae_dir: str | None, feature: int | None, tokens: int,
                 text_file: str | None, hf_dataset: str | None,
                 model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
-                out_path: str) -> None:
+                out_dir: str) -> None:
     """Build a steering vector: from contrast pairs at --layer, or from an SAE feature.
 
     With --sae DIR --feature N, α = 1 adds feature N's decoder direction at the feature's
@@ -65,19 +79,19 @@ def steer_train(pairs: str | None, layer: int | None, method: str, positive_key:
         if sae_dir is None or feature is None:
             raise InterpError("--sae and --feature go together")
         _train_from_feature(sae_dir, feature, tokens, text_file, hf_dataset, model_name,
-                            device, dtype, batch_size, seed, out_path)
+                            device, dtype, batch_size, seed, out_dir)
         return
     if pairs is None or layer is None:
         raise InterpError("give --pairs and --layer (or --sae DIR --feature N)")
     from interp.runs.outdir import check_out_place
 
-    check_out_place(out_path)
+    check_out_place(out_dir)
     cp = load_pairs(pairs, positive_key, negative_key)
     model = load_model(model_name, device, dtype, seed)
     vec = train_vector(model, cp, layer, method=method, batch_size=batch_size)
     man = manifest_for(model, seed, cp.positive + cp.negative,
                     {"layer": layer, "method": method, "pairs": pairs})
-    path = vec.save(out_path, man)
+    path = vec.save(out_dir, man)
     click.echo(json.dumps({"vector": str(path), "layer": vec.layer, "method": vec.method,
                            "n_pairs": vec.n_pairs, "norm": vec.norm,
                            "scale": vec.scale_note}, indent=2))
@@ -114,17 +128,15 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
 
 @steer.command("generate")
 @click.argument("prompts", nargs=-1)
-@click.option("--vector", "vector_path", required=True, type=click.Path(),
-              help="A steering-vector artifact from `interp steer train`.")
+@vector_option("A steering-vector artifact from `interp steer train`.", required=True)
 @click.option("--alpha", default=1.0, show_default=True, type=float,
               help="Coefficient: h ← h + alpha·v (negative steers the other way).")
 @config_options(SweepConfig, only=["positions"])
 @click.option("--layer", default=None, type=int, help="Override the vector's layer.")
-@click.option("--file", "file_", default=None, type=click.Path(dir_okay=False))
-@click.option("--text-column", default="text", show_default=True)
+@prompt_file_options
 @make_model_options(GenerationConfig)
 @config_options(GenerationConfig, only=["chat", "max_new_tokens", "temperature"])
-@click.option("--json", "as_json", is_flag=True)
+@json_flag("Print a JSON list of {prompt, alpha, layer, text, unsteered} instead of a table.")
 def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float, positions: str,
                    layer: int | None, file_: str | None, text_column: str,
                    model_name: str | None, device: str, dtype: str, batch_size: int,
@@ -164,10 +176,8 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float, pos
 
 
 @steer.command("sweep")
-@click.option("--vector", "vector_path", default=None, type=click.Path(),
-              help="A steering-vector artifact, applied as it is at every swept layer.")
-@click.option("--pairs", default=None, type=click.Path(dir_okay=False),
-              help="Contrast pairs: a vector is built at each swept layer.")
+@vector_option("A steering-vector artifact, applied as it is at every swept layer.")
+@pairs_option("Contrast pairs: a vector is built at each swept layer.")
 @click.option("--layers", default="2,6,10,14,18", show_default=True,
               help="Layers to sweep: comma-separated or 'all'.")
 @config_options(SweepConfig, only=["alphas"])
@@ -179,7 +189,7 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float, pos
 @config_options(SweepConfig, only=["method", "max_new_tokens", "temperature", "seeds",
                                    "positions", "chat"])
 @make_model_options(SweepConfig)
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False))
+@out_option("Folder for results.json, report.html and figures/.", required=True)
 def steer_sweep(vector_path: str | None, pairs: str | None, layers: str,
                 prompts_path: str | None, n_prompts: int, model_name: str | None, device: str,
                 dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any) -> None:

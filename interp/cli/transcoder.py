@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from interp.cli.common import (
+    cache_activations_option,
     json_option,
     json_safe,
     load_model,
@@ -21,6 +22,7 @@ from interp.cli.common import (
     make_model_options,
     out_option,
     show_result,
+    stop_at_option,
     text_options,
     throughput_text,
     write_run_results,
@@ -48,11 +50,9 @@ def transcoder_group() -> None:
                    "text, each into OUT/layer-L.")
 @config_options(TranscoderTrainConfig, only=["d_sae", "skip", "tokens", "lr", "dead_window",
                                              "seq_len", "windows_per_chunk"])
-@click.option("--cache-activations", "cache_dir", default=None, type=click.Path(file_okay=False),
-              help="Keep activations on disk here; later runs on the same text skip the model.")
+@cache_activations_option
 @config_options(TranscoderTrainConfig, only=["checkpoint_every"])
-@click.option("--stop-at", default=None, type=click.IntRange(min=0),
-              help="Stop after this many steps in all (resumable later).")
+@stop_at_option
 @text_options
 @make_model_options(TranscoderTrainConfig, batch_help="Activations (tokens) per training step.")
 @out_option("Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.", required=True)

@@ -15,6 +15,7 @@ from interp.cli.common import (
     make_model_options,
     open_out,
     out_option,
+    stop_at_option,
     text_options,
     throughput_text,
     write_run_results,
@@ -37,8 +38,7 @@ def tuned_lens() -> None:
 @config_options(TunedLensTrainConfig, only=[
     "tokens", "seq_len", "positions_per_window", "optimizer", "lr", "weight_decay", "init",
     "init_tokens", "checkpoint_every", "unembed_dtype"])
-@click.option("--stop-at", default=None, type=click.IntRange(min=0),
-              help="Stop after this many steps in all (resumable later).")
+@stop_at_option
 @make_model_options(TunedLensTrainConfig, batch_help=_WINDOWS)
 @out_option("Run folder [default: $INTERP_CACHE/lenses/<model>/latest]; rerun to resume.")
 def train(
