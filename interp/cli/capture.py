@@ -10,6 +10,7 @@ import click
 from interp.activations.capture import CaptureConfig
 from interp.cli.common import (
     json_safe,
+    layer_option,
     load_model,
     log,
     make_model_options,
@@ -39,8 +40,7 @@ def _one_layer(spec: str) -> bool:
 @prompt_file_option
 @config_options(CaptureConfig, only=["text_column"])
 @make_model_options(CaptureConfig)
-@click.option("--layer", "layer", default=None,
-              help="One layer (resid_post); for several, or 'all', use --layers.")
+@layer_option("One layer (resid_post); for several, or 'all', use --layers.")
 @config_options(CaptureConfig, only=["layers", "hooks", "positions", "drop_first", "chat",
                                      "dtype", "max_memory_gb"])
 @out_option("Folder for activations/ (artifact), results.json and report.html.", required=True)

@@ -167,6 +167,19 @@ def json_flag(help: str = "Print results JSON instead of a table.",  # noqa: A00
 #: ``--json``: the results JSON on stdout instead of the table (``as_json``).
 json_option = json_flag()
 
+def layer_option(help: str, *, type: type | None = None, metavar: str | None = None,  # noqa: A002
+                 ) -> Callable[[Callable], Callable]:
+    """``--layer L``: one 0-based layer (``layer``; text unless ``type=int``)."""
+    return click.option("--layer", "layer", default=None, type=type, metavar=metavar, help=help)
+
+
+def layers_option(help: str, *, default: str | None = None, dest: str = "layers",  # noqa: A002
+                  metavar: str | None = None) -> Callable[[Callable], Callable]:
+    """``--layers L1,L2,…|all``: several 0-based layers, as text the verb parses (``dest``)."""
+    return click.option("--layers", dest, default=default, show_default=default is not None,
+                        metavar=metavar, help=help)
+
+
 #: ``--stop-at N``: a training run stops after N steps in all, resumable later (``stop_at``).
 stop_at_option = click.option("--stop-at", default=None, type=click.IntRange(min=0),
                               help="Stop after this many steps in all (resumable later).")

@@ -12,6 +12,7 @@ from click.core import ParameterSource
 from interp.cli.common import (
     json_option,
     json_safe,
+    layer_option,
     load_model,
     log,
     model_options,
@@ -31,9 +32,8 @@ LAYER_NOTE = "note: --layer takes one layer; a list means --layers"
 @click.argument("prompt")
 @model_options
 @config_options(LensConfig, only=["top_k"])
-@click.option("--layer", "layer", default=None, metavar="L",
-              help="One layer to read (0-based, resid_post). A list here still works, "
-                   "as --layers.")
+@layer_option("One layer to read (0-based, resid_post). A list here still works, as "
+              "--layers.", metavar="L")
 @config_options(LensConfig, only=["layers", "chat"])
 @out_option("Write report.html and results.json into this folder.")
 @json_option

@@ -10,6 +10,8 @@ import click
 from interp.cli.common import (
     json_option,
     json_safe,
+    layer_option,
+    layers_option,
     load_model,
     log,
     make_model_options,
@@ -25,9 +27,8 @@ from interp.profiling.session import phase
 
 @click.command()
 @make_model_options(ProbeConfig)
-@click.option("--layer", "layer", default=None, help="One layer (0-based resid_post).")
-@click.option("--layers", "layers", default=None,
-              help="Layer sweep: comma-separated or 'all' (one capture pass).")
+@layer_option("One layer (0-based resid_post).")
+@layers_option("Layer sweep: comma-separated or 'all' (one capture pass).")
 @probe_dataset_options("Hold out whole groups (the deciding word) when the column exists.")
 @config_options(ProbeConfig)
 @click.option("--ablate", is_flag=True,

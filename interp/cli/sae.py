@@ -26,6 +26,8 @@ from click.core import ParameterSource
 from interp.cli.common import (
     cache_activations_option,
     json_option,
+    layer_option,
+    layers_option,
     load_model,
     log,
     make_model_options,
@@ -174,11 +176,10 @@ def build_architecture(name: str, settings: dict[str, Any]) -> Architecture:
 
 
 @sae_group.command("train", cls=_TrainCommand)
-@click.option("--layer", default=None, type=int,
-              help="Residual stream after this block (blocks.L.hook_resid_post) [default: 6].")
-@click.option("--layers", "layers_spec", default=None, metavar="L1,L2,…",
-              help="Train one SAE per layer from the same model forward passes, each into "
-                   "OUT/layer-L (instead of --layer).")
+@layer_option("Residual stream after this block (blocks.L.hook_resid_post) [default: 6].",
+              type=int)
+@layers_option("Train one SAE per layer from the same model forward passes, each into "
+               "OUT/layer-L (instead of --layer).", dest="layers_spec", metavar="L1,L2,…")
 @config_options(SAETrainConfig, only=["d_sae", "tokens", "lr", "sparsity_warmup_fraction",
                                       "resample_every", "dead_window", "seq_len",
                                       "windows_per_chunk", "data_shards"])

@@ -12,6 +12,8 @@ import click
 from interp.cli.common import (
     json_flag,
     json_safe,
+    layer_option,
+    layers_option,
     load_model,
     make_model_options,
     manifest_for,
@@ -46,8 +48,7 @@ def steer() -> None:
 
 @steer.command("train")
 @pairs_option("JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
-@click.option("--layer", default=None, type=int,
-              help="0-based layer (resid_post); with --pairs.")
+@layer_option("0-based layer (resid_post); with --pairs.", type=int)
 @config_options(SweepConfig, only=["method"])
 @click.option("--positive-key", default="positive", show_default=True)
 @click.option("--negative-key", default="negative", show_default=True)
@@ -132,7 +133,7 @@ def _train_from_feature(sae_dir: str, feature: int, tokens: int, text_file: str 
 @click.option("--alpha", default=1.0, show_default=True, type=float,
               help="Coefficient: h ← h + alpha·v (negative steers the other way).")
 @config_options(SweepConfig, only=["positions"])
-@click.option("--layer", default=None, type=int, help="Override the vector's layer.")
+@layer_option("Override the vector's layer.", type=int)
 @prompt_file_options
 @make_model_options(GenerationConfig)
 @config_options(GenerationConfig, only=["chat", "max_new_tokens", "temperature"])
@@ -178,8 +179,7 @@ def steer_generate(prompts: tuple[str, ...], vector_path: str, alpha: float, pos
 @steer.command("sweep")
 @vector_option("A steering-vector artifact, applied as it is at every swept layer.")
 @pairs_option("Contrast pairs: a vector is built at each swept layer.")
-@click.option("--layers", default="2,6,10,14,18", show_default=True,
-              help="Layers to sweep: comma-separated or 'all'.")
+@layers_option("Layers to sweep: comma-separated or 'all'.", default="2,6,10,14,18")
 @config_options(SweepConfig, only=["alphas"])
 @click.option("--prompts", "prompts_path", default=None, type=click.Path(dir_okay=False),
               help=".txt (one prompt per line) or JSONL with a 'prompt' field; default: "

@@ -17,6 +17,7 @@ from interp.cli.common import (
     cache_activations_option,
     json_option,
     json_safe,
+    layers_option,
     load_model,
     log,
     make_model_options,
@@ -44,10 +45,9 @@ def transcoder_group() -> None:
 
 
 @transcoder_group.command("train", cls=_TranscoderTrainCommand)
-@click.option("--layers", "layers_spec", default="all", show_default=True,
-              metavar="all|L1,L2,…",
-              help="The MLPs to replace: one transcoder per layer, all from one pass over the "
-                   "text, each into OUT/layer-L.")
+@layers_option("The MLPs to replace: one transcoder per layer, all from one pass over the "
+               "text, each into OUT/layer-L.", default="all", dest="layers_spec",
+               metavar="all|L1,L2,…")
 @config_options(TranscoderTrainConfig, only=["d_sae", "skip", "tokens", "lr", "dead_window",
                                              "seq_len", "windows_per_chunk"])
 @cache_activations_option
@@ -97,8 +97,8 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
 
 @transcoder_group.command("eval")
 @click.argument("transcoders_dir", type=click.Path())
-@click.option("--layers", "layers_spec", default=None, metavar="L1,L2,…",
-              help="Only these layers' transcoders [default: every one in the folder].")
+@layers_option("Only these layers' transcoders [default: every one in the folder].",
+               dest="layers_spec", metavar="L1,L2,…")
 @text_options
 @config_options(TranscoderEvalConfig, only=["tokens", "seq_len", "one_at_a_time"])
 @make_model_options(TranscoderEvalConfig, batch_help="Text windows per forward pass.")
