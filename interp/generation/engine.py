@@ -23,8 +23,8 @@ batch size or the other prompts:
 
 * every verifier pass has ``verify_batch`` rows (missing rows copy the first one), a
   fixed query length, and a past of ``span`` key/value slots, where ``span`` depends
-  only on the request (its prompt length, ``max_new_tokens`` and W, rounded up to
-  :data:`_SPAN_GRANULE`): requests are only stacked with requests of the same span.
+  only on the request (its prompt length, ``max_new_tokens`` and W, rounded up by
+  :func:`verifier_span`): requests are only stacked with requests of the same span.
   A request's cache is left-aligned (slot = position), the unfilled slots are masked;
   masked keys get exactly zero weight, so a pass's result for a row depends only on
   that row's tokens;
@@ -303,9 +303,26 @@ class _Row:
 
 
 #: A request's verifier past (``span``) is rounded up to a multiple of this, so that
-#: requests of similar lengths share a shape and are verified together. Attention
-#: over the padded slots is cheap next to the MLPs at these lengths.
+#: requests of similar lengths share a shape and are verified together (longer pasts to a
+#: coarser step: :func:`verifier_span`). Attention over the padded slots is cheap next to
+#: the MLPs at these lengths.
 _SPAN_GRANULE = 32
+
+
+def verifier_span(past: int) -> int:
+    """The verifier past of a request whose passes need ``past`` slots: ``past`` rounded up
+    to a multiple of 32, or, once it is longer than 255, of a quarter of the largest power
+    of two under it (64 from 256, 128 from 512, …): at most a quarter of the slots padding.
+
+    Every verifier pass has ``verify_batch`` rows, real or not, and only requests of one
+    span share a pass. With a fixed step of 32, prompts of a few hundred tokens of spread
+    lengths (an explainer's contexts) each had a span of their own, and each of their
+    prefill passes computed ``verify_batch − 1`` rows for nothing. The padded slots cost
+    attention only: about ``span / 3,000`` of a layer's multiply-adds per query token on the
+    embedded models, so a quarter more of that at most. It depends on the request alone,
+    as batch invariance needs."""
+    step = max(_SPAN_GRANULE, (1 << (max(past, 1).bit_length() - 1)) // 4)
+    return -(-past // step) * step
 #: Query length of the verifier's prompt-prefill passes.
 _PREFILL_CHUNK = 32
 #: ``"kv"``: the KV-cached verifier. ``"full"``: the previous verifier, which re-reads
@@ -556,7 +573,7 @@ class _Engine:
             last_start = (n_prompt + self.cfg.max_new_tokens - 2) // w * w
             # > last_start: a pass's past always ends on masked slots, so its mask is never
             # all ones (HF would then drop the mask and run another kernel)
-            span = -(-(last_start + 1) // _SPAN_GRANULE) * _SPAN_GRANULE
+            span = verifier_span(last_start + 1)
             n_layers, two, kv_heads, d_head = self._kv_layout()
             st = _VState(span=span, prefill_end=(n_prompt - 1) // w * w,
                          kv=torch.zeros((n_layers, two, kv_heads, span, d_head),

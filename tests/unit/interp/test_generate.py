@@ -303,3 +303,42 @@ def test_verifier_passes_have_fixed_shapes_and_publish_rows(tiny_model):
     assert all(s[2] == s[0] and set(s[1]) <= set(range(len(prompts))) for s in verifier)
     plain = generate(tiny_model, prompts, max_new_tokens=10, batch_size=1)
     assert res.texts == plain.texts
+
+
+def test_verifier_span_pads_at_most_a_quarter():
+    """A request's verifier past: 32-slot steps up to 255, then a quarter of the power of
+    two under it; never shorter than needed, never more than a quarter padding beyond 32."""
+    from interp.generation.engine import verifier_span
+
+    last = 0
+    for past in range(1, 5000):
+        span = verifier_span(past)
+        assert span >= past and span % 32 == 0 and span >= last
+        assert span - past < max(32, past / 4)
+        last = span
+    assert {verifier_span(p) for p in range(1, 33)} == {32}
+    assert {verifier_span(p) for p in range(257, 321)} == {320}  # one shape for 64 lengths
+    assert {verifier_span(p) for p in range(769, 897)} == {896}
+
+
+def test_prompts_of_spread_lengths_share_the_verifier_passes(tiny_model):
+    """Eight prompts of 260–300 tokens (more than one 32-slot step apart) are verified in
+    shared passes: about as many as the longest prompt needs alone, where one span each
+    (or one per 32 slots) would need one prefill pass per group; and batch 1 and 8 still
+    agree under the injected fault."""
+    from interp.generation.engine import verifier_span
+
+    ids = tiny_model.tokenizer(" ".join(prompts64()) * 3)["input_ids"]
+    prompts = [tiny_model.tokenizer.decode(ids[:n]) for n in range(260, 300, 5)]
+    lengths = [len(tiny_model.tokenizer(p)["input_ids"]) for p in prompts]
+    pasts = [(n + 4 - 2) // 16 * 16 + 1 for n in lengths]  # 4 new tokens, W = 16
+    assert len({-(-p // 32) for p in pasts}) > 1  # a fixed 32-slot step: several shapes
+    assert len({verifier_span(p) for p in pasts}) == 1
+    kw = {"max_new_tokens": 4, "deterministic": True, "verify_batch": 8}
+    together = generate(tiny_model, prompts, batch_size=8, **kw)
+    alone = generate(tiny_model, prompts[-1:], batch_size=1, **kw)
+    assert together.stats.verifier_passes <= alone.stats.verifier_passes + 1
+    noisy = {**kw, "inject_batch_noise": 0.05}
+    one = generate(tiny_model, prompts, batch_size=1, **noisy)
+    eight = generate(tiny_model, prompts, batch_size=8, **noisy)
+    assert [g.token_ids for g in one.generations] == [g.token_ids for g in eight.generations]
