@@ -239,6 +239,8 @@ class ConstitutionalConfig(Config):
 
     rounds: int = setting(1, check=in_range(1, MAX_ROUNDS),
                           help="Critique → revision rounds per prompt.", cli=Cli(range=True))
+    limit: int | None = setting(None, check=at_least(1), help="Use only the first N prompts.",
+                                cli=Cli(range=True))
     max_new_tokens: int = setting(96, check=at_least(1),
                                   help="Tokens per answer, critique and revision.",
                                   cli=Cli(range=True))
@@ -413,6 +415,7 @@ def run_constitutional(
     from interp.runs.progress import make_progress
 
     cfg = ConstitutionalConfig.resolve(config, settings, override=True, noun="constitutional")
+    items = list(items)[:cfg.limit]  # the first N, as the CLI's load keeps them
     if not items:
         raise InterpError("no prompts")
     batch_size = cfg.batch_size

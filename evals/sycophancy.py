@@ -865,7 +865,7 @@ def run_sycophancy(
         :class:`SycophancyResult`, carrying its manifest.
     """
     cfg = SycophancyConfig.resolve(config, settings, override=True, noun="sycophancy")
-    qs = list(questions)
+    qs = list(questions)[:cfg.limit]  # the first N, as load_questions keeps them
     if not qs:
         raise InterpError("no questions (empty dataset)")
     _require_chat(model, cfg.mode)

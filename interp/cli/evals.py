@@ -99,17 +99,15 @@ def _jsonl(records: list[dict[str, Any]]) -> str:
               type=click.Path(dir_okay=False),
               help="Principles as JSON or YAML (critique_request, revision_request, optional "
               "name and comparison). Default: the shipped constitution.")
-@config_options(ConstitutionalConfig, only=("rounds",))
-@click.option("--limit", default=None, type=click.IntRange(min=1),
-              help="Use only the first N prompts.")
+@config_options(ConstitutionalConfig, only=("rounds", "limit"))
 @config_options(ConstitutionalConfig,
                 only=("max_new_tokens", "temperature", "deterministic", "n_examples"))
 @out_option("Write sft.jsonl, preferences.jsonl, results.json and report.html here.")
 @json_option
 def constitutional(
     model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
-    prompts_path: str | None, constitution_path: str | None, limit: int | None,
-    out_dir: str | None, as_json: bool, **settings: Any,
+    prompts_path: str | None, constitution_path: str | None, out_dir: str | None,
+    as_json: bool, **settings: Any,
 ) -> None:
     """Constitutional AI: answer, critique and revise; judge pairs in both orders; biases."""
     from evals.constitutional import load_constitution, load_prompts, run_constitutional
@@ -117,7 +115,7 @@ def constitutional(
     config = build_config(ConstitutionalConfig, settings, seed=seed, batch_size=batch_size,
                           prompts=prompts_path or "constitutional/prompts.jsonl")
     constitution = load_constitution(constitution_path)
-    items = load_prompts(prompts_path, limit=limit)
+    items = load_prompts(prompts_path, limit=config.limit)
     with open_out(out_dir) as out:
         model = load_model(model_name, device, dtype, seed)
         run = run_constitutional(model, items, constitution, config)

@@ -530,6 +530,11 @@ def test_api_config_and_unknown_option(tiny_model):
     assert a.manifest["config"] == b.manifest["config"]
     a.manifest = b.manifest = None
     assert a.to_dict() == b.to_dict() and a.config == cfg
+    # the config's limit means in Python what --limit means on the command line
+    c = run_constitutional(tiny_model, load_prompts(), con, cfg, limit=2, progress=False)
+    assert c.n_prompts == 2 and c.sft_records() == a.sft_records() and c.config.limit == 2
+    with pytest.raises(InterpError, match="limit must be"):
+        run_constitutional(tiny_model, items, con, limit=0)
     with pytest.raises(InterpError, match="unknown constitutional option"):
         run_constitutional(tiny_model, items, con, round=2)
     with pytest.raises(InterpError, match="rounds must be"):
