@@ -46,6 +46,7 @@ from interp.schema import (
     seed_range,
     setting,
 )
+from interp.schema.settings import Dtype
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -567,7 +568,7 @@ class CaptureConfig(Config):
     drop_first: bool = setting(
         False, help="Leave each prompt's first token out of mean/all (its norm is an outlier).")
     batch_size: int = setting(16, cli=False, check=at_least(1), help="Prompts per forward pass.")
-    dtype: Literal["float32", "bfloat16", "float16"] = setting(
+    dtype: Dtype = setting(
         "float32", help="dtype of the saved activations.", cli=Cli(flag="--save-dtype"))
     dataset: str = setting("(command line)", cli=False,
                            help="Where the prompts came from (a file, or the command line).")

@@ -18,7 +18,7 @@ from interp.cli.options import field_default, options_of
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir
 from interp.schema.convert import json_safe
-from interp.schema.settings import SEED_MAX, Config
+from interp.schema.settings import DTYPES, SEED_MAX, Config
 
 #: The config fields the model options set (``--batch-size``, ``--seed``), where a config
 #: has them.
@@ -87,10 +87,6 @@ def device_option(help: str = "cpu, cuda, cuda:N.", *, check: bool = True,  # no
     on it (:func:`check_device`)."""
     return click.option("--device", default="cpu", show_default=True,
                         callback=check_device if check else None, help=help)
-
-
-#: The dtypes a model's weights can be loaded in.
-DTYPES = ("float32", "bfloat16", "float16")
 
 
 def dtype_option(help: str = "Model weights dtype.") -> Callable[[Callable], Callable]:  # noqa: A002
@@ -166,6 +162,7 @@ def json_flag(help: str = "Print results JSON instead of a table.",  # noqa: A00
 
 #: ``--json``: the results JSON on stdout instead of the table (``as_json``).
 json_option = json_flag()
+
 
 def layer_option(help: str, *, type: type | None = None, metavar: str | None = None,  # noqa: A002
                  ) -> Callable[[Callable], Callable]:

@@ -6,8 +6,9 @@ import json
 
 import click
 
-from interp.cli.common import DTYPES, device_option, json_flag
+from interp.cli.common import device_option, json_flag
 from interp.runs.progress import status
+from interp.schema.settings import DTYPES
 
 
 @click.command("peak")

@@ -30,6 +30,7 @@ import torch
 from interp.errors import InterpError
 from interp.profiling.session import phase
 from interp.schema import to_data
+from interp.schema.settings import DTYPES
 
 # Dense tensor-core (bf16/fp16) and plain float32 FLOP/s from the vendors' datasheets.
 # float32 is the non-TF32 figure: torch's default matmul precision ("highest") keeps it.
@@ -42,7 +43,6 @@ KNOWN_GPUS: dict[str, dict[str, float]] = {
     "L4": {"bfloat16": 121.0e12, "float16": 121.0e12, "float32": 30.3e12},
     "V100": {"float16": 125.0e12, "float32": 15.7e12},
 }
-DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass

@@ -106,6 +106,11 @@ not_empty = Check(lambda x: len(x) > 0 and (not isinstance(x, str) or x.strip() 
                   "must not be empty")
 
 
+#: The dtypes a model's weights (or captured activations) can be in, by name: the
+#: CLI's ``--dtype`` choices, the peak FLOP/s table's rows and a config's dtype setting.
+Dtype = Literal["float32", "bfloat16", "float16"]
+DTYPES: tuple[str, ...] = get_args(Dtype)
+
 #: The largest seed: numpy's and scikit-learn's generators take 0 … 2³² − 1.
 SEED_MAX = 2**32 - 1
 #: A seed every library here takes (the CLI's ``--seed`` range derives from it).
@@ -335,11 +340,13 @@ class Config:
 
 
 __all__ = [
+    "DTYPES",
     "UNSET",
     "Check",
     "Cli",
     "Config",
     "ConfigError",
+    "Dtype",
     "SettingInfo",
     "at_least",
     "at_most",
