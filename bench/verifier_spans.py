@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -30,24 +29,12 @@ import interp  # noqa: E402
 import interp.generation.engine as engine  # noqa: E402
 from interp.data.corpus import load_texts  # noqa: E402
 from interp.generation.engine import generate  # noqa: E402
+from interp.mfu.peak import cpu_features, device_name  # noqa: E402
 
 
 def fixed_step(past: int) -> int:
     """The earlier rule: every past rounded up to a multiple of 32 slots."""
     return -(-past // 32) * 32
-
-
-def cpu_flags() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor()
-    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines()
-                  if ln.startswith("flags")), [])
-    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines()
-                  if ln.startswith("model name")), platform.processor())
-    wide = sorted(f for f in flags if f.startswith(("avx512", "amx")) or f in ("avx2", "fma"))
-    return f"{model}; {' '.join(wide) or 'no avx2'}"
 
 
 def main() -> None:
@@ -103,7 +90,8 @@ def main() -> None:
            "median_s": med, "verifier_passes": passes, "spans": spans,
            "batch_invariant": invariant,
            "speedup": med["fixed 32-slot step"] / med["verifier_span"],
-           "threads": torch.get_num_threads(), "cpu": cpu_flags(),
+           "threads": torch.get_num_threads(),
+           "cpu": f"{device_name(torch.device('cpu'))}; {cpu_features()}",
            "load_avg_start": load_start, "load_avg_end": os.getloadavg()}
     for name in rules:
         print(f"{name:>20}: {med[name]:6.1f} s (median of {args.repeats}), "

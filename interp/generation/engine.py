@@ -323,6 +323,8 @@ def verifier_span(past: int) -> int:
     as batch invariance needs."""
     step = max(_SPAN_GRANULE, (1 << (max(past, 1).bit_length() - 1)) // 4)
     return -(-past // step) * step
+
+
 #: Query length of the verifier's prompt-prefill passes.
 _PREFILL_CHUNK = 32
 #: ``"kv"``: the KV-cached verifier. ``"full"``: the previous verifier, which re-reads

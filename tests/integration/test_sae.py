@@ -15,9 +15,9 @@ def test_real_model_short_sae_beats_ablation_and_browses(model, real_corpus, act
                                                        tmp_path):
     """Layer 6 of the embedded model: an identity 'SAE' reproduces the model exactly, and a
     short training run (164k tokens) already reconstructs most of the variance and recovers
-    most of the CE lost to ablation; its feature browser shows real contexts. (Its first 82k
-    tokens come from the activation cache the other layer-6 runs share, byte for byte what
-    the model gives.)"""
+    most of the CE lost to ablation; its feature browser shows real contexts. (It shares the
+    layer-6 activation cache of the other SAE runs: whichever runs first fills its first
+    82k tokens, byte for byte what the model gives.)"""
     from interp.data.corpus import corpus_hash, load_texts
     from saes.features.browser import BrowserConfig, collect_browser_data
 
