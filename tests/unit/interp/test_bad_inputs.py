@@ -264,6 +264,10 @@ CASES = [
                                                   c.file("p.jsonl", _pairs()), "--layer", "1",
                                                   *M(c), "--out", _under_file(c)],
          "not a folder", out_is_artifact=True),
+    Case("steer-train-out-is-a-file", lambda c: ["steer", "train", "--pairs",
+                                                 c.file("p.jsonl", _pairs()), "--layer", "1",
+                                                 *M(c), "--out", c.file("vector", "keep me")],
+         "is a file", out_is_artifact=True),
     Case("steer-generate-truncated-vector", lambda c: [
         "steer", "generate", "hi", "--vector", _truncated_artifact(c, "steering_vector"),
         *M(c)], "checksum mismatch"),
