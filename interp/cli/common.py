@@ -14,11 +14,15 @@ from typing import Any
 
 import click
 
-from interp.cli.options import field_default, options_of
+from interp.cli.options import config_options, field_default, options_of
+from interp.data.corpus import TextSource
+from interp.data.readers import PromptFile
 from interp.errors import InterpError
+from interp.models.loading import ModelSettings
+from interp.probing.results import ProbeData
 from interp.runs.outdir import OutDir
 from interp.schema.convert import json_safe
-from interp.schema.settings import DTYPES, SEED_MAX, Config
+from interp.schema.settings import Config
 
 #: The config fields the model options set (``--batch-size``, ``--seed``), where a config
 #: has them.
@@ -62,15 +66,11 @@ def model_options(fn: Callable) -> Callable:
 
 def _model_options(fn: Callable, batch_size: int, seed: int, batch_help: str) -> Callable:
     decorators = [
-        click.option("--model", "model_name", default=None, metavar="NAME|PATH",
-                     help="Embedded model name (default smollm2-135m-instruct), a local HF "
-                     "checkpoint folder, a .gguf file, or a hub name when online."),
+        config_options(ModelSettings, only=["model_name"]),
         device_option(),
-        dtype_option(),
-        click.option("--batch-size", default=batch_size, show_default=True,
-                     type=click.IntRange(min=1), help=batch_help),
-        click.option("--seed", default=seed, show_default=True, type=SEED_RANGE,
-                     help="Random seed (recorded in the manifest)."),
+        config_options(ModelSettings, only=["dtype", "batch_size", "seed"],
+                       defaults={"batch_size": batch_size, "seed": seed},
+                       help={"batch_size": batch_help}),
         click.option("--profile", "profile_dir", default=None, expose_value=False,
                      type=click.Path(file_okay=False), callback=_start_profile,
                      help="Profile the run into this folder: trace.json (Perfetto), "
@@ -89,14 +89,11 @@ def device_option(help: str = "cpu, cuda, cuda:N.", *, check: bool = True,  # no
                         callback=check_device if check else None, help=help)
 
 
-def dtype_option(help: str = "Model weights dtype.") -> Callable[[Callable], Callable]:  # noqa: A002
-    """``--dtype`` of the model's weights (default float32)."""
-    return click.option("--dtype", default="float32", show_default=True,
-                        type=click.Choice(DTYPES), help=help)
-
-
-#: Seeds every library here takes (the configs' ``seed_range`` check).
-SEED_RANGE = click.IntRange(min=0, max=SEED_MAX)
+def dtype_option(help: str | None = None) -> Callable[[Callable], Callable]:  # noqa: A002
+    """``--dtype`` of the model's weights (:class:`ModelSettings`' field; ``help`` replaces
+    its help text)."""
+    return config_options(ModelSettings, only=["dtype"],
+                          help=None if help is None else {"dtype": help})
 
 
 def check_device(_ctx: click.Context | None, _param: click.Parameter | None, value: str) -> str:
@@ -187,48 +184,20 @@ cache_activations_option = click.option(
     help="Keep activations on disk here; later runs on the same text skip the model.")
 
 #: ``--file``: prompts read from a file instead of the arguments (``file_``).
-prompt_file_option = click.option("--file", "file_", default=None,
-                                  type=click.Path(dir_okay=False),
-                                  help="Read prompts from a JSONL/JSON/CSV/TSV/TXT file.")
+prompt_file_option = config_options(PromptFile, only=["file_"])
 
+#: ``--file`` and ``--text-column`` (the column of a JSONL/CSV file holding the prompt; a
+#: verb whose config has a ``text_column`` takes that field's option instead).
+prompt_file_options = config_options(PromptFile)
 
-def prompt_file_options(fn: Callable) -> Callable:
-    """``--file`` and ``--text-column`` (the column of a JSONL/CSV file holding the prompt;
-    a verb whose config has a ``text_column`` takes that field's option instead)."""
-    fn = click.option("--text-column", default="text", show_default=True,
-                      help="Column holding the prompt text in --file.")(fn)
-    return prompt_file_option(fn)
-
-
-def text_options(fn: Callable) -> Callable:
-    """``--text FILE`` and ``--hf-dataset NAME`` for verbs that read running text."""
-    fn = click.option("--hf-dataset", default=None, metavar="NAME[:CONFIG]",
-                      help="A Hugging Face dataset's 'text' column instead (needs the hub).")(fn)
-    return click.option(
-        "--text", "text_file", default=None, type=click.Path(dir_okay=False),
-        help="Your own text (.txt paragraphs, or .jsonl with a 'text' field) instead of the "
-        "default corpus; its sha256 rule gives the train / held-out split.",
-    )(fn)
+#: ``--text FILE`` and ``--hf-dataset NAME`` for verbs that read running text.
+text_options = config_options(TextSource)
 
 
 def probe_dataset_options(group_help: str) -> Callable[[Callable], Callable]:
     """``--dataset --text-column --label-column --group-column`` for verbs that read a
     labelled probe set (:func:`interp.probing.probes.load_probe_dataset`)."""
-
-    def decorate(fn: Callable) -> Callable:
-        for option in reversed([
-            click.option("--dataset", default=None, type=click.Path(dir_okay=False),
-                         help="JSONL/JSON/CSV/TSV (default: shipped "
-                              "probes/capitals_truefalse.jsonl)."),
-            click.option("--text-column", default="text", show_default=True),
-            click.option("--label-column", default="label", show_default=True),
-            click.option("--group-column", default="group", show_default=True,
-                         help=group_help),
-        ]):
-            fn = option(fn)
-        return fn
-
-    return decorate
+    return config_options(ProbeData, help={"group_column": group_help})
 
 
 def load_model(model_name: str | None, device: str, dtype: str, seed: int):

@@ -75,7 +75,9 @@ def _option(f: dataclasses.Field, hint: Any, default: Any, help_text: str | None
             return click.option(*decls, is_flag=True, flag_value=False, default=True, **kwargs)
         return click.option(*decls, is_flag=True, default=False, **kwargs)
     origin = get_origin(hint)
-    if cli.parse is not None:
+    if cli.path is not None:
+        kwargs["type"] = click.Path(dir_okay=cli.path != "file", file_okay=cli.path != "dir")
+    elif cli.parse is not None:
         kwargs["type"] = str
     elif origin is Literal:
         kwargs["type"] = click.Choice([str(a) for a in get_args(hint)])

@@ -26,12 +26,15 @@ from interp.cli.options import build_config, config_options
 from interp.errors import InterpError
 from interp.generation.engine import GenerationConfig
 from interp.steering.sweep import SweepConfig
+from interp.steering.vectors import PairsFile
 from saes.features.steering import FeatureVectorConfig
 
 
-def pairs_option(help: str) -> Callable[[Callable], Callable]:  # noqa: A002 - click's word
-    """``--pairs FILE``: contrast pairs (``positive``/``negative`` columns)."""
-    return click.option("--pairs", default=None, type=click.Path(dir_okay=False), help=help)
+def pairs_option(help: str | None = None) -> Callable[[Callable], Callable]:  # noqa: A002
+    """``--pairs FILE``: contrast pairs (:class:`PairsFile`'s field; ``help`` replaces its
+    help text)."""
+    return config_options(PairsFile, only=["pairs"], help=None if help is None else
+                          {"pairs": help})
 
 
 def vector_option(help: str, *, required: bool = False,  # noqa: A002 - click's word
@@ -47,17 +50,17 @@ def steer() -> None:
 
 
 @steer.command("train")
-@pairs_option("JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
+@pairs_option()
 @layer_option("0-based layer (resid_post); with --pairs.", type=int)
 @config_options(SweepConfig, only=["method"])
-@click.option("--positive-key", default="positive", show_default=True)
-@click.option("--negative-key", default="negative", show_default=True)
+@config_options(PairsFile, only=["positive_key", "negative_key"])
 @click.option("--sae", "sae_dir", default=None, type=click.Path(),
               help="Instead of pairs: an SAE (run folder or SAE folder); with --feature.")
-@click.option("--feature", default=None, type=int,
-              help="The SAE latent whose decoder direction to steer along (with --sae).")
-@config_options(FeatureVectorConfig, only=["tokens"], help={
-    "tokens": "With --sae: held-out tokens that set the feature's typical activation."})
+@config_options(FeatureVectorConfig, only=["feature", "tokens"], defaults={"feature": None},
+                help={"feature": "The SAE latent whose decoder direction to steer along "
+                                 "(with --sae).",
+                      "tokens": "With --sae: held-out tokens that set the feature's typical "
+                                "activation."})
 @text_options
 @make_model_options(FeatureVectorConfig, batch_help="Pairs (or, with --sae, text windows) "
                     "per forward pass.")

@@ -67,6 +67,7 @@ import subprocess
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +76,7 @@ from interp.errors import InterpError
 from interp.runs.atomic import write_error
 from interp.runs.manifest import sha256_file
 from interp.runs.paths import cache_dir
+from interp.schema.settings import Cli, Config, setting
 
 if TYPE_CHECKING:
     from interp.runs.outdir import OutDir
@@ -849,6 +851,20 @@ def load_hf_texts(name: str, split: str = "train", column: str = "text") -> list
     if not chosen:
         raise InterpError(f"Hugging Face dataset {name!r} has no {split} documents")
     return chosen
+
+
+@dataclass(frozen=True)
+class TextSource(Config):
+    """Where a run's running text comes from: a user's file, a Hugging Face dataset, or
+    (neither given) the default corpus; read by :func:`text_source`."""
+
+    text_file: str | None = setting(
+        None, cli=Cli(flag="--text", path="file"),
+        help="Your own text (.txt paragraphs, or .jsonl with a 'text' field) instead of the "
+        "default corpus; its sha256 rule gives the train / held-out split.")
+    hf_dataset: str | None = setting(
+        None, cli=Cli(metavar="NAME[:CONFIG]"),
+        help="A Hugging Face dataset's 'text' column instead (needs the hub).")
 
 
 def text_source(

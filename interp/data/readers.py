@@ -13,11 +13,13 @@ import io
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from interp.errors import InterpError
 from interp.profiling.session import phased
+from interp.schema.settings import Cli, Config, setting
 
 SUFFIXES = (".jsonl", ".json", ".csv", ".tsv", ".txt")
 
@@ -110,6 +112,15 @@ def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     if not records:
         raise InterpError(f"{p}: no records (empty dataset)")
     return records
+
+
+@dataclass(frozen=True)
+class PromptFile(Config):
+    """A file of prompts and the column holding the text (:func:`read_prompts`)."""
+
+    file_: str | None = setting(None, cli=Cli(flag="--file", path="file"),
+                                help="Read prompts from a JSONL/JSON/CSV/TSV/TXT file.")
+    text_column: str = setting("text", help="Column holding the prompt text in --file.")
 
 
 def read_prompts(path: str | os.PathLike[str], text_column: str = "text") -> list[str]:

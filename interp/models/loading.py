@@ -44,6 +44,7 @@ from interp.models.embedded import (
 from interp.runs.manifest import sha256_file
 from interp.runs.paths import cache_dir
 from interp.runs.progress import Steps, note
+from interp.schema.settings import Cli, Config, Dtype, at_least, seed_range, setting
 
 EMBEDDED_MODEL = DEFAULT.name
 _EMBEDDED_NAMES = ", ".join(em.name for em in EMBEDDED)
@@ -311,6 +312,22 @@ def special_prefix(tokenizer: Any) -> list[int]:
         if full[start : start + len(plain)] == plain:
             return [int(i) for i in full[:start]]
     return []
+
+
+@dataclass(frozen=True)
+class ModelSettings(Config):
+    """Which model a run loads and how, and the batch size and seed every model run takes:
+    declared once for every verb (a tool whose config has ``batch_size`` or ``seed`` gives
+    its own default)."""
+
+    model_name: str | None = setting(
+        None, cli=Cli(flag="--model", metavar="NAME|PATH"),
+        help="Embedded model name (default smollm2-135m-instruct), a local HF checkpoint "
+        "folder, a .gguf file, or a hub name when online.")
+    device: str = setting("cpu", help="cpu, cuda, cuda:N.")
+    dtype: Dtype = setting("float32", help="Model weights dtype.")
+    batch_size: int = setting(16, check=at_least(1), help="Prompts per forward pass.")
+    seed: int = setting(0, check=seed_range, help="Random seed (recorded in the manifest).")
 
 
 @dataclass

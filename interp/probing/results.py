@@ -88,6 +88,19 @@ SEED_STRIDE = 1000
 
 
 @dataclass(frozen=True)
+class ProbeData(Config):
+    """A labelled probe set: its file and the columns holding the text, the label and the
+    group (:func:`interp.probing.probes.load_probe_dataset`)."""
+
+    dataset: str | None = setting(
+        None, cli=Cli(path="file"),
+        help="JSONL/JSON/CSV/TSV (default: shipped probes/capitals_truefalse.jsonl).")
+    text_column: str = setting("text", help="Column holding the text.")
+    label_column: str = setting("label", help="Column holding the label (two classes).")
+    group_column: str = setting("group", help="Column naming each example's group.")
+
+
+@dataclass(frozen=True)
 class ProbeConfig(Config):
     """Settings of one probe run (recorded in ``results.json`` and artifacts).
 

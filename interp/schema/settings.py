@@ -175,6 +175,9 @@ class Cli:
     #: config's checks still run after. None: an int setting with bounds gets its range, a
     #: float setting does not.
     range: bool | None = None
+    #: A path setting: ``"file"`` (a folder there is refused), ``"dir"`` (a file there is
+    #: refused) or ``"any"``; click checks the kind as it parses the flag.
+    path: Literal["file", "dir", "any"] | None = None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from interp.activations.capture import Position, capture
 from interp.data.readers import read_records
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.schema.settings import Cli, Config, setting
 
 #: How a vector is built from contrast pairs (see the module doc).
 Method = Literal["mean_diff", "pca"]
@@ -44,6 +45,17 @@ Method = Literal["mean_diff", "pca"]
 Positions = Literal["all", "prompt", "generated"]
 METHODS: tuple[str, ...] = get_args(Method)
 POSITIONS: tuple[str, ...] = get_args(Positions)
+
+
+@dataclass(frozen=True)
+class PairsFile(Config):
+    """A file of contrast pairs and the columns holding each side (:func:`load_pairs`)."""
+
+    pairs: str | None = setting(
+        None, cli=Cli(path="file"),
+        help="JSONL/CSV of contrast pairs with 'positive' and 'negative' columns.")
+    positive_key: str = setting("positive", help="Column of the positive prompt.")
+    negative_key: str = setting("negative", help="Column of the negative prompt.")
 
 
 @dataclass

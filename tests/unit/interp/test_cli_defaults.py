@@ -19,7 +19,6 @@ VERBS = sorted(leaf_commands().items())
 #: Options whose CLI default is not the like-named field's, each for a reason that keeps a
 #: default command-line run equal to a default Python run (each is checked to still differ).
 NOT_THE_FIELD = {
-    ("probe", "--dataset"): "the input file; the field records its source (set by the run)",
     ("eval sycophancy", "--dataset"): "the input file; the field records its source",
     ("graph", "--task"): "without --task the verb graphs PROMPT: the config's task is used "
                          "only when --task is given",
