@@ -285,6 +285,35 @@ def test_cli_on_off_flag_pair() -> None:
         assert out.exit_code == 0 and json.loads(out.output) == {"cache": want}, argv
 
 
+def test_cli_path_kind_is_checked_as_the_flag_is_parsed(tmp_path) -> None:
+    """``Cli(path="file")`` refuses a folder and ``"dir"`` a file, in click's one line,
+    before the command runs; a path that does not exist yet is accepted (it may be made)."""
+
+    @dataclass(frozen=True)
+    class PathConfig(Config):
+        data: str | None = setting(None, help="A file.", cli=Cli(path="file"))
+        cache: str | None = setting(None, help="A folder.", cli=Cli(path="dir"))
+        either: str | None = setting(None, help="Either.", cli=Cli(path="any"))
+
+    ran = []
+
+    @click.command()
+    @config_options(PathConfig)
+    def cmd(**params: object) -> None:
+        ran.append(build_config(PathConfig, params))
+
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("x")
+    out = CliRunner().invoke(cmd, ["--data", str(tmp_path)])
+    assert out.exit_code == 2 and "is a directory" in out.output and not ran
+    out = CliRunner().invoke(cmd, ["--cache", str(a_file)])
+    assert out.exit_code == 2 and "is a file" in out.output and not ran
+    for argv in (["--either", str(a_file)], ["--either", str(tmp_path)],
+                 ["--data", str(a_file), "--cache", str(tmp_path / "new")]):
+        assert CliRunner().invoke(cmd, argv).exit_code == 0, argv
+    assert ran[-1].data == str(a_file) and ran[-1].cache == str(tmp_path / "new")
+
+
 def test_headline_never_reads_text_as_markup() -> None:
     """User text in a table (a prompt "The [/x] weather") prints as it is: rich would
     otherwise parse it as markup and fail on the unmatched closing tag."""
