@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.text_fixtures import TINY_TEXT
+
 os.environ["WANDB_MODE"] = "disabled"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -202,12 +204,6 @@ def _fast_tests_load_no_real_model(request: pytest.FixtureRequest, monkeypatch):
     monkeypatch.setattr(loading, "resolve_source", guarded)
 
 
-TINY_TEXT = (
-    "The capital of France is Paris. The capital of Italy is Rome. "
-    "Water boils at 100 degrees. The quick brown fox jumps over the lazy dog. "
-    "Once upon a time there was a small model that learned to read and write. "
-    "Numbers like 12345 and 678 are split into digits. "
-) * 4
 
 
 @pytest.fixture(scope="session")

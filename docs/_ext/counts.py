@@ -1,7 +1,8 @@
 """Counts the pages quote, computed when the site is built rather than kept by hand.
 
-The role ``{count}`bad-inputs``` is the number of cases in the bad-input matrix
-(``tests/unit/interp/test_bad_inputs.py``'s ``CASES``: every verb's one-line refusals),
+The role ``{count}`bad-inputs``` is the number of cases in the bad-input matrix (every
+verb's one-line refusals: the ``BAD_INPUTS`` lists of the unit-test modules, collected by
+``tests.support.bad_inputs.all_cases`` and run by ``tests/unit/interp/test_bad_inputs.py``),
 so adding a case changes the page without editing it.
 """
 
@@ -17,10 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def bad_input_cases() -> int:
-    """The number of cases in the bad-input matrix."""
+    """The number of cases in the bad-input matrix: ``len(all_cases())`` (importing the
+    unit-test modules that declare cases; none of them imports ``tests/conftest.py``, whose
+    network guard and temporary ``INTERP_CACHE`` the build must not inherit)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    return len(importlib.import_module("tests.unit.interp.test_bad_inputs").CASES)
+    return len(importlib.import_module("tests.support.bad_inputs").all_cases())
 
 
 #: What ``{count}`NAME``` shows, by name.

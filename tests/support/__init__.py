@@ -5,6 +5,8 @@
 * :mod:`tests.support.html_checks`: parse a report's HTML, its SVGs and sections.
 * :mod:`tests.support.kill_resume`: SIGKILL a training command and check each resume.
 * :mod:`tests.support.holders`: wait for a process holding a lock or folder; release it.
+* :mod:`tests.support.bad_inputs`: the bad-input case type, shared builders, and the
+  collector of every tool's ``BAD_INPUTS``.
 * :mod:`tests.support.text_fixtures`: synthetic paragraphs for training-loop tests.
 * ``fixtures/``: data files (tiny corpus sources).
 """

@@ -1,8 +1,17 @@
-"""Synthetic paragraphs for training-loop tests (tuned lens, SAEs) on the tiny model."""
+"""Synthetic text for tests on the tiny model: the text its tokenizer is trained on, and
+paragraphs for training-loop tests (tuned lens, SAEs)."""
 
 from __future__ import annotations
 
 import random
+
+#: The text the tiny model's tokenizer is trained on (``tests/conftest.py``).
+TINY_TEXT = (
+    "The capital of France is Paris. The capital of Italy is Rome. "
+    "Water boils at 100 degrees. The quick brown fox jumps over the lazy dog. "
+    "Once upon a time there was a small model that learned to read and write. "
+    "Numbers like 12345 and 678 are split into digits. "
+) * 4
 
 WORDS = (
     "the a model layer token river mountain paris rome water fire reads writes learns "

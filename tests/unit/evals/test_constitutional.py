@@ -37,6 +37,7 @@ from interp.errors import InterpError
 from interp.stats import pearson_ci, wilson_ci
 from interp.stats.rates import Correlation, Rate
 from reports.constitutional import constitutional_report
+from tests.support.bad_inputs import Case, M
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, section
 
@@ -557,3 +558,18 @@ def test_api_deterministic_mode_is_batch_invariant(tiny_model):
     pairs = [Pair("q", "Q?", "yes", "no", con.principles[0].name, "samples", "s1", "s2")]
     js, check = judge_pairs(tiny_model, pairs, con)
     assert len(js) == 1 and 0.0 <= js[0].p_x <= 1.0 and check["n"] == 1
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("eval-constitutional-malformed-constitution", lambda c: [
+        "eval", "constitutional", *M(c), "--constitution", c.file("c.json", "{not json"),
+        "--out", c.out], "c.json"),
+    Case("eval-constitutional-empty-prompts", lambda c: [
+        "eval", "constitutional", *M(c), "--prompts", c.file("p.jsonl", ""), "--out", c.out],
+        "empty"),
+    Case("eval-constitutional-zero-rounds", lambda c: [
+        "eval", "constitutional", *M(c), "--rounds", "0", "--out", c.out], "rounds"),
+]

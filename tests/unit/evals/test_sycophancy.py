@@ -14,6 +14,7 @@ from evals.scoring import ContinuationScores, score_continuations
 from evals.sycophancy import VARIANTS, Question, chat_text, load_questions, run_sycophancy
 from interp.errors import InterpError
 from reports.sycophancy import sycophancy_report
+from tests.support.bad_inputs import Case, M
 from tests.support.browser import ARTIFACTS, assert_clean, visit
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, section
@@ -345,3 +346,29 @@ def test_report_lead_labels_the_net_rate(cloze_result):
         assert "within noise: not a result" in html
     else:
         assert "beyond the priming control" in html
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _syc(n: int) -> str:
+    return "\n".join(json.dumps({"question": f"What is {i} + 1?", "correct": str(i + 1),
+                                 "incorrect": str(i + 2), "domain": "arithmetic"})
+                     for i in range(n))
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("eval-sycophancy-malformed-line", lambda c: [
+        "eval", "sycophancy", *M(c), "--dataset", c.file("s.jsonl", _syc(2) + "\n{nope\n"),
+        "--out", c.out], "line 3"),
+    Case("eval-sycophancy-empty-dataset", lambda c: [
+        "eval", "sycophancy", *M(c), "--dataset", c.file("s.jsonl", ""), "--out", c.out],
+        "empty"),
+    Case("eval-sycophancy-no-chat-template", lambda c: [
+        "eval", "sycophancy", "--model", c.no_template, "--dataset", c.file("s.jsonl", _syc(3)),
+        "--mode", "generate", "--out", c.out], "chat template"),
+    Case("eval-sycophancy-zero-limit", lambda c: [
+        "eval", "sycophancy", *M(c), "--limit", "0", "--out", c.out], "limit"),
+]

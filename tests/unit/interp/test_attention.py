@@ -16,6 +16,7 @@ from interp.circuits.figures import attention_heatmap, attention_heatmaps
 from interp.circuits.results import AttentionConfig, AttentionResult
 from interp.errors import InterpError
 from reports.attention import attention_report, top_keys
+from tests.support.bad_inputs import Case, M
 from tests.support.cli_runner import run
 from tests.support.html_checks import parse, svgs
 
@@ -153,3 +154,21 @@ def test_cli_writes_results_report_and_table(tiny_model_dir, tmp_path, capsys):
     assert json.loads(stdout)["heads"] == list(range(N_HEADS))
 
 
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("attention-head-out-of-range", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "1", "--head", "4", "--out", c.out],
+        "head 4 out of range"),
+    Case("attention-bad-head-list", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "1", "--head", "1,x", "--out", c.out],
+        "bad --head '1,x'"),
+    Case("attention-layer-out-of-range", lambda c: [
+        "attention", "hello there", *M(c), "--layer", "3", "--out", c.out], "out of range"),
+    Case("attention-empty-prompt", lambda c: [
+        "attention", "  ", *M(c), "--layer", "0", "--out", c.out], "empty prompt"),
+    Case("attention-no-chat-template", lambda c: [
+        "attention", "hello", "--model", c.no_template, "--layer", "0", "--chat",
+        "--out", c.out], "chat template"),
+]

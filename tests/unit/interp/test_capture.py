@@ -7,6 +7,7 @@ import torch
 
 from interp.activations.capture import capture
 from interp.errors import InterpError
+from tests.support.bad_inputs import Case, M, _under_file
 
 PROMPTS = [
     "The capital of France is",
@@ -212,3 +213,52 @@ def test_reduce_takes_per_head_activations(positions, drop_first):
     for h in range(x.shape[2]):
         one = _reduce(x[:, :, h], mask, positions, drop_first)
         assert torch.equal(whole.select(-2, h), one)
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _cache() -> str:
+    from interp.runs.paths import cache_dir
+
+    return str(cache_dir())
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("capture-missing-file", lambda c: ["capture", "--file", str(c.tmp / "no.jsonl"), *M(c),
+                                            "--layer", "0", "--out", c.out], "no such file"),
+    Case("capture-malformed-jsonl", lambda c: ["capture", "--file", c.file(
+        "bad.jsonl", '{"text": "ok"}\n{"text": oops}\n'), *M(c), "--layer", "0", "--out",
+        c.out], "line 2"),
+    Case("capture-malformed-csv", lambda c: ["capture", "--file", c.file(
+        "bad.csv", 'text\n"unterminated\n'), *M(c), "--layer", "0", "--out", c.out], "bad.csv"),
+    Case("capture-empty-dataset", lambda c: ["capture", "--file", c.file("empty.jsonl", ""),
+                                             *M(c), "--layer", "0", "--out", c.out], "empty"),
+    Case("capture-layer-out-of-range", lambda c: ["capture", "hi", *M(c), "--layer", "3",
+                                                  "--out", c.out], "out of range"),
+    Case("capture-bad-positions", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                             "--positions", "middle", "--out", c.out],
+         "bad --positions"),
+    Case("capture-unknown-hook", lambda c: ["capture", "hi", *M(c), "--hook", "blocks.0.nope",
+                                            "--out", c.out], "unknown hook point"),
+    Case("capture-over-memory-limit", lambda c: ["capture", "hi there", *M(c), "--layer", "all",
+                                                 "--positions", "all", "--max-memory-gb",
+                                                 "1e-7", "--out", c.out], "over the"),
+    Case("capture-nan-memory-limit", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                                "--max-memory-gb", "nan", "--out", c.out],
+         "memory limit"),
+    Case("capture-unwritable-out", lambda c: ["capture", "hi", *M(c), "--layer", "0",
+                                              "--out", _under_file(c)],
+         "cannot create output folder"),
+    Case("capture-truncated-gguf", lambda c: [
+        "capture", "hi", "--model", c.ggufs["truncated"], "--layer", "0", "--out", c.out],
+        "cannot load this GGUF"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("capture-position-too-large", lambda c: [
+        "capture", "hi", *M(c), "--layer", "0", "--positions", str(10**30), "--out", c.out],
+        "is out of range"),
+    Case("capture-out-is-the-cache", lambda c: [
+        "capture", "hi", *M(c), "--layer", "0", "--out", _cache()], "is interp's cache"),
+]

@@ -15,6 +15,7 @@ from interp.causal import (
 )
 from interp.circuits import components, exact_patch, pair_lds, tokenize_task
 from interp.errors import InterpError
+from tests.support.bad_inputs import Case, M, _pair, _probe_rows, _sae_artifact
 from tests.unit.interp.test_circuits import _task, tiny_pair_list
 
 
@@ -252,3 +253,35 @@ def test_das_above_the_full_interchange_is_flagged():
     assert [r.layer for r in res.illusions()] == [4]
     res.add_warnings()
     assert len(res.warnings) == 1 and res.warnings[0].startswith("layer 4: DAS's IIA 0.50")
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("causal-das-dim-too-large", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--dim", "64",
+        "--out", c.out], "must be below d_model (64)"),
+    Case("causal-das-unknown-position", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--position",
+        "country", "--out", c.out], "unknown position 'country'"),
+    Case("causal-das-one-fold", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--folds", "1",
+        "--out", c.out], "1 is not in the range x>=2"),
+    Case("causal-das-span-variance-zero", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--span-variance",
+        "0", "--out", c.out], "span-variance must be above 0 and at most 1"),
+    Case("causal-das-unknown-task", lambda c: [
+        "causal", "das", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
+    Case("causal-das-sae-of-another-model", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sae",
+        str(_sae_artifact(c, "sae-other", 64, "other-model")), "--out", c.out],
+        "was trained on model 'other-model'"),
+    Case("causal-das-sae-latents-too-many", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sae",
+        str(_sae_artifact(c, "sae-tiny", 64, c.tiny)), "--sae-latents", "64",
+        "--out", c.out], "--sae-latents 64 must be between 1 and d_in − 1 (63)"),
+    Case("causal-das-probe-set-without-pairs", lambda c: [
+        "causal", "das", *M(c), "--task", c.file("p.jsonl", _probe_rows([0, 1, 0, 1])),
+        "--out", c.out], "no minimal pairs"),
+]

@@ -27,6 +27,7 @@ from interp.circuits.attribution import key_path
 from interp.circuits.patching import EMBED, ld_direction, run_ld
 from interp.circuits.tasks import Pair
 from interp.errors import InterpError
+from tests.support.bad_inputs import Case, Ctx, M, _pair
 
 # Tiny-model pairs: one word differs (one position); the prompts differ in length.
 FOX = ("The quick brown fox jumps over the lazy", "The quick brown dog jumps over the lazy")
@@ -506,3 +507,39 @@ def test_a_folder_named_like_a_task_is_not_the_task(tmp_path, monkeypatch):
     (tmp_path / "nope").mkdir()
     with pytest.raises(InterpError, match="unknown task 'nope'"):
         load_task("nope")
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _binary(ctx: Ctx, name: str) -> str:
+    (ctx.tmp / name).write_bytes(bytes(range(256)) * 4)
+    return str(ctx.tmp / name)
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("patch-unequal-lengths", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair("The capital of the Italy is")),
+        "--out", c.out], "tokenize to 5 and 6 tokens"),
+    Case("patch-multi-token-answer", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair(answer=" Parisian")),
+        "--out", c.out], "must be one token"),
+    Case("patch-unknown-family", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--family", "neurons",
+        "--out", c.out], "unknown family"),
+    Case("patch-empty-task", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", ""), "--out", c.out], "holds no pairs"),
+    Case("patch-unknown-task", lambda c: [
+        "patch", *M(c), "--task", "no-such-task", "--out", c.out], "unknown task"),
+    Case("patch-group-column-missing", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--group-by", "family",
+        "--out", c.out], "group column 'family' is missing on pair 0"),
+    Case("patch-atp-star-not-heads", lambda c: [
+        "patch", *M(c), "--task", c.file("t.jsonl", _pair()), "--method", "atp-star",
+        "--out", c.out], "heads only"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("patch-binary-task", lambda c: [
+        "patch", *M(c), "--task", _binary(c, "t.jsonl"), "--out", c.out], "not UTF-8 text"),
+]

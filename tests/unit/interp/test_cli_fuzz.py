@@ -18,7 +18,7 @@ Seeded (``derandomize``) and bounded: ``INTERP_FUZZ_EXAMPLES`` examples per (ver
 (default 6 in the fast tier, about 20 s here; ``make accept`` sets its own). The fast tier
 stops each case where its model would load (every up-front check is fuzzed; the verbs without
 a model run to their end); ``INTERP_FUZZ_DEEP=1`` runs every case to its end. The hand-picked
-semantic cases stay in ``test_bad_inputs.py``.
+semantic cases are each tool's ``BAD_INPUTS`` (run by ``test_bad_inputs.py``).
 """
 
 from __future__ import annotations

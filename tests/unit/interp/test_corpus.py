@@ -16,6 +16,7 @@ import pytest
 from interp.data import corpus
 from interp.errors import InterpError
 from tests.support import FIXTURE_DIR
+from tests.support.bad_inputs import Case, Ctx, _under_file
 
 FIXTURES = FIXTURE_DIR / "corpus"
 DPKG_DEB = shutil.which("dpkg-deb")
@@ -582,3 +583,42 @@ def test_fortune_table_is_rejected_but_prose_kept():
     assert FORTUNE in paras
     assert not any("Ahab" in p for p in paras)
     assert os.path.getsize(FIXTURES / "harbour") > 0
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _damaged_corpus(ctx: Ctx) -> str:
+    """A corpus folder whose train.jsonl was edited after its manifest was written."""
+    import hashlib
+
+    from interp.data.corpus import BUILDER_VERSION
+
+    folder = ctx.tmp / "corpus"
+    folder.mkdir()
+    files = {}
+    for name, text in (("train.jsonl", "a"), ("heldout.jsonl", "b")):
+        data = json.dumps({"text": text, "source": "x"}).encode() + b"\n"
+        files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                       "paragraphs": 1, "words": 1}
+        (folder / name).write_bytes(data.replace(b'"a"', b'"e"'))
+    (folder / "manifest.json").write_text(json.dumps({"builder_version": BUILDER_VERSION,
+                                                      "files": files}))
+    return str(folder)
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("corpus-info-missing", lambda c: ["corpus", "info", "--path", str(c.tmp / "none")],
+         "not built"),
+    Case("corpus-info-empty-path", lambda c: ["corpus", "info", "--path", ""],
+         "the corpus path is empty"),
+    Case("corpus-info-edited-corpus", lambda c: ["corpus", "info", "--path", _damaged_corpus(c)],
+         "damaged (train.jsonl: sha256 mismatch)"),
+    Case("corpus-build-unwritable-out", lambda c: ["corpus", "build", "--out", _under_file(c)],
+         "cannot create output folder"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("corpus-build-empty-out", lambda c: ["corpus", "build", "--out", ""],
+         "empty output folder name"),
+]

@@ -28,6 +28,7 @@ from interp.circuits import pair_lds, tokenize_task
 from interp.circuits.patching import ld_direction, module_weight, run_ld
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
+from tests.support.bad_inputs import Case, M, _pair
 from tests.unit.interp.test_causal import _tiny_task_file
 from tests.unit.interp.test_circuits import _task, tiny_pair_list
 
@@ -389,3 +390,29 @@ def test_cli_causal_edges_writes_its_files(tiny_model_dir, tmp_path, capsys):
     page = (out / "report.html").read_text()
     assert 'data-figure="faith"' in page and 'data-figure="circuit"' in page
     assert "Spearman" in stdout
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("causal-edges-sample-too-large", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sample",
+        "1000", "--out", c.out], "--sample 1000 is larger than the model's 190 edges"),
+    Case("causal-edges-top-over-sample", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--sample", "10",
+        "--top", "20", "--out", c.out], "top must be at most --sample (10)"),
+    Case("causal-edges-unknown-method", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--method",
+        "acdc", "--out", c.out], "acdc"),
+    Case("causal-edges-old-method-name-eap", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair() * 4), "--method",
+        "eap", "--out", c.out], "eap-clean (Syed et al.'s EAP) or eap-corrupted"),
+    Case("causal-edges-unpaired-row", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", json.dumps(
+            {"clean": "The capital of France is", "answer": " Paris", "wrong": " Rome"})),
+        "--out", c.out], "missing or empty corrupted"),
+    Case("causal-edges-multi-token-label", lambda c: [
+        "causal", "edges", *M(c), "--task", c.file("t.jsonl", _pair(answer=" Parisian") * 4),
+        "--out", c.out], "must be one token"),
+]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
 from interp.errors import InterpError
 from interp.generation.engine import generate, select_token
+from tests.support.bad_inputs import Case, M, _under_file
 
 PROMPTS = [
     "The capital of France is",
@@ -342,3 +345,35 @@ def test_prompts_of_spread_lengths_share_the_verifier_passes(tiny_model):
     one = generate(tiny_model, prompts, batch_size=1, **noisy)
     eight = generate(tiny_model, prompts, batch_size=8, **noisy)
     assert [g.token_ids for g in one.generations] == [g.token_ids for g in eight.generations]
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("generate-nan-temperature", lambda c: ["generate", "hi", *M(c), "--temperature",
+                                                "nan", "--out", c.out], "temperature"),
+    Case("generate-negative-temperature", lambda c: ["generate", "hi", *M(c), "--temperature",
+                                                     "-1", "--out", c.out], "temperature"),
+    Case("generate-top-p-above-one", lambda c: ["generate", "hi", *M(c), "--top-p", "1.5",
+                                                "--out", c.out], "top-p"),
+    Case("generate-zero-new-tokens", lambda c: ["generate", "hi", *M(c), "--max-new-tokens",
+                                                "0", "--out", c.out], "max new tokens"),
+    Case("generate-zero-verify-every", lambda c: ["generate", "hi", *M(c), "--deterministic",
+                                                  "--verify-every", "0"], "verify-every"),
+    Case("generate-empty-file", lambda c: ["generate", "--file", c.file("e.txt", "\n\n"), *M(c),
+                                           "--out", c.out], "empty dataset"),
+    Case("generate-beyond-memory", lambda c: ["generate", "hi", *M(c), "--max-new-tokens",
+                                              "1000000000", "--out", c.out],
+         "would need about"),
+    Case("generate-unwritable-out", lambda c: ["generate", "hi", *M(c), "--out",
+                                               _under_file(c)], "cannot create output folder"),
+    Case("generate-folder-without-tokenizer", lambda c: [
+        "generate", "hi", "--model", c.no_tokenizer, "--out", c.out], "folder has no tokenizer"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("generate-stop-not-utf8", lambda c: [
+        "generate", "hi", *M(c), "--stop", "\udcff", "--out", c.out], "is not valid UTF-8"),
+    Case("generate-out-above-the-package", lambda c: [
+        "generate", "hi", *M(c), "--out", str(Path(__file__).resolve().parents[4])],
+        "holds interp's own source"),
+]

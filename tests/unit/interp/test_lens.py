@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ import torch
 from interp.errors import InterpError
 from interp.lenses.logit import LogitLens, entropy, kl_divergence
 from interp.lenses.readout import run_lens
+from tests.support.bad_inputs import Case, Ctx, M, _foreign_lens, _truncated_artifact, _under_file
 
 
 def _model_logprobs(model, prompt: str) -> torch.Tensor:
@@ -110,3 +112,60 @@ def test_lens_config_checks_name_the_field():
         LensConfig(top_k=0)
     with pytest.raises(InterpError, match="LensConfig: tuned must not be empty"):
         LensConfig(tuned="  ")
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _damaged_run_lens(ctx: Ctx) -> str:
+    """A tuned-lens run folder whose finished lens was truncated (its checkpoint is there)."""
+    run_dir = ctx.tmp / "tl-run"
+    (run_dir / "checkpoint").mkdir(parents=True)
+    (run_dir / "checkpoint" / "config.json").write_text("{}")
+    Path(_truncated_artifact(ctx, "tuned_lens")).rename(run_dir / "lens")
+    return str(run_dir)
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("lens-empty-prompt", lambda c: ["lens", "  ", *M(c), "--out", c.out], "empty prompt"),
+    Case("lens-missing-model", lambda c: ["lens", "hi", "--model", str(c.tmp / "nope"),
+                                          "--out", c.out], "cannot read model path"),
+    Case("lens-unknown-model", lambda c: ["lens", "hi", "--model", "no-org/no-model",
+                                          "--out", c.out], "unknown model"),
+    Case("lens-layer-out-of-range", lambda c: ["lens", "hi", *M(c), "--layer", "7",
+                                               "--out", c.out], "out of range"),
+    Case("lens-bad-layer-list", lambda c: ["lens", "hi", *M(c), "--layer", "1,x",
+                                           "--out", c.out], "bad layer 'x'"),
+    Case("lens-backward-layer-range", lambda c: ["lens", "hi", *M(c), "--layer", "2-0",
+                                                 "--out", c.out], "bad layer range '2-0'"),
+    Case("lens-top-k-zero", lambda c: ["lens", "hi", *M(c), "--top-k", "0", "--out", c.out],
+         "--top-k"),
+    Case("lens-unwritable-out", lambda c: ["lens", "hi", *M(c), "--out", _under_file(c)],
+         "cannot create output folder"),
+    Case("lens-truncated-tuned-lens", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                                 _truncated_artifact(c, "tuned_lens"),
+                                                 "--out", c.out], "checksum mismatch"),
+    Case("lens-damaged-run-lens", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                             _damaged_run_lens(c), "--out", c.out],
+         "rebuild it from its checkpoint"),
+    Case("lens-tuned-lens-other-model", lambda c: ["lens", "hi", *M(c), "--tuned",
+                                                   _foreign_lens(c), "--out", c.out],
+         "was trained on"),
+    Case("lens-profile-unwritable", lambda c: [
+        "lens", "hi", *M(c), "--profile", _under_file(c), "--out", c.out], "--profile"),
+    Case("lens-gguf-unknown-architecture", lambda c: [
+        "lens", "hi", "--model", c.ggufs["odd-arch"], "--out", c.out], "cannot load this GGUF"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("lens-meta-device", lambda c: [
+        "lens", "hi", *M(c), "--device", "meta", "--out", c.out], "cannot run a model"),
+    Case("lens-over-long-model-name", lambda c: [
+        "lens", "hi", "--model", "m" * 10_000, "--out", c.out], "model name 'mmm"),
+    Case("lens-prompt-not-utf8", lambda c: [
+        "lens", "caf\udce9", *M(c), "--out", c.out], "argument 2 (caf\\udce9) is not valid UTF-8"),
+    Case("lens-empty-out", lambda c: ["lens", "hi", *M(c), "--out", ""],
+         "empty output folder name"),
+    Case("lens-out-is-current-folder", lambda c: [
+        "lens", "hi", *M(c), "--out", "."], "is the current folder"),
+]

@@ -11,6 +11,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from interp.errors import InterpError
 from interp.mfu import ModelShape, Work, device_peak, forward_flops, mfu, sae_step_flops
 from interp.mfu.peak import known_gpu, measure_peak
+from tests.support.bad_inputs import Case
 
 
 def _counted(fn) -> int:
@@ -210,3 +211,12 @@ def test_closing_line_flags_an_mfu_above_one():
     assert "remeasure" not in throughput_text(1000.0, 0.5, 2e11)
     line = throughput_text(1000.0, 1.6, 6.4e10)
     assert "MFU 160.00% of 64 GFLOP/s" in line and "interp peak --remeasure" in line
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("peak-unknown-device", lambda c: ["peak", "--device", "tpu"], "no peak for device"),
+    Case("peak-unknown-dtype", lambda c: ["peak", "--dtype", "int8"], "Invalid value"),
+]

@@ -9,6 +9,7 @@ import pytest
 import interp
 from interp.errors import InterpError
 from interp.models.loading import resolve_source
+from tests.support.bad_inputs import Case
 
 
 # ----------------------------------------------------------------------- fast (tiny)
@@ -223,3 +224,21 @@ def test_verify_config_checks_itself():
         VerifyConfig(logit_tolerance=0.0)
     with pytest.raises(ConfigError, match="max_new_tokens must be ≥ 1"):
         VerifyConfig(max_new_tokens=0)
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
+    Case("models-verify-gguf-unknown-architecture", lambda c: [
+        "models", "--verify", c.ggufs["odd-arch"]], "cannot load this GGUF"),
+    Case("models-verify-truncated-gguf", lambda c: [
+        "models", "--verify", c.ggufs["truncated"]], "cannot load this GGUF"),
+    Case("models-verify-folder-without-tokenizer", lambda c: [
+        "models", "--verify", c.no_tokenizer], "folder has no tokenizer"),
+    Case("models-out-without-verify", lambda c: ["models", "--out", c.out], "--verify"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("models-verify-over-long-name", lambda c: [
+        "models", "--verify", "m" * 10_000], "is too long: 10,000 bytes"),
+]

@@ -11,6 +11,7 @@ from interp.errors import InterpError
 from interp.noise.compare import compare_results
 from interp.noise.metrics import flatten
 from interp.noise.results import LARGER, NO_NOISE, WITHIN
+from tests.support.bad_inputs import Case, Ctx, M, _folder, _under_file
 from tests.support.cli_runner import run
 from tests.unit.interp.test_probes import synthetic_sentiment
 
@@ -168,3 +169,65 @@ def _check_in_browser(report, screenshot: str, figure: str) -> None:
 
     assert_clean(visit(report, screenshot, check))
     assert (ARTIFACTS / screenshot).stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _result(ctx: Ctx, name: str, data: dict) -> str:
+    """A result folder ``name`` holding ``results.json`` = ``data``."""
+    folder = ctx.tmp / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps(data))
+    return str(folder)
+
+
+def _seed_group(ctx: Ctx) -> str:
+    for s in range(2):
+        _result(ctx, f"group/seed-{s}", {"x": float(s)})
+    return _result(ctx, "group", {"kind": "seeds", "verb": "probe", "seeds": [0, 1]})
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("seeds-zero", lambda c: ["seeds", "0", "--out", c.out, "--", "probe", *M(c)],
+         "K ≥ 2"),
+    Case("seeds-k-beyond-the-seeds", lambda c: ["seeds", "18446744073709551615", "--out",
+                                                c.out, "--", "probe", *M(c)],
+         "must be at most 4,294,967,296"),
+    Case("seeds-no-verb", lambda c: ["seeds", "2", "--out", c.out], "give the verb"),
+    Case("seeds-unknown-verb", lambda c: ["seeds", "2", "--out", c.out, "--", "bogus"],
+         "unknown verb"),
+    Case("seeds-verb-without-seed", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "corpus", "info"], "has no --seed"),
+    Case("seeds-sets-seed-itself", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "lens", "hi", *M(c), "--seed", "3"],
+        "seeds sets --seed and --out itself"),
+    Case("seeds-verb-fails", lambda c: [
+        "seeds", "2", "--out", c.out, "--", "lens", "hi", *M(c), "--layer", "9"],
+        "out of range"),
+    Case("seeds-unwritable-out", lambda c: [
+        "seeds", "2", "--out", _under_file(c), "--", "lens", "hi", *M(c)], "cannot create"),
+    Case("compare-no-results", lambda c: [
+        "compare", _folder(c, "x"), _folder(c, "y")], "no results.json"),
+    Case("compare-missing-folder", lambda c: [
+        "compare", str(c.tmp / "x"), str(c.tmp / "y")], "x: no such folder"),
+    Case("compare-different-verbs", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0, "y": 2.0, "z": 3.0}),
+        _result(c, "b", {"p": 1.0, "q": 2.0, "z": 3.0}), "--out", c.out],
+        "not results of the same"),
+    Case("compare-group-and-single", lambda c: [
+        "compare", _seed_group(c), _result(c, "a", {"x": 1.0}), "--out", c.out],
+        "not one of each"),
+    Case("compare-unwritable-out", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0}), _result(c, "b", {"x": 2.0}),
+        "--out", _under_file(c)], "cannot create"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("compare-empty-out", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0}), _result(c, "b", {"x": 2.0}), "--out", ""],
+        "empty output folder name"),
+    Case("compare-out-is-an-input", lambda c: [
+        "compare", _result(c, "a", {"x": 1.0}), _result(c, "b", {"x": 2.0}), "--out",
+        str(c.tmp / "a")], "is the input folder"),
+]

@@ -25,6 +25,7 @@ from interp.probing.probes import (
     save_probe,
     split_indices,
 )
+from tests.support.bad_inputs import Case, M, _probe_rows, _under_file
 
 POS = ["good", "great", "nice", "fine", "happy", "lovely", "superb", "kind"]
 NEG = ["bad", "awful", "sad", "poor", "ugly", "nasty", "dull", "rude"]
@@ -386,3 +387,37 @@ def test_run_probe_torch_solver_equals_sklearn_tiny(tiny_model):
         assert cos > 0.999
         np.testing.assert_allclose(a.scaler_mean[sa.layer], b.scaler_mean[sa.layer],
                                    rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("probe-single-class", lambda c: ["probe", *M(c), "--layer", "1", "--dataset", c.file(
+        "one.jsonl", _probe_rows([1] * 40)), "--out", c.out], "class"),
+    Case("probe-missing-dataset", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                             str(c.tmp / "no.jsonl"), "--out", c.out],
+         "no such file"),
+    Case("probe-malformed-jsonl", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                             c.file("m.jsonl", _probe_rows([0, 1]) + "\n{bad\n"),
+                                             "--out", c.out], "line 3"),
+    Case("probe-empty-dataset", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                           c.file("e.jsonl", ""), "--out", c.out], "empty"),
+    Case("probe-layer-out-of-range", lambda c: ["probe", *M(c), "--layer", "9", "--dataset",
+                                                c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                                "--out", c.out], "out of range"),
+    Case("probe-nan-C", lambda c: ["probe", *M(c), "--layer", "1", "--C", "nan", "--dataset",
+                                   c.file("p.jsonl", _probe_rows([0, 1] * 20)), "--out", c.out],
+         "C"),
+    Case("probe-unknown-solver", lambda c: [
+        "probe", *M(c), "--layer", "1", "--solver", "adam", "--dataset",
+        c.file("p.jsonl", _probe_rows([0, 1] * 20)), "--out", c.out], "solver"),
+    Case("probe-missing-label-column", lambda c: ["probe", *M(c), "--layer", "1",
+                                                  "--label-column", "y", "--dataset",
+                                                  c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                                  "--out", c.out], "y"),
+    Case("probe-unwritable-out", lambda c: ["probe", *M(c), "--layer", "1", "--dataset",
+                                            c.file("p.jsonl", _probe_rows([0, 1] * 20)),
+                                            "--out", _under_file(c)],
+         "cannot create output folder"),
+]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -14,6 +16,15 @@ from interp.steering.vectors import (
     load_vector,
     steer,
     train_vector,
+)
+from tests.support.bad_inputs import (
+    Case,
+    Ctx,
+    M,
+    _text,
+    _tiny_sae,
+    _truncated_artifact,
+    _under_file,
 )
 
 PAIRS = ContrastPairs(
@@ -296,3 +307,91 @@ def test_side_effect_kl_shares_passes_and_matches_one_pass_per_alpha(tiny_model,
     for kl, exp in zip(got, expected, strict=True):
         torch.testing.assert_close(torch.tensor(kl), exp, rtol=1e-4, atol=1e-6)
     assert min(got[3]) > 0
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _pairs(n: int = 4) -> str:
+    return "\n".join(json.dumps({"positive": f"I love it {i}", "negative": f"I hate it {i}"})
+                     for i in range(n))
+
+
+def _foreign_vector(ctx: Ctx) -> str:
+    import torch
+
+    from interp.runs.artifacts import save_artifact
+
+    path = ctx.tmp / "foreign_vec"
+    save_artifact(path, {"vector": torch.ones(32)}, kind="steering_vector",
+                  config={"layer": 1}, model_id=ctx.other_d_model, d_model=32, manifest={})
+    return str(path)
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("steer-train-missing-pairs", lambda c: ["steer", "train", "--pairs",
+                                                 str(c.tmp / "no.jsonl"), "--layer", "1", *M(c),
+                                                 "--out", c.out], "no such file",
+         out_is_artifact=True),
+    Case("steer-train-malformed-pairs", lambda c: ["steer", "train", "--pairs", c.file(
+        "p.jsonl", _pairs() + "\n{oops\n"), "--layer", "1", *M(c), "--out", c.out], "line 5",
+        out_is_artifact=True),
+    Case("steer-train-empty-pairs", lambda c: ["steer", "train", "--pairs",
+                                               c.file("p.jsonl", ""), "--layer", "1", *M(c),
+                                               "--out", c.out], "empty", out_is_artifact=True),
+    Case("steer-train-layer-out-of-range", lambda c: ["steer", "train", "--pairs",
+                                                      c.file("p.jsonl", _pairs()), "--layer",
+                                                      "5", *M(c), "--out", c.out],
+         "out of range", out_is_artifact=True),
+    Case("steer-train-unwritable-out", lambda c: ["steer", "train", "--pairs",
+                                                  c.file("p.jsonl", _pairs()), "--layer", "1",
+                                                  *M(c), "--out", _under_file(c)],
+         "not a folder", out_is_artifact=True),
+    Case("steer-train-out-is-a-file", lambda c: ["steer", "train", "--pairs",
+                                                 c.file("p.jsonl", _pairs()), "--layer", "1",
+                                                 *M(c), "--out", c.file("vector", "keep me")],
+         "is a file", out_is_artifact=True),
+    Case("steer-generate-truncated-vector", lambda c: [
+        "steer", "generate", "hi", "--vector", _truncated_artifact(c, "steering_vector"),
+        *M(c)], "checksum mismatch"),
+    Case("steer-generate-vector-other-d-model", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), *M(c)], "made for"),
+    Case("steer-generate-nan-alpha", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), "--alpha", "nan", *M(c)],
+        "alpha"),
+    Case("steer-generate-missing-vector", lambda c: [
+        "steer", "generate", "hi", "--vector", str(c.tmp / "none"), *M(c)], "none"),
+    Case("steer-sweep-nan-alpha", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--alphas=0,nan", *M(c),
+        "--layers", "1", "--out", c.out], "alphas"),
+    Case("steer-sweep-layer-out-of-range", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--layers", "1,8", *M(c),
+        "--out", c.out], "out of range"),
+    Case("steer-sweep-negative-temperature", lambda c: [
+        "steer", "sweep", "--pairs", c.file("p.jsonl", _pairs()), "--layers", "1",
+        "--temperature", "-0.5", *M(c), "--out", c.out], "temperature"),
+    Case("steer-train-feature-out-of-range", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "16", "--text", _text(c), *M(c),
+        "--out", c.out], "--feature 16 out of range: the SAE has 16 features",
+        out_is_artifact=True),
+    Case("steer-train-sae-and-pairs", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "1", "--pairs",
+        c.file("p.jsonl", _pairs()), *M(c), "--out", c.out], "not both", out_is_artifact=True),
+    Case("steer-train-sae-without-feature", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), *M(c), "--out", c.out],
+        "--sae and --feature go together", out_is_artifact=True),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("steer-generate-meta-device", lambda c: [
+        "steer", "generate", "hi", "--vector", _foreign_vector(c), *M(c), "--device", "meta"],
+        "device 'meta' cannot run a model"),
+    Case("steer-train-over-long-out", lambda c: [
+        "steer", "train", "--pairs", c.file("p.jsonl", _pairs()), "--layer", "1", *M(c),
+        "--out", str(c.tmp / ("n" * 300))], "is too long", out_is_artifact=True),
+    # requests beyond the text: refused before the model runs
+    Case("steer-train-tokens-beyond-text", lambda c: [
+        "steer", "train", "--sae", _tiny_sae(c), "--feature", "1", "--text", _text(c),
+        "--tokens", "5000", *M(c), "--out", c.out],
+        "a feature's steering scale asks for tokens=5,000", out_is_artifact=True),
+]

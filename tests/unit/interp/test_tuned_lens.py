@@ -24,6 +24,15 @@ from interp.lenses.tuned import (
     unembedding_hash,
 )
 from interp.models.unembedding import Unembed
+from tests.support.bad_inputs import (
+    Case,
+    Ctx,
+    M,
+    _foreign_lens,
+    _text,
+    _truncated_artifact,
+    _under_file,
+)
 from tests.support.browser import assert_clean, visit
 from tests.support.cli_runner import run
 from tests.support.kill_resume import kill_at_steps
@@ -564,3 +573,62 @@ def test_kl_difference_is_paired_by_window_and_labelled_when_within_noise():
     table = html[html.index("Numbers per layer"):]
     assert table.count(">within noise</span>") == 1
     assert "beyond noise (paired 95% CI of the difference excludes 0) at 3" in html
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _tiny_lens(ctx: Ctx) -> str:
+    """A tuned lens (identity translators) saved for the tiny model."""
+    import interp
+    from interp.lenses.tuned import Translators, TunedLens
+
+    model = interp.load(ctx.tiny)
+    tr = Translators(model.n_layers - 1, model.d_model)
+    return str(TunedLens(model, tr).save(ctx.tmp / "tiny_lens", config={}, manifest={}))
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("tuned-lens-train-negative-lr", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"), "--lr",
+        "-1", "--out", c.out], "learning rate", out_is_artifact=True),
+    Case("tuned-lens-train-nan-weight-decay", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"),
+        "--weight-decay", "nan", "--out", c.out], "weight decay", out_is_artifact=True),
+    Case("tuned-lens-train-beyond-memory", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n"),
+        "--batch-size", "100000000", "--out", c.out], "would need about",
+        out_is_artifact=True),
+    Case("tuned-lens-train-missing-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", str(c.tmp / "none.txt"), "--out", c.out],
+        "cannot read text file", out_is_artifact=True),
+    Case("tuned-lens-train-empty-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("e.txt", "   \n"), "--out", c.out],
+        "no text", out_is_artifact=True),
+    Case("tuned-lens-train-unwritable-out", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", c.file("t.txt", "a b c\n\nd e f\n" * 30),
+        "--out", _under_file(c)], "cannot create output folder", out_is_artifact=True),
+    Case("tuned-lens-eval-missing-lens", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", str(c.tmp / "none"), "--out", c.out],
+        "no tuned lens"),
+    Case("tuned-lens-eval-truncated-lens", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _truncated_artifact(c, "tuned_lens"),
+        "--text", _text(c), "--out", c.out], "checksum mismatch"),
+    Case("tuned-lens-eval-other-model", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _foreign_lens(c), "--text", _text(c),
+        "--out", c.out], "was trained on"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("tuned-lens-eval-seed-too-large", lambda c: [
+        "tuned-lens", "eval", *M(c), "--seed", "1180591620717411303423", "--out", c.out],
+        "--seed"),
+    # requests beyond the text: refused before the model runs
+    Case("tuned-lens-train-tokens-beyond-text", lambda c: [
+        "tuned-lens", "train", *M(c), "--text", _text(c), "--tokens", "50000000",
+        "--out", c.out], "tuned-lens training asks for tokens=50,000,000",
+        out_is_artifact=True),
+    Case("tuned-lens-eval-tokens-beyond-text", lambda c: [
+        "tuned-lens", "eval", *M(c), "--lens", _tiny_lens(c), "--text", _text(c),
+        "--tokens", "5000", "--out", c.out], "lens evaluation asks for tokens=5,000"),
+]

@@ -19,7 +19,16 @@ from saes.autointerp.explain import derangement
 from saes.autointerp.metrics import auroc, balanced_accuracy, paired_difference
 from saes.autointerp.scoring import marked_text
 from saes.sae import SAEConfig, SparseAutoencoder
-from tests.conftest import TINY_TEXT
+from tests.support.bad_inputs import (
+    Case,
+    Ctx,
+    M,
+    _sae_artifact,
+    _text,
+    _tiny_sae,
+    _tiny_transcoders,
+)
+from tests.support.text_fixtures import TINY_TEXT
 
 DOCS = [s.strip() + "." for s in TINY_TEXT.split(".") if s.strip()] * 20
 CFG = dict(features="alive:4", tokens=1200, seq_len=40, ctx_len=8, n_explain=4, n_score=8,
@@ -246,3 +255,53 @@ def test_scorers_are_loaded_in_the_explained_models_dtype(tiny_model_dir):
     scorer = _load(str(tiny_model_dir) + "/", explained, loaded)
     assert scorer is not explained and scorer.dtype == torch.bfloat16
     assert _load("self", explained, loaded) is explained
+
+
+# ------------------------------------------------------------------ bad inputs
+
+_EXPLAIN = ["--tokens", "120", "--seq-len", "24", "--ctx-len", "8", "--n-score", "2",
+            "--bootstrap", "100"]
+
+
+def _dead_feature_sae(ctx: Ctx) -> str:
+    """The tiny SAE with feature 2 unable to fire."""
+    import torch
+
+    from saes.loading import load_sae
+
+    path = _sae_artifact(ctx, "dead_sae", 64, ctx.tiny)
+    sae = load_sae(path).sae
+    with torch.no_grad():
+        sae.b_enc[2] = -1e4
+    return str(sae.save(ctx.tmp / "dead_sae2", manifest={}))
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    # requests beyond the text: refused before the model runs
+    Case("sae-explain-feature-out-of-range", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), *_EXPLAIN, "--features",
+        "99", "--out", c.out], "feature index 99 is out of range"),
+    Case("sae-explain-dead-feature", lambda c: [
+        "sae", "explain", _dead_feature_sae(c), *M(c), "--text", _text(c), *_EXPLAIN,
+        "--features", "0,2", "--out", c.out], "feature 2 never fires"),
+    Case("sae-explain-base-explainer", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), *_EXPLAIN,
+        "--explainer", c.no_template, "--out", c.out], "is not an instruct model"),
+    Case("sae-explain-unknown-method", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--methods", "simulation",
+        "--out", c.out], "detection, fuzzing or both"),
+    Case("sae-explain-too-few-permutations", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--permutations", "10",
+        "--out", c.out], "Invalid value for '--permutations': 10 is not in the range x>=99"),
+    Case("sae-explain-tokens-beyond-text", lambda c: [
+        "sae", "explain", _tiny_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "automatic interpretation asks for tokens=65,536"),
+    Case("sae-explain-transcoder-other-width", lambda c: [
+        "sae", "explain", f"{_tiny_transcoders(c, [0], 32)}/layer-0", *M(c), "--text",
+        _text(c), *_EXPLAIN, "--out", c.out], "reads activations of width d_in=32"),
+    Case("sae-explain-transcoder-run-not-a-layer", lambda c: [
+        "sae", "explain", _tiny_transcoders(c, [0, 1]), *M(c), "--text", _text(c),
+        *_EXPLAIN, "--out", c.out], "holds transcoders for layers 0, 1: name one, e.g."),
+]

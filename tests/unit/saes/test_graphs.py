@@ -16,6 +16,7 @@ from saes.graphs.replacement import (
     mlp_input,
     replacement_forward,
 )
+from tests.support.bad_inputs import Case, M, _folder, _tiny_transcoders
 from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
@@ -683,3 +684,61 @@ def test_task_verdict_fires_on_chance_agreement_or_lost_controls():
     assert "WORTHLESS" in lost and "in 10 of 20 prompts" in lost
     at_null = task_verdict({**base, "sign_real_null": 0.92, "sign_real_p": 1.0})
     assert "informative" in at_null and "not met" in at_null  # 92% signs, but chance
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("graph-no-transcoders", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _folder(c, "no_tc"), *M(c),
+        "--no-contexts", "--out", c.out], "no transcoders in"),
+    Case("graph-layer-mismatch", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 5]),
+        *M(c), "--no-contexts", "--out", c.out], "has layers 0–2"),
+    Case("graph-other-width", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0], 32),
+        *M(c), "--no-contexts", "--out", c.out], "reads activations of width d_in=32"),
+    Case("graph-target-not-one-token", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--target", " Parisian capital, Rome", *M(c), "--no-contexts", "--out", c.out],
+        "must be one token"),
+    Case("graph-target-not-a-pair", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--target", " Paris", *M(c), "--no-contexts", "--out", c.out], "ANSWER,WRONG"),
+    Case("graph-prompt-too-long", lambda c: [
+        "graph", "word " * 200, "--transcoders", _tiny_transcoders(c, [0, 1]), *M(c),
+        "--no-contexts", "--out", c.out], "over the limit of 64"),
+    Case("graph-prompt-and-task", lambda c: [
+        "graph", "hi there", "--task", "ioi", "--transcoders", _tiny_transcoders(c, [0]),
+        *M(c), "--out", c.out], "not both"),
+    Case("graph-missing-task", lambda c: [
+        "graph", "--task", str(c.tmp / "nope.jsonl"), "--transcoders",
+        _tiny_transcoders(c, [0]), *M(c), "--out", c.out], "nope.jsonl"),
+    Case("graph-max-edges-zero", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--max-edges", "0", *M(c), "--no-contexts", "--out", c.out],
+        "Invalid value for '--max-edges': 0 is not in the range x>=1"),
+    Case("graph-max-feature-nodes-zero", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--max-feature-nodes", "0", *M(c), "--no-contexts", "--out", c.out],
+        "Invalid value for '--max-feature-nodes': 0 is not in the range x>=1"),
+    Case("graph-control-graphs-negative", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        "--control-graphs", "-1", *M(c), "--no-contexts", "--out", c.out],
+        "Invalid value for '--control-graphs': -1 is not in the range x>=0"),
+    Case("graph-task-limit-zero", lambda c: [
+        "graph", "--task", "ioi", "--limit", "0", "--transcoders", _tiny_transcoders(c, [0, 1]),
+        *M(c), "--out", c.out], "Invalid value for '--limit': 0 is not in the range x>=1"),
+    Case("graph-neither-prompt-nor-task", lambda c: [
+        "graph", "--transcoders", _tiny_transcoders(c, [0, 1]), *M(c), "--out", c.out],
+        "give a PROMPT (or --task capitals|ioi|pronoun|FILE)"),
+    Case("graph-task-with-save-adjacency", lambda c: [
+        "graph", "--task", "ioi", "--save-adjacency", "--transcoders",
+        _tiny_transcoders(c, [0, 1]), *M(c), "--out", c.out],
+        "--save-adjacency is for one PROMPT's graph, not --task"),
+    Case("graph-task-with-target", lambda c: [
+        "graph", "--task", "ioi", "--target", " Mary, John", "--transcoders",
+        _tiny_transcoders(c, [0, 1]), *M(c), "--out", c.out],
+        "--target is for one PROMPT's graph, not --task"),
+]

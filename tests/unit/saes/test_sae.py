@@ -25,6 +25,15 @@ from saes.sae import SAEConfig, SparseAutoencoder
 from saes.splice import logits_with, sae_replacement
 from saes.store import ActivationStore, StoreConfig, capture_windows
 from saes.train import SAETrainConfig, train_sae
+from tests.support.bad_inputs import (
+    Case,
+    M,
+    _foreign_sae,
+    _text,
+    _tiny_sae,
+    _truncated_sae,
+    _under_file,
+)
 from tests.support.cli_runner import run
 from tests.support.text_fixtures import paragraphs
 
@@ -733,3 +742,112 @@ def test_ce_tokens_default_is_the_smaller_of_tokens_and_24576():
     assert SAEEvalConfig().ce_tokens == 24_576 and SAEEvalConfig().tokens == 102_400
     assert SAEEvalConfig(tokens=8192).ce_tokens == 8192
     assert SAEEvalConfig(ce_tokens=102_400).ce_tokens == 102_400
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("sae-train-zero-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "0", "--out", c.out],
+        "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-negative-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "-0.5",
+        "--out", c.out], "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-nan-l1", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--l1", "nan",
+        "--out", c.out], "--l1 must be a positive", out_is_artifact=True),
+    Case("sae-train-infinite-lr", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--lr", "inf",
+        "--out", c.out], "--lr must be a positive", out_is_artifact=True),
+    Case("sae-train-layer-out-of-range", lambda c: [
+        "sae", "train", *M(c), "--layer", "7", "--text", _text(c), "--out", c.out],
+        "out of range", out_is_artifact=True),
+    Case("sae-train-layers-out-of-range", lambda c: [
+        "sae", "train", *M(c), "--layers", "0,9", "--text", _text(c), "--out", c.out],
+        "layer 9 out of range"),
+    Case("sae-train-layer-and-layers", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--layers", "0,2", "--text", _text(c),
+        "--out", c.out], "--layer or --layers, not both"),
+    Case("sae-train-unknown-model", lambda c: [
+        "sae", "train", "--model", "no-org/no-model", "--text", _text(c), "--out", c.out],
+        "unknown model", out_is_artifact=True),
+    Case("sae-train-missing-text", lambda c: [
+        "sae", "train", *M(c), "--text", str(c.tmp / "none.txt"), "--out", c.out],
+        "cannot read text file", out_is_artifact=True),
+    Case("sae-train-empty-text", lambda c: [
+        "sae", "train", *M(c), "--text", c.file("e.txt", "   \n"), "--out", c.out],
+        "no text", out_is_artifact=True),
+    Case("sae-train-bad-shards", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--data-shards", "3",
+        "--out", c.out], "multiple of the data shards", out_is_artifact=True),
+    Case("sae-train-d-sae-beyond-memory", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--d-sae", "2000000000",
+        "--out", c.out], "would need about", out_is_artifact=True),
+    Case("sae-train-layers-beyond-memory", lambda c: [
+        "sae", "train", *M(c), "--layers", "0,1", "--text", _text(c), "--d-sae", "1000000000",
+        "--out", c.out], "training 2 SAEs of d_sae=1,000,000,000"),
+    Case("sae-train-unwritable-out", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--out", _under_file(c)],
+        "cannot create output folder", out_is_artifact=True),
+    Case("sae-train-unknown-arch", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "gated",
+        "--out", c.out], "unknown SAE architecture 'gated'", out_is_artifact=True),
+    Case("sae-train-k-zero", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "topk",
+        "--k", "0", "--d-sae", "64", "--out", c.out], "--k must be an integer from 1 to d_sae",
+        out_is_artifact=True),
+    Case("sae-train-k-above-d-sae", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "batchtopk",
+        "--k", "65", "--d-sae", "64", "--out", c.out], "from 1 to d_sae = 64, got 65",
+        out_is_artifact=True),
+    Case("sae-train-k-with-relu", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--k", "8",
+        "--out", c.out], "--k is for --arch topk or batchtopk, not relu", out_is_artifact=True),
+    Case("sae-train-nan-l0-coefficient", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "jumprelu",
+        "--l0-coefficient", "nan", "--out", c.out], "--l0-coefficient must be a positive",
+        out_is_artifact=True),
+    Case("sae-train-zero-threshold-init", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "jumprelu",
+        "--threshold-init", "0", "--out", c.out], "--threshold-init must be a positive",
+        out_is_artifact=True),
+    Case("sae-train-bandwidth-with-topk", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--arch", "topk",
+        "--bandwidth", "0.05", "--out", c.out], "--bandwidth is for --arch jumprelu, not topk",
+        out_is_artifact=True),
+    Case("sae-eval-missing-sae", lambda c: [
+        "sae", "eval", str(c.tmp / "none"), *M(c), "--out", c.out], "no SAE at"),
+    Case("sae-eval-truncated-sae", lambda c: [
+        "sae", "eval", _truncated_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "checksum mismatch"),
+    Case("sae-eval-other-d-model", lambda c: [
+        "sae", "eval", _foreign_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "d_in=32, but model"),
+    Case("sae-eval-unwritable-out", lambda c: [
+        "sae", "eval", _foreign_sae(c), *M(c), "--text", _text(c), "--out", _under_file(c)],
+        "cannot create output folder", out_is_artifact=True),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("sae-eval-meta-device", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--device", "meta",
+        "--out", c.out], "cannot run a model"),
+    Case("sae-eval-empty-out", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--out", ""],
+        "empty output folder name"),
+    Case("sae-eval-line-break-in-name", lambda c: [
+        "sae", "eval", str(c.tmp / "a\x1eb\nc"), *M(c), "--out", c.out], "a\\x1eb c"),
+    # requests beyond the text: refused before the model runs
+    Case("sae-train-tokens-beyond-text", lambda c: [
+        "sae", "train", *M(c), "--layer", "1", "--text", _text(c), "--tokens", "50000000",
+        "--out", c.out], "SAE training asks for tokens=50,000,000", out_is_artifact=True),
+    Case("sae-train-layers-tokens-beyond-text", lambda c: [
+        "sae", "train", *M(c), "--layers", "0,1", "--text", _text(c), "--tokens", "50000000",
+        "--out", c.out], "lower tokens (or windows_per_chunk) or give more text",
+        out_is_artifact=True),
+    Case("sae-eval-tokens-beyond-text", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "5000",
+        "--out", c.out], "SAE evaluation asks for tokens=5,000, ce_tokens=5,000"),
+    Case("sae-eval-ce-tokens-beyond-text", lambda c: [
+        "sae", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "10",
+        "--ce-tokens", "5000", "--out", c.out], "ce_tokens=5,000 (40 windows of seq_len=128"),
+]

@@ -70,7 +70,7 @@ def test_registry_names_every_architecture_and_round_trips_settings():
         arch_config("gated")
     with pytest.raises(InterpError, match="unknown SAE architecture"):
         SAEConfig(d_in=4, d_sae=8, hook_point="h", architecture="gated")
-    # the library names the field (the CLI shows --k: tests/unit/interp/test_bad_inputs.py)
+    # the library names the field (the CLI shows --k: BAD_INPUTS in tests/unit/saes/test_sae.py)
     with pytest.raises(InterpError,
                        match=r"SAEConfig: k must be an integer from 1 to d_sae = 8, got 9"):
         SAEConfig(d_in=4, d_sae=8, hook_point="h", architecture="topk", k=9)

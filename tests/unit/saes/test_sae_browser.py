@@ -30,8 +30,9 @@ from saes.features.browser import (
 )
 from saes.results import select_features
 from saes.sae import SAEConfig, SparseAutoencoder
-from tests.conftest import TINY_TEXT
+from tests.support.bad_inputs import Case, M, _foreign_sae, _text, _tiny_sae
 from tests.support.html_checks import parse
+from tests.support.text_fixtures import TINY_TEXT
 
 D_SAE = 64
 DEAD = (0, 5, 9)
@@ -305,3 +306,31 @@ def test_to_frame_and_notebook_view(data):
     assert frame.loc[3, "top_token"] == top.tokens[top.max_at]
     html = data._repr_html_()
     assert "SAE feature browser" in html and "<svg" in html and "<script" not in html
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("sae-browse-bad-features", lambda c: [
+        "sae", "browse", _foreign_sae(c), *M(c), "--features", "alive:x", "--out", c.out],
+        "features"),
+    Case("sae-browse-other-d-model", lambda c: [
+        "sae", "browse", _foreign_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "d_in=32, but model"),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("sae-browse-absent-gpu", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--device", "cuda:7", "--out", c.out], "cuda:7"),
+    # requests beyond the text: refused before the model runs
+    Case("sae-browse-tokens-beyond-text", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "5000",
+        "--out", c.out], "the feature browser asks for tokens=5,000"),
+    Case("sae-browse-explanations-not-records", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "200",
+        "--seq-len", "24", "--explanations", c.file("y.jsonl", "[1, 2]\n"),
+        "--out", c.out], "line 1 is not an explanation record"),
+    Case("sae-browse-explanations-of-another-sae", lambda c: [
+        "sae", "browse", _tiny_sae(c), *M(c), "--text", _text(c), "--tokens", "200",
+        "--seq-len", "24", "--explanations", c.file("x.jsonl", '{"feature": 40}\n'),
+        "--out", c.out], "outside the SAE's d_sae=16"),
+]

@@ -16,6 +16,7 @@ from interp.probing.probes import ProbeDataset
 from saes.features.probing import SparseProbeConfig, sparse_probe
 from saes.features.steering import FeatureVectorConfig, feature_vector, typical_max
 from saes.sae import SAEConfig, SparseAutoencoder
+from tests.support.bad_inputs import Case, M, _probe_rows, _tiny_sae
 from tests.support.cli_runner import run
 from tests.support.text_fixtures import paragraphs
 
@@ -186,7 +187,7 @@ def test_sparse_probe_refuses_k_above_width(tiny_model, probe_set):
     sae = _sae(tiny_model, m=8)
     with pytest.raises(InterpError, match="k 20 > d_sae 8"):
         sparse_probe(tiny_model, sae, probe_set, SparseProbeConfig(ks=(1, 20)))
-    # the library names the field (the CLI's "bad --ks": tests/unit/interp/test_bad_inputs.py)
+    # the library names the field (the CLI's "bad --ks": sae-probe-bad-ks in BAD_INPUTS below)
     with pytest.raises(InterpError, match=r"SparseProbeConfig: ks must be positive integers"):
         SparseProbeConfig(ks=(0, 2))
 
@@ -216,3 +217,20 @@ def test_cli_sae_probe_writes_report(tiny_model, tiny_model_dir, probe_set, tmp_
     assert code == 2 and "k 40 > d_sae 32" in err and not (tmp_path / "bad").exists()
 
 
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("sae-probe-k-above-d-sae", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--ks", "1,40", *M(c), "--out", c.out], "k 40 > d_sae 16"),
+    Case("sae-probe-bad-ks", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--ks", "0,2", *M(c), "--out", c.out], "bad --ks"),
+    Case("sae-probe-seeds-too-many", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([0, 1] * 20)),
+        "--seeds", "2147483648", *M(c), "--out", c.out], "--seeds"),
+    Case("sae-probe-one-class", lambda c: [
+        "sae", "probe", _tiny_sae(c), "--dataset", c.file("d.jsonl", _probe_rows([1] * 40)),
+        *M(c), "--out", c.out], "single class"),
+]

@@ -18,6 +18,7 @@ from saes import saelens
 from saes.loading import load_sae
 from saes.sae import SAEConfig, SparseAutoencoder
 from saes.saelens import export_saelens, import_saelens, load_saelens
+from tests.support.bad_inputs import Case, Ctx, _tiny_sae, _truncated_sae
 
 D_IN, D_SAE = 12, 40
 HOOK = "blocks.3.hook_resid_post"
@@ -497,3 +498,60 @@ def test_jumprelu_threshold_with_nan_is_refused_in_one_line(tmp_path: Path) -> N
         import_saelens(out, tmp_path / "art")
     _one_line(exc)
     assert not (tmp_path / "art").exists()
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def _saelens_dir(ctx: Ctx, cfg_text: str) -> str:
+    path = ctx.tmp / "saelens"
+    path.mkdir(exist_ok=True)
+    (path / "cfg.json").write_text(cfg_text)
+    (path / "sae_weights.safetensors").write_bytes(b"")
+    return str(path)
+
+
+def _nan_threshold_saelens(ctx: Ctx) -> str:
+    """A SAELens JumpReLU folder (our own export) whose threshold holds one NaN."""
+    import safetensors.torch
+
+    from saes.architectures import JumpReLUSAE
+    from saes.sae import SAEConfig
+    from saes.saelens import export_saelens
+
+    sae = JumpReLUSAE(SAEConfig(d_in=8, d_sae=16, hook_point="blocks.1.hook_resid_post",
+                                layer=1, model_id="tiny", architecture="jumprelu"))
+    out = export_saelens(sae, ctx.tmp / "jumprelu-saelens")
+    weights = out / "sae_weights.safetensors"
+    t = safetensors.torch.load_file(str(weights))
+    t["threshold"][3] = float("nan")
+    safetensors.torch.save_file(t, str(weights))
+    return str(out)
+
+
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("sae-import-nan-jumprelu-threshold", lambda c: [
+        "sae", "import", _nan_threshold_saelens(c), "--out", c.out],
+        "threshold has 1 non-finite", out_is_artifact=True),
+    Case("sae-export-truncated-sae", lambda c: [
+        "sae", "export", _truncated_sae(c), "--out", c.out], "checksum mismatch",
+        out_is_artifact=True),
+    Case("sae-export-missing-sae", lambda c: [
+        "sae", "export", str(c.tmp / "none"), "--out", c.out], "no SAE at",
+        out_is_artifact=True),
+    Case("sae-import-malformed-cfg", lambda c: [
+        "sae", "import", _saelens_dir(c, "{not json"), "--out", c.out], "cfg.json",
+        out_is_artifact=True),
+    Case("sae-import-missing-folder", lambda c: [
+        "sae", "import", str(c.tmp / "none"), "--out", c.out], "none",
+        out_is_artifact=True),
+    # found by the fuzzing (test_cli_fuzz.py)
+    Case("sae-export-empty-out", lambda c: [
+        "sae", "export", _tiny_sae(c), "--out", ""], "empty output folder name",
+        out_is_artifact=True),
+    Case("sae-export-out-is-the-sae", lambda c: [
+        "sae", "export", _tiny_sae(c), "--out", _tiny_sae(c)], "is the input folder",
+        out_is_artifact=True),
+]

@@ -17,6 +17,7 @@ from saes.transcoders import (
     transcoder_class,
 )
 from saes.transcoders.formats import write_circuit_tracer
+from tests.support.bad_inputs import Case, M, _folder, _text, _tiny_sae
 from tests.support.html_checks import json_island
 from tests.support.text_fixtures import paragraphs
 
@@ -233,3 +234,24 @@ def test_interrupted_transcoder_run_resumes_to_the_same_weights(tiny_model, docs
         for name, t in a[layer].tensors().items():
             assert torch.allclose(t, b[layer].tensors()[name], atol=1e-6), (layer, name)
         assert done[layer].history["loss"] == pytest.approx(whole[layer].history["loss"])
+
+
+# ------------------------------------------------------------------ bad inputs
+#: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
+#: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
+BAD_INPUTS: list[Case] = [
+    Case("transcoder-train-bad-layer", lambda c: [
+        "transcoder", "train", *M(c), "--layers", "0,7", "--text", _text(c), "--out", c.out],
+        "layer 7", out_is_artifact=True),
+    Case("transcoder-eval-no-transcoders", lambda c: [
+        "transcoder", "eval", _folder(c, "empty_tc"), *M(c), "--text", _text(c),
+        "--out", c.out], "no transcoders in"),
+    Case("transcoder-eval-an-sae", lambda c: [
+        "transcoder", "eval", _tiny_sae(c), *M(c), "--text", _text(c), "--out", c.out],
+        "a 'sae' artifact, expected 'transcoder'"),
+    # requests beyond the text: refused before the model runs
+    Case("transcoder-train-tokens-beyond-text", lambda c: [
+        "transcoder", "train", *M(c), "--layers", "0,1", "--text", _text(c), "--tokens",
+        "50000000", "--out", c.out], "lower tokens (or windows_per_chunk) or give more text",
+        out_is_artifact=True),
+]
