@@ -24,6 +24,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -248,6 +249,25 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 p.copy_(1.0 + 0.3 * torch.randn_like(p))  # γ must matter in the tests
     hf.save_pretrained(str(out))
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_family(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """``family → (folder, model)``: a tiny random checkpoint of a registered architecture
+    family (``tests/support/families.py``), built and loaded once per session."""
+    import interp
+    from tests.support.families import build_family
+
+    built: dict[str, tuple[Path, Any]] = {}
+
+    def get(family: str) -> tuple[Path, Any]:
+        if family not in built:
+            folder = build_family(family, tmp_path_factory.mktemp(f"tiny-{family}"),
+                                  tiny_model_dir)
+            built[family] = (folder, interp.load(str(folder)))
+        return built[family]
+
+    return get
 
 
 @pytest.fixture(scope="session")

@@ -9,9 +9,11 @@ Hugging Face model instead: a *shadow* of the bridge's ``original_model``, rebui
 its config on the meta device whose every parameter and buffer **is** (the same tensor
 object as) the one inside the bridge's original components. Same weights, same HF code,
 the same config (so the same attention implementation: the bridge loads with ``eager``),
-the same position ids the bridge derives from the mask: logits equal to the bit on
-SmolLM2, Gemma-3, a tiny Llama and a tiny Gemma-3
-(tests/{unit/interp,integration}/test_model_forward.py). KV cache: an HF ``DynamicCache``.
+the same position ids the bridge derives from the mask: logits equal to Hugging Face's to
+the bit by construction, and to the bridge's to the bit on SmolLM2, Gemma-3 and a tiny
+random checkpoint of every registered family but GPT-2, whose bridge computes LayerNorm
+itself (within 1e-6 there; tests/unit/interp/test_families.py,
+tests/{unit/interp,integration}/test_model_forward.py). KV cache: an HF ``DynamicCache``.
 
 **Hooks.** A hook registered on one of the bridge's ``HookPoint``s still fires on the
 direct path when its point is *routed*: the ``hook_in`` / ``hook_out`` of a bridge
@@ -24,10 +26,11 @@ bridge's ``HookPoint`` itself on the tensor the bridge would give it (its first 
 the first tensor of its output) and passes its return on. So the very hook functions
 run, with the same ``hook`` object, the same shape conversions (``hook_z`` sees
 ``[batch, pos, head, d_head]``) and backward hooks, and the pass is bit-equal to the
-bridge's: tested for every routed point of every model above, reading and editing.
-Points inside the bridge's own attention (``hook_pattern``, ``hook_attn_scores``,
-``hook_result``), the norms' ``hook_scale`` / ``hook_normalized`` and any hook on a
-module that is not a ``HookPoint`` take the bridge path.
+bridge's (GPT-2: within 1e-6, as above): tested for every routed point of every model
+above, reading and editing. Points inside the bridge's own attention (``hook_pattern``,
+``hook_attn_scores``, ``hook_result``, the q and k norms), the norms' ``hook_scale`` /
+``hook_normalized`` and any hook on a module that is not a ``HookPoint`` take the bridge
+path.
 
 **When the direct path is taken** (:meth:`ForwardRunner.plan`), all of:
 
@@ -36,8 +39,8 @@ module that is not a ``HookPoint`` take the bridge path.
   pass through the bridge;
 * the bridge is in its loaded state: weights not processed
   (``process_weights``), compatibility mode off;
-* the architecture is one whose direct path is verified equal to the bridge's (the
-  ``model_type`` is in :data:`DIRECT_MODEL_TYPES`), and the shadow could be built: every
+* the architecture is a registered family (:mod:`interp.models.anatomy`, whose direct
+  path is verified per family: :data:`DIRECT_MODEL_TYPES`), and the shadow could be built: every
   parameter and buffer of the rebuilt HF model maps, by its name with the bridge's
   ``_original_component`` levels removed, to a tensor of the bridge. Any other model
   always takes the bridge path.
@@ -67,10 +70,13 @@ import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
-#: HF ``model_type`` values whose direct path is tested equal to the bridge path
-#: (tests/{unit/interp,integration}/test_model_forward.py: SmolLM2, Gemma-3, a tiny Llama
-#: and a tiny Gemma-3 text model with sliding-window layers).
-DIRECT_MODEL_TYPES = frozenset({"llama", "gemma3_text"})
+from interp.models.anatomy import FAMILIES
+
+#: HF ``model_type`` values whose direct path is tested equal to Hugging Face's forward
+#: and to the bridge path: every registered family (:mod:`interp.models.anatomy`; tiny
+#: random checkpoints of each in tests/unit/interp/test_families.py, and SmolLM2 and
+#: Gemma-3 in tests/integration/test_model_forward.py).
+DIRECT_MODEL_TYPES = frozenset(FAMILIES)
 
 #: Set to ``bridge`` to force every pass through the bridge (for before/after benches).
 PATH_ENV = "INTERP_FORWARD_PATH"
@@ -84,6 +90,12 @@ ROUTED_COMPONENTS = frozenset({
     "PositionEmbeddingsAttentionBridge", "AttentionBridge", "GatedMLPBridge", "MLPBridge",
     "EmbeddingBridge", "UnembeddingBridge",
 })
+
+#: Components never routed, by their last name: the bridge's attention applies the q and k
+#: norms to ``[batch, head, pos, d_head]``, where some families' Hugging Face modules apply
+#: them before the transpose (Qwen3: ``[batch, pos, head, d_head]``); same values, another
+#: shape, so a hook there takes the bridge path.
+UNROUTED_NAMES = frozenset({"q_norm", "k_norm"})
 
 _ORIG = "._original_component"
 _BLOCK = "transformer_lens.model_bridge.generalized_components.block"
@@ -201,7 +213,8 @@ def _routes(bridge: Any, shadow: torch.nn.Module) -> dict[torch.nn.Module, Route
     out: dict[torch.nn.Module, Route] = {}
     for path, comp in bridge.original_model.named_modules():
         if (type(comp).__name__ not in ROUTED_COMPONENTS
-                or "_original_component" not in comp._modules):
+                or "_original_component" not in comp._modules
+                or path.rsplit(".", 1)[-1] in UNROUTED_NAMES):
             continue
         target = modules.get(_hf_name(path))
         if target is None:

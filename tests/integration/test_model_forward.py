@@ -10,11 +10,7 @@ import torch
 from interp.generation.engine import generate
 from interp.models.forward import PATH_ENV, runner_for
 from interp.steering.vectors import steer
-from tests.unit.interp.test_model_forward import (
-    PROMPTS,
-    _compare_passes,
-    check_routed_points,
-)
+from tests.support.forward_checks import PROMPTS, check_routed_points, compare_passes
 
 
 def _sample(model) -> list[str]:
@@ -27,7 +23,7 @@ def _sample(model) -> list[str]:
 
 
 def test_real_model_direct_path_same_texts(model, monkeypatch, count_direct):
-    _compare_passes(model, atol=1e-4)
+    compare_passes(model, atol=1e-4)
     prompts = PROMPTS[:5]
     kw: dict[str, Any] = {"max_new_tokens": 12}
     one = generate(model, prompts, batch_size=1, **kw)

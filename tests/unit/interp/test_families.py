@@ -1,0 +1,128 @@
+"""Every registered architecture family on a tiny random checkpoint: the anatomy it declares
+matches its Hugging Face modules, and the direct forward path equals Hugging Face's forward
+to the bit and the bridge path (to the bit where the bridge runs the Hugging Face modules)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from interp.errors import InterpError
+from interp.models.anatomy import FAMILIES, anatomy, family_of
+from interp.models.forward import runner_for
+from tests.support import families as tiny
+from tests.support.forward_checks import PROMPTS, check_routed_points, compare_passes
+
+NAMES = sorted(FAMILIES)
+
+
+def test_every_registered_family_has_a_tiny_checkpoint():
+    assert sorted(tiny.FAMILIES) == NAMES
+    assert {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "gpt2",
+            "gpt_neox", "phi3", "olmo2"} <= set(NAMES)
+
+
+def test_an_unknown_family_is_refused_with_the_supported_ones():
+    from transformers import BertConfig
+
+    with pytest.raises(InterpError, match=r"architecture 'bert' is not supported; "
+                                          r"supported: gemma2, gemma3_text, gpt2"):
+        family_of(BertConfig())
+
+
+def _block_modules(hf) -> dict[str, torch.nn.Module]:
+    """Block 0's modules by their path inside the block."""
+    for name, module in hf.named_modules():
+        if name.endswith(".0") and isinstance(module, torch.nn.Module) and any(
+                "attn" in n or "attention" in n for n, _ in module.named_children()):
+            return {n: m for n, m in module.named_modules() if n}
+    raise AssertionError("no block 0 found")
+
+
+def _gain(norm: torch.nn.Module) -> str:
+    """``"w"`` when a zero weight zeroes the norm's output, ``"1 + w"`` when it does not."""
+    x = torch.randn(2, norm.weight.shape[0])
+    saved = norm.weight.detach().clone()
+    bias = getattr(norm, "bias", None)
+    with torch.no_grad():
+        norm.weight.zero_()
+        out = norm(x) - (bias if bias is not None else 0)
+        norm.weight.copy_(saved)
+    return "w" if out.abs().max() == 0 else "1 + w"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_declared_anatomy_matches_the_modules(name, tiny_family):
+    """Each declared fact, read off the family's own Hugging Face modules."""
+    from transformers import AutoModelForCausalLM
+
+    folder, _ = tiny_family(name)
+    hf = AutoModelForCausalLM.from_pretrained(str(folder))
+    fam, cfg = FAMILIES[name], hf.config
+    mods = _block_modules(hf)
+    leaves = {n.rsplit(".", 1)[-1] for n in mods}
+    assert fam.fused_qkv == bool(leaves & {"qkv_proj", "c_attn", "query_key_value"}), leaves
+    assert fam.qk_norm == ("q_norm" in leaves and "k_norm" in leaves), leaves
+    assert fam.gated_mlp == bool(leaves & {"gate_proj", "gate_up_proj"}), leaves
+    assert fam.fused_gate_up == ("gate_up_proj" in leaves), leaves
+    norms = [m for n, m in mods.items() if "norm" in n.rsplit(".", 1)[-1] or
+             n.rsplit(".", 1)[-1] in ("ln_1", "ln_2")]
+    norms = [m for m in norms if not any(k in type(m).__name__ for k in ("Attention", "MLP"))]
+    block_norms = {n.rsplit(".", 1)[-1] for n, m in mods.items() if m in norms and "." not in n}
+    assert norms, leaves
+    kinds = {("layer" if isinstance(m, torch.nn.LayerNorm) else
+              "rms_1p" if _gain(m) == "1 + w" else "rms") for m in norms}
+    assert kinds == {fam.norm}, (kinds, fam.norm)
+    assert all((getattr(m, "bias", None) is not None) == fam.norm_bias for m in norms)
+    pre = bool(block_norms & {"input_layernorm", "ln_1"})
+    after = bool(block_norms & {"post_feedforward_layernorm"})
+    placement = "sandwich" if pre and after else "post" if after else "pre"
+    assert placement == fam.placement, block_norms
+    assert fam.parallel == bool(getattr(cfg, "use_parallel_residual", False))
+    attn_linear = [m for n, m in mods.items() if isinstance(m, torch.nn.Module) and
+                   n.rsplit(".", 1)[-1] in ("q_proj", "qkv_proj", "c_attn", "query_key_value")]
+    assert attn_linear and all((getattr(m, "bias", None) is not None) == fam.attn_bias
+                               for m in attn_linear)
+    learned = any(n.endswith(("wpe", "embed_positions")) for n, _ in hf.named_modules())
+    assert (fam.positions == "learned") == learned
+
+
+def test_the_config_values_are_read():
+    """What varies within a family comes from the checkpoint's config."""
+    want = {"gpt_neox": ("rotary_share", 0.25), "gpt2": ("rotary_share", 0.0),
+            "mistral": ("windows", (4, 4, 4)), "gemma3_text": ("windows", (4, 4, None)),
+            "gemma2": ("logit_softcap", 30.0), "llama": ("n_kv_heads", 2)}
+    for name, (field, value) in want.items():
+        got = getattr(anatomy(tiny.FAMILIES[name](400)), field)
+        assert got == value, (name, field, got)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_direct_path_equals_hugging_face(name, tiny_family):
+    """A left-padded batch: the direct path's logits are Hugging Face's own (eager
+    attention, positions counted from each row's first real token), to the bit."""
+    from transformers import AutoModelForCausalLM
+
+    folder, model = tiny_family(name)
+    hf = AutoModelForCausalLM.from_pretrained(str(folder), attn_implementation="eager").eval()
+    runner = runner_for(model.bridge)
+    assert runner.shadow is not None and runner.direct_ok()
+    ids, mask = model.tokenize(PROMPTS[:4])
+    assert (mask == 0).any()
+    real = mask.bool()
+    for use_cache in (False, True):  # the two differ in the last bits on some families
+        with torch.no_grad():
+            ref = hf(ids, attention_mask=mask, use_cache=use_cache,
+                     position_ids=(mask.cumsum(-1) - 1).clamp_min(0))
+            got, _ = runner.direct(ids, mask, use_cache=use_cache)
+        assert torch.equal(got[real], ref.logits[real]), use_cache
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_direct_path_equals_the_bridge(name, tiny_family):
+    """Prefill, cached decode and every routed hook point, reading and editing: equal to the
+    bridge path to the bit, or within 1e-6 where the bridge computes a piece itself."""
+    _, model = tiny_family(name)
+    exact = FAMILIES[name].bridge_exact
+    compare_passes(model, atol=0 if exact else 1e-6)
+    assert check_routed_points(model, atol=0 if exact else 1e-6) >= 30
