@@ -33,6 +33,7 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from interp.errors import InterpError
+from interp.models.anatomy import Anatomy, anatomy
 from interp.models.embedded import (
     DEFAULT,
     EMBEDDED,
@@ -401,6 +402,13 @@ class Model:
             raise InterpError(f"bad layer {item!r}: use integers and ranges separated by "
                               "commas (0-5,8), or 'all'") from None
 
+    @property
+    def anatomy(self) -> Anatomy:
+        """How this model's blocks are built (:mod:`interp.models.anatomy`); an architecture
+        no family describes is refused in one line naming the supported ones."""
+        config = getattr(getattr(self.bridge, "original_model", None), "config", None)
+        return anatomy(config)
+
     @staticmethod
     def resid_hook(layer: int) -> str:
         """TransformerLens hook name of the residual stream after block ``layer``."""
@@ -496,11 +504,22 @@ class Model:
     def unembed(self, resid: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_vocab"]:
         """Logits from residual-stream vectors: ``W_U · final_norm(resid)``.
 
-        Uses the model's own final norm (with its γ) and unembedding modules, so for
-        the last layer's residual this is exactly the model's output.
+        Uses the model's own final norm (with its γ) and unembedding modules, and the
+        family's final-logit softcap where it has one, so for the last layer's residual
+        this is exactly the model's output.
         """
         resid = resid.to(device=self.device, dtype=self.dtype)
-        return self.bridge.unembed(self.bridge.ln_final(resid))
+        logits = self.bridge.unembed(self.bridge.ln_final(resid))
+        cap = self._logit_softcap()
+        return logits if cap is None else cap * torch.tanh(logits / cap)
+
+    def _logit_softcap(self) -> float | None:
+        """The final-logit softcap (Gemma-2's ``cap · tanh(logits / cap)``), None without one
+        or for an architecture no family describes."""
+        try:
+            return self.anatomy.logit_softcap
+        except InterpError:
+            return None
 
     @torch.no_grad()
     def logits(

@@ -2,11 +2,13 @@
 
 Every lens, the tuned lens's training loss, direct logit attribution and the SAE
 browser's logit effects read residual vectors through the final norm and the
-unembedding. For RMSNorm models the read-out is a per-channel gain, an ε and one
-matrix product, which is several times cheaper than calling the bridge modules on
-every layer's residual. The gain is read off the norm module itself (apply it to a
-constant vector), so Llama's ``γ ⊙ x̂`` and Gemma's ``(1 + w) ⊙ x̂`` are one code
-path; each reading is checked against the module before it is used.
+unembedding. For RMSNorm and LayerNorm models the read-out is a per-channel gain (and
+for a LayerNorm a centring and a bias), an ε and one matrix product, which is several
+times cheaper than calling the bridge modules on every layer's residual. An RMSNorm's
+gain is read off the module itself (apply it to a constant vector), so Llama's
+``γ ⊙ x̂`` and Gemma's ``(1 + w) ⊙ x̂`` are one code path; each reading is checked against
+the module before it is used. The family's final-logit softcap (Gemma-2) is applied
+after the product, as the model does.
 """
 
 from __future__ import annotations
@@ -32,40 +34,69 @@ def wrapped_module(component: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class RMSNormFacts:
-    """A final norm of the form ``gain ⊙ x / sqrt(mean(x²) + eps)``."""
+class NormFacts:
+    """A final norm ``gain ⊙ x̃ / sqrt(mean(x̃²) + eps) + bias``, where ``x̃`` is ``x``
+    less its mean for a LayerNorm (``center``) and ``x`` itself for an RMSNorm."""
 
     gain: Float[Tensor, " d_model"]
     eps: float
+    center: bool = False
+    bias: Float[Tensor, " d_model"] | None = None
+
+    def __call__(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
+        """The norm of ``x`` in float32."""
+        x = x.float()
+        if self.center:
+            x = x - x.mean(-1, keepdim=True)
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.gain
+        return y if self.bias is None else y + self.bias
 
 
-def final_rms_norm(model: Model) -> RMSNormFacts | None:
-    """The final norm as an RMSNorm (gain, ε), or ``None`` when it is not one.
+def final_norm(model: Model) -> NormFacts | None:
+    """The final norm's gain, ε, centring and bias, or ``None`` when it is neither an
+    RMSNorm nor a LayerNorm.
 
-    The gain is what the module does to a vector of ones; the reading is accepted only
-    when it reproduces the module on random vectors (so a LayerNorm, a norm with a
-    bias or an unusual formula gets ``None``, never a wrong gain).
+    An RMSNorm's gain is what the module does to a vector of ones (so Llama's ``γ`` and
+    Gemma's ``1 + w`` are read alike); a LayerNorm's are its weight and bias. The reading is
+    accepted only when it reproduces the module on random vectors, so an unusual formula
+    gets ``None``, never a wrong gain.
     """
     inner = wrapped_module(model.bridge.ln_final)
     eps = getattr(inner, "variance_epsilon", getattr(inner, "eps", None))
-    if not isinstance(eps, int | float) or getattr(inner, "bias", None) is not None:
+    if not isinstance(eps, int | float):
         return None
     eps = float(eps)
     with torch.no_grad():
-        ones = torch.ones(1, model.d_model, device=model.device, dtype=model.dtype)
-        gain = (inner(ones).float() * math.sqrt(1.0 + eps)).reshape(-1)
+        if isinstance(inner, torch.nn.LayerNorm):
+            if inner.weight is None:
+                return None
+            facts = NormFacts(gain=inner.weight.detach().float().reshape(-1), eps=eps,
+                              center=True, bias=None if inner.bias is None
+                              else inner.bias.detach().float().reshape(-1))
+        elif getattr(inner, "bias", None) is not None:
+            return None
+        else:
+            ones = torch.ones(1, model.d_model, device=model.device, dtype=model.dtype)
+            facts = NormFacts(gain=(inner(ones).float() * math.sqrt(1.0 + eps)).reshape(-1),
+                              eps=eps)
         x = torch.randn(4, model.d_model, generator=torch.Generator().manual_seed(0)) * 5
         x = x.to(device=model.device, dtype=model.dtype)
         want = inner(x).float()
-        xf = x.float()
-        got = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * gain
-    if not torch.allclose(got, want, atol=1e-4, rtol=1e-3):
+    if not torch.allclose(facts(x), want, atol=1e-4, rtol=1e-3):
         return None
-    return RMSNormFacts(gain=gain, eps=eps)
+    return facts
+
+
+def final_rms_norm(model: Model) -> NormFacts | None:
+    """:func:`final_norm` when it is an RMSNorm (no centring, no bias), else ``None``: the
+    tools that freeze the final norm's scale as a plain rms read it through here."""
+    norm = final_norm(model)
+    return norm if norm is not None and not norm.center and norm.bias is None else None
 
 
 class Unembed:
-    """``W_U · final_norm(resid)``: the direct path for RMSNorm models, else the bridge.
+    """``W_U · final_norm(resid)`` (softcapped where the family caps its logits): the direct
+    path for RMSNorm and LayerNorm models, else the bridge.
 
     The direct path (the gain, ε and ``W_U`` read once) is checked at construction
     against :meth:`interp.models.loading.Model.unembed` (the bridge modules); any other
@@ -78,7 +109,7 @@ class Unembed:
     def __init__(self, model: Model) -> None:
         self.model = model
         self.fast = False
-        norm = final_rms_norm(model)
+        norm = final_norm(model)
         un = wrapped_module(model.bridge.unembed)
         weight = getattr(un, "weight", None)
         bias = getattr(un, "bias", None)
@@ -86,8 +117,8 @@ class Unembed:
             model.d_vocab, model.d_model
         ):
             return
-        self.gain = norm.gain
-        self.eps = norm.eps
+        self.norm = norm
+        self.softcap = model._logit_softcap()
         self.W_U = weight.detach().float()
         self.b_U = bias.detach().float() if isinstance(bias, Tensor) else None
         self._W_bf16: Tensor | None = None
@@ -106,12 +137,12 @@ class Unembed:
         ``matmul_dtype=torch.bfloat16`` runs the unembedding product in bf16."""
         if not self.fast:
             return self.model.unembed(resid).float()
-        x = resid.float()
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.gain
+        y = self.norm(resid)
         if matmul_dtype == torch.bfloat16:
             if self._W_bf16 is None:
                 self._W_bf16 = self.W_U.to(torch.bfloat16)
             z = (y.to(torch.bfloat16) @ self._W_bf16.T).float()
         else:
             z = y @ self.W_U.T
-        return z if self.b_U is None else z + self.b_U
+        z = z if self.b_U is None else z + self.b_U
+        return z if self.softcap is None else self.softcap * torch.tanh(z / self.softcap)

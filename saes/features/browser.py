@@ -78,8 +78,8 @@ def _gamma_and_W_U(
     from interp.models.unembedding import Unembed
 
     un = Unembed(model)
-    if un.fast:  # RMSNorm model whose gain and W_U reproduce the bridge's logits
-        return un.gain, un.W_U.T
+    if un.fast:  # a norm whose gain and W_U reproduce the bridge's logits
+        return un.norm.gain, un.W_U.T
     W_U = getattr(model.bridge.unembed, "W_U", None)
     if not isinstance(W_U, Tensor) or tuple(W_U.shape) != (model.d_model, model.d_vocab):
         raise InterpError(f"cannot read the unembedding W_U of model {model.model_id}")

@@ -55,8 +55,8 @@ def _gemma2(vocab: int) -> Any:
     from transformers import Gemma2Config
 
     return Gemma2Config(vocab_size=vocab, num_key_value_heads=2, head_dim=16, sliding_window=4,
-                        query_pre_attn_scalar=16, attn_logit_softcapping=50.0,
-                        final_logit_softcapping=30.0, **SIZES, **IDS)
+                        query_pre_attn_scalar=16, attn_logit_softcapping=1.0,
+                        final_logit_softcapping=0.5, **SIZES, **IDS)  # caps that bite
 
 
 def _gemma3_text(vocab: int) -> Any:

@@ -91,7 +91,7 @@ def test_the_config_values_are_read():
     """What varies within a family comes from the checkpoint's config."""
     want = {"gpt_neox": ("rotary_share", 0.25), "gpt2": ("rotary_share", 0.0),
             "mistral": ("windows", (4, 4, 4)), "gemma3_text": ("windows", (4, 4, None)),
-            "gemma2": ("logit_softcap", 30.0), "llama": ("n_kv_heads", 2)}
+            "gemma2": ("logit_softcap", 0.5), "llama": ("n_kv_heads", 2)}
     for name, (field, value) in want.items():
         got = getattr(anatomy(tiny.FAMILIES[name](400)), field)
         assert got == value, (name, field, got)
@@ -126,3 +126,24 @@ def test_direct_path_equals_the_bridge(name, tiny_family):
     exact = FAMILIES[name].bridge_exact
     compare_passes(model, atol=0 if exact else 1e-6)
     assert check_routed_points(model, atol=0 if exact else 1e-6) >= 30
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_lens_last_layer_is_the_model(name, tiny_family):
+    """The logit lens at the last layer reads the model's own output (KL 0 up to float
+    noise), through each family's final norm and its final-logit softcap (the tiny Gemma-2
+    caps at 0.5, where leaving the cap out moves the logits by 0.2); the direct read-out
+    (:class:`Unembed`) takes its fast path on every family and agrees."""
+    from interp.lenses.readout import run_lens
+    from interp.models.unembedding import Unembed
+
+    _, model = tiny_family(name)
+    read = run_lens(model, PROMPTS[0], top_k=3)
+    assert float(read.logit.kl[-1].abs().max()) < 1e-5
+    un = Unembed(model)
+    assert un.fast, name
+    x = torch.randn(5, model.d_model, generator=torch.Generator().manual_seed(0)) * 3
+    torch.testing.assert_close(un(x), model.unembed(x).float(), atol=1e-5, rtol=0)
+    if model.anatomy.logit_softcap is not None:
+        raw = model.bridge.unembed(model.bridge.ln_final(x)).float()
+        assert (raw - model.unembed(x).float()).abs().max() > 1e-2
