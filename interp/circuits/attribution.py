@@ -20,7 +20,6 @@ Both return the estimated change of the raw logit difference, ``[pairs, componen
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -36,6 +35,7 @@ from interp.circuits.patching import (
 )
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
+from interp.models import heads
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
 
@@ -132,21 +132,6 @@ def atp(
     return torch.cat(out)
 
 
-def _attn_scale(model: Model, layer: int) -> float:
-    attn = model.bridge.blocks[layer].attn
-    module = getattr(attn, "_original_component", attn)
-    scale = getattr(module, "scaling", None)
-    if scale is None:
-        return 1.0 / math.sqrt(int(model.bridge.cfg.d_head))
-    return float(scale)
-
-
-def _masked_softmax(scores: Tensor, allowed: Tensor) -> Tensor:
-    s = scores.masked_fill(~allowed, -math.inf)
-    a = torch.softmax(s, dim=-1)
-    return torch.nan_to_num(a, nan=0.0)  # fully masked (padding) query rows
-
-
 def key_path(
     grad_pattern: Float[Tensor, "b h q k"],
     pattern: Float[Tensor, "b h q k"],
@@ -186,8 +171,7 @@ def atp_star(
     layer_of = {layer: i for i, layer in enumerate(layers)}
 
     def qkv(layer: int) -> list[str]:
-        return [f"blocks.{layer}.attn.hook_rot_q", f"blocks.{layer}.attn.hook_rot_k",
-                f"blocks.{layer}.attn.hook_v"]
+        return [*heads.qk_names(model, layer), f"blocks.{layer}.attn.hook_v"]
 
     cap = [n for layer in layers for n in qkv(layer)]
     z_names = [f"blocks.{layer}.attn.hook_z" for layer in layers]
@@ -208,36 +192,37 @@ def atp_star(
             acts, grads, _ = _gradients(model, tt, sl, base_ids, [*z_names, *a_names], shapes,
                                         capture=cap)
             g = {n: gr.double() for n, gr in grads.items()}
-            causal = torch.ones(width, width, dtype=torch.bool, device=mask.device).tril()
-            allowed = causal[None, None] & mask[:, None, None, :]  # [b, 1, q, k]
+            base = {n: acts[n].double() for n in cap}
+            srcd = {n: src[n].double() for n in cap}
             per_layer_head = []
             for layer in layers:
-                qn, kn, vn = qkv(layer)
-                q0, k0, v0 = acts[qn].double(), acts[kn].double(), acts[vn].double()
-                q1, k1, v1 = src[qn].double(), src[kn].double(), src[vn].double()
-                rep = n_heads // k0.shape[2]
-                k0, k1, v0, v1 = (x.repeat_interleave(rep, dim=2) for x in (k0, k1, v0, v1))
-                scale = _attn_scale(model, layer)
-                s00 = torch.einsum("bqhd,bkhd->bhqk", q0, k0) * scale
-                a0 = _masked_softmax(s00, allowed)
+                ok = heads.allowed(model, layer, mask)  # [b, 1, q, k]
+                vn = f"blocks.{layer}.attn.hook_v"
+                q0, k0 = heads.queries_keys(model, layer, base)
+                q1, k1 = heads.queries_keys(model, layer, srcd)
+                rep = n_heads // base[vn].shape[2]
+                v0, v1 = (x[vn].repeat_interleave(rep, dim=2) for x in (base, srcd))
+                s00 = heads.scores(model, layer, q0, k0)
+                a0 = heads.pattern(s00, ok)
                 seen = acts[f"blocks.{layer}.attn.hook_pattern"].double()
                 real_rows = mask[:, None, :, None]  # padding queries attend anywhere
                 if ((a0 - seen) * real_rows).abs().max() > 1e-3:
                     raise InterpError(
                         f"AtP*: cannot reproduce layer {layer}'s attention pattern from its "
-                        "queries and keys (a softcap or window this code does not model)"
+                        "queries and keys"
                     )
                 g_a = g[f"blocks.{layer}.attn.hook_pattern"]  # [b, h, q, k]
                 g_z = g[f"blocks.{layer}.attn.hook_z"]  # [b, q, h, d]
                 # Value path, by key position.
                 value = torch.einsum("bqhd,bhqk,bkhd->bkh", g_z, a0, v1 - v0)
                 # Query path: source queries against base keys, by query position.
-                a_q = _masked_softmax(torch.einsum("bqhd,bkhd->bhqk", q1, k0) * scale, allowed)
+                a_q = heads.pattern(heads.scores(model, layer, q1, k0), ok)
                 query = ((a_q - a0) * g_a).sum(-1).transpose(1, 2)  # [b, q, h]
-                # Key path: one source key at a time, closed form of the softmax change.
-                s01 = torch.einsum("bqhd,bkhd->bhqk", q0, k1) * scale
-                delta = torch.where(allowed, s01 - s00, torch.zeros_like(s00))
-                key = key_path(g_a, a0, delta, allowed).sum(2).transpose(1, 2)  # [b, k, h]
+                # Key path: one source key at a time, closed form of the softmax change
+                # (of the scores the softmax reads: after the softcap).
+                s01 = heads.scores(model, layer, q0, k1)
+                delta = torch.where(ok, s01 - s00, torch.zeros_like(s00))
+                key = key_path(g_a, a0, delta, ok).sum(2).transpose(1, 2)  # [b, k, h]
                 per_layer_head.append((value, query, key))
             res = torch.empty(b, len(comps), dtype=torch.float64)
             att = mask.double()

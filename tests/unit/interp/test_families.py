@@ -147,3 +147,49 @@ def test_the_lens_last_layer_is_the_model(name, tiny_family):
     if model.anatomy.logit_softcap is not None:
         raw = model.bridge.unembed(model.bridge.ln_final(x)).float()
         assert (raw - model.unembed(x).float()).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_attention_pattern_is_rebuilt_from_its_parts(name, tiny_family):
+    """Every layer's pattern, recomputed from the queries and keys :mod:`interp.models.heads`
+    reads (rotary turned where the bridge fires no rotary hook), its scale, softcap and
+    window, is the model's own: on prompts longer than the tiny sliding windows (4) and
+    with left padding."""
+    from interp.models import heads
+
+    _, model = tiny_family(name)
+    ids, mask = model.tokenize(PROMPTS[:4])
+    assert (mask == 0).any() and mask.sum(1).max() > 4
+    names = [n for layer in range(model.n_layers) for n in
+             [*heads.qk_names(model, layer), f"blocks.{layer}.attn.hook_pattern"]]
+    with torch.no_grad():
+        _, cache = model.bridge.run_with_cache(ids, attention_mask=mask, names_filter=names)
+    for layer in range(model.n_layers):
+        q, k = heads.queries_keys(model, layer, cache)
+        got = heads.pattern(heads.scores(model, layer, q, k), heads.allowed(model, layer, mask))
+        want = cache[f"blocks.{layer}.attn.hook_pattern"]
+        rows = mask.bool()[:, None, :, None]  # padding queries attend anywhere
+        torch.testing.assert_close(got * rows, want * rows, atol=1e-5, rtol=0,
+                                   msg=f"{name} layer {layer}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_patching_heads_with_every_method(name, tiny_family, tmp_path):
+    """Exact patching, AtP and AtP* of every head on a two-pair task run on every family:
+    AtP* reproduces each layer's pattern from its parts before it estimates (it refuses
+    when it cannot), and its estimates are finite."""
+    import json
+
+    from interp.circuits.patch import run_patch
+    from interp.circuits.results import PatchConfig
+    from tests.unit.interp.test_circuits import tiny_pair_list
+
+    _, model = tiny_family(name)
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps({
+        "clean": p.clean, "corrupted": p.corrupted, "answer": p.answer, "wrong": p.wrong,
+        "labels": [list(x) for x in p.labels or []]}) + "\n" for p in tiny_pair_list()))
+    res = run_patch(model, PatchConfig(task=str(path), family="heads", method="both",
+                                       n_boot=100, top_heads=2, min_gap=0.0), progress=False)
+    assert res.atp_star is not None and res.exact is not None
+    assert torch.isfinite(res.atp_star.mean).all()
