@@ -210,17 +210,22 @@ def _dla_summary(r: PatchResult) -> list[tuple[str, Any]]:
     d = r.dla
     total, total_ci = ci95_over_pairs(d.total)
     embed, embed_ci = ci95_over_pairs(d.embed)
-    parts = d.heads.sum((1, 2)) + d.mlp.sum(1) + d.embed
-    summed, _ = ci95_over_pairs(parts)
-    return [
+    const = d.constant
+    summed, _ = ci95_over_pairs(d.heads.sum((1, 2)) + d.mlp.sum(1) + d.embed + const)
+    rows: list[tuple[str, Any]] = [
         ("logit difference (model)", f"{fmt_effect(float(total))} nats "
                                      f"{effect_ci(float(total_ci[0]), float(total_ci[1]))}"),
-        ("sum of the components", f"{fmt_effect(float(summed))} nats"),
+        ("sum of the components" + (" and biases" if bool(const.abs().max() > 0) else ""),
+         f"{fmt_effect(float(summed))} nats"),
         ("largest |sum − total| over pairs", f"{d.max_sum_error:.2e} nats"),
         ("embeddings", f"{fmt_effect(float(embed))} nats "
                        f"{effect_ci(float(embed_ci[0]), float(embed_ci[1]))}"),
-        ("pairs", int(d.total.shape[0])),
     ]
+    if bool(const.abs().max() > 0):
+        c, c_ci = ci95_over_pairs(const)
+        rows.append(("biases (no component's)", f"{fmt_effect(float(c))} nats "
+                     f"{effect_ci(float(c_ci[0]), float(c_ci[1]))}"))
+    return [*rows, ("pairs", int(d.total.shape[0]))]
 
 
 def _dla_rows(r: PatchResult) -> list[list[Any]]:

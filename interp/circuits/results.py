@@ -342,8 +342,10 @@ class GroupEffects:
 class DLAResult:
     """Direct logit attribution of the clean runs' answer − wrong logit difference.
 
-    Per pair: ``heads[pair, layer, head]``, ``mlp[pair, layer]`` and ``embed[pair]``
-    sum to ``total[pair]`` (the model's own logit difference) up to float error;
+    Per pair: ``heads[pair, layer, head]``, ``mlp[pair, layer]``, ``embed[pair]`` and the
+    constant terms ``attn_bias[pair, layer]`` (attention output biases) and
+    ``norm_bias[pair]`` (a LayerNorm's bias; both zero in families without them) sum to
+    ``total[pair]`` (the model's own logit difference) up to float error;
     ``max_sum_error`` is the largest ``|sum - total|`` over pairs.
     """
 
@@ -353,6 +355,19 @@ class DLAResult:
     total: Float[Tensor, " pairs"]
     max_sum_error: float
     convention: str = DLA_CONVENTION
+    attn_bias: Float[Tensor, "pairs layers"] | None = None
+    norm_bias: Float[Tensor, " pairs"] | None = None
+
+    @property
+    def constant(self) -> Float[Tensor, " pairs"]:
+        """The terms no component carries: attention output biases and the final norm's
+        bias (zero where the family has neither)."""
+        out = torch.zeros_like(self.total)
+        if self.attn_bias is not None:
+            out = out + self.attn_bias.sum(1)
+        if self.norm_bias is not None:
+            out = out + self.norm_bias
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """The file keeps means and 95% CIs over pairs, not the per-pair tensors."""
@@ -366,8 +381,22 @@ class DLAResult:
             "mlp_mean": _nested(mm), "mlp_ci95": _nested(mci),
             "embed_mean": float(em), "embed_ci95": _nested(eci),
             "total_mean": float(tm), "total_ci95": _nested(tci),
+            **self._constants(),
             "max_sum_error": self.max_sum_error,
         }
+
+    def _constants(self) -> dict[str, Any]:
+        """The bias terms' means and CIs, where the family has any (else no keys)."""
+        if len(self.total) == 0 or not bool(self.constant.abs().max() > 0):
+            return {}
+        out: dict[str, Any] = {}
+        if self.attn_bias is not None:
+            am, aci = ci95_over_pairs(self.attn_bias)
+            out |= {"attn_bias_mean": _nested(am), "attn_bias_ci95": _nested(aci)}
+        if self.norm_bias is not None:
+            nm, nci = ci95_over_pairs(self.norm_bias)
+            out |= {"norm_bias_mean": float(nm), "norm_bias_ci95": _nested(nci)}
+        return out
 
 
 def parse_heads(spec: str | None) -> list[int] | None:

@@ -53,15 +53,20 @@ class NormFacts:
 
 
 def final_norm(model: Model) -> NormFacts | None:
-    """The final norm's gain, ε, centring and bias, or ``None`` when it is neither an
-    RMSNorm nor a LayerNorm.
+    """The final norm's gain, ε, centring and bias (:func:`read_norm`)."""
+    return read_norm(model, model.bridge.ln_final)
+
+
+def read_norm(model: Model, component: Any) -> NormFacts | None:
+    """A norm's gain, ε, centring and bias, or ``None`` when it is neither an RMSNorm nor
+    a LayerNorm (``component``: a bridge component or the module itself).
 
     An RMSNorm's gain is what the module does to a vector of ones (so Llama's ``γ`` and
     Gemma's ``1 + w`` are read alike); a LayerNorm's are its weight and bias. The reading is
     accepted only when it reproduces the module on random vectors, so an unusual formula
     gets ``None``, never a wrong gain.
     """
-    inner = wrapped_module(model.bridge.ln_final)
+    inner = wrapped_module(component)
     eps = getattr(inner, "variance_epsilon", getattr(inner, "eps", None))
     if not isinstance(eps, int | float):
         return None

@@ -193,3 +193,23 @@ def test_patching_heads_with_every_method(name, tiny_family, tmp_path):
                                        n_boot=100, top_heads=2, min_gap=0.0), progress=False)
     assert res.atp_star is not None and res.exact is not None
     assert torch.isfinite(res.atp_star.mean).all()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_dla_sums_to_the_logit_difference(name, tiny_family):
+    """Direct logit attribution on every family: heads (through a frozen post-attention
+    norm where the family has one), MLPs, embeddings and the bias terms (GPT-2's and
+    GPT-NeoX's attention output biases and final LayerNorm bias) sum to the model's own
+    logit difference; the bias terms are there exactly where the family has biases."""
+    from interp.circuits.dla import direct_logit_attribution
+    from interp.circuits.tasks import tokenize_task
+    from tests.unit.interp.test_circuits import _task, tiny_pair_list
+
+    _, model = tiny_family(name)
+    res = direct_logit_attribution(model, tokenize_task(model, _task(tiny_pair_list())))
+    total = res.heads.sum((1, 2)) + res.mlp.sum(1) + res.embed + res.constant
+    torch.testing.assert_close(total, res.total, atol=1e-5, rtol=0)
+    assert res.max_sum_error < 1e-5 and res.heads.abs().max() > 1e-4
+    has_bias = FAMILIES[name].norm_bias
+    assert bool(res.constant.abs().max() > 0) == has_bias, res.constant
+    assert ("attn_bias_mean" in res.to_dict()) == has_bias

@@ -3,8 +3,8 @@
 Gemma's final norm scales by ``1 + w`` (Llama's by ``γ``), its blocks put a norm after
 attention and after the MLP, and its embeddings are scaled by √d_model. The direct
 read-out (:class:`interp.models.unembedding.Unembed`) must handle the first, DLA must
-refuse the second in one line (and ``run_patch`` go on without it), and the verified-
-models checks must pass on it all.
+freeze the second's scale (exact at the clean run's scales), and the verified-models
+checks must pass on it all.
 """
 
 from __future__ import annotations
@@ -95,22 +95,27 @@ def test_verify_passes_on_tiny_gemma(tiny_gemma):
     assert result.architecture == "Gemma3ForCausalLM"
 
 
-def test_dla_refuses_post_attention_norms_and_patch_goes_on(tiny_gemma, tmp_path):
-    """Gemma's attention output is a norm of the heads' sum: per-head DLA is not defined."""
+def test_dla_freezes_the_post_attention_norm_and_patch_goes_on_without_dla(
+        tiny_gemma, tmp_path, monkeypatch):
+    """Gemma's attention output is a norm of the heads' sum: with that norm's scale frozen
+    at the clean run's, as the final norm's, each head's term is exact and the terms sum to
+    the logit difference. Where DLA cannot be defined (here: a final norm it cannot read),
+    patching goes on without it and says why."""
     import json
 
     import interp
-    from interp.circuits.dla import DLAUnsupported, direct_logit_attribution
+    from interp.circuits import dla
     from interp.circuits.tasks import load_task, tokenize_task
 
     pairs = [{"clean": "The capital of France is", "corrupted": "The capital of Italy is",
               "answer": " Paris", "wrong": " Rome"}] * 3
     path = tmp_path / "t.jsonl"
     path.write_text("\n".join(json.dumps(p) for p in pairs))
-    task = load_task(str(path))
-    with pytest.raises(DLAUnsupported, match="norm after attention"):
-        direct_logit_attribution(tiny_gemma, tokenize_task(tiny_gemma, task))
+    res = dla.direct_logit_attribution(tiny_gemma, tokenize_task(tiny_gemma, load_task(str(path))))
+    assert res.max_sum_error < 1e-4 and res.heads.abs().max() > 1e-3
+    assert "norm after each attention layer" in res.convention
+    monkeypatch.setattr(dla, "final_norm", lambda model: None)
     res = interp.run_patch(tiny_gemma, interp.PatchConfig(task=str(path), family="attn",
                                                           min_gap=0.0))
-    assert res.dla is None and res.dla_skipped and "norm after attention" in res.dla_skipped
+    assert res.dla is None and res.dla_skipped and "final norm" in res.dla_skipped
     assert res.to_dict()["dla_skipped"] == res.dla_skipped
