@@ -37,9 +37,14 @@ the score the derivative of the edge's exact patch. Also:
 The receivers' gradients come from adding a zero tensor at each projection's output (and
 at the MLP's and the final norm's input) and pulling the gradient back through the
 receiver's norm and projection rows, one vector-Jacobian product per layer. The graph
-assumes the residual stream is the sum of the senders' outputs (pre-norm blocks, no norm
-after attention or the MLP): :func:`check_additive` verifies it on the model and says so
-in one line when it fails (Gemma's sandwich norms).
+reads the residual stream as the sum of the senders' outputs and the attention output
+biases (constant between runs: no sender), per family (:mod:`interp.models.anatomy`):
+a block without a norm before a sublayer (OLMo-2) feeds it the stream as it is; where
+attention and the MLP run in parallel (GPT-NeoX) a layer's MLP receives nothing from
+that layer's heads; where a norm follows attention (Gemma's sandwich, OLMo-2) a head's
+output is taken through it at the run's own scale, ``gain ⊙ z_h W_O[h] / scale``, which
+keeps the sum exact in every run. :func:`check_additive` verifies the sum on the model
+and says so in one line when it fails.
 """
 
 from __future__ import annotations
@@ -59,15 +64,15 @@ from interp.circuits.patching import (
     HookFn,
     ld_direction,
     ld_from_block,
-    module_weight,
     prefix_resid,
     run_ld,
 )
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
+from interp.models import weights
 from interp.models.forward import can_run_from_block, forward
 from interp.models.loading import Model
-from interp.models.unembedding import final_rms_norm, wrapped_module
+from interp.models.unembedding import final_rms_norm, read_norm, wrapped_module
 from interp.runs.progress import make_progress
 
 
@@ -75,12 +80,20 @@ class EdgesUnsupported(InterpError):
     """The model's residual stream is not the sum of the graph's senders."""
 
 
-def _caps(n_layers: int) -> list[str]:
+def _caps(graph: EdgeGraph, w: EdgeGraphWeights) -> list[str]:
     names = ["blocks.0.hook_resid_pre", "ln_final.hook_in"]
-    for layer in range(n_layers):
-        names += [f"blocks.{layer}.hook_resid_pre", f"blocks.{layer}.hook_resid_mid",
+    for layer in range(graph.n_layers):
+        names += [f"blocks.{layer}.hook_resid_pre", _mlp_reads(graph, layer),
                   f"blocks.{layer}.attn.hook_z", f"blocks.{layer}.hook_mlp_out"]
+        if w.post_gain[layer] is not None:
+            names.append(_post_scale(layer))
     return list(dict.fromkeys(names))
+
+
+def _mlp_reads(graph: EdgeGraph, layer: int) -> str:
+    """The residual stream a layer's MLP reads: after attention, or the block's input where
+    attention and the MLP run in parallel."""
+    return f"blocks.{layer}.hook_resid_{'pre' if graph.parallel else 'mid'}"
 
 
 @dataclass
@@ -93,35 +106,74 @@ class EdgeGraphWeights:
     w_qkv: list[tuple[Tensor, Tensor, Tensor]]  # [H, dh, d], [KV, dh, d], [KV, dh, d]
     w_o: list[Tensor]  # [d, H, dh]
     lnf: Any
+    #: Attention's output bias per layer (None without one): constant between runs, so it
+    #: is no sender, but the residual stream holds it.
+    b_o: list[Tensor | None]
+    #: The gain of the RMSNorm after each layer's attention (None without one: pre-norm
+    #: blocks); a head's output is ``gain ⊙ z_h W_O[h] / scale``, the scale being the run's.
+    post_gain: list[Tensor | None]
 
 
 def graph_of(model: Model) -> EdgeGraph:
     """The edge graph of ``model``'s shape."""
     cfg = model.bridge.cfg
     n_kv = int(getattr(cfg, "n_key_value_heads", None) or cfg.n_heads)
-    return model_graph(model.n_layers, int(cfg.n_heads), n_kv)
+    return model_graph(model.n_layers, int(cfg.n_heads), n_kv,
+                       parallel=model.anatomy.family.parallel)
 
 
 def graph_weights(model: Model, graph: EdgeGraph) -> EdgeGraphWeights:
     """The norms and projection weights of ``model`` that the graph's receivers read through."""
     d, h, kv = model.d_model, graph.n_heads, graph.n_kv
     dh = int(model.bridge.cfg.d_head)
-    ln1, ln2, qkv, wo = [], [], [], []
-    for block in model.bridge.blocks:
-        ln1.append(wrapped_module(block.ln1))
-        ln2.append(wrapped_module(block.ln2))
+    ln1, ln2, qkv, wo, bo, post = [], [], [], [], [], []
+    for layer, block in enumerate(model.bridge.blocks):
+        # a block without a norm before a sublayer (OLMo-2) feeds it the residual as it is
+        ln1.append(wrapped_module(block.ln1) if hasattr(block, "ln1") else _identity)
+        ln2.append(wrapped_module(block.ln2) if hasattr(block, "ln2") else _identity)
+        post.append(_post_gain(model, block, layer))
         a = block.attn
-        qkv.append((module_weight(a.q).reshape(h, dh, d), module_weight(a.k).reshape(kv, dh, d),
-                    module_weight(a.v).reshape(kv, dh, d)))
-        wo.append(module_weight(a.o).reshape(d, h, dh))
-    return EdgeGraphWeights(ln1, ln2, qkv, wo, wrapped_module(model.bridge.ln_final))
+        qkv.append((weights.linear(a.q)[0].reshape(h, dh, d),
+                    weights.linear(a.k)[0].reshape(kv, dh, d),
+                    weights.linear(a.v)[0].reshape(kv, dh, d)))
+        w_o, b_o = weights.attn_out(model, layer)
+        wo.append(w_o.reshape(d, h, dh))
+        bo.append(b_o)
+    return EdgeGraphWeights(ln1, ln2, qkv, wo, wrapped_module(model.bridge.ln_final), bo, post)
+
+
+def _identity(x: Tensor) -> Tensor:
+    return x
+
+
+def _post_gain(model: Model, block: Any, layer: int) -> Tensor | None:
+    """The gain of the RMSNorm after ``layer``'s attention, None where there is none."""
+    if not hasattr(block, "ln1_post"):
+        return None
+    facts = read_norm(model, block.ln1_post)
+    if facts is None or facts.center or facts.bias is not None:
+        raise EdgesUnsupported(f"the norm after layer {layer}'s attention is not an RMSNorm: "
+                               "edge attribution cannot split it into its heads' outputs")
+    return facts.gain
 
 
 def head_outputs(
-    w: EdgeGraphWeights, layer: int, z: Float[Tensor, "b pos heads d_head"]
+    w: EdgeGraphWeights, layer: int, z: Float[Tensor, "b pos heads d_head"],
+    scale: Float[Tensor, "b pos 1"] | None = None,
 ) -> Float[Tensor, "b pos heads d_model"]:
-    """Each head's ``z_h W_O[h]`` at ``layer`` (float32): the heads' sender outputs."""
-    return torch.einsum("bphk,dhk->bphd", z.float(), w.w_o[layer].float())
+    """Each head's ``z_h W_O[h]`` at ``layer`` (float32): the heads' sender outputs; where
+    a norm follows attention, through it at the run's ``scale`` (its ``hook_scale``)."""
+    out = torch.einsum("bphk,dhk->bphd", z.float(), w.w_o[layer].float())
+    gain = w.post_gain[layer]
+    if gain is None:
+        return out
+    if scale is None:
+        raise ValueError(f"layer {layer}'s heads go through a norm: give its scale")
+    return out * (gain / scale.float())[:, :, None, :]
+
+
+def _post_scale(layer: int) -> str:
+    return f"blocks.{layer}.ln1_post.hook_scale"
 
 
 def sender_outputs(
@@ -134,8 +186,8 @@ def sender_outputs(
     out[:, :, 0] = first.float()
     for layer in range(graph.n_layers):
         s = graph.head_sender(layer, 0)
-        out[:, :, s:s + graph.n_heads] = head_outputs(w, layer,
-                                                      caps[f"blocks.{layer}.attn.hook_z"])
+        out[:, :, s:s + graph.n_heads] = head_outputs(
+            w, layer, caps[f"blocks.{layer}.attn.hook_z"], caps.get(_post_scale(layer)))
         out[:, :, graph.mlp_sender(layer)] = caps[f"blocks.{layer}.hook_mlp_out"].float()
     return out
 
@@ -147,22 +199,26 @@ def check_additive(graph: EdgeGraph, w: EdgeGraphWeights, caps: dict[str, Tensor
     a = sender_outputs(graph, w, caps)
     worst = 0.0
     for g in graph.groups:
-        x = _resid_at(g, caps).float()
-        err = (a[:, :, :g.upstream].sum(2) - x).abs().max().item()
+        x = _resid_at(graph, g, caps).float()
+        biases = [b for layer, b in enumerate(w.b_o)
+                  if b is not None and graph.head_sender(layer, 0) < g.upstream]
+        held = a[:, :, :g.upstream].sum(2) + sum(biases, torch.zeros(()))
+        err = (held - x).abs().max().item()
         worst = max(worst, err / max(x.abs().max().item(), 1e-6))
     if worst > 1e-3:
         raise EdgesUnsupported(
             f"edge attribution needs a residual stream that is the sum of the embeddings' "
-            f"and every head's and MLP's outputs; {model_id}'s differs by {worst:.2g} "
-            "(relative): a norm after attention or the MLP, as in Gemma")
+            f"and every head's and MLP's outputs (and the attention output biases); "
+            f"{model_id}'s differs by {worst:.2g} (relative)")
 
 
-def _resid_at(g: Group, caps: dict[str, Tensor]) -> Tensor:
+def _resid_at(graph: EdgeGraph, g: Group, caps: dict[str, Tensor]) -> Tensor:
     """The residual stream a group's receivers read (before their norm)."""
     if g.kind == "logits":
         return caps["ln_final.hook_in"]
-    point = "hook_resid_pre" if g.kind == "attn" else "hook_resid_mid"
-    return caps[f"blocks.{g.layer}.{point}"]
+    if g.kind == "attn":
+        return caps[f"blocks.{g.layer}.hook_resid_pre"]
+    return caps[_mlp_reads(graph, g.layer)]
 
 
 # ------------------------------------------------------------------ receiver-input edits
@@ -214,7 +270,7 @@ def _edit_hooks(
             if got is None:
                 return t
             rows, delta = got
-            x = state[f"blocks.{g.layer}.hook_resid_mid"][rows]
+            x = state[_mlp_reads(graph, g.layer)][rows]
             t = t.clone()
             t[rows] = t[rows] + (ln(x + delta[:, :, 0].to(x.dtype)) - ln(x)).to(t.dtype)
             return t
@@ -238,8 +294,10 @@ def _edit_hooks(
             for i, kind in enumerate("qkv"):
                 hooks.append((f"blocks.{g.layer}.attn.hook_{kind}", attn_edit(g, i)))
         elif g.kind == "mlp":
-            mid = f"blocks.{g.layer}.hook_resid_mid"
-            hooks += [(mid, keep(mid)), (f"blocks.{g.layer}.mlp.hook_in", mlp_edit(g))]
+            if not graph.parallel:  # a parallel MLP reads the resid_pre kept above
+                mid = f"blocks.{g.layer}.hook_resid_mid"
+                hooks.append((mid, keep(mid)))
+            hooks.append((f"blocks.{g.layer}.mlp.hook_in", mlp_edit(g)))
         else:
             hooks += [("ln_final.hook_in", keep("ln_final.hook_in")),
                       ("ln_final.hook_in", logits_edit(g))]
@@ -272,8 +330,8 @@ def _receiver_grads(
         names.append(f"blocks.{layer}.mlp.hook_in")
     names.append("ln_final.hook_in")
     hooks += [(n, adder(n)) for n in names]
-    need = [f"blocks.{layer}.hook_{p}" for layer in range(graph.n_layers)
-            for p in ("resid_pre", "resid_mid")]
+    need = [n for layer in range(graph.n_layers)
+            for n in (f"blocks.{layer}.hook_resid_pre", _mlp_reads(graph, layer))]
     cap = list(dict.fromkeys([*need, *capture]))
     with torch.enable_grad():
         ld, caps = run_ld(model, ids, mask, d, hooks, cap, cache=_fresh(prefix))
@@ -293,7 +351,7 @@ def _receiver_grads(
                              wt.float())
                 for k, wt in zip("qkv", w.w_qkv[grp.layer], strict=True)], 2))
         elif grp.kind == "mlp":
-            xs.append(caps[f"blocks.{grp.layer}.hook_resid_mid"])
+            xs.append(caps[_mlp_reads(graph, grp.layer)])
             lns.append(w.ln2[grp.layer])
             vecs.append(g[f"blocks.{grp.layer}.mlp.hook_in"].float()[:, :, None])
     out = _vjp(lns, xs, vecs)
@@ -384,7 +442,7 @@ def edge_attribution(
     graph = graph_of(model)
     w = graph_weights(model, graph)
     sign = 1.0 if direction == "denoise" else -1.0  # Δ = source − base
-    names = _caps(graph.n_layers)
+    names = _caps(graph, w)
     along = "eap-corrupted" in methods or "eap-ig" in methods
     out: dict[str, list[Tensor]] = {m: [] for m in methods}
     with make_progress(enabled=progress) as bar:
@@ -475,7 +533,7 @@ def exact_edges(
     layer_of = graph.receiver_layer()[e_rcv]
     groups = {g.first + i: g for g in graph.groups for i in range(g.size)}
     base_ids, src_ids = tt.runs(direction)
-    names = _caps(graph.n_layers)
+    names = _caps(graph, w)
     n, k = len(tt), len(edges)
     out = torch.empty(n, k)
     logit_edges = (layer_of == graph.n_layers).nonzero().squeeze(1)
@@ -563,7 +621,7 @@ def circuit_lds(
     graph = graph_of(model)
     w = graph_weights(model, graph)
     snd, rcv = graph.edge_index
-    names = _caps(graph.n_layers)
+    names = _caps(graph, w)
     out = torch.empty(len(tt), len(circuits))
     with torch.no_grad(), make_progress(enabled=progress) as bar:
         task = bar.add_task("circuits", total=len(tt) * len(circuits), info="")
@@ -599,7 +657,7 @@ def _circuit_pass(
             edges_in[g.first] = ((c_rcv[sel] - g.first).to(ids.device), c_snd[sel].to(ids.device))
 
     def offsets(g: Group) -> tuple[Tensor, Tensor]:
-        base = _resid_at(g, corr).float() - _resid_at(g, state).float()
+        base = _resid_at(graph, g, corr).float() - _resid_at(graph, g, state).float()
         delta = base[:, :, None, :].repeat(1, 1, g.size, 1)
         if g.first in edges_in:
             slots, snds = edges_in[g.first]
@@ -614,10 +672,21 @@ def _circuit_pass(
             return t
         return hook
 
+    z_now: dict[int, Tensor] = {}
+
     def heads(layer: int) -> Callable[[Tensor], None]:
         def fill(z: Tensor) -> None:
+            if w.post_gain[layer] is not None:  # the norm's scale comes next: wait for it
+                z_now[layer] = z
+                return
             s = graph.head_sender(layer, 0)
             now[:, :, s:s + graph.n_heads] = head_outputs(w, layer, z)
+        return fill
+
+    def post_heads(layer: int) -> Callable[[Tensor], None]:
+        def fill(scale: Tensor) -> None:
+            s = graph.head_sender(layer, 0)
+            now[:, :, s:s + graph.n_heads] = head_outputs(w, layer, z_now.pop(layer), scale)
         return fill
 
     def mlp(layer: int) -> Callable[[Tensor], None]:
@@ -631,6 +700,8 @@ def _circuit_pass(
     hooks = [("blocks.0.hook_resid_pre", record(embed))]
     for layer in range(graph.n_layers):
         hooks.append((f"blocks.{layer}.attn.hook_z", record(heads(layer))))
+        if w.post_gain[layer] is not None:
+            hooks.append((_post_scale(layer), record(post_heads(layer))))
         hooks.append((f"blocks.{layer}.hook_mlp_out", record(mlp(layer))))
     hooks += _edit_hooks(graph, w, offsets, state)
     ld, _ = run_ld(model, ids, mask, d, hooks)

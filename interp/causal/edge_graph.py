@@ -52,6 +52,9 @@ class EdgeGraph:
     n_layers: int
     n_heads: int
     n_kv: int
+    #: Attention and the MLP read the same residual (GPT-NeoX): a layer's MLP receives
+    #: nothing from that layer's heads.
+    parallel: bool = False
 
     # ----------------------------------------------------------------- senders
     @property
@@ -106,8 +109,8 @@ class EdgeGraph:
         out, first, edge = [], 0, 0
         for layer in range(self.n_layers):
             up = 1 + layer * (self.n_heads + 1)
-            for kind, size, upstream in (("attn", self.attn_size, up),
-                                         ("mlp", 1, up + self.n_heads)):
+            mlp_up = up if self.parallel else up + self.n_heads
+            for kind, size, upstream in (("attn", self.attn_size, up), ("mlp", 1, mlp_up)):
                 out.append(Group(layer, kind, first, size, upstream, edge))
                 first += size
                 edge += size * upstream
@@ -183,6 +186,6 @@ class EdgeGraph:
         return [f"{layer_part}.h{idx * rep + j}" for j in range(rep)]
 
 
-def model_graph(n_layers: int, n_heads: int, n_kv: int) -> EdgeGraph:
+def model_graph(n_layers: int, n_heads: int, n_kv: int, *, parallel: bool = False) -> EdgeGraph:
     """The graph of a model's shape (one place that builds it)."""
-    return EdgeGraph(n_layers, n_heads, n_kv)
+    return EdgeGraph(n_layers, n_heads, n_kv, parallel)

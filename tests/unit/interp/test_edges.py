@@ -9,7 +9,6 @@ import torch
 
 import interp
 from interp.causal.edge_effects import (
-    EdgesUnsupported,
     circuit_lds,
     edge_attribution,
     exact_edges,
@@ -210,12 +209,6 @@ def test_exact_edges_prefix_reuse_is_bit_equal_and_logit_edges_match_dla(tiny_mo
     want = torch.stack([dla_clean[:, x, h] * ratio[:, 0] - dla_corr[:, x, h]
                         for x, h in heads], 1)
     torch.testing.assert_close(frozen - corr[:, None], want, atol=1e-5, rtol=1e-4)
-
-
-def test_edges_refuse_a_model_with_norms_after_attention(tiny_gemma3, tt):
-    with pytest.raises(EdgesUnsupported, match="sum of the embeddings"):
-        edge_attribution(tiny_gemma3, tokenize_task(tiny_gemma3, _task(tiny_pair_list())),
-                         steps=1, progress=False)
 
 
 def test_the_old_name_eap_is_refused_with_the_new_names(tiny_model, tt):

@@ -213,3 +213,84 @@ def test_dla_sums_to_the_logit_difference(name, tiny_family):
     has_bias = FAMILIES[name].norm_bias
     assert bool(res.constant.abs().max() > 0) == has_bias, res.constant
     assert ("attn_bias_mean" in res.to_dict()) == has_bias
+
+
+def _first_receivers(graph) -> list[tuple[str, str]]:
+    """One edge into each kind of receiver: a query, a key, a value, an MLP, the logits."""
+    rec = graph.receivers
+    pick = [next(r for r in rec if r.startswith("a1.") and r.endswith(f"<{k}>")) for k in "qkv"]
+    return [("input", pick[0]), ("a0.h1", pick[1]), ("m0", pick[2]), ("a0.h2", "m1"),
+            ("a1.h0", "logits")]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_edges_on_every_family(name, tiny_family):
+    """Edge attribution reads each family's residual stream (parallel MLPs, norms after
+    attention at each run's scale, attention output biases): the circuit of every edge is
+    the clean run and of none the corrupted run; without MLP 1's input edges it is MLP 1
+    patched from the corrupted run; and the exact patch of ε of an edge's difference moves
+    the logit difference by ε times its eap-corrupted score (denoising), for an edge into
+    every kind of receiver."""
+    from interp.causal.edge_effects import circuit_lds, edge_attribution, exact_edges, graph_of
+    from interp.circuits.patching import ld_direction, pair_lds, run_ld
+    from interp.circuits.tasks import tokenize_task
+    from tests.unit.interp.test_circuits import _task, tiny_pair_list
+
+    _, model = tiny_family(name)
+    tt = tokenize_task(model, _task(tiny_pair_list()))
+    g = graph_of(model)
+    assert g.parallel == FAMILIES[name].parallel
+    clean, corr = pair_lds(model, tt, 8)
+    _, rcv = g.edge_index
+    every, none = torch.ones(g.n_edges, dtype=torch.bool), torch.zeros(g.n_edges, dtype=torch.bool)
+    lds = circuit_lds(model, tt, [every, none, rcv != g.receivers.index("m1")], progress=False)
+    torch.testing.assert_close(lds[:, 0], clean, atol=1e-5, rtol=0)
+    torch.testing.assert_close(lds[:, 1], corr, atol=1e-5, rtol=0)
+    d = ld_direction(model, tt.answer, tt.wrong)
+    point = "blocks.1.hook_mlp_out"
+    _, cap = run_ld(model, tt.corrupted_ids, tt.attention_mask, d, capture=[point])
+    want, _ = run_ld(model, tt.clean_ids, tt.attention_mask, d,
+                     [(point, lambda t, hook: cap[point])])
+    torch.testing.assert_close(lds[:, 2], want, atol=1e-5, rtol=1e-5)
+    edges = torch.tensor([g.edge_of(s, r) for s, r in _first_receivers(g)])
+    score = edge_attribution(model, tt, steps=1, methods=("eap-corrupted",),
+                             progress=False)["eap-corrupted"][:, edges]
+    eps = 1e-3
+    up = exact_edges(model, tt, edges, scale=eps, progress=False)
+    down = exact_edges(model, tt, edges, scale=-eps, progress=False)
+    torch.testing.assert_close((up - down) / (2 * eps), score, atol=2e-3, rtol=2e-2)
+
+
+def test_the_additivity_check_fires_when_a_piece_of_the_stream_is_left_out(tiny_family):
+    """The check that the residual stream is the sum of the graph's senders can fail: on
+    GPT-2 with its attention output biases left out of the sum, it refuses in one line."""
+    from interp.causal import edge_effects
+    from interp.circuits.tasks import tokenize_task
+    from tests.unit.interp.test_circuits import _task, tiny_pair_list
+
+    _, model = tiny_family("gpt2")
+    tt = tokenize_task(model, _task(tiny_pair_list()))
+    real = edge_effects.graph_weights
+
+    def without_biases(model, graph):
+        w = real(model, graph)
+        w.b_o = [None] * len(w.b_o)
+        return w
+
+    edge_effects.graph_weights = without_biases
+    try:
+        with pytest.raises(edge_effects.EdgesUnsupported, match="differs by"):
+            edge_effects.edge_attribution(model, tt, steps=1, progress=False)
+    finally:
+        edge_effects.graph_weights = real
+
+
+def test_a_parallel_mlp_receives_nothing_from_its_own_layers_heads():
+    from interp.causal.edge_graph import model_graph
+    from interp.errors import InterpError
+
+    serial, parallel = model_graph(3, 4, 2), model_graph(3, 4, 2, parallel=True)
+    assert serial.edge_of("a1.h2", "m1") >= 0
+    with pytest.raises(InterpError, match="not upstream"):
+        parallel.edge_of("a1.h2", "m1")
+    assert serial.n_edges - parallel.n_edges == 3 * 4  # each layer's MLP loses its heads
