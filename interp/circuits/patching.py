@@ -31,6 +31,7 @@ from torch import Tensor
 
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
+from interp.models import weights
 from interp.models.forward import can_run_from_block, forward, forward_from_block
 from interp.models.loading import Model
 from interp.runs.progress import make_progress
@@ -64,24 +65,11 @@ def family_hook(family: str, layer: int) -> str:
         ) from None
 
 
-def module_weight(module: torch.nn.Module) -> Tensor:
-    """The weight of a bridge component's wrapped HF module (or of a plain module)."""
-    inner = getattr(module, "_original_component", module)
-    weight = inner.weight
-    assert isinstance(weight, Tensor)
-    return weight
-
-
-def unembed_weight(model: Model) -> Float[Tensor, "vocab d_model"]:
-    """The unembedding matrix (rows are tokens)."""
-    return module_weight(model.bridge.unembed)
-
-
 def ld_direction(
     model: Model, answer: Int[Tensor, " b"], wrong: Int[Tensor, " b"]
 ) -> Float[Tensor, "b d_model"]:
     """``W_U[answer] - W_U[wrong]``: the LD is its dot with the final norm's output."""
-    w = unembed_weight(model)
+    w = weights.unembedding(model)
     return (w[answer] - w[wrong]).float()
 
 

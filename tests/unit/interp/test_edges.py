@@ -24,9 +24,10 @@ from interp.causal.edges import (
 )
 from interp.causal.results import EdgeConfig, EdgeResult, parse_edge_method
 from interp.circuits import pair_lds, tokenize_task
-from interp.circuits.patching import ld_direction, module_weight, run_ld
+from interp.circuits.patching import ld_direction, run_ld
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
+from interp.models.unembedding import wrapped_module
 from tests.support.bad_inputs import Case, M, _pair
 from tests.unit.interp.test_causal import _tiny_task_file
 from tests.unit.interp.test_circuits import _task, tiny_pair_list
@@ -158,8 +159,8 @@ def test_ig_converges_to_the_exact_effect_of_a_lone_edge(tiny_model_dir):
     m = interp.load(str(tiny_model_dir))
     with torch.no_grad():
         for block in m.bridge.blocks:
-            module_weight(block.attn.o).zero_()
-            module_weight(block.mlp.out).zero_()
+            wrapped_module(block.attn.o).weight.zero_()
+            wrapped_module(block.mlp.out).weight.zero_()
     pairs = [Pair("The quick brown fox", "The quick brown dog", " jumps", " over"),
              Pair("The capital of France", "The capital of Italy", " is", " the")]
     tt2 = tokenize_task(m, _task(pairs))
