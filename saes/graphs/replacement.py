@@ -10,8 +10,9 @@ in the MLP's input) and the error (the real output minus all of those). At a lay
 a transcoder, and at position 0 (the attention sink, never in a transcoder's training
 data), the whole MLP output is the error.
 
-:class:`Stack` reads the pieces of the Hugging Face model behind the bridge (Llama and
-Gemma 3 text models; their attention has no bias); :func:`freeze` runs the real model once
+:class:`Stack` reads the pieces of the model through its family's anatomy (serial blocks
+with RMSNorms and no biases: Llama, Mistral, Qwen3, Gemma-2, Gemma-3, Phi-3, OLMo-2);
+:func:`freeze` runs the real model once
 on the prompt and keeps what is frozen; :func:`linear_forward` is the frozen linear model
 with a batch of gradient rows (the attribution graph's backward passes); and
 :func:`replacement_forward` runs it with the features live (recomputed by each transcoder
@@ -20,37 +21,20 @@ from its input, the error terms fixed), for interventions inside the replacement
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 from jaxtyping import Float, Int
-from torch import Tensor, nn
+from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
 from interp.errors import InterpError
+from interp.models import weights
+from interp.models.anatomy import Family
 from interp.models.loading import Model
+from interp.models.unembedding import NormFacts, read_norm
 from saes.sae import SparseAutoencoder
-
-#: Hugging Face model types whose decoder layers :class:`Stack` knows.
-SUPPORTED = ("llama", "gemma3_text")
-
-
-def _norm_parts(norm: nn.Module, d: int) -> tuple[Tensor, float]:
-    """An RMSNorm's effective gain γ (``weight`` for Llama, ``1 + weight`` for Gemma) and ε,
-    read from the module itself: ``norm(1) = γ / √(1 + ε)``."""
-    eps = getattr(norm, "variance_epsilon", None)
-    if eps is None:
-        eps = getattr(norm, "eps", None)
-    if eps is None:
-        raise InterpError(f"{type(norm).__name__} is not an RMSNorm this tool knows")
-    w = getattr(norm, "weight", None)
-    like = w if isinstance(w, Tensor) else torch.zeros(())
-    ones = torch.ones(1, d, dtype=like.dtype, device=like.device)
-    with torch.no_grad():
-        gamma = norm(ones)[0].float() * math.sqrt(1.0 + float(eps))
-    return gamma, float(eps)
 
 
 def rms_scale(x: Float[Tensor, "... d"], eps: float) -> Float[Tensor, "... 1"]:
@@ -59,13 +43,23 @@ def rms_scale(x: Float[Tensor, "... d"], eps: float) -> Float[Tensor, "... 1"]:
     return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
 
+def frozen_norm(norm: NormFacts | None, x: Tensor, scale: Tensor | None) -> Tensor:
+    """An RMSNorm with its scale frozen, ``x · scale · gain`` (``x`` itself where the block
+    has no norm there): linear, and its own transpose."""
+    if norm is None:
+        return x
+    assert scale is not None
+    return x * scale * norm.gain
+
+
 @dataclass
 class Block:
-    """One decoder layer's frozen-linear pieces."""
+    """One decoder layer's frozen-linear pieces (:mod:`interp.models.anatomy` says which
+    norms the family has)."""
 
-    ln1: tuple[Tensor, float]            # (γ, ε) of the norm before attention
-    ln2: tuple[Tensor, float]            # before the MLP
-    attn_post: tuple[Tensor, float] | None  # Gemma's norm after attention
+    ln1: NormFacts | None                # the norm before attention (None: OLMo-2)
+    ln2: NormFacts | None                # before the MLP
+    attn_post: NormFacts | None          # the norm after attention (Gemma, OLMo-2)
     w_v: Tensor                          # [n_kv·hd, d]
     w_o: Tensor                          # [d, n_heads·hd]
     n_heads: int
@@ -73,38 +67,45 @@ class Block:
     head_dim: int
 
 
+def graph_refusal(family: Family) -> str | None:
+    """Why :class:`Stack` cannot build ``family``'s replacement model (None: it can)."""
+    if family.parallel:
+        return "runs attention and the MLP in parallel"
+    if family.norm_bias or family.attn_bias or family.norm == "layer":
+        return "has biases in its norms or attention"
+    return None
+
+
 class Stack:
-    """The Hugging Face decoder's weights, as the frozen linear model needs them."""
+    """The model's decoder weights, as the frozen linear model needs them, read through the
+    family's anatomy: every registered family whose blocks are serial, with RMSNorms and
+    no biases (Llama, Mistral, Qwen3, Gemma-2, Gemma-3, Phi-3, OLMo-2). A family with
+    biases in its norms or attention (GPT-2, GPT-NeoX, Qwen2) is refused: the frozen model's
+    constant terms would need nodes of their own for the edges to sum to each target."""
 
     def __init__(self, model: Model) -> None:
-        hf = model.bridge.original_model
-        cfg = hf.config
-        self.model_type = str(getattr(cfg, "model_type", ""))
-        if self.model_type not in SUPPORTED:
-            raise InterpError(f"attribution graphs support {', '.join(SUPPORTED)} models, not "
-                              f"{self.model_type or type(hf).__name__}")
-        if getattr(cfg, "attention_bias", False):
-            raise InterpError("attribution graphs need attention without biases "
-                              f"({model.model_id} has attention_bias)")
-        self.softcap = getattr(cfg, "final_logit_softcapping", None)
-        gemma = self.model_type.startswith("gemma")
+        anat = model.anatomy  # an unknown family is refused here, in one line
+        fam = anat.family
+        why = graph_refusal(fam)
+        if why is not None:
+            raise InterpError(f"attribution graphs need serial blocks with RMSNorms and no "
+                              f"biases; {fam.label} ({fam.model_type}) {why}: the frozen "
+                              "model's constant terms have no node")
+        self.model_type = fam.model_type
+        self.softcap = anat.logit_softcap
         d = model.d_model
         self.d_model = d
         self.blocks: list[Block] = []
-        for layer in hf.model.layers:
-            att = layer.self_attn
-            n_heads = int(cfg.num_attention_heads)
-            n_kv = int(cfg.num_key_value_heads)
-            hd = int(getattr(att, "head_dim", d // n_heads))
+        for layer, blk in enumerate(model.bridge.blocks):
             self.blocks.append(Block(
-                ln1=_norm_parts(layer.input_layernorm, d),
-                ln2=_norm_parts(layer.pre_feedforward_layernorm if gemma
-                                else layer.post_attention_layernorm, d),
-                attn_post=_norm_parts(layer.post_attention_layernorm, d) if gemma else None,
-                w_v=att.v_proj.weight.detach().float(), w_o=att.o_proj.weight.detach().float(),
-                n_heads=n_heads, n_kv=n_kv, head_dim=hd))
-        self.final = _norm_parts(hf.model.norm, d)
-        self.w_u = hf.lm_head.weight.detach().float()  # [vocab, d]
+                ln1=_norm(model, blk, "ln1"), ln2=_norm(model, blk, "ln2"),
+                attn_post=_norm(model, blk, "ln1_post"),
+                w_v=weights.linear(blk.attn.v)[0], w_o=weights.attn_out(model, layer)[0],
+                n_heads=anat.n_heads, n_kv=anat.n_kv_heads, head_dim=anat.d_head))
+        final = _norm(model, model.bridge, "ln_final")
+        assert final is not None
+        self.final = final
+        self.w_u = weights.unembedding(model)  # [vocab, d]
         self.n_layers = len(self.blocks)
 
     def attention(self, block: Block, x: Float[Tensor, "b t d"],
@@ -116,7 +117,6 @@ class Stack:
         z = torch.einsum("hqk,bkhe->bqhe", pattern, v).reshape(b, t, -1)
         return z @ block.w_o.T
 
-
     def attention_transposed(self, block: Block, g: Float[Tensor, "b t d"],
                              pattern: Float[Tensor, "h t t"]) -> Float[Tensor, "b t d"]:
         """The transpose of :meth:`attention`'s linear map: ``Vᵀ·Pᵀ·Oᵀ·g``."""
@@ -127,6 +127,17 @@ class Stack:
         return gv.reshape(b, t, -1) @ block.w_v
 
 
+def _norm(model: Model, owner: object, name: str) -> NormFacts | None:
+    """The RMSNorm ``name`` of a block (or the model) as gain and ε; None where it has none."""
+    if not hasattr(owner, name):
+        return None
+    facts = read_norm(model, getattr(owner, name))
+    if facts is None or facts.center or facts.bias is not None:
+        raise InterpError(f"attribution graphs need RMSNorms; {model.model_id}'s {name} is not "
+                          "one")
+    return facts
+
+
 @dataclass
 class Frozen:
     """What the prompt's real run fixes (one prompt, ``T`` positions; float32)."""
@@ -134,14 +145,18 @@ class Frozen:
     ids: Int[Tensor, " t"]
     embed: Float[Tensor, "t d"]                # what enters the residual stream
     patterns: list[Float[Tensor, "h t t"]]
-    s_ln1: list[Float[Tensor, "t 1"]]
-    s_ln2: list[Float[Tensor, "t 1"]]
-    s_attn_post: list[Float[Tensor, "t 1"]] | None
+    s_ln1: list[Float[Tensor, "t 1"] | None]
+    s_ln2: list[Float[Tensor, "t 1"] | None]
+    s_attn_post: list[Float[Tensor, "t 1"] | None]
     s_final: Float[Tensor, "t 1"]
     mlp_in: list[Float[Tensor, "t d"]]
     mlp_out: list[Float[Tensor, "t d"]]
     resid_final: Float[Tensor, "t d"]
     logits: Float[Tensor, " vocab"]           # the real model's, at the last position
+
+
+def _scale(norm: NormFacts | None, x: Tensor) -> Tensor | None:
+    return None if norm is None else rms_scale(x, norm.eps)
 
 
 def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
@@ -156,22 +171,22 @@ def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
         acts, logits = forward_with_hooks(model, ids[None].to(model.device), None, names,
                                           with_logits=True)
     a = {k: v[0].float().cpu() for k, v in acts.items()}
-    s_attn_post = [] if stack.blocks[0].attn_post is not None else None
-    s_ln1, s_ln2 = [], []
+    s_ln1: list[Tensor | None] = []
+    s_ln2: list[Tensor | None] = []
+    s_post: list[Tensor | None] = []
     for i, blk in enumerate(stack.blocks):
         pre = a[f"blocks.{i}.hook_resid_pre"]
-        s_ln1.append(rms_scale(pre, blk.ln1[1]))
-        s_ln2.append(rms_scale(a[f"blocks.{i}.hook_resid_mid"], blk.ln2[1]))
-        if s_attn_post is not None:
-            assert blk.attn_post is not None
-            x = pre * s_ln1[-1] * blk.ln1[0]
-            raw = stack.attention(blk, x[None], a[f"blocks.{i}.attn.hook_pattern"])[0]
-            s_attn_post.append(rms_scale(raw, blk.attn_post[1]))
+        s_ln1.append(_scale(blk.ln1, pre))
+        s_ln2.append(_scale(blk.ln2, a[f"blocks.{i}.hook_resid_mid"]))
+        raw = (stack.attention(blk, frozen_norm(blk.ln1, pre, s_ln1[-1])[None],
+                               a[f"blocks.{i}.attn.hook_pattern"])[0]
+               if blk.attn_post is not None else pre)
+        s_post.append(_scale(blk.attn_post, raw))
+    s_final = rms_scale(a["ln_final.hook_in"], stack.final.eps)
     return Frozen(
         ids=ids.cpu(), embed=a["blocks.0.hook_resid_pre"],
         patterns=[a[f"blocks.{i}.attn.hook_pattern"] for i in range(n)],
-        s_ln1=s_ln1, s_ln2=s_ln2, s_attn_post=s_attn_post,
-        s_final=rms_scale(a["ln_final.hook_in"], stack.final[1]),
+        s_ln1=s_ln1, s_ln2=s_ln2, s_attn_post=s_post, s_final=s_final,
         mlp_in=[a[f"blocks.{i}.mlp.hook_in"] for i in range(n)],
         mlp_out=[a[f"blocks.{i}.hook_mlp_out"] for i in range(n)],
         resid_final=a["ln_final.hook_in"], logits=_last(logits))
@@ -183,23 +198,21 @@ def _last(logits: Tensor | None) -> Tensor:
 
 
 def attention_block(stack: Stack, fz: Frozen, i: int, resid: Tensor) -> Tensor:
-    """Layer ``i``'s attention output (after Gemma's post-attention norm), frozen."""
+    """Layer ``i``'s attention output (after the norm that follows attention, where the
+    family has one), frozen."""
     blk = stack.blocks[i]
-    out = stack.attention(blk, resid * fz.s_ln1[i] * blk.ln1[0], fz.patterns[i])
-    if blk.attn_post is not None and fz.s_attn_post is not None:
-        out = out * fz.s_attn_post[i] * blk.attn_post[0]
-    return out
+    out = stack.attention(blk, frozen_norm(blk.ln1, resid, fz.s_ln1[i]), fz.patterns[i])
+    return frozen_norm(blk.attn_post, out, fz.s_attn_post[i])
 
 
 def mlp_input(stack: Stack, fz: Frozen, i: int, resid_mid: Tensor) -> Tensor:
     """The MLP's input at layer ``i`` from the residual stream, with the frozen scale."""
-    blk = stack.blocks[i]
-    return resid_mid * fz.s_ln2[i] * blk.ln2[0]
+    return frozen_norm(stack.blocks[i].ln2, resid_mid, fz.s_ln2[i])
 
 
 def final_normed(stack: Stack, fz: Frozen, resid: Tensor) -> Tensor:
     """The final norm with the frozen scale (what the unembedding reads)."""
-    return resid * fz.s_final * stack.final[0]
+    return frozen_norm(stack.final, resid, fz.s_final)
 
 
 def linear_forward(
@@ -258,7 +271,7 @@ def backward_sweep(
     t, d = fz.embed.shape
     g = torch.zeros(batch, t, d)
     for row, pos, vec in seeds.get(stack.n_layers, []):
-        g[row, pos] += vec * fz.s_final[pos] * stack.final[0]
+        g[row, pos] += vec * fz.s_final[pos] * stack.final.gain
     for i in range(min(top, stack.n_layers - 1), -1, -1):
         blk = stack.blocks[i]
         if i < top:
@@ -270,14 +283,18 @@ def backward_sweep(
                 ratio = tc.cfg.input_scale / float(getattr(tc.cfg, "output_scale", 1.0))
                 g_in = g[:, 1:] @ (w_skip * ratio).T
                 g = g.clone()
-                g[:, 1:] += g_in * fz.s_ln2[i][1:] * blk.ln2[0]
+                g[:, 1:] += _at(blk.ln2, g_in, fz.s_ln2[i], slice(1, None))
         for row, pos, vec in seeds.get(i, []):
-            g[row, pos] += vec * fz.s_ln2[i][pos] * blk.ln2[0]
-        g_raw = g
-        if blk.attn_post is not None and fz.s_attn_post is not None:
-            g_raw = g * fz.s_attn_post[i] * blk.attn_post[0]
-        g = g + stack.attention_transposed(blk, g_raw, fz.patterns[i]) * fz.s_ln1[i] * blk.ln1[0]
+            g[row, pos] += _at(blk.ln2, vec, fz.s_ln2[i], pos)
+        g_raw = frozen_norm(blk.attn_post, g, fz.s_attn_post[i])  # a frozen norm is symmetric
+        g = g + frozen_norm(blk.ln1, stack.attention_transposed(blk, g_raw, fz.patterns[i]),
+                            fz.s_ln1[i])
     return g
+
+
+def _at(norm: NormFacts | None, g: Tensor, scale: Tensor | None, pos: int | slice) -> Tensor:
+    """:func:`frozen_norm` of ``g`` with the scale of positions ``pos``."""
+    return g if norm is None else frozen_norm(norm, g, None if scale is None else scale[pos])
 
 
 def replacement_forward(
@@ -311,6 +328,6 @@ def replacement_forward(
     return final_normed(stack, fz, resid)
 
 
-__all__ = ["SUPPORTED", "Block", "Frozen", "Stack", "attention_block", "backward_sweep",
-           "final_normed", "freeze", "linear_forward", "mlp_input", "replacement_forward",
-           "rms_scale"]
+__all__ = ["Block", "Frozen", "Stack", "graph_refusal", "attention_block", "backward_sweep",
+           "final_normed", "freeze", "frozen_norm", "linear_forward", "mlp_input",
+           "replacement_forward", "rms_scale"]

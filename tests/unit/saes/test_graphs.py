@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 import torch
 
+from interp.models.anatomy import FAMILIES
 from saes.graphs import AttributionConfig, run_attribution
 from saes.graphs.attribution import active_features
 from saes.graphs.replacement import (
     Stack,
     attention_block,
     freeze,
+    graph_refusal,
     mlp_input,
     replacement_forward,
 )
@@ -21,12 +23,22 @@ from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
 
+#: Every registered family whose replacement model the graph builds, on its tiny checkpoint,
+#: beside the tiny Llama and Gemma-3 of the other tests.
+GRAPH_FAMILIES = [n for n in sorted(FAMILIES) if graph_refusal(FAMILIES[n]) is None]
+WHICH = ["tiny_model", "tiny_gemma3", *GRAPH_FAMILIES]
+
+
+def _model(which, request):  # noqa: ANN001, ANN202
+    return (request.getfixturevalue("tiny_family")(which)[1] if which in FAMILIES
+            else request.getfixturevalue(which))
 
 
 
-@pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
+
+@pytest.mark.parametrize("which", WHICH)
 def test_replacement_is_exact_and_edges_sum_to_the_target(which, request):
-    model = request.getfixturevalue(which)
+    model = _model(which, request)
     tcs = random_transcoders(model, [0, 2], skip=True)
     g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=5, control_graphs=0),
                         progress=False)
@@ -46,14 +58,15 @@ def test_replacement_is_exact_and_edges_sum_to_the_target(which, request):
         assert float(adj[r].sum()) == pytest.approx(float(pre.detach()), abs=1e-4)
 
 
-def test_frozen_model_reproduces_the_real_residual_stream(tiny_gemma3):
-    model = tiny_gemma3
+@pytest.mark.parametrize("which", ["tiny_gemma3", *GRAPH_FAMILIES])
+def test_frozen_model_reproduces_the_real_residual_stream(which, request):
+    model = _model(which, request)
     stack = Stack(model)
     ids = torch.tensor(model.encode(PROMPT))
     fz = freeze(model, stack, ids)
     with torch.no_grad():
         x = replacement_forward(stack, fz, {}, [])[0]
-    want = fz.resid_final * fz.s_final * stack.final[0]
+    want = fz.resid_final * fz.s_final * stack.final.gain
     assert torch.allclose(x, want, atol=1e-4)
 
 
@@ -66,6 +79,17 @@ def _pre_activation(stack, fz, tcs, layer, pos, feat, extra=None):
         x = x + fz.mlp_out[i][None] + (extra.get(i, 0) if extra else 0)
     x = x + attention_block(stack, fz, layer, x)
     return mlp_input(stack, fz, layer, x)[0, pos] @ tcs[layer].W_enc[:, feat]
+
+
+def test_families_with_biases_or_a_parallel_residual_are_refused_in_one_line(tiny_family):
+    from interp.errors import InterpError
+
+    refused = sorted(set(FAMILIES) - set(GRAPH_FAMILIES))
+    assert refused == ["gpt2", "gpt_neox", "qwen2"]
+    for name in refused:
+        with pytest.raises(InterpError, match=r"attribution graphs need serial blocks with "
+                                              r"RMSNorms and no biases; .* \(" + name + r"\)"):
+            Stack(tiny_family(name)[1])
 
 
 def test_edges_match_finite_differences(tiny_model):
@@ -233,13 +257,13 @@ def test_features_that_write_nothing_get_no_influence(tiny_model):
     assert g.target_edge_sum == pytest.approx(g.target_real, abs=1e-4)
 
 
-@pytest.mark.parametrize("which", ["tiny_model", "tiny_gemma3"])
+@pytest.mark.parametrize("which", WHICH)
 def test_backward_sweep_equals_autograd_through_the_linear_model(which, request):
     """The attribution's backward sweep (transposed maps, no forward) gives autograd's
     gradients through the frozen linear model, skip paths included."""
     from saes.graphs.replacement import backward_sweep, linear_forward
 
-    model = request.getfixturevalue(which)
+    model = _model(which, request)
     tcs = random_transcoders(model, [0, 1], skip=True)
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
