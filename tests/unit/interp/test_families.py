@@ -294,3 +294,56 @@ def test_a_parallel_mlp_receives_nothing_from_its_own_layers_heads():
     with pytest.raises(InterpError, match="not upstream"):
         parallel.edge_of("a1.h2", "m1")
     assert serial.n_edges - parallel.n_edges == 3 * 4  # each layer's MLP loses its heads
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_zero_steering_vector_changes_nothing_and_a_large_one_does(name, tiny_family):
+    """Steering adds at the family's residual stream: α = 0 gives the unsteered tokens to the
+    bit, and a large random vector changes them (so the hook fires on the family)."""
+    from interp.generation.engine import generate
+    from interp.steering.vectors import SteeringVector, steer
+
+    _, model = tiny_family(name)
+    prompts = PROMPTS[:3]
+    base = generate(model, prompts, max_new_tokens=4, batch_size=3)
+    g = torch.Generator().manual_seed(0)
+    vec = SteeringVector(torch.randn(model.d_model, generator=g) * 50, layer=1,
+                         model_id=model.model_id, method="random")
+    with steer(model, vec, alpha=0.0):
+        zero = generate(model, prompts, max_new_tokens=4, batch_size=3)
+    with steer(model, vec, alpha=1.0):
+        big = generate(model, prompts, max_new_tokens=4, batch_size=3)
+    ids = [x.token_ids for x in base.generations]
+    assert [x.token_ids for x in zero.generations] == ids
+    assert [x.token_ids for x in big.generations] != ids
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_sae_and_transcoder_training_run_and_resume(name, tiny_family, tmp_path):
+    """An SAE on the residual stream and a transcoder on the family's MLP (``mlp.hook_in`` to
+    ``hook_mlp_out``) train on every family, and a run stopped part-way resumes to the
+    uninterrupted run's history."""
+    from saes.architectures import ReLUConfig
+    from saes.train import SAETrainConfig, train_sae
+    from saes.transcoders.train import TranscoderTrainConfig, train_transcoders
+    from tests.support.text_fixtures import paragraphs
+
+    _, model = tiny_family(name)
+    docs = paragraphs(60)
+    sae_cfg = SAETrainConfig(layer=1, d_sae=32, tokens=32 * 6, batch_size=32, lr=1e-3,
+                             seq_len=16, windows_per_chunk=8, checkpoint_every=2,
+                             dead_window=128, arch=ReLUConfig(1.0))
+    whole = train_sae(model, docs, tmp_path / "sae-whole", sae_cfg, progress=False)
+    train_sae(model, docs, tmp_path / "sae-part", sae_cfg, stop_at=2, progress=False)
+    done = train_sae(model, docs, tmp_path / "sae-part", sae_cfg, progress=False)
+    assert done.resumed_from == 2 and done.history == whole.history
+    tc_cfg = TranscoderTrainConfig(d_sae=32, tokens=32 * 6, batch_size=32, seq_len=16,
+                                   windows_per_chunk=8, checkpoint_every=2, dead_window=128,
+                                   lr=3e-3)
+    tc_whole = train_transcoders(model, docs, tmp_path / "tc-whole", [1], tc_cfg,
+                                 progress=False)
+    train_transcoders(model, docs, tmp_path / "tc-part", [1], tc_cfg, stop_at=2, progress=False)
+    tc_done = train_transcoders(model, docs, tmp_path / "tc-part", [1], tc_cfg, progress=False)
+    assert tc_done[1].resumed_from == 2
+    assert tc_done[1].history["loss"] == pytest.approx(tc_whole[1].history["loss"])
+    assert all(torch.isfinite(torch.tensor(v)).all() for v in whole.history.values())
