@@ -36,6 +36,7 @@ extensions = [
     "submodule_first",  # docs/_ext: interp.causal.interchange is the module, not the function
     "costs",  # docs/_ext/costs.py: a measured cost line under every shell block
     "counts",  # docs/_ext/counts.py: counts the pages quote, computed at build time
+    "support_matrix",  # docs/_ext/support_matrix.py: the family × tool table, generated
 ]
 
 exclude_patterns = ["_build", "_ext", "**/.ipynb_checkpoints", "README.md"]

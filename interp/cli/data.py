@@ -24,10 +24,18 @@ from interp.verify.results import VerifyConfig
 @out_option("With --verify: write report.html, figures/ and results.json here.")
 @device_option("With --verify: cpu, cuda.", check=False)
 @dtype_option("With --verify: the model's dtype.")
+@click.option("--support", is_flag=True,
+              help="Print which tools run on which architecture family.")
 def models(as_json: bool, verify_name: str | None, out_dir: str | None, device: str,
-           dtype: str, **settings: Any) -> None:
-    """List the models available here, or verify one (--verify NAME)."""
+           dtype: str, support: bool, **settings: Any) -> None:
+    """List the models available here, verify one (--verify NAME), or show which tools run
+    on which architecture family (--support)."""
     config = build_config(VerifyConfig, settings)
+    if support:
+        if verify_name is not None or out_dir is not None:
+            raise InterpError("--support goes alone (with --json at most)")
+        _support(as_json)
+        return
     if verify_name is not None:
         _verify(verify_name, config, out_dir, device, dtype, as_json)
         return
@@ -52,6 +60,27 @@ def models(as_json: bool, verify_name: str | None, out_dir: str | None, device: 
     Console(soft_wrap=False, width=160).print(table)
     log("any local HF checkpoint folder or hub name also works with --model; "
         "`interp models --verify NAME` checks one")
+
+
+def _support(as_json: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from interp.cli.support import columns, matrix
+
+    rows = matrix()
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    cols = columns()
+    table = Table(title="architecture families × tools (tested on a tiny checkpoint of each)",
+                  title_justify="left")
+    for head in ("family", "model_type", *(c.name for c in cols)):
+        table.add_column(head, overflow="fold")
+    for r in rows:
+        table.add_row(r["family"], r["model_type"], *(r[c.name] for c in cols))
+    Console(soft_wrap=False, width=160).print(table)
+    log("verbs per column: " + "; ".join(f"{c.name}: {c.verbs}" for c in cols))
 
 
 def _verify(name: str, cfg: VerifyConfig, out_dir: str | None, device: str, dtype: str,

@@ -347,3 +347,39 @@ def test_sae_and_transcoder_training_run_and_resume(name, tiny_family, tmp_path)
     assert tc_done[1].resumed_from == 2
     assert tc_done[1].history["loss"] == pytest.approx(tc_whole[1].history["loss"])
     assert all(torch.isfinite(torch.tensor(v)).all() for v in whole.history.values())
+
+
+def test_the_support_matrix_names_tests_that_exist_and_the_tools_own_refusals(
+        tiny_family, capsys):
+    """``interp models --support``: one row per registered family; every column names tests
+    that exist in the suite; a cell says "refused" exactly where the tool refuses (the
+    graph's :class:`Stack`), with the tool's own reason."""
+    import ast
+    import json
+
+    from interp.cli.support import columns, matrix
+    from interp.errors import InterpError
+    from saes.graphs.replacement import Stack
+    from tests.support import ROOT
+    from tests.support.cli_runner import run
+
+    for column in columns():
+        assert column.evidence, column.name
+        for ref in column.evidence:
+            path, name = ref.split("::")
+            tree = ast.parse((ROOT / path).read_text(encoding="utf-8"))
+            assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, ref
+    rows = matrix()
+    assert sorted(r["model_type"] for r in rows) == NAMES
+    for r in rows:
+        _, model = tiny_family(r["model_type"])
+        try:
+            Stack(model)
+            refused = None
+        except InterpError as exc:
+            refused = str(exc)
+        assert (r["graph"] == "works") == (refused is None), r
+        if refused is not None:
+            assert r["graph"].removeprefix("refused: ") in refused
+    code, out, _ = run(["models", "--support", "--json"], capsys)
+    assert code == 0 and json.loads(out) == rows

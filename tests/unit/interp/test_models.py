@@ -231,6 +231,8 @@ def test_verify_config_checks_itself():
 #: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
 BAD_INPUTS: list[Case] = [
     Case("models-unknown-option", lambda c: ["models", "--bogus"], "No such option"),
+    Case("models-support-with-verify", lambda c: ["models", "--support", "--verify", c.tiny],
+         "--support goes alone"),
     Case("models-verify-gguf-unknown-architecture", lambda c: [
         "models", "--verify", c.ggufs["odd-arch"]], "cannot load this GGUF"),
     Case("models-verify-truncated-gguf", lambda c: [
