@@ -56,7 +56,10 @@ def direct_logit_attribution(
             f"direct logit attribution needs an RMSNorm or LayerNorm final norm; "
             f"{model.model_id}'s is neither (use --no-dla)"
         )
-    post = model.anatomy.family.placement in ("post", "sandwich")
+    try:
+        post = model.anatomy.family.placement in ("post", "sandwich")
+    except InterpError as exc:  # an architecture no family describes: patching goes on
+        raise DLAUnsupported(str(exc)) from None
     post_norms: list[NormFacts] = []
     if post:
         for layer in range(n_layers):

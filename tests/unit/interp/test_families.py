@@ -383,3 +383,18 @@ def test_the_support_matrix_names_tests_that_exist_and_the_tools_own_refusals(
             assert r["graph"].removeprefix("refused: ") in refused
     code, out, _ = run(["models", "--support", "--json"], capsys)
     assert code == 0 and json.loads(out) == rows
+
+
+def test_dla_on_an_architecture_no_family_describes_is_skipped_not_fatal(tiny_model,
+                                                                         monkeypatch):
+    """Direct logit attribution needs the anatomy; on an unknown architecture it is an
+    unsupported measurement (patching goes on without it), never a failed run."""
+    from interp.circuits import dla
+    from interp.circuits.tasks import tokenize_task
+    from interp.models import anatomy as anatomy_mod
+    from tests.unit.interp.test_circuits import _task, tiny_pair_list
+
+    monkeypatch.delitem(anatomy_mod.FAMILIES, "llama")
+    with pytest.raises(dla.DLAUnsupported, match="architecture 'llama' is not supported"):
+        dla.direct_logit_attribution(tiny_model, tokenize_task(tiny_model,
+                                                                _task(tiny_pair_list())))
