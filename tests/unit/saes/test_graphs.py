@@ -23,10 +23,11 @@ from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
 
-#: Every registered family whose replacement model the graph builds, on its tiny checkpoint,
-#: beside the tiny Llama and Gemma-3 of the other tests.
+#: Every registered family whose replacement model the graph builds, on its tiny checkpoint;
+#: Llama and Gemma-3 by the tiny models of the other tests.
 GRAPH_FAMILIES = [n for n in sorted(FAMILIES) if graph_refusal(FAMILIES[n]) is None]
-WHICH = ["tiny_model", "tiny_gemma3", *GRAPH_FAMILIES]
+WHICH = ["tiny_model", "tiny_gemma3",
+         *(n for n in GRAPH_FAMILIES if n not in ("llama", "gemma3_text"))]
 
 
 def _model(which, request):  # noqa: ANN001, ANN202
@@ -58,7 +59,7 @@ def test_replacement_is_exact_and_edges_sum_to_the_target(which, request):
         assert float(adj[r].sum()) == pytest.approx(float(pre.detach()), abs=1e-4)
 
 
-@pytest.mark.parametrize("which", ["tiny_gemma3", *GRAPH_FAMILIES])
+@pytest.mark.parametrize("which", WHICH[1:])
 def test_frozen_model_reproduces_the_real_residual_stream(which, request):
     model = _model(which, request)
     stack = Stack(model)
