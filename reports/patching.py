@@ -215,13 +215,13 @@ def _dla_summary(r: PatchResult) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [
         ("logit difference (model)", f"{fmt_effect(float(total))} nats "
                                      f"{effect_ci(float(total_ci[0]), float(total_ci[1]))}"),
-        ("sum of the components" + (" and biases" if bool(const.abs().max() > 0) else ""),
+        ("sum of the components" + (" and biases" if d.has_constant else ""),
          f"{fmt_effect(float(summed))} nats"),
         ("largest |sum − total| over pairs", f"{d.max_sum_error:.2e} nats"),
         ("embeddings", f"{fmt_effect(float(embed))} nats "
                        f"{effect_ci(float(embed_ci[0]), float(embed_ci[1]))}"),
     ]
-    if bool(const.abs().max() > 0):
+    if d.has_constant:
         c, c_ci = ci95_over_pairs(const)
         rows.append(("biases (no component's)", f"{fmt_effect(float(c))} nats "
                      f"{effect_ci(float(c_ci[0]), float(c_ci[1]))}"))

@@ -72,7 +72,7 @@ from interp.errors import InterpError
 from interp.models import weights
 from interp.models.forward import can_run_from_block, forward
 from interp.models.loading import Model
-from interp.models.unembedding import final_rms_norm, read_norm, wrapped_module
+from interp.models.unembedding import final_rms_norm, rms_norm, wrapped_module
 from interp.runs.progress import make_progress
 
 
@@ -116,10 +116,8 @@ class EdgeGraphWeights:
 
 def graph_of(model: Model) -> EdgeGraph:
     """The edge graph of ``model``'s shape."""
-    cfg = model.bridge.cfg
-    n_kv = int(getattr(cfg, "n_key_value_heads", None) or cfg.n_heads)
-    return model_graph(model.n_layers, int(cfg.n_heads), n_kv,
-                       parallel=model.anatomy.family.parallel)
+    a = model.anatomy
+    return model_graph(a.n_layers, a.n_heads, a.n_kv_heads, parallel=a.family.parallel)
 
 
 def graph_weights(model: Model, graph: EdgeGraph) -> EdgeGraphWeights:
@@ -150,8 +148,8 @@ def _post_gain(model: Model, block: Any, layer: int) -> Tensor | None:
     """The gain of the RMSNorm after ``layer``'s attention, None where there is none."""
     if not hasattr(block, "ln1_post"):
         return None
-    facts = read_norm(model, block.ln1_post)
-    if facts is None or facts.center or facts.bias is not None:
+    facts = rms_norm(model, block.ln1_post)
+    if facts is None:
         raise EdgesUnsupported(f"the norm after layer {layer}'s attention is not an RMSNorm: "
                                "edge attribution cannot split it into its heads' outputs")
     return facts.gain

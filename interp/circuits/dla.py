@@ -23,7 +23,7 @@ from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from interp.models import weights
 from interp.models.loading import Model
-from interp.models.unembedding import NormFacts, final_norm, read_norm
+from interp.models.unembedding import NormFacts, final_norm, rms_norm
 
 
 class DLAUnsupported(InterpError):
@@ -63,8 +63,8 @@ def direct_logit_attribution(
     post_norms: list[NormFacts] = []
     if post:
         for layer in range(n_layers):
-            facts = read_norm(model, model.bridge.blocks[layer].ln1_post)
-            if facts is None or facts.center or facts.bias is not None:
+            facts = rms_norm(model, model.bridge.blocks[layer].ln1_post)
+            if facts is None:
                 raise DLAUnsupported(f"the norm after layer {layer}'s attention is not an "
                                      "RMSNorm: its scale cannot be frozen as one")
             post_norms.append(facts)

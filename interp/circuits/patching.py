@@ -69,7 +69,7 @@ def ld_direction(
     model: Model, answer: Int[Tensor, " b"], wrong: Int[Tensor, " b"]
 ) -> Float[Tensor, "b d_model"]:
     """``W_U[answer] - W_U[wrong]``: the LD is its dot with the final norm's output."""
-    w = weights.unembedding(model)
+    w = weights.unembedding(model, stored=True)  # a few rows: no float32 copy of W_U
     return (w[answer] - w[wrong]).float()
 
 

@@ -369,6 +369,11 @@ class DLAResult:
             out = out + self.norm_bias
         return out
 
+    @property
+    def has_constant(self) -> bool:
+        """Whether any pair has a nonzero :attr:`constant` (a family with biases)."""
+        return len(self.total) > 0 and bool(self.constant.abs().max() > 0)
+
     def to_dict(self) -> dict[str, Any]:
         """The file keeps means and 95% CIs over pairs, not the per-pair tensors."""
         hm, hci = ci95_over_pairs(self.heads)
@@ -387,7 +392,7 @@ class DLAResult:
 
     def _constants(self) -> dict[str, Any]:
         """The bias terms' means and CIs, where the family has any (else no keys)."""
-        if len(self.total) == 0 or not bool(self.constant.abs().max() > 0):
+        if not self.has_constant:
             return {}
         out: dict[str, Any] = {}
         if self.attn_bias is not None:

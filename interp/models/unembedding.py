@@ -35,8 +35,8 @@ def wrapped_module(component: Any) -> Any:
 
 @dataclass(frozen=True)
 class NormFacts:
-    """A final norm ``gain ⊙ x̃ / sqrt(mean(x̃²) + eps) + bias``, where ``x̃`` is ``x``
-    less its mean for a LayerNorm (``center``) and ``x`` itself for an RMSNorm."""
+    """A norm ``gain ⊙ x̃ / sqrt(mean(x̃²) + eps) + bias``, where ``x̃`` is ``x`` less its
+    mean for a LayerNorm (``center``) and ``x`` itself for an RMSNorm."""
 
     gain: Float[Tensor, " d_model"]
     eps: float
@@ -92,11 +92,16 @@ def read_norm(model: Model, component: Any) -> NormFacts | None:
     return facts
 
 
-def final_rms_norm(model: Model) -> NormFacts | None:
-    """:func:`final_norm` when it is an RMSNorm (no centring, no bias), else ``None``: the
-    tools that freeze the final norm's scale as a plain rms read it through here."""
-    norm = final_norm(model)
+def rms_norm(model: Model, component: Any) -> NormFacts | None:
+    """:func:`read_norm` when the norm is an RMSNorm (no centring, no bias), else ``None``:
+    the tools that freeze a norm's scale as a plain rms read it through here."""
+    norm = read_norm(model, component)
     return norm if norm is not None and not norm.center and norm.bias is None else None
+
+
+def final_rms_norm(model: Model) -> NormFacts | None:
+    """The final norm as an RMSNorm (:func:`rms_norm`), else ``None``."""
+    return rms_norm(model, model.bridge.ln_final)
 
 
 class Unembed:

@@ -16,9 +16,11 @@ from interp.models.loading import Model
 from interp.models.unembedding import wrapped_module
 
 
-def linear(module: Any) -> tuple[Float[Tensor, "out in"], Float[Tensor, " out"] | None]:
+def linear(module: Any, *, stored: bool = False,
+           ) -> tuple[Float[Tensor, "out in"], Float[Tensor, " out"] | None]:
     """A linear map's weight as ``[out, in]`` and its bias, from an ``nn.Linear``, a GPT-2
-    ``Conv1D`` or a bridge component wrapping either (float32, detached)."""
+    ``Conv1D`` or a bridge component wrapping either (detached; float32, or with
+    ``stored`` in the module's own dtype: a view, no copy of a large matrix)."""
     inner = wrapped_module(module)
     weight = getattr(inner, "weight", None)
     if not isinstance(weight, Tensor):
@@ -26,8 +28,10 @@ def linear(module: Any) -> tuple[Float[Tensor, "out in"], Float[Tensor, " out"] 
     if type(inner).__name__ == "Conv1D":  # transformers' GPT-2 layer: x @ W + b
         weight = weight.T
     bias = getattr(inner, "bias", None)
-    return (weight.detach().float(),
-            bias.detach().float() if isinstance(bias, Tensor) else None)
+    bias = bias.detach() if isinstance(bias, Tensor) else None
+    if stored:
+        return weight.detach(), bias
+    return weight.detach().float(), None if bias is None else bias.float()
 
 
 def attn_out(model: Model, layer: int) -> tuple[
@@ -37,9 +41,10 @@ def attn_out(model: Model, layer: int) -> tuple[
     return linear(model.bridge.blocks[layer].attn.o)
 
 
-def unembedding(model: Model) -> Float[Tensor, "vocab d_model"]:
-    """The unembedding matrix ``W_U`` as ``[vocab, d_model]`` (rows are tokens)."""
-    return linear(model.bridge.unembed)[0]
+def unembedding(model: Model, *, stored: bool = False) -> Float[Tensor, "vocab d_model"]:
+    """The unembedding matrix ``W_U`` as ``[vocab, d_model]`` (rows are tokens; float32, or
+    with ``stored`` in the model's dtype, for reading a few rows of it)."""
+    return linear(model.bridge.unembed, stored=stored)[0]
 
 
 __all__ = ["attn_out", "linear", "unembedding"]

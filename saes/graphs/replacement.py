@@ -33,7 +33,7 @@ from interp.errors import InterpError
 from interp.models import weights
 from interp.models.anatomy import Family
 from interp.models.loading import Model
-from interp.models.unembedding import NormFacts, read_norm
+from interp.models.unembedding import NormFacts, rms_norm
 from saes.sae import SparseAutoencoder
 
 
@@ -131,8 +131,8 @@ def _norm(model: Model, owner: object, name: str) -> NormFacts | None:
     """The RMSNorm ``name`` of a block (or the model) as gain and ε; None where it has none."""
     if not hasattr(owner, name):
         return None
-    facts = read_norm(model, getattr(owner, name))
-    if facts is None or facts.center or facts.bias is not None:
+    facts = rms_norm(model, getattr(owner, name))
+    if facts is None:
         raise InterpError(f"attribution graphs need RMSNorms; {model.model_id}'s {name} is not "
                           "one")
     return facts
@@ -178,10 +178,12 @@ def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
         pre = a[f"blocks.{i}.hook_resid_pre"]
         s_ln1.append(_scale(blk.ln1, pre))
         s_ln2.append(_scale(blk.ln2, a[f"blocks.{i}.hook_resid_mid"]))
-        raw = (stack.attention(blk, frozen_norm(blk.ln1, pre, s_ln1[-1])[None],
-                               a[f"blocks.{i}.attn.hook_pattern"])[0]
-               if blk.attn_post is not None else pre)
-        s_post.append(_scale(blk.attn_post, raw))
+        if blk.attn_post is None:
+            s_post.append(None)
+            continue
+        raw = stack.attention(blk, frozen_norm(blk.ln1, pre, s_ln1[-1])[None],
+                              a[f"blocks.{i}.attn.hook_pattern"])[0]
+        s_post.append(rms_scale(raw, blk.attn_post.eps))
     s_final = rms_scale(a["ln_final.hook_in"], stack.final.eps)
     return Frozen(
         ids=ids.cpu(), embed=a["blocks.0.hook_resid_pre"],
