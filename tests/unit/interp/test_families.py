@@ -398,3 +398,24 @@ def test_dla_on_an_architecture_no_family_describes_is_skipped_not_fatal(tiny_mo
     with pytest.raises(dla.DLAUnsupported, match="architecture 'llama' is not supported"):
         dla.direct_logit_attribution(tiny_model, tokenize_task(tiny_model,
                                                                 _task(tiny_pair_list())))
+
+
+def test_atp_star_refuses_when_the_pattern_it_rebuilds_is_not_the_models(tiny_family,
+                                                                          monkeypatch):
+    """AtP*'s check can fail: with the scores' scale read wrong (a broken anatomy), the
+    rebuilt pattern is not the model's and AtP* refuses before estimating anything."""
+    from interp.circuits.attribution import atp_star
+    from interp.circuits.patching import components
+    from interp.circuits.tasks import tokenize_task
+    from interp.errors import InterpError
+    from interp.models import heads
+    from tests.unit.interp.test_circuits import _task, tiny_pair_list
+
+    _, model = tiny_family("mistral")
+    tt = tokenize_task(model, _task(tiny_pair_list()))
+    comps = components("heads", [0, 1], model.anatomy.n_heads, len(tt.positions), False)
+    assert torch.isfinite(atp_star(model, tt, comps, progress=False)).all()
+    real = heads.scale
+    monkeypatch.setattr(heads, "scale", lambda model, layer: 3.0 * real(model, layer))
+    with pytest.raises(InterpError, match="AtP\\*: cannot reproduce layer 0's attention"):
+        atp_star(model, tt, comps, progress=False)
