@@ -116,10 +116,10 @@ def _context(ctx: Mapping[str, Any]) -> dict[str, Any]:
 
 def slider_max(graph: AttributionGraph) -> float:
     """The pruning slider's top: the graph's node threshold, or the largest cumulative
-    influence of a kept feature, error or bias node when pruning kept one above it (the
+    influence of a kept feature, error, bias or constant node when pruning kept one above it (the
     node that crosses the threshold), so that every kept node shows at the start."""
     thr = graph.config.node_threshold if graph.config is not None else 0.8
-    cums = [c for n in graph.nodes if n["kind"] in ("feature", "error", "bias")
+    cums = [c for n in graph.nodes if n["kind"] in ("feature", "error", "bias", "constant")
             if (c := _num(n.get("cumulative"))) is not None]
     top = max([thr, *cums])
     return min(1.0, math.ceil(top * 100 - 1e-6) / 100)

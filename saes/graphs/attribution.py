@@ -4,21 +4,25 @@ backward passes, on the frozen replacement model of one prompt (:mod:`.replaceme
 **Nodes**, in this order: every active transcoder feature at every (layer, position ≥ 1),
 sorted by layer, position, feature; an error node per (layer, position) (the MLP output the
 transcoder misses; all of it at layers without a transcoder and at position 0); a bias node
-per transcoder layer (its decoder bias, written at every position ≥ 1); a token-embedding
-node per position; the target nodes (the top logits covering ``logit_probability`` of the
-next-token probability, each demeaned over the vocabulary as circuit-tracer does, or one
-custom direction such as logit(answer) − logit(wrong)).
+per transcoder layer (its decoder bias, written at every position ≥ 1); in a family whose
+norms or attention have biases (GPT-2, GPT-NeoX, Qwen2), a constant node per layer (the
+model's own biases there: what its attention block adds, what its MLP's norm adds to the
+MLP input, and what a skip path makes of that) and one for the final norm's bias; a token-
+embedding node per position; the target nodes (the top logits covering
+``logit_probability`` of the next-token probability, each demeaned over the vocabulary as
+circuit-tracer does, or one custom direction such as logit(answer) − logit(wrong)).
 
 **Edges.** ``A[t, s]`` is the direct effect of source ``s`` on target ``t``: what ``s``
-writes into the residual stream (``a_s·W_dec[s]``, the error vector, the bias, the
-embedding) dotted with the gradient of ``t``'s input (a feature's pre-activation minus its
-encoder bias; a target's value) through the frozen linear model, MLPs cut (a feature's
-effect through another feature is a path of two edges). One backward sweep computes the
-rows of a batch of targets at once: the batch dimension carries one target per row, each
-seeded at its own layer and position (circuit-tracer's trick), and the sweep starts at the
-batch's deepest target. The model being linear, the sweep needs no forward pass: it applies
-the transposed maps (:func:`~saes.graphs.replacement.backward_sweep`; the autograd
-reference, :func:`~saes.graphs.replacement.linear_forward`, is checked equal in the tests).
+writes into the residual stream (``a_s·W_dec[s]``, the error vector, the bias, the model's
+constant terms, the embedding) dotted with the gradient of ``t``'s input (a feature's pre-
+activation minus its encoder bias; a target's value) through the frozen linear model, MLPs
+cut (a feature's effect through another feature is a path of two edges). One backward sweep
+computes the rows of a batch of targets at once: the batch dimension carries one target per
+row, each seeded at its own layer and position (circuit-tracer's trick), and the sweep
+starts at the batch's deepest target. The model being linear, the sweep needs no forward
+pass: it applies the transposed maps (:func:`~saes.graphs.replacement.backward_sweep`; the
+autograd reference, :func:`~saes.graphs.replacement.linear_forward`, is checked equal in
+the tests).
 
 Because the frozen model is linear and every constant it adds is a node, the edges into a
 target sum to its value exactly, and the replacement model's target equals the real
@@ -28,14 +32,14 @@ model's (the tests check both on the real model).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 from jaxtyping import Float, Int
 from torch import Tensor
 
 from saes.graphs.influence import influence, normalize
-from saes.graphs.replacement import Frozen, Stack, backward_sweep
+from saes.graphs.replacement import Frozen, Stack, backward_sweep, constants
 from saes.sae import SparseAutoencoder
 
 
@@ -55,6 +59,9 @@ class Nodes:
     target_weights: Float[Tensor, " k"]     # probability (top logits) or 1 (custom target)
     target_vectors: Float[Tensor, "k d"]    # read off the final normed residual
     target_pair: tuple[int, int] | None = None  # (answer, wrong) of a custom target
+    #: Layers with a constant node (``n_layers``: the final norm); empty for a family
+    #: without biases.
+    constant_layers: list[int] = field(default_factory=list)
 
     @property
     def n_features(self) -> int:
@@ -72,9 +79,14 @@ class Nodes:
         return self.error_start + self.n_layers * self.n_pos
 
     @property
+    def constant_start(self) -> int:
+        """Index of the first constant node."""
+        return self.bias_start + len(self.bias_layers)
+
+    @property
     def embed_start(self) -> int:
         """Index of the first embedding node."""
-        return self.bias_start + len(self.bias_layers)
+        return self.constant_start + len(self.constant_layers)
 
     @property
     def target_start(self) -> int:
@@ -91,9 +103,10 @@ class Nodes:
         return self.error_start + layer * self.n_pos + pos
 
     def kind(self, i: int) -> str:
-        """"feature", "error", "bias", "embedding" or "target"."""
+        """"feature", "error", "bias", "constant", "embedding" or "target"."""
         for name, end in (("feature", self.error_start), ("error", self.bias_start),
-                          ("bias", self.embed_start), ("embedding", self.target_start)):
+                          ("bias", self.constant_start), ("constant", self.embed_start),
+                          ("embedding", self.target_start)):
             if i < end:
                 return name
         return "target"
@@ -149,6 +162,11 @@ def _row_computer(
             vecs = dec[i][nodes.feature_id[idx]] * nodes.activation[idx, None]
             by_pos.append((int(p), idx, vecs))
         groups[i] = by_pos
+    # the model's constant terms: written by attention, by a skip path, and read directly
+    consts = constants(stack, fz, transcoders) if nodes.constant_layers else []
+    read_bias = [blk.ln2.bias if blk.ln2 is not None else None for blk in stack.blocks]
+    read_bias.append(stack.final.bias)
+    c0 = nodes.constant_start
 
     def compute(chunk: list[tuple[int, int, Tensor]]) -> Tensor:
         seeds: dict[int, list[tuple[int, int, Tensor]]] = {}
@@ -156,7 +174,12 @@ def _row_computer(
             seeds.setdefault(layer, []).append((b, pos, seed))
         block = torch.zeros(len(chunk), n)
 
+        def on_attention(i: int, g: Tensor) -> None:
+            block[:, c0 + i] += (g * consts[i][0]).sum((1, 2))
+
         def on_write(i: int, g: Tensor) -> None:
+            if consts:
+                block[:, c0 + i] += (g * consts[i][1]).sum((1, 2))
             e0 = nodes.error_index(i, 0)
             block[:, e0:e0 + nodes.n_pos] = (g * errors[i]).sum(-1)
             if i in transcoders:
@@ -167,8 +190,14 @@ def _row_computer(
 
         with torch.no_grad():
             g_embed = backward_sweep(stack, fz, transcoders, seeds, len(chunk), on_write,
-                                     top=max(r[0] for r in chunk))
+                                     top=max(r[0] for r in chunk),
+                                     on_attention=on_attention if consts else None)
             block[:, nodes.embed_start:nodes.target_start] = (g_embed * fz.embed).sum(-1)
+            if consts:
+                for b, (layer, _, seed) in enumerate(chunk):
+                    beta = read_bias[layer]
+                    if beta is not None:
+                        block[b, c0 + layer] += seed @ beta
         return block
 
     return compute
@@ -268,10 +297,9 @@ def capped_adjacency(
         dest = (nodes.feature_layer[left] * nodes.n_pos + nodes.feature_pos[left])
         err_cols = err_cols.clone()
         err_cols[:, :nodes.n_layers * nodes.n_pos].index_add_(1, dest, rows_out[:, left])
-    reduced = Nodes(nodes.feature_layer[kept], nodes.feature_pos[kept], nodes.feature_id[kept],
-                    nodes.activation[kept], nodes.n_layers, nodes.n_pos, nodes.bias_layers,
-                    nodes.target_names, nodes.target_tokens, nodes.target_weights,
-                    nodes.target_vectors, nodes.target_pair)
+    reduced = replace(nodes, feature_layer=nodes.feature_layer[kept],
+                      feature_pos=nodes.feature_pos[kept], feature_id=nodes.feature_id[kept],
+                      activation=nodes.activation[kept])
     m = reduced.total
     adj = torch.zeros(m, m)
     # new row of each computed row: a kept feature's rank among the kept, a target's place

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -52,9 +53,8 @@ def control_scores(stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAut
     for _ in range(n):
         tcs = shuffled_decoders(transcoders, g)
         layer_t, pos_t, feat_t, act_t, errors = active_features(fz, tcs)
-        nodes = Nodes(layer_t, pos_t, feat_t, act_t, template.n_layers, template.n_pos,
-                      template.bias_layers, template.target_names, template.target_tokens,
-                      template.target_weights, template.target_vectors, template.target_pair)
+        nodes = replace(template, feature_layer=layer_t, feature_pos=pos_t,
+                        feature_id=feat_t, activation=act_t)
         if max_features is None:
             adj = adjacency(stack, fz, tcs, nodes, errors, batch_size=batch_size)
         else:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from saes.graphs.results import AttributionGraph
 
 KIND_COLOURS = {"feature": "#4C72B0", "error": "#C44E52", "bias": "#8C8C8C",
+                "constant": "#B0B0B0",
                 "embedding": "#55A868", "target": "#DD8452"}
 POSITIVE, NEGATIVE = "#2F6FB0", "#C0392B"
 #: The static figure draws at most this many edges, the strongest (a file, not a viewer).

@@ -83,7 +83,9 @@ def run_attribution(
     layer_t, pos_t, feat_t, act_t, errors = active_features(fz, tcs)
     names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
     nodes = Nodes(layer_t, pos_t, feat_t, act_t, stack.n_layers, len(ids), sorted(tcs),
-                  names, toks, weights, vecs, pair)
+                  names, toks, weights, vecs, pair,
+                  constant_layers=list(range(stack.n_layers + 1)) if stack.has_constants
+                  else [])
     n_active = nodes.n_features
     all_nodes, kept = nodes, None
     cap = cfg.max_feature_nodes
@@ -190,6 +192,8 @@ def _node_rows(nodes: Nodes, pr: Any, effects: torch.Tensor, model: Model
             row.update(layer=j // nodes.n_pos, position=j % nodes.n_pos)
         elif kind == "bias":
             row.update(layer=nodes.bias_layers[i - nodes.bias_start], position=-1)
+        elif kind == "constant":
+            row.update(layer=nodes.constant_layers[i - nodes.constant_start], position=-1)
         elif kind == "embedding":
             row.update(layer=-1, position=i - nodes.embed_start)
         else:

@@ -2,17 +2,24 @@
 frozen at their values on the prompt, every MLP replaced by its transcoder plus an error
 term that makes its output exact.
 
-With those frozen, every path through the residual stream is linear: a norm is ``x·s·γ``
-with the scale ``s = 1/√(mean x² + ε)`` of the prompt's own run, an attention layer is
-``O·(P·V·x)`` with the prompt's pattern ``P``. What an MLP adds is the sum of its active
-features' decoder rows (``a·W_dec``), the transcoder's decoder bias, its skip path (linear
-in the MLP's input) and the error (the real output minus all of those). At a layer without
-a transcoder, and at position 0 (the attention sink, never in a transcoder's training
-data), the whole MLP output is the error.
+With those frozen, every path through the residual stream is affine: a norm is
+``x̃·s·γ + β`` (``x̃`` is ``x`` for an RMSNorm and ``x`` less its mean for a LayerNorm) with
+the scale ``s = 1/√(mean x̃² + ε)`` of the prompt's own run, an attention layer is
+``O·(P·(V·x + b_V)) + b_O`` with the prompt's pattern ``P``. What an MLP adds is the sum of
+its active features' decoder rows (``a·W_dec``), the transcoder's decoder bias, its skip
+path (linear in the MLP's input) and the error (the real output minus all of those). At a
+layer without a transcoder, and at position 0 (the attention sink, never in a transcoder's
+training data), the whole MLP output is the error.
 
-:class:`Stack` reads the pieces of the model through its family's anatomy (serial blocks
-with RMSNorms and no biases: Llama, Mistral, Qwen3, Gemma-2, Gemma-3, Phi-3, OLMo-2);
-:func:`freeze` runs the real model once
+The model's own constant terms (norm biases ``β``, attention biases ``b_V`` and ``b_O``, and
+what a skip path makes of the MLP norm's ``β``) are what :meth:`Stack.constants` gives per
+layer; the graph gives them nodes of their own, so edges sum to each target exactly in
+families with biases (GPT-2, GPT-NeoX, Qwen2) as in those without. A family that runs
+attention and the MLP in parallel (GPT-NeoX) has its MLP read the block's input instead
+of the mid-block residual.
+
+:class:`Stack` reads the pieces of the model through its family's anatomy (every
+registered family); :func:`freeze` runs the real model once
 on the prompt and keeps what is frozen; :func:`linear_forward` is the frozen linear model
 with a batch of gradient rows (the attribution graph's backward passes); and
 :func:`replacement_forward` runs it with the features live (recomputed by each transcoder
@@ -31,25 +38,41 @@ from torch import Tensor
 from interp.activations.capture import forward_with_hooks
 from interp.errors import InterpError
 from interp.models import weights
-from interp.models.anatomy import Family
 from interp.models.loading import Model
-from interp.models.unembedding import NormFacts, rms_norm
+from interp.models.unembedding import NormFacts, read_norm
 from saes.sae import SparseAutoencoder
 
 
-def rms_scale(x: Float[Tensor, "... d"], eps: float) -> Float[Tensor, "... 1"]:
-    """``1/√(mean x² + ε)`` in float32, as the models' RMSNorms compute it."""
+def norm_scale(norm: NormFacts, x: Float[Tensor, "... d"]) -> Float[Tensor, "... 1"]:
+    """``1/√(mean x̃² + ε)`` in float32, as the model's norm computes it (``x̃``: ``x``
+    centred for a LayerNorm)."""
     x = x.float()
-    return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    if norm.center:
+        x = x - x.mean(-1, keepdim=True)
+    return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.eps)
+
+
+def _center(norm: NormFacts, x: Tensor) -> Tensor:
+    return x - x.mean(-1, keepdim=True) if norm.center else x
 
 
 def frozen_norm(norm: NormFacts | None, x: Tensor, scale: Tensor | None) -> Tensor:
-    """An RMSNorm with its scale frozen, ``x · scale · gain`` (``x`` itself where the block
-    has no norm there): linear, and its own transpose."""
+    """A norm with its scale frozen, ``x̃ · scale · gain + bias`` (``x`` itself where the
+    block has no norm there): affine in ``x``."""
     if norm is None:
         return x
     assert scale is not None
-    return x * scale * norm.gain
+    y = _center(norm, x) * scale * norm.gain
+    return y if norm.bias is None else y + norm.bias
+
+
+def frozen_norm_t(norm: NormFacts | None, g: Tensor, scale: Tensor | None) -> Tensor:
+    """The transpose of :func:`frozen_norm`'s linear part, for gradients: the centring
+    (a symmetric projection) after ``g · scale · gain``."""
+    if norm is None:
+        return g
+    assert scale is not None
+    return _center(norm, g * scale * norm.gain)
 
 
 @dataclass
@@ -62,64 +85,67 @@ class Block:
     attn_post: NormFacts | None          # the norm after attention (Gemma, OLMo-2)
     w_v: Tensor                          # [n_kv·hd, d]
     w_o: Tensor                          # [d, n_heads·hd]
+    b_v: Tensor | None                   # [n_kv·hd]
+    b_o: Tensor | None                   # [d]
     n_heads: int
     n_kv: int
     head_dim: int
 
-
-def graph_refusal(family: Family) -> str | None:
-    """Why :class:`Stack` cannot build ``family``'s replacement model (None: it can)."""
-    if family.parallel:
-        return "runs attention and the MLP in parallel"
-    if family.norm_bias or family.attn_bias or family.norm == "layer":
-        return "has biases in its norms or attention"
-    return None
+    @property
+    def has_constants(self) -> bool:
+        """Whether the block adds a constant term (a norm's or attention's bias)."""
+        return (any(n is not None and n.bias is not None
+                    for n in (self.ln1, self.ln2, self.attn_post))
+                or self.b_v is not None or self.b_o is not None)
 
 
 class Stack:
-    """The model's decoder weights, as the frozen linear model needs them, read through the
-    family's anatomy: every registered family whose blocks are serial, with RMSNorms and
-    no biases (Llama, Mistral, Qwen3, Gemma-2, Gemma-3, Phi-3, OLMo-2). A family with
-    biases in its norms or attention (GPT-2, GPT-NeoX, Qwen2) is refused: the frozen model's
-    constant terms would need nodes of their own for the edges to sum to each target."""
+    """The model's decoder weights, as the frozen affine model needs them, read through the
+    family's anatomy (every registered family: serial or parallel blocks, RMSNorms or
+    LayerNorms, with or without biases)."""
 
     def __init__(self, model: Model) -> None:
         anat = model.anatomy  # an unknown family is refused here, in one line
         fam = anat.family
-        why = graph_refusal(fam)
-        if why is not None:
-            raise InterpError(f"attribution graphs need serial blocks with RMSNorms and no "
-                              f"biases; {fam.label} ({fam.model_type}) {why}: the frozen "
-                              "model's constant terms have no node")
         self.model_type = fam.model_type
+        self.parallel = fam.parallel
         self.softcap = anat.logit_softcap
         d = model.d_model
         self.d_model = d
         self.blocks: list[Block] = []
         for layer, blk in enumerate(model.bridge.blocks):
+            w_v, b_v = weights.linear(blk.attn.v)
+            w_o, b_o = weights.attn_out(model, layer)
             self.blocks.append(Block(
                 ln1=_norm(model, blk, "ln1"), ln2=_norm(model, blk, "ln2"),
-                attn_post=_norm(model, blk, "ln1_post"),
-                w_v=weights.linear(blk.attn.v)[0], w_o=weights.attn_out(model, layer)[0],
+                attn_post=_norm(model, blk, "ln1_post"), w_v=w_v, w_o=w_o, b_v=b_v, b_o=b_o,
                 n_heads=anat.n_heads, n_kv=anat.n_kv_heads, head_dim=anat.d_head))
         final = _norm(model, model.bridge, "ln_final")
         assert final is not None
         self.final = final
         self.w_u = weights.unembedding(model)  # [vocab, d]
         self.n_layers = len(self.blocks)
+        #: Whether the model adds constant terms (the graph then has constant nodes).
+        self.has_constants = (final.bias is not None
+                              or any(b.has_constants for b in self.blocks))
 
     def attention(self, block: Block, x: Float[Tensor, "b t d"],
                   pattern: Float[Tensor, "h t t"]) -> Float[Tensor, "b t d"]:
-        """``O·(P·V·x)``: attention with a fixed pattern, on the normalised input ``x``."""
+        """``O·(P·(V·x + b_V)) + b_O``: attention with a fixed pattern, on the normalised
+        input ``x``."""
         b, t, _ = x.shape
-        v = (x @ block.w_v.T).view(b, t, block.n_kv, block.head_dim)
+        v = x @ block.w_v.T
+        if block.b_v is not None:
+            v = v + block.b_v
+        v = v.view(b, t, block.n_kv, block.head_dim)
         v = v.repeat_interleave(block.n_heads // block.n_kv, dim=2)  # [b, t, h, hd]
         z = torch.einsum("hqk,bkhe->bqhe", pattern, v).reshape(b, t, -1)
-        return z @ block.w_o.T
+        out = z @ block.w_o.T
+        return out if block.b_o is None else out + block.b_o
 
     def attention_transposed(self, block: Block, g: Float[Tensor, "b t d"],
                              pattern: Float[Tensor, "h t t"]) -> Float[Tensor, "b t d"]:
-        """The transpose of :meth:`attention`'s linear map: ``Vᵀ·Pᵀ·Oᵀ·g``."""
+        """The transpose of :meth:`attention`'s linear part: ``Vᵀ·Pᵀ·Oᵀ·g``."""
         b, t, _ = g.shape
         gz = (g @ block.w_o).view(b, t, block.n_heads, block.head_dim)
         gv = torch.einsum("hqk,bqhe->bkhe", pattern, gz)
@@ -128,13 +154,14 @@ class Stack:
 
 
 def _norm(model: Model, owner: object, name: str) -> NormFacts | None:
-    """The RMSNorm ``name`` of a block (or the model) as gain and ε; None where it has none."""
+    """The norm ``name`` of a block (or the model) as gain, ε, centring and bias; None where
+    it has none."""
     if not hasattr(owner, name):
         return None
-    facts = rms_norm(model, getattr(owner, name))
+    facts = read_norm(model, getattr(owner, name))
     if facts is None:
-        raise InterpError(f"attribution graphs need RMSNorms; {model.model_id}'s {name} is not "
-                          "one")
+        raise InterpError(f"attribution graphs need RMSNorms or LayerNorms; "
+                          f"{model.model_id}'s {name} is neither")
     return facts
 
 
@@ -156,15 +183,17 @@ class Frozen:
 
 
 def _scale(norm: NormFacts | None, x: Tensor) -> Tensor | None:
-    return None if norm is None else rms_scale(x, norm.eps)
+    return None if norm is None else norm_scale(norm, x)
 
 
 def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
     """Run the real model on ``ids`` once and keep what the replacement model freezes."""
     n = stack.n_layers
+    # what each MLP's norm reads: the mid-block residual, or the block's input (parallel)
+    mlp_reads = "hook_resid_pre" if stack.parallel else "hook_resid_mid"
     names = (["blocks.0.hook_resid_pre", "ln_final.hook_in"]
              + [f"blocks.{i}.{h}" for i in range(n)
-                for h in ("hook_resid_pre", "hook_resid_mid", "attn.hook_pattern",
+                for h in ("hook_resid_pre", mlp_reads, "attn.hook_pattern",
                           "mlp.hook_in", "hook_mlp_out")])
     names = list(dict.fromkeys(names))
     with torch.no_grad():
@@ -177,14 +206,14 @@ def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
     for i, blk in enumerate(stack.blocks):
         pre = a[f"blocks.{i}.hook_resid_pre"]
         s_ln1.append(_scale(blk.ln1, pre))
-        s_ln2.append(_scale(blk.ln2, a[f"blocks.{i}.hook_resid_mid"]))
+        s_ln2.append(_scale(blk.ln2, a[f"blocks.{i}.{mlp_reads}"]))
         if blk.attn_post is None:
             s_post.append(None)
             continue
         raw = stack.attention(blk, frozen_norm(blk.ln1, pre, s_ln1[-1])[None],
                               a[f"blocks.{i}.attn.hook_pattern"])[0]
-        s_post.append(rms_scale(raw, blk.attn_post.eps))
-    s_final = rms_scale(a["ln_final.hook_in"], stack.final.eps)
+        s_post.append(norm_scale(blk.attn_post, raw))
+    s_final = norm_scale(stack.final, a["ln_final.hook_in"])
     return Frozen(
         ids=ids.cpu(), embed=a["blocks.0.hook_resid_pre"],
         patterns=[a[f"blocks.{i}.attn.hook_pattern"] for i in range(n)],
@@ -208,8 +237,40 @@ def attention_block(stack: Stack, fz: Frozen, i: int, resid: Tensor) -> Tensor:
 
 
 def mlp_input(stack: Stack, fz: Frozen, i: int, resid_mid: Tensor) -> Tensor:
-    """The MLP's input at layer ``i`` from the residual stream, with the frozen scale."""
+    """The MLP's input at layer ``i`` from the residual stream it reads (the mid-block
+    residual; the block's input where attention and the MLP run in parallel), with the
+    frozen scale."""
     return frozen_norm(stack.blocks[i].ln2, resid_mid, fz.s_ln2[i])
+
+
+def attention_step(stack: Stack, fz: Frozen, i: int,
+                   resid: Tensor) -> tuple[Tensor, Tensor]:
+    """Layer ``i``'s attention added to ``resid`` (the block's input), and the MLP's
+    input: ``(resid + attention, mlp_in)``, serial or parallel as the family runs them."""
+    after = resid + attention_block(stack, fz, i, resid)
+    return after, mlp_input(stack, fz, i, resid if stack.parallel else after)
+
+
+def constants(stack: Stack, fz: Frozen,
+              transcoders: Mapping[int, SparseAutoencoder]) -> list[tuple[Tensor, Tensor]]:
+    """Per layer, the constant terms the frozen affine model writes into the residual
+    stream, as ``(attention, skip)``, each ``[t, d]``: what the attention block writes at
+    zero input (its norms' and attention's biases), and what a skip path writes of the
+    MLP norm's bias (positions ≥ 1). The MLP norm's bias itself is read directly by the
+    layer's features (:mod:`saes.graphs.attribution` adds it to their rows). Zeros for a
+    family without biases."""
+    t, d = fz.embed.shape
+    out = []
+    zero = torch.zeros(1, t, d)
+    for i, blk in enumerate(stack.blocks):
+        attn = attention_block(stack, fz, i, zero)[0]
+        skip = torch.zeros(t, d)
+        tc = transcoders.get(i)
+        if tc is not None and getattr(tc, "W_skip", None) is not None and (
+                blk.ln2 is not None and blk.ln2.bias is not None):
+            skip[1:] = tc.skip(blk.ln2.bias[None].expand(t - 1, -1))  # type: ignore[operator]
+        out.append((attn, skip))
+    return out
 
 
 def final_normed(stack: Stack, fz: Frozen, resid: Tensor) -> Tensor:
@@ -236,8 +297,7 @@ def linear_forward(
     resid: Tensor = embed
     writes, reads = [], []
     for i in range(min(until + 1, stack.n_layers)):
-        resid = resid + attention_block(stack, fz, i, resid)
-        x_in = mlp_input(stack, fz, i, resid)
+        resid, x_in = attention_step(stack, fz, i, resid)
         reads.append(x_in)
         if i == until:
             return embed, writes, reads, None
@@ -256,6 +316,7 @@ def backward_sweep(
     stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder],
     seeds: Mapping[int, list[tuple[int, int, Tensor]]], batch: int,
     on_write: Callable[[int, Tensor], None], top: int,
+    on_attention: Callable[[int, Tensor], None] | None = None,
 ) -> Float[Tensor, "b t d"]:
     """Gradients of a batch of targets through the frozen linear model, computed backwards
     with the transposed maps (no forward pass: the model is linear, so the gradients do not
@@ -266,16 +327,18 @@ def backward_sweep(
     normed residual). The sweep starts at layer ``top``; at each layer below it,
     ``on_write(layer, g)`` receives the gradient ``[batch, t, d]`` of every row with
     respect to what that layer's MLP writes (before the targets reading that layer's MLP
-    input join). Returns the gradient with respect to the embeddings. A skip transcoder's
-    skip path is part of the linear model (gradients flow through it, from position 1 on);
-    the MLPs themselves are not (features are nodes).
+    input join), and ``on_attention(layer, g)`` (at every layer up to ``top``) the gradient
+    with respect to what its attention block writes. Returns the gradient with respect to
+    the embeddings. A skip transcoder's skip path is part of the linear model (gradients
+    flow through it, from position 1 on); the MLPs themselves are not (features are nodes).
     """
     t, d = fz.embed.shape
     g = torch.zeros(batch, t, d)
     for row, pos, vec in seeds.get(stack.n_layers, []):
-        g[row, pos] += vec * fz.s_final[pos] * stack.final.gain
+        g[row, pos] += frozen_norm_t(stack.final, vec, fz.s_final[pos])
     for i in range(min(top, stack.n_layers - 1), -1, -1):
         blk = stack.blocks[i]
+        read = torch.zeros_like(g)  # the gradient reaching what the MLP's norm reads
         if i < top:
             on_write(i, g)  # resid_post = resid_mid + MLP output
             tc = transcoders.get(i)
@@ -284,19 +347,24 @@ def backward_sweep(
                 assert tc is not None
                 ratio = tc.cfg.input_scale / float(getattr(tc.cfg, "output_scale", 1.0))
                 g_in = g[:, 1:] @ (w_skip * ratio).T
-                g = g.clone()
-                g[:, 1:] += _at(blk.ln2, g_in, fz.s_ln2[i], slice(1, None))
+                read[:, 1:] += frozen_norm_t(blk.ln2, g_in, _at(fz.s_ln2[i], slice(1, None)))
         for row, pos, vec in seeds.get(i, []):
-            g[row, pos] += _at(blk.ln2, vec, fz.s_ln2[i], pos)
-        g_raw = frozen_norm(blk.attn_post, g, fz.s_attn_post[i])  # a frozen norm is symmetric
-        g = g + frozen_norm(blk.ln1, stack.attention_transposed(blk, g_raw, fz.patterns[i]),
-                            fz.s_ln1[i])
+            read[row, pos] += frozen_norm_t(blk.ln2, vec, _at(fz.s_ln2[i], pos))
+        if not stack.parallel:
+            g = g + read  # serial: the MLP reads the residual after attention
+        if on_attention is not None:
+            on_attention(i, g)
+        g_raw = frozen_norm_t(blk.attn_post, g, fz.s_attn_post[i])
+        g = g + frozen_norm_t(blk.ln1, stack.attention_transposed(blk, g_raw, fz.patterns[i]),
+                              fz.s_ln1[i])
+        if stack.parallel:
+            g = g + read  # parallel: the MLP reads the block's input
     return g
 
 
-def _at(norm: NormFacts | None, g: Tensor, scale: Tensor | None, pos: int | slice) -> Tensor:
-    """:func:`frozen_norm` of ``g`` with the scale of positions ``pos``."""
-    return g if norm is None else frozen_norm(norm, g, None if scale is None else scale[pos])
+def _at(scale: Tensor | None, pos: int | slice) -> Tensor | None:
+    """The frozen scale of positions ``pos`` (None where the block has no norm there)."""
+    return None if scale is None else scale[pos]
 
 
 def replacement_forward(
@@ -315,8 +383,7 @@ def replacement_forward(
     batch = next(iter(add.values())).shape[0] if add else 1
     resid = fz.embed[None].expand(batch, -1, -1)
     for i in range(stack.n_layers):
-        resid = resid + attention_block(stack, fz, i, resid)
-        x_in = mlp_input(stack, fz, i, resid)
+        resid, x_in = attention_step(stack, fz, i, resid)
         tc = transcoders.get(i)
         if tc is None:
             out = fz.mlp_out[i][None].expand(batch, -1, -1)
@@ -330,6 +397,6 @@ def replacement_forward(
     return final_normed(stack, fz, resid)
 
 
-__all__ = ["Block", "Frozen", "Stack", "graph_refusal", "attention_block", "backward_sweep",
-           "final_normed", "freeze", "frozen_norm", "linear_forward", "mlp_input",
-           "replacement_forward", "rms_scale"]
+__all__ = ["Block", "Frozen", "Stack", "attention_block", "attention_step", "backward_sweep",
+           "constants", "final_normed", "freeze", "frozen_norm", "frozen_norm_t",
+           "linear_forward", "mlp_input", "norm_scale", "replacement_forward"]

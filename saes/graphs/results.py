@@ -254,6 +254,8 @@ class AttributionGraph(Result):
             return f"err L{node['layer']} @{node['position']}"
         if kind == "bias":
             return f"bias L{node['layer']}"
+        if kind == "constant":  # the model's own biases; the last layer is the final norm's
+            return f"const L{node['layer']}"
         if kind == "embedding":
             return f"emb {self.tokens[node['position']]!r}"
         return str(node.get("name", "target"))

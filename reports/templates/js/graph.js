@@ -8,7 +8,7 @@
   var nojs = document.getElementById("gv-nojs");
   if (nojs) { nojs.hidden = true; }
   var GAP = 16, MIN_COL = 58, PAD = 14, ROW = 38, LEFT = 58, RIGHT = 16, TOP = 84,
-    BOTTOM = 92, TOP_EDGES = 8, LABEL_CHARS = 14, PRUNABLE = { feature: 1, error: 1, bias: 1 };
+    BOTTOM = 92, TOP_EDGES = 8, LABEL_CHARS = 14, PRUNABLE = { feature: 1, error: 1, bias: 1, constant: 1 };
   var body = document.getElementById("gv-panel-body");
   var slider = document.getElementById("gv-threshold");
   var sliderValue = document.getElementById("gv-threshold-value");
@@ -68,6 +68,7 @@
     }
     rows.push(["layer", n.kind === "embedding" ? "embedding" : String(n.layer)]);
     rows.push(["position", n.kind === "bias" ? "every position \u2265 1"
+      : n.kind === "constant" ? "every position"
       : n.position + " (" + data.exact[n.position] + ")"]);
     if (n.kind === "feature") {
       rows.push(["feature", String(n.feature)]);
@@ -84,10 +85,12 @@
   }
 
   // ---------------------------------------------------------------- the layout
-  var hasBias = nodes.some(function (n) { return n.kind === "bias"; });
+  // bias and constant nodes (every position) sit in a column of their own on the left
+  function everywhere(n) { return n.kind === "bias" || n.kind === "constant"; }
+  var hasBias = nodes.some(everywhere);
   var shift = hasBias ? 1 : 0;
   var nCols = data.tokens.length + shift;
-  function colOf(n) { return n.kind === "bias" ? 0 : n.position + shift; }
+  function colOf(n) { return everywhere(n) ? 0 : n.position + shift; }
   var cells = {};
   nodes.forEach(function (n) {
     var key = colOf(n) + "|" + n.layer;
@@ -152,7 +155,7 @@
     var t = sv("text", { x: x, y: base + 4, "class": "gv-axis gv-tok", "text-anchor": "end",
       transform: "rotate(-40 " + x + " " + (base + 4) + ")" });
     var p = col - shift;
-    t.textContent = hasBias && col === 0 ? "bias" : tokenText(p);
+    t.textContent = hasBias && col === 0 ? "biases" : tokenText(p);
     if (!(hasBias && col === 0)) {
       var tt = sv("title");
       tt.textContent = "position " + p + ": " + data.exact[p];

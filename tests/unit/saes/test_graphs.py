@@ -12,10 +12,8 @@ from saes.graphs import AttributionConfig, run_attribution
 from saes.graphs.attribution import active_features
 from saes.graphs.replacement import (
     Stack,
-    attention_block,
+    attention_step,
     freeze,
-    graph_refusal,
-    mlp_input,
     replacement_forward,
 )
 from tests.support.bad_inputs import Case, M, _folder, _tiny_transcoders
@@ -23,11 +21,12 @@ from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
 
-#: Every registered family whose replacement model the graph builds, on its tiny checkpoint;
-#: Llama and Gemma-3 by the tiny models of the other tests.
-GRAPH_FAMILIES = [n for n in sorted(FAMILIES) if graph_refusal(FAMILIES[n]) is None]
+#: Every registered family, on its tiny checkpoint; Llama and Gemma-3 by the tiny models of
+#: the other tests.
 WHICH = ["tiny_model", "tiny_gemma3",
-         *(n for n in GRAPH_FAMILIES if n not in ("llama", "gemma3_text"))]
+         *(n for n in sorted(FAMILIES) if n not in ("llama", "gemma3_text"))]
+#: The families with constant terms (biases in norms or attention; GPT-NeoX also parallel).
+BIASED = ["gpt2", "gpt_neox", "qwen2"]
 
 
 def _model(which, request):  # noqa: ANN001, ANN202
@@ -67,7 +66,7 @@ def test_frozen_model_reproduces_the_real_residual_stream(which, request):
     fz = freeze(model, stack, ids)
     with torch.no_grad():
         x = replacement_forward(stack, fz, {}, [])[0]
-    want = fz.resid_final * fz.s_final * stack.final.gain
+    want = stack.final(fz.resid_final)  # the real final norm of the real residual
     assert torch.allclose(x, want, atol=1e-4)
 
 
@@ -76,27 +75,47 @@ def _pre_activation(stack, fz, tcs, layer, pos, feat, extra=None):
     the real values, with ``extra`` (layer → [t, d]) added to MLP outputs below it."""
     x = fz.embed[None].clone()
     for i in range(layer):
-        x = x + attention_block(stack, fz, i, x)
+        x = attention_step(stack, fz, i, x)[0]
         x = x + fz.mlp_out[i][None] + (extra.get(i, 0) if extra else 0)
-    x = x + attention_block(stack, fz, layer, x)
-    return mlp_input(stack, fz, layer, x)[0, pos] @ tcs[layer].W_enc[:, feat]
+    return attention_step(stack, fz, layer, x)[1][0, pos] @ tcs[layer].W_enc[:, feat]
 
 
-def test_families_with_biases_or_a_parallel_residual_are_refused_in_one_line(tiny_family):
-    from interp.errors import InterpError
+@pytest.mark.parametrize("family", BIASED)
+def test_constant_nodes_carry_the_model_biases(family, tiny_family, monkeypatch):
+    """In a family with biases, the model's constant terms are nodes, and the edges sum to
+    the target only with them: with the constants dropped on purpose, the sum misses."""
+    import saes.graphs.attribution as attribution
 
-    refused = sorted(set(FAMILIES) - set(GRAPH_FAMILIES))
-    assert refused == ["gpt2", "gpt_neox", "qwen2"]
-    for name in refused:
-        with pytest.raises(InterpError, match=r"attribution graphs need serial blocks with "
-                                              r"RMSNorms and no biases; .* \(" + name + r"\)"):
-            Stack(tiny_family(name)[1])
+    model = tiny_family(family)[1]
+    tcs = random_transcoders(model, [0, 2], skip=True)
+    cfg = AttributionConfig(check_features=0, control_graphs=0)
+    g = run_attribution(model, tcs, PROMPT, cfg, progress=False)
+    consts = [n for n in g.nodes if n["kind"] == "constant"]  # the kept ones
+    assert consts and {n["layer"] for n in consts} <= set(range(model.n_layers + 1))
+    assert g.target_edge_sum == pytest.approx(g.target_real, abs=1e-4)
+
+    original = attribution.constants
+    monkeypatch.setattr(attribution, "constants",
+                        lambda st, fz, t: [(torch.zeros_like(a), torch.zeros_like(s))
+                                           for a, s in original(st, fz, t)])
+    broken = run_attribution(model, tcs, PROMPT, cfg, progress=False)
+    assert abs(broken.target_edge_sum - broken.target_real) > 1e-3  # 10× the tolerance
 
 
-def test_edges_match_finite_differences(tiny_model):
-    """An edge is the change of the target's pre-activation when the source's activation
-    changes, everything else (patterns, norm scales, other features) held."""
+def test_a_family_without_biases_has_no_constant_nodes(tiny_model):
     model = tiny_model
+    g = run_attribution(model, random_transcoders(model, [0]), PROMPT,
+                        AttributionConfig(check_features=0, control_graphs=0), progress=False)
+    assert not Stack(model).has_constants
+    assert all(n["kind"] != "constant" for n in g.nodes)
+
+
+@pytest.mark.parametrize("which", ["tiny_model", "gpt_neox"])
+def test_edges_match_finite_differences(which, request):
+    """An edge is the change of the target's pre-activation when the source's activation
+    changes, everything else (patterns, norm scales, other features) held (GPT-NeoX:
+    LayerNorms, biases, attention and the MLP in parallel)."""
+    model = _model(which, request)
     tcs = random_transcoders(model, [0, 1, 2])
     g = run_attribution(model, tcs, PROMPT, AttributionConfig(check_features=0, control_graphs=0),
                         progress=False)
