@@ -34,7 +34,9 @@ from torch import Tensor
 from interp.activations.capture import forward_with_hooks
 from interp.data.windows import pack_windows, require_text
 from interp.errors import InterpError
+from interp.models import weights
 from interp.models.loading import Model
+from interp.models.unembedding import NormFacts, final_norm
 from interp.runs.manifest import model_manifest, sha256_texts
 from interp.runs.progress import make_progress
 from saes.loading import LoadedSAE, check_sae, unpack_sae
@@ -71,22 +73,16 @@ RIGHT_CONTEXT = 4
 # ----------------------------------------------------------------------- logit effects
 
 
-def _gamma_and_W_U(
+def _final_readout(
     model: Model,
-) -> tuple[Float[Tensor, " d_model"], Float[Tensor, "d_model d_vocab"]]:
-    """The final norm's gain and the unembedding ``W_U [d_model, d_vocab]``, float32."""
-    from interp.models.unembedding import Unembed
-
-    un = Unembed(model)
-    if un.fast:  # a norm whose gain and W_U reproduce the bridge's logits
-        return un.norm.gain, un.W_U.T
-    W_U = getattr(model.bridge.unembed, "W_U", None)
-    if not isinstance(W_U, Tensor) or tuple(W_U.shape) != (model.d_model, model.d_vocab):
-        raise InterpError(f"cannot read the unembedding W_U of model {model.model_id}")
-    ln = model.bridge.ln_final
-    w = getattr(getattr(ln, "original_component", ln), "weight", None)
-    gamma = w if isinstance(w, Tensor) else torch.ones(model.d_model, device=W_U.device)
-    return gamma.detach().float(), W_U.detach().float()
+) -> tuple[NormFacts, Float[Tensor, "d_model d_vocab"]]:
+    """The final norm (gain, and centring for a LayerNorm) and the unembedding
+    ``W_U [d_model, d_vocab]``, float32, read through the model's anatomy."""
+    norm = final_norm(model)
+    if norm is None:
+        raise InterpError(f"cannot read the final norm of model {model.model_id}: it is "
+                          "neither an RMSNorm nor a LayerNorm")
+    return norm, weights.unembedding(model).T
 
 
 def _named(model: Model, ids: Tensor, values: Tensor) -> list[tuple[str, float]]:
@@ -99,16 +95,19 @@ def logit_effects(
 ) -> list[tuple[list[tuple[str, float]], list[tuple[str, float]]]]:
     """Per row of ``W_dec``: the ``n`` most promoted and most suppressed tokens.
 
-    The effect of row ``v`` on token ``t`` is ``v · (γ ⊙ W_U[:, t])``; promoted tokens come
+    The effect of row ``v`` on token ``t`` is ``ṽ · (γ ⊙ W_U[:, t])`` (``ṽ``: ``v``, less its
+    mean where the final norm is a LayerNorm); promoted tokens come
     largest first, suppressed ones most negative first. Rows are done ``chunk`` at a time
     so the ``[chunk, d_vocab]`` product stays small.
     """
-    gamma, W_U = _gamma_and_W_U(model)
+    norm, W_U = _final_readout(model)
     k = min(n, W_U.shape[1])
     out: list[tuple[list[tuple[str, float]], list[tuple[str, float]]]] = []
     for start in range(0, W_dec.shape[0], chunk):
         rows = W_dec[start : start + chunk].to(W_U.device, torch.float32)
-        eff = (rows * gamma) @ W_U  # [chunk, d_vocab]
+        if norm.center:
+            rows = rows - rows.mean(-1, keepdim=True)
+        eff = (rows * norm.gain) @ W_U  # [chunk, d_vocab]
         top_v, top_i = eff.topk(k, dim=1)
         bot_v, bot_i = eff.topk(k, dim=1, largest=False)
         for r in range(rows.shape[0]):

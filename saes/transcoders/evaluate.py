@@ -169,8 +169,11 @@ def evaluate_transcoders(
     ce: dict[str, list[Tensor]] = {k: [] for k in ("clean", "all", "zero_all")}
     one: dict[int, dict[str, list[Tensor]]] = {i: {"tc": [], "zero": []} for i in layers}
     names = [h for i in layers for h in (f"blocks.{i}.mlp.hook_in", f"blocks.{i}.hook_mlp_out")]
-    names += [model.resid_hook(i) for i in layers] + [f"blocks.{i}.hook_resid_mid"
-                                                      for i in layers]
+    # what each layer's MLP output is added to: the mid-block residual, or (attention and
+    # the MLP in parallel: GPT-NeoX) the block's output less the MLP's
+    parallel = model.anatomy.family.parallel
+    names += [model.resid_hook(i) for i in layers]
+    names += [] if parallel else [f"blocks.{i}.hook_resid_mid" for i in layers]
     names = list(dict.fromkeys(names))
     bar = make_progress(enabled=progress)
     n_tok = 0
@@ -195,8 +198,9 @@ def evaluate_transcoders(
                 l0[i] += float(active.sum())
                 fired[i] |= active.reshape(-1, active.shape[-1]).any(0).cpu()
                 if cfg.one_at_a_time:
-                    mid = acts[f"blocks.{i}.hook_resid_mid"]
                     real = acts[f"blocks.{i}.hook_mlp_out"]
+                    mid = (acts[model.resid_hook(i)] - real if parallel
+                           else acts[f"blocks.{i}.hook_resid_mid"])
                     for key, new in (("tc", pred), ("zero", torch.zeros_like(pred))):
                         out = real.clone()
                         out[:, 1:] = new.to(out.dtype)
