@@ -8,8 +8,8 @@ and, for the tools that read weights or intervene inside a block, by the identit
 the calls behind their verbs, with every method; they are not run again here). This matrix
 is what ``interp models --support`` cites for the tools whose anatomy is the hook points
 alone (capture, generation, attention, lens, probes, steering, DAS, the tuned lens, the
-evaluations, SAE evaluation, browsing, explanation and probing) and for the transcoders' chain (train, evaluate,
-graph).
+evaluations, SAE evaluation, browsing, explanation and probing) and for the transcoders'
+chain (train, evaluate, graph).
 
 The figures' PNG files are not written (the reports' own tests check them): only their
 SVGs, as the inert-report test does.
