@@ -62,15 +62,14 @@ from interp.causal.edge_graph import EdgeGraph, Group, model_graph
 from interp.causal.results import EdgeConfig
 from interp.circuits.patching import (
     HookFn,
+    chunked_lds,
     ld_direction,
-    ld_from_block,
-    prefix_resid,
     run_ld,
 )
 from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from interp.models import weights
-from interp.models.forward import can_run_from_block, forward
+from interp.models.forward import forward
 from interp.models.loading import Model
 from interp.models.unembedding import final_rms_norm, rms_norm, wrapped_module
 from interp.runs.progress import make_progress
@@ -563,26 +562,21 @@ def exact_edges(
                     out[p, logit_edges] = (y @ d[0]).cpu()
                 bar.advance(task, len(logit_edges))
             chunks = [inner[s:s + size] for s in range(0, len(inner), size)] if size else []
-            cut = reuse_prefix and len(chunks) > 1 and can_run_from_block(model)
-            rows_n = size
-            starts = [int(layer_of[c].min()) for c in chunks]
-            prefix = (prefix_resid(model, base_ids[row].expand(rows_n, -1),
-                              mask.expand(rows_n, -1), [s for s in starts if s > 0])
-                      if cut and any(s > 0 for s in starts) else {})
-            for chunk, start in zip(chunks, starts, strict=True):
-                m = len(chunk)
-                # pad to the common chunk size with rows that patch nothing
+
+            def hooks_for(j: int, chunks: list[Tensor] = chunks, diff: Tensor = diff
+                          ) -> list[tuple[str, HookFn]]:
+                chunk = chunks[j]
                 offs = _exact_offsets(groups, e_snd[chunk], e_rcv[chunk], diff)
-                state: dict[str, Tensor] = {}
-                hooks = _edit_hooks(graph, w, lambda g, o=offs: o.get(g.first), state)
-                amask = mask.expand(rows_n, -1)
-                dd = d.expand(rows_n, -1)
-                if start in prefix:
-                    ld = ld_from_block(model, prefix[start], start, amask, dd, hooks)
-                else:
-                    ld, _ = run_ld(model, base_ids[row].expand(rows_n, -1), amask, dd, hooks)
-                out[p, chunk] = ld[:m].float().cpu()
-                bar.advance(task, m)
+                return _edit_hooks(graph, w, lambda g, o=offs: o.get(g.first), {})
+
+            # every chunk runs the pair's base prompt, padded to the common chunk size
+            # with rows that patch nothing
+            lds = chunked_lds(model, base_ids[row].expand(size, -1), mask.expand(size, -1),
+                              d.expand(size, -1), [int(layer_of[c].min()) for c in chunks],
+                              hooks_for, reuse_prefix=reuse_prefix)
+            for chunk, ld in zip(chunks, lds, strict=True):
+                out[p, chunk] = ld[:len(chunk)].float().cpu()
+                bar.advance(task, len(chunk))
     return out
 
 

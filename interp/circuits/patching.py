@@ -17,11 +17,18 @@ into equal chunks of its components sorted by layer; its chunks share one unpatc
 prefix pass, and each runs only from its first patched block on (:func:`exact_patch`).
 A run stops after the final norm and reads the answer − wrong logit difference at the
 last position, through the two unembedding rows only.
+
+This module is the toolkit's one patching engine: :func:`run_ld` (a pass with hooks),
+:func:`ld_from_block` (a pass from a block's residual) and :func:`chunked_lds` (chunks
+of rows sharing an unpatched prefix) run exact component patching here, exact path
+patching and circuit passes (:mod:`interp.causal.edge_effects`), interchange
+interventions and DAS (:mod:`interp.causal.interchange`), and AtP's gradients
+(:mod:`interp.circuits.attribution`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,6 +277,38 @@ def prefix_resid(
     return store
 
 
+def chunked_lds(
+    model: Model,
+    ids: Int[Tensor, "rows width"],
+    mask: Bool[Tensor, "rows width"],
+    direction: Float[Tensor, "rows d_model"],
+    starts: Sequence[int],
+    hooks_for: Callable[[int], Sequence[tuple[str, HookFn]]],
+    *,
+    reuse_prefix: bool = True,
+) -> Iterator[Float[Tensor, " rows"]]:
+    """The logit difference of the same rows patched by each chunk's hooks in turn: the
+    patching engine of exact component patching and exact path patching.
+
+    Chunk ``j`` patches with ``hooks_for(j)`` (built when its pass runs, so hooks may read
+    what earlier passes left) and edits nothing before block ``starts[j]``. With
+    ``reuse_prefix`` (more than one chunk, and a direct path that can start at a block,
+    :func:`~interp.models.forward.can_run_from_block`), one unpatched pass stores the
+    residual before each chunk's first block and each chunk runs only from there: each
+    row's result equals a whole pass of the same rows to the bit (same inputs, same batch
+    shape). Without it every chunk runs whole (the reference).
+    """
+    cut = reuse_prefix and len(starts) > 1 and can_run_from_block(model)
+    deep = [s for s in starts if s > 0] if cut else []
+    prefix = prefix_resid(model, ids, mask, deep) if deep else {}
+    for j, start in enumerate(starts):
+        hooks = hooks_for(j)
+        if start in prefix:
+            yield ld_from_block(model, prefix[start], start, mask, direction, hooks)
+        else:
+            yield run_ld(model, ids, mask, direction, hooks)[0]
+
+
 @dataclass
 class _Chunk:
     """One patched forward: its rows' pairs and components (``-1``: a padding row that
@@ -350,35 +389,33 @@ def exact_patch(
     out = torch.empty(n_pairs, n_comp, dtype=torch.float32)
     dev = tt.clean_ids.device
     groups = _chunks(comps, n_pairs, batch_size, per_pair=n_comp > batch_size)
+
+    def hooks_of(chunk: _Chunk) -> list[tuple[str, HookFn]]:
+        pair_idx, real = chunk.pair_idx.to(dev), chunk.comp_idx >= 0
+        hooks: list[tuple[str, HookFn]] = []
+        for layer in layers:
+            sel = [j for j in range(len(pair_idx)) if bool(real[j])
+                   and comps[int(chunk.comp_idx[j])].layer == layer]
+            if not sel:
+                continue
+            rows = torch.tensor(sel, device=dev)
+            crow = [comps[int(chunk.comp_idx[j])] for j in sel]
+            mask = _row_mask(family, crow, pair_idx[rows], tt, n_heads)
+            src = cache[by_layer[layer]][pair_idx[rows]]
+            hooks.append((by_layer[layer], _patch_hook(rows, src, mask.expand_as(src))))
+        return hooks
+
     with torch.no_grad(), make_progress(enabled=progress) as bar:
         task = bar.add_task(f"patching {family}", total=n_pairs * n_comp, info="")
         for group in groups:
+            # a group's chunks run the same rows: one pair's (or one flat batch, alone)
             rows0 = group[0].pair_idx.to(dev)
-            cut = (reuse_prefix and len(group) > 1 and can_run_from_block(model))
-            starts = [c.start for c in group if c.start > 0] if cut else []
-            prefix = (prefix_resid(model, base_ids[rows0], tt.attention_mask[rows0], starts)
-                      if starts else {})
-            for chunk in group:
-                pair_idx, real = chunk.pair_idx.to(dev), chunk.comp_idx >= 0
-                hooks: list[tuple[str, HookFn]] = []
-                for layer in layers:
-                    sel = [j for j in range(len(pair_idx)) if bool(real[j])
-                           and comps[int(chunk.comp_idx[j])].layer == layer]
-                    if not sel:
-                        continue
-                    rows = torch.tensor(sel, device=dev)
-                    crow = [comps[int(chunk.comp_idx[j])] for j in sel]
-                    mask = _row_mask(family, crow, pair_idx[rows], tt, n_heads)
-                    src = cache[by_layer[layer]][pair_idx[rows]]
-                    mask = mask.expand_as(src)
-                    hooks.append((by_layer[layer], _patch_hook(rows, src, mask)))
-                d = ld_direction(model, tt.answer[pair_idx], tt.wrong[pair_idx])
-                amask = tt.attention_mask[pair_idx]
-                if chunk.start in prefix:
-                    ld = ld_from_block(model, prefix[chunk.start], chunk.start, amask, d, hooks)
-                else:
-                    ld, _ = run_ld(model, base_ids[pair_idx], amask, d, hooks)
-                keep = real.nonzero().squeeze(1)
+            d = ld_direction(model, tt.answer[rows0], tt.wrong[rows0])
+            lds = chunked_lds(model, base_ids[rows0], tt.attention_mask[rows0], d,
+                              [c.start for c in group], lambda j, g=group: hooks_of(g[j]),
+                              reuse_prefix=reuse_prefix)
+            for chunk, ld in zip(group, lds, strict=True):
+                keep = (chunk.comp_idx >= 0).nonzero().squeeze(1)
                 out[chunk.pair_idx[keep], chunk.comp_idx[keep]] = ld.cpu()[keep]
                 bar.advance(task, len(keep))
     return out
