@@ -9,23 +9,35 @@ means recomputed on the same resample.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from jaxtyping import Float
 from scipy import stats as sps
 from torch import Tensor
 
 from interp.circuits.results import Agreement, Effects, SplitHalf
-from interp.stats.intervals import bootstrap_ci
+from interp.stats.intervals import bootstrap_ci, resampled_means
+
+
+def spearman_rows(x: Float[np.ndarray, "r n"], y: Float[np.ndarray, "r n"]
+                  ) -> Float[np.ndarray, " r"]:
+    """Spearman's rho of each row of ``x`` with the same row of ``y``: the Pearson
+    correlation of their ranks, ties given their average rank (``scipy.stats.rankdata``),
+    as ``scipy.stats.spearmanr`` defines it (equal to it within 1e-12, tested); NaN where
+    either row is constant. One call for every bootstrap resample: spearmanr's one call
+    per resample was 93% of a graph's check on the tiny models."""
+    rx = sps.rankdata(x, axis=-1)
+    ry = sps.rankdata(y, axis=-1)
+    rx = rx - rx.mean(-1, keepdims=True)
+    ry = ry - ry.mean(-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rx * ry).sum(-1) / den
+    return np.where(den > 0, np.clip(rho, -1.0, 1.0), np.nan)
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
-    """Spearman's rho (scipy); NaN when either side is constant."""
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return math.nan
-    rho = sps.spearmanr(x, y)[0]
-    return float(np.asarray(rho, dtype=np.float64))
+    """Spearman's rho of two vectors (:func:`spearman_rows`); NaN when either is constant."""
+    return float(spearman_rows(np.asarray(x)[None], np.asarray(y)[None])[0])
 
 
 #: Exact importances within this of the k-th largest count as tied with it.
@@ -64,6 +76,9 @@ def compare(
     def stat(fn):
         return lambda idx: fn(en[idx].mean(0), an[idx].mean(0))
 
+    def rho_rows(idx: np.ndarray) -> np.ndarray:
+        return spearman_rows(resampled_means(idx, en), resampled_means(idx, an))
+
     rho = spearman(en.mean(0), an.mean(0))
     r10 = recall_at_k(en.mean(0), an.mean(0), baseline, 10)
     r30 = recall_at_k(en.mean(0), an.mean(0), baseline, 30)
@@ -71,7 +86,8 @@ def compare(
         method=approx.method,
         n_components=int(en.shape[1]),
         spearman=rho,
-        spearman_ci95=bootstrap_ci(stat(spearman), n, n_resamples=n_boot, seed=seed),
+        spearman_ci95=bootstrap_ci(rho_rows, n, n_resamples=n_boot, seed=seed,
+                                   vectorized=True),
         recall_at_10=r10,
         recall_at_10_ci95=bootstrap_ci(
             stat(lambda x, y: recall_at_k(x, y, baseline, 10)), n, n_resamples=n_boot, seed=seed

@@ -69,28 +69,36 @@ def mean_t_ci(values: Sequence[float] | np.ndarray,
 
 
 def bootstrap_ci(
-    statistic: Callable[[np.ndarray], float],
+    statistic: Callable[[np.ndarray], float] | Callable[[np.ndarray], np.ndarray],
     n: int,
     *,
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    vectorized: bool = False,
 ) -> list[float]:
     """Percentile bootstrap interval of ``statistic(idx)`` over resamples of ``n`` units.
 
     ``statistic`` receives an index array (units drawn with replacement) and returns
     one number, so any statistic of paired or grouped data (ratios of sums over
-    windows, say) can be resampled by its units. Draws whose statistic is not finite
-    are dropped. Built on ``scipy.stats.bootstrap``.
+    windows, say) can be resampled by its units. With ``vectorized`` it receives every
+    resample at once, ``[resamples, n]``, and returns one number per row (the same
+    resamples, one call instead of one per resample). Draws whose statistic is not
+    finite are dropped. Built on ``scipy.stats.bootstrap``.
     """
     if n <= 0:
         return [math.nan, math.nan]
     if n == 1:  # one unit: every resample is that unit
-        value = float(statistic(np.zeros(1, dtype=np.int64)))
+        one = np.zeros((1, 1) if vectorized else 1, dtype=np.int64)
+        value = float(np.asarray(statistic(one)).reshape(-1)[0])
         return [value, value] if math.isfinite(value) else [math.nan, math.nan]
 
     def stat(idx: np.ndarray, axis: int = -1) -> np.ndarray:
         idx = np.asarray(idx, dtype=np.int64)
+        if vectorized:
+            rows = np.moveaxis(idx, axis, -1)
+            return np.asarray(statistic(rows.reshape(-1, rows.shape[-1]))).reshape(
+                rows.shape[:-1])
         if idx.ndim == 1:
             return np.asarray(statistic(idx))
         return np.apply_along_axis(lambda row: statistic(row), axis, idx)
@@ -105,7 +113,7 @@ def bootstrap_ci(
             n_resamples=n_resamples,
             method="percentile",
             confidence_level=confidence,
-            vectorized=False,
+            vectorized=True,
             rng=np.random.default_rng(seed),
         )
     dist = np.asarray(res.bootstrap_distribution, dtype=np.float64)
@@ -114,6 +122,16 @@ def bootstrap_ci(
         return [math.nan, math.nan]
     tail = (1 - confidence) / 2 * 100
     return [float(np.percentile(dist, tail)), float(np.percentile(dist, 100 - tail))]
+
+
+def resampled_means(idx: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The mean of ``x``'s rows over each resample of ``idx`` (``[resamples, n]`` indices
+    into ``x``'s ``n`` rows): ``[resamples, ...]``, as counts × ``x`` (no
+    ``[resamples, n, ...]`` copy)."""
+    r, n = idx.shape
+    counts = np.zeros((r, x.shape[0]))
+    np.add.at(counts, (np.repeat(np.arange(r), n), idx.reshape(-1)), 1.0)
+    return (counts @ x.reshape(x.shape[0], -1)).reshape(r, *x.shape[1:]) / n
 
 
 def cluster_bootstrap_ci(

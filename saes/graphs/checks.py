@@ -42,7 +42,7 @@ from jaxtyping import Bool, Float
 from torch import Tensor
 
 from interp.activations.capture import forward_with_hooks
-from interp.circuits.agreement import spearman
+from interp.circuits.agreement import spearman, spearman_rows
 from interp.models.forward import forward
 from interp.models.loading import Model
 from interp.stats.intervals import bootstrap_ci
@@ -205,10 +205,11 @@ def agreement(pred: np.ndarray, measured: np.ndarray, seed: int = 0,
     null = sign_null([(pred, measured)], n_resamples, seed)
     return {"spearman_n": n, "sign_n": n,
             "spearman": spearman(pred, measured),
-            "spearman_ci95": bootstrap_ci(lambda i: spearman(pred[i], measured[i]),
-                                          len(pred), seed=seed),
+            "spearman_ci95": bootstrap_ci(lambda i: spearman_rows(pred[i], measured[i]),
+                                          len(pred), seed=seed, vectorized=True),
             "sign": float(sign.mean()),
-            "sign_ci95": bootstrap_ci(lambda i: float(sign[i].mean()), len(pred), seed=seed),
+            "sign_ci95": bootstrap_ci(lambda i: sign[i].mean(-1), len(pred), seed=seed,
+                                      vectorized=True),
             "sign_null": null["null"], "sign_null_interval": null["null_interval"],
             "sign_p": null["p"]}
 

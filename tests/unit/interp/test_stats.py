@@ -84,6 +84,33 @@ def test_bootstrap_ci_covers_the_mean_and_is_seeded():
     assert a == pytest.approx([lo, hi], abs=0.05)
 
 
+def test_vectorized_bootstrap_draws_the_same_resamples():
+    """A statistic given every resample at once gets the interval of the per-resample
+    statistic: same draws, one call."""
+    from interp.stats.intervals import resampled_means
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(12, 5))
+    one = bootstrap_ci(lambda i: float(x[i].mean(0)[2]), 12, seed=3)
+    rows = bootstrap_ci(lambda i: resampled_means(i, x)[:, 2], 12, seed=3, vectorized=True)
+    assert rows == pytest.approx(one, abs=1e-12)
+    assert bootstrap_ci(lambda i: resampled_means(i, x)[:, 2], 1, vectorized=True) == (
+        [x[0, 2]] * 2)
+
+
+def test_spearman_rows_is_scipys_spearman_ties_included():
+    from interp.circuits.agreement import spearman, spearman_rows
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 4, size=(50, 20)).astype(float)  # many ties
+    y = rng.normal(size=(50, 20))
+    got = spearman_rows(x, y)
+    want = [sps.spearmanr(a, b)[0] for a, b in zip(x, y, strict=True)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    assert math.isnan(spearman(np.ones(5), np.arange(5.0)))  # a constant side
+    assert spearman(np.arange(6.0), np.arange(6.0) ** 3) == pytest.approx(1.0)
+
+
 def test_pearson_ci_is_fisher_z():
     xs = [1, 2, 3, 4, 5, 6, 7, 8]
     ys = [2, 1, 4, 3, 6, 5, 8, 7]
