@@ -12,7 +12,7 @@ test asks whether the groups' means differ beyond the noise:
 * where a group's effects are all equal (zero variance, which Welch's weights cannot
   take) the Kruskal–Wallis test (``scipy.stats.kruskal``) instead; when every group is
   constant, the groups differ exactly when their values do;
-* Holm's correction over the components tested (``statsmodels``' ``multipletests``), so
+* Holm's correction over the components tested (:func:`interp.stats.tests.holm`), so
   ``differs`` holds the family-wise error at ``alpha`` (0.05).
 
 A component that differs is a ``sign`` difference when one group's interval lies wholly
@@ -73,7 +73,7 @@ def group_effects(
     ``names`` order); ``labels[i]`` is pair ``i``'s group. Groups are ordered by first
     appearance.
     """
-    from statsmodels.stats.multitest import multipletests
+    from interp.stats.tests import holm
 
     x = normalised.reshape(normalised.shape[0], -1).to(torch.float64)
     if x.shape[0] != len(labels) or x.shape[1] != len(names):
@@ -97,9 +97,9 @@ def group_effects(
         comps.append(GroupComparison(names[j], mean, ci, _p_value(samples), None, False))
     tested = [c for c in comps if c.p_value is not None]
     if tested:
-        out = multipletests([c.p_value for c in tested], alpha=alpha, method="holm")
-        reject, adjusted = np.asarray(out[0], dtype=bool), np.asarray(out[1], dtype=float)
-        for c, r, p in zip(tested, reject.tolist(), adjusted.tolist(), strict=True):
+        reject, adjusted = holm([float(c.p_value) for c in tested if c.p_value is not None],
+                                alpha)
+        for c, r, p in zip(tested, reject, adjusted, strict=True):
             c.p_holm = float(p)
             c.differs = bool(r)
             c.kind = _kind(c.mean, c.ci95, baseline) if c.differs else ""

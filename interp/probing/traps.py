@@ -47,14 +47,14 @@ def below_chance_layers(
 ) -> list[tuple[int, float, float]]:
     """``(layer, accuracy, Holm-adjusted p)`` of the layers significantly below 0.5."""
     from scipy.stats import binomtest
-    from statsmodels.stats.multitest import multipletests
+
+    from interp.stats.tests import holm
 
     if n_test < 1 or not layers:
         return []
     pvals = [binomtest(round(a * n_test), n_test, 0.5, alternative="less").pvalue
              for a in accuracies]
-    out = multipletests(pvals, alpha=ALPHA, method="holm")
-    reject, adjusted = np.asarray(out[0]).tolist(), np.asarray(out[1]).tolist()
+    reject, adjusted = holm(pvals, ALPHA)
     return [(layer, float(a), float(p)) for layer, a, p, r in
             zip(layers, accuracies, adjusted, reject, strict=True) if r]
 

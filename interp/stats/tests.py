@@ -1,10 +1,11 @@
-"""Paired tests on counts, on scipy; Benjamini–Hochberg on statsmodels."""
+"""Paired tests on counts, on scipy; Holm and Benjamini–Hochberg corrections."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 
+import numpy as np
 from scipy import stats as sps
 
 from interp.stats.intervals import wilson
@@ -44,6 +45,30 @@ def paired_difference_ci(a: int, b: int, c: int, d: int) -> tuple[float, float, 
     hi = diff + math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2)
                               + (p2 - l2) ** 2))
     return (diff, max(-1.0, lo), min(1.0, hi))
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.05) -> tuple[list[bool], list[float]]:
+    """Holm's step-down correction (Holm 1979): whether each hypothesis is rejected at
+    family-wise level ``alpha``, and its adjusted p-value, as statsmodels'
+    ``multipletests(method="holm")`` computes them (equal, tested).
+
+    Written here because statsmodels' Holm branch calls ``gc.collect()`` on every call:
+    0.15 s measured in a bare process and more in one holding a model, for arithmetic
+    that takes microseconds (patching's group comparison calls it per column).
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    if m == 0:
+        return [], []
+    order = np.argsort(p)
+    ps = p[order]
+    steps = np.arange(m, 0, -1)
+    failed = np.nonzero(ps > alpha / steps)[0]
+    reject_sorted = np.arange(m) < (failed[0] if failed.size else m)
+    adjusted_sorted = np.minimum(np.maximum.accumulate(ps * steps), 1.0)
+    reject, adjusted = np.empty(m, dtype=bool), np.empty(m)
+    reject[order], adjusted[order] = reject_sorted, adjusted_sorted
+    return reject.tolist(), adjusted.tolist()
 
 
 def benjamini_hochberg(pvalues: Sequence[float], alpha: float = 0.05,
