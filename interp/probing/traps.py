@@ -52,7 +52,7 @@ def below_chance_layers(
 
     if n_test < 1 or not layers:
         return []
-    pvals = [binomtest(round(a * n_test), n_test, 0.5, alternative="less").pvalue
+    pvals = [float(binomtest(round(a * n_test), n_test, 0.5, alternative="less").pvalue)
              for a in accuracies]
     reject, adjusted = holm(pvals, ALPHA)
     return [(layer, float(a), float(p)) for layer, a, p, r in
