@@ -12,7 +12,7 @@ layer without a transcoder, and at position 0 (the attention sink, never in a tr
 training data), the whole MLP output is the error.
 
 The model's own constant terms (norm biases ``β``, attention biases ``b_V`` and ``b_O``, and
-what a skip path makes of the MLP norm's ``β``) are what :meth:`Stack.constants` gives per
+what a skip path makes of the MLP norm's ``β``) are what :func:`constants` gives per
 layer; the graph gives them nodes of their own, so edges sum to each target exactly in
 families with biases (GPT-2, GPT-NeoX, Qwen2) as in those without. A family that runs
 attention and the MLP in parallel (GPT-NeoX) has its MLP read the block's input instead
