@@ -48,7 +48,7 @@ from interp.causal.results import (
     FaithVersus,
     SampledEdge,
 )
-from interp.circuits.agreement import recall_at_k, spearman, spearman_rows
+from interp.circuits.agreement import recall_at_k, spearman, spearman_of_means_ci
 from interp.circuits.groups import group_effects
 from interp.circuits.pairs import prepare_pairs
 from interp.circuits.patching import ld_direction, run_ld
@@ -56,7 +56,7 @@ from interp.circuits.tasks import TokenizedTask
 from interp.errors import InterpError
 from interp.models.loading import Model
 from interp.runs.manifest import run_manifest
-from interp.stats.intervals import Z95, bootstrap_ci, mean_ci, resampled_means
+from interp.stats.intervals import Z95, bootstrap_ci, mean_ci
 
 #: Edge counts on the faithfulness curve (those up to ``max_edges``, and ``max_edges``).
 CURVE = (1, 3, 10, 30, 100, 200, 300, 500, 1000, 3000, 10000)
@@ -110,9 +110,7 @@ def agreement(
     k = min(k, a.shape[1])
     rho = spearman(a.mean(0), e.mean(0))
     rec = recall_at_k(e.mean(0), a.mean(0), 0.0, k)
-    rho_ci = bootstrap_ci(
-        lambda i: spearman_rows(resampled_means(i, a), resampled_means(i, e)), a.shape[0],
-        n_resamples=n_boot, seed=seed, vectorized=True)
+    rho_ci = spearman_of_means_ci(a, e, n_boot=n_boot, seed=seed)
     rec_ci = bootstrap_ci(lambda i: recall_at_k(e[i].mean(0), a[i].mean(0), 0.0, k),
                           a.shape[0], n_resamples=n_boot, seed=seed)
     rand = np.array([o == "random" for o in origin])

@@ -85,8 +85,7 @@ def direct_logit_attribution(
                                  capture=names)
             scale = acts["ln_final.hook_scale"][:, -1].float().reshape(-1, 1)
             u = d * norm.gain / scale  # [b, d]: what one unit of residual adds to the LD
-            if norm.center:  # a LayerNorm reads x − mean(x): the same as u − mean(u) on x
-                u = u - u.mean(-1, keepdim=True)
+            u = norm.centred(u)  # a LayerNorm reads x − mean(x): the same as u − mean(u) on x
             b = u.shape[0]
             h_out = torch.empty(b, n_layers, n_heads)
             a_bias = torch.zeros(b, n_layers)

@@ -95,11 +95,10 @@ def group_effects(
             ci.append(None if len(rows[g]) < 2 else [float(v) for v in interval])
         samples = [x[rows[g], j].numpy() for g in groups]
         comps.append(GroupComparison(names[j], mean, ci, _p_value(samples), None, False))
-    tested = [c for c in comps if c.p_value is not None]
+    tested = [(c, c.p_value) for c in comps if c.p_value is not None]
     if tested:
-        reject, adjusted = holm([float(c.p_value) for c in tested if c.p_value is not None],
-                                alpha)
-        for c, r, p in zip(tested, reject, adjusted, strict=True):
+        reject, adjusted = holm([p for _, p in tested], alpha)
+        for (c, _), r, p in zip(tested, reject, adjusted, strict=True):
             c.p_holm = float(p)
             c.differs = bool(r)
             c.kind = _kind(c.mean, c.ci95, baseline) if c.differs else ""

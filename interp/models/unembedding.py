@@ -43,12 +43,22 @@ class NormFacts:
     center: bool = False
     bias: Float[Tensor, " d_model"] | None = None
 
+    def centred(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
+        """``x̃`` in float32: ``x`` less its mean for a LayerNorm, ``x`` for an RMSNorm."""
+        x = x.float()
+        return x - x.mean(-1, keepdim=True) if self.center else x
+
+    def scale(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... 1"]:
+        """The norm's scale ``1/√(mean x̃² + ε)`` of ``x``, in float32."""
+        return self._inverse_rms(self.centred(x))
+
+    def _inverse_rms(self, c: Tensor) -> Tensor:
+        return torch.rsqrt(c.pow(2).mean(-1, keepdim=True) + self.eps)
+
     def __call__(self, x: Float[Tensor, "... d_model"]) -> Float[Tensor, "... d_model"]:
         """The norm of ``x`` in float32."""
-        x = x.float()
-        if self.center:
-            x = x - x.mean(-1, keepdim=True)
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.gain
+        c = self.centred(x)
+        y = c * self._inverse_rms(c) * self.gain
         return y if self.bias is None else y + self.bias
 
 

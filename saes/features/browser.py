@@ -104,9 +104,7 @@ def logit_effects(
     k = min(n, W_U.shape[1])
     out: list[tuple[list[tuple[str, float]], list[tuple[str, float]]]] = []
     for start in range(0, W_dec.shape[0], chunk):
-        rows = W_dec[start : start + chunk].to(W_U.device, torch.float32)
-        if norm.center:
-            rows = rows - rows.mean(-1, keepdim=True)
+        rows = norm.centred(W_dec[start : start + chunk].to(W_U.device, torch.float32))
         eff = (rows * norm.gain) @ W_U  # [chunk, d_vocab]
         top_v, top_i = eff.topk(k, dim=1)
         bot_v, bot_i = eff.topk(k, dim=1, largest=False)

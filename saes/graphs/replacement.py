@@ -43,26 +43,13 @@ from interp.models.unembedding import NormFacts, read_norm
 from saes.sae import SparseAutoencoder
 
 
-def norm_scale(norm: NormFacts, x: Float[Tensor, "... d"]) -> Float[Tensor, "... 1"]:
-    """``1/√(mean x̃² + ε)`` in float32, as the model's norm computes it (``x̃``: ``x``
-    centred for a LayerNorm)."""
-    x = x.float()
-    if norm.center:
-        x = x - x.mean(-1, keepdim=True)
-    return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.eps)
-
-
-def _center(norm: NormFacts, x: Tensor) -> Tensor:
-    return x - x.mean(-1, keepdim=True) if norm.center else x
-
-
 def frozen_norm(norm: NormFacts | None, x: Tensor, scale: Tensor | None) -> Tensor:
     """A norm with its scale frozen, ``x̃ · scale · gain + bias`` (``x`` itself where the
     block has no norm there): affine in ``x``."""
     if norm is None:
         return x
     assert scale is not None
-    y = _center(norm, x) * scale * norm.gain
+    y = norm.centred(x) * scale * norm.gain
     return y if norm.bias is None else y + norm.bias
 
 
@@ -72,7 +59,7 @@ def frozen_norm_t(norm: NormFacts | None, g: Tensor, scale: Tensor | None) -> Te
     if norm is None:
         return g
     assert scale is not None
-    return _center(norm, g * scale * norm.gain)
+    return norm.centred(g * scale * norm.gain)
 
 
 @dataclass
@@ -183,7 +170,7 @@ class Frozen:
 
 
 def _scale(norm: NormFacts | None, x: Tensor) -> Tensor | None:
-    return None if norm is None else norm_scale(norm, x)
+    return None if norm is None else norm.scale(x)
 
 
 def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
@@ -212,8 +199,8 @@ def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
             continue
         raw = stack.attention(blk, frozen_norm(blk.ln1, pre, s_ln1[-1])[None],
                               a[f"blocks.{i}.attn.hook_pattern"])[0]
-        s_post.append(norm_scale(blk.attn_post, raw))
-    s_final = norm_scale(stack.final, a["ln_final.hook_in"])
+        s_post.append(blk.attn_post.scale(raw))
+    s_final = stack.final.scale(a["ln_final.hook_in"])
     return Frozen(
         ids=ids.cpu(), embed=a["blocks.0.hook_resid_pre"],
         patterns=[a[f"blocks.{i}.attn.hook_pattern"] for i in range(n)],
@@ -399,4 +386,4 @@ def replacement_forward(
 
 __all__ = ["Block", "Frozen", "Stack", "attention_block", "attention_step", "backward_sweep",
            "constants", "final_normed", "freeze", "frozen_norm", "frozen_norm_t",
-           "linear_forward", "mlp_input", "norm_scale", "replacement_forward"]
+           "linear_forward", "mlp_input", "replacement_forward"]
