@@ -122,6 +122,11 @@ class SparseAutoencoder(nn.Module):
         """The registered architecture's name (``cfg.architecture``)."""
         return self.cfg.architecture
 
+    @property
+    def n_latents(self) -> int:
+        """Latents in all (``d_sae``; a cross-layer transcoder has ``d_sae`` per layer)."""
+        return self.cfg.d_sae
+
     # ---- init ---------------------------------------------------------------------
     @torch.no_grad()
     def init_weights(self, generator: torch.Generator, dec_norm: float = 0.1) -> None:

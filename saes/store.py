@@ -458,6 +458,38 @@ class ActivationStore:
                 os.unlink(tmp)
 
 
+class LayersStore:
+    """Batches of the same tokens at several layers, side by side: one
+    :class:`ActivationStore` per layer (same text and settings, one shared forward), whose
+    batches hold the same tokens in the same order (the windows and each chunk's permutation
+    depend on the seed, the substream and the chunk, not on the layer). A cross-layer
+    transcoder trains on these rows (``[layer 0's row | layer 1's row | …]``)."""
+
+    def __init__(self, stores: Sequence[ActivationStore]) -> None:
+        if not stores:
+            raise InterpError("no layers to read")
+        self.stores = list(stores)
+        self.shared = self.stores[0].shared
+
+    def close(self) -> None:
+        """Let go of every layer's cache entry lock."""
+        for store in self.stores:
+            store.close()
+
+    @property
+    def forward_tokens(self) -> int:
+        """Tokens this process has run through the model."""
+        return self.shared.forward_tokens
+
+    def batch(self, step: int) -> Float[Tensor, "local_batch width"]:
+        """Every layer's part of the batch of ``step``, side by side."""
+        return torch.cat([s.batch(step) for s in self.stores], dim=1)
+
+    def first_chunk(self) -> Float[Tensor, "n width"]:
+        """Every layer's first chunk, side by side (for the scales and ``b_dec``)."""
+        return torch.cat([s.first_chunk() for s in self.stores], dim=1)
+
+
 def _digest(acts: Tensor | None) -> str:
     """sha256 of a shard's activations (their bytes, as stored)."""
     if acts is None:

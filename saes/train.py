@@ -74,6 +74,7 @@ from saes.sae import SAEConfig, SparseAutoencoder
 from saes.store import (
     SITES,
     ActivationStore,
+    LayersStore,
     SharedForward,
     StoreConfig,
     input_scale,
@@ -513,7 +514,7 @@ class SAERun(ResumableRun):
         self.hook = self.sae.cfg.hook_point
         self.optimizer = torch.optim.Adam(self.sae.parameters(), lr=cfg.lr,
                                           betas=(cfg.beta1, cfg.beta2))
-        self.steps_since = torch.zeros(cfg.d_sae, dtype=torch.long)  # steps since each fired
+        self.steps_since = torch.zeros(self.sae.n_latents, dtype=torch.long)  # since each fired
         self.history: dict[str, list[float]] = {k: [] for k in HISTORY_KEYS}
         self.resampled: list[list[int]] = []
         #: the activations' scale: one float (an SAE), or one per block of a row (a transcoder's
@@ -524,9 +525,26 @@ class SAERun(ResumableRun):
         self.final_batches: dict[int, Tensor] = {}  # step -> scaled batch, for calibration
         self.module: nn.Module = _LossModule(self.sae)
         self.dead_steps = max(1, math.ceil(cfg.dead_window / cfg.batch_size))
-        self.store: ActivationStore | None = None
+        self.store: ActivationStore | LayersStore | None = None
         self.shared: SharedForward | None = None
-        self.deepest = cfg.layer
+        self.deepest = max(self.store_layers())
+
+    def store_layers(self) -> list[int]:
+        """The layers whose activations this run reads (one for an SAE or a transcoder)."""
+        return [self.cfg.layer]
+
+    @property
+    def label(self) -> str:
+        """What the progress bar calls this run."""
+        return f"{self.cfg.noun} L{self.cfg.layer} d_sae={self.cfg.d_sae}"
+
+    def open_store(self, docs: Sequence[str], shared: SharedForward, *, cache_dir: str | Path
+                   | None, data_hash: str) -> ActivationStore | LayersStore:
+        """The store this run draws its batches from, fed by ``shared``'s forwards."""
+        return ActivationStore(self.model, docs, self.cfg.store_config(),
+                               batch_size=self.cfg.batch_size, rank=self.rank,
+                               world=self.world, cache_dir=cache_dir, data_hash=data_hash,
+                               shared=shared)
 
     def close(self) -> None:
         """Let go of the run folder's lock and the activation cache entry's."""
@@ -569,7 +587,8 @@ class SAERun(ResumableRun):
                 if have.get("model_id") != model_id else [])
 
     # ---------------------------------------------------------------- training
-    def attach(self, store: ActivationStore, shared: SharedForward, deepest: int) -> None:
+    def attach(self, store: ActivationStore | LayersStore, shared: SharedForward,
+               deepest: int) -> None:
         """Draw batches from ``store`` (fed by ``shared`` forwards up to layer ``deepest``);
         a fresh run takes its input scale and ``b_dec`` from the first chunk, and the loss
         is wrapped for DistributedDataParallel under torchrun."""
@@ -766,18 +785,14 @@ def _train_locked(
     results = {id(r): r.result(r.start, r.sae_dir) for r in runs if r.complete}
     active = [r for r in runs if id(r) not in results]
     if active:
-        shared = SharedForward(model, [r.cfg.layer for r in active], active[0].cfg.site)
-        deepest = max(r.cfg.layer for r in active)
+        shared = SharedForward(model, [layer for r in active for layer in r.store_layers()],
+                               active[0].cfg.site)
+        deepest = max(shared.layers)
         for run in active:
-            run.attach(ActivationStore(model, docs, run.cfg.store_config(),
-                                       batch_size=run.cfg.batch_size, rank=rank, world=world,
-                                       cache_dir=cache_dir,
-                                       data_hash=str(data.get("sha256", "")), shared=shared),
-                       shared, deepest)
+            run.attach(run.open_store(docs, shared, cache_dir=cache_dir,
+                                      data_hash=str(data.get("sha256", ""))), shared, deepest)
         done = train_steps(active, stop_at=stop_at, progress=progress,
-                           labels=[f"{r.cfg.noun} L{r.cfg.layer} d_sae={r.cfg.d_sae}"
-                                   for r in active],
-                           on_checkpoint=on_checkpoint)
+                           labels=[r.label for r in active], on_checkpoint=on_checkpoint)
         for run in active:
             results[id(run)] = run.finish(max(run.start, done), manifest)
     return [_with_manifest(results[id(r)], manifest) for r in runs]

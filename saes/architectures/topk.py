@@ -97,7 +97,16 @@ def selected_pre(sae: SparseAutoencoder, x: Float[Tensor, "n d_in"], pre: Tensor
     """``pre[rows, cols]`` of ``sae`` on scaled ``x``, differentiable in the SAE's weights
     through :class:`_SelectedPre` (``pre`` is :meth:`~saes.sae.SparseAutoencoder.pre_acts`,
     computed without a graph)."""
-    return _SelectedPre.apply(x, sae.W_enc, sae.encoder_offset(), rows, cols, pre[rows, cols])  # type: ignore[no-any-return]
+    return selected_entries(x, sae.W_enc, sae.encoder_offset(), pre, rows, cols)
+
+
+def selected_entries(x: Float[Tensor, "n d_in"], w_enc: Float[Tensor, "d_in d_sae"],
+                     c: Float[Tensor, " d_sae"], pre: Tensor, rows: Int[Tensor, " m"],
+                     cols: Int[Tensor, " m"]) -> Float[Tensor, " m"]:
+    """``pre[rows, cols]`` of ``pre = x·w_enc + c`` (computed without a graph),
+    differentiable in ``w_enc`` and ``c`` through :class:`_SelectedPre` (a cross-layer
+    transcoder calls it once per layer with that layer's encoder)."""
+    return _SelectedPre.apply(x, w_enc, c, rows, cols, pre[rows, cols])  # type: ignore[no-any-return]
 
 
 def decode_sparse(

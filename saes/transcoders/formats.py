@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from interp.errors import InterpError
@@ -35,9 +36,10 @@ from saes.loading import sae_from_tensors
 from saes.sae import SparseAutoencoder
 from saes.transcoders.model import TranscoderConfig
 
-FORMATS = ("interp", "sparsify", "circuit-tracer")
+FORMATS = ("interp", "sparsify", "circuit-tracer", "circuit-tracer-clt")
 _SPARSIFY = re.compile(r"^layers\.(\d+)\.mlp$")
 _CIRCUIT_TRACER = re.compile(r"^layer_(\d+)\.safetensors$")
+_CT_CLT_ENC = re.compile(r"^W_enc_(\d+)\.safetensors$")
 
 
 def detect(path: Path) -> str:
@@ -45,6 +47,8 @@ def detect(path: Path) -> str:
     nothing recognisable: the caller says what is missing)."""
     if path.is_dir():
         names = [p.name for p in path.iterdir()]
+        if any(_CT_CLT_ENC.match(n) for n in names):
+            return "circuit-tracer-clt"
         if any(_CIRCUIT_TRACER.match(n) for n in names):
             return "circuit-tracer"
         if any(_SPARSIFY.match(n) for n in names) or (
@@ -186,5 +190,93 @@ def write_circuit_tracer(tcs: Any, folder: str | Path) -> list[Path]:
     return written
 
 
-__all__ = ["FORMATS", "detect", "read_circuit_tracer_layer", "read_foreign",
-           "read_sparsify_layer", "write_circuit_tracer"]
+def read_circuit_tracer_clt(folder: str | Path, model_id: str = "", reads: str = "resid_mid"
+                            ) -> Any:
+    """circuit-tracer's cross-layer transcoder folder (``CrossLayerTranscoder.to_safetensors``:
+    ``W_enc_i.safetensors`` with ``W_enc_i`` [m, d] (applied as ``x·W_encᵀ``), ``b_enc_i``,
+    ``b_dec_i`` and JumpReLU's ``threshold_i`` (ReLU without), and ``W_dec_i.safetensors``
+    with ``W_dec_i`` [m, n − i, d], for layers ``0 … n − 1``) as our
+    :class:`~saes.transcoders.crosslayer.CrossLayerTranscoder`. Its features read
+    ``hook_resid_mid`` by default (``reads``; circuit-tracer's own default), as the folder
+    does not say. Its format has no skip paths."""
+    from saes.transcoders.crosslayer import READS, CLTConfig, clt_from_tensors
+
+    path = Path(folder).expanduser()
+    if reads not in READS:
+        raise InterpError(f"reads must be one of {', '.join(READS)}, not {reads!r}")
+    found = sorted(int(m.group(1)) for p in path.iterdir()
+                   if (m := _CT_CLT_ENC.match(p.name)))
+    n = len(found)
+    if not n or found != list(range(n)):
+        raise InterpError(f"{path}: circuit-tracer CLT files must be W_enc_0 … W_enc_{{n-1}}"
+                          f".safetensors, found layers {found}")
+    tensors: dict[str, Tensor] = {}
+    enc, b_enc, b_dec, thr = [], [], [], []
+    for i in range(n):
+        f = path / f"W_enc_{i}.safetensors"
+        t = _read_safetensors(f)
+        _needs(t, (f"W_enc_{i}", f"b_enc_{i}", f"b_dec_{i}"), f)
+        enc.append(t[f"W_enc_{i}"].float().T)
+        b_enc.append(t[f"b_enc_{i}"].float())
+        b_dec.append(t[f"b_dec_{i}"].float())
+        if f"threshold_{i}" in t:
+            thr.append(t[f"threshold_{i}"].float().reshape(-1))
+        g = path / f"W_dec_{i}.safetensors"
+        if not g.is_file():
+            raise InterpError(f"{path} lacks W_dec_{i}.safetensors")
+        d = _read_safetensors(g)
+        _needs(d, (f"W_dec_{i}",), g)
+        tensors[f"W_dec_{i}"] = d[f"W_dec_{i}"].float()
+    if thr and len(thr) != n:
+        raise InterpError(f"{path}: thresholds for {len(thr)} of {n} layers")
+    shapes = {tuple(e.shape) for e in enc}
+    if len(shapes) != 1:
+        raise InterpError(f"{path}: the layers' encoders differ in shape ({sorted(shapes)})")
+    d_model, m = next(iter(shapes))
+    tensors.update(W_enc=torch.stack(enc), b_enc=torch.stack(b_enc), b_dec=torch.stack(b_dec))
+    if thr:
+        t = torch.stack(thr)
+        if not bool((torch.isfinite(t) & (t > 0)).all()):
+            raise InterpError(f"{path}: JumpReLU thresholds must be finite and positive")
+        tensors["log_threshold"] = t.log()
+    cfg = CLTConfig(d_in=int(d_model), d_sae=int(m), layers=tuple(range(n)), model_id=model_id,
+                    architecture="jumprelu" if thr else "relu", reads=reads)
+    return clt_from_tensors(cfg, tensors, f"circuit-tracer CLT {path}")
+
+
+def write_circuit_tracer_clt(clt: Any, folder: str | Path) -> list[Path]:
+    """Write our CLT in circuit-tracer's folder format (JumpReLU or ReLU over layers
+    ``0 … n − 1``, no skip paths: its format has none and its loader knows no TopK)."""
+    from interp.runs.atomic import save_safetensors
+
+    cfg = clt.cfg
+    if cfg.architecture not in ("relu", "jumprelu"):
+        raise InterpError(f"circuit-tracer reads ReLU and JumpReLU cross-layer transcoders, not "
+                          f"{cfg.architecture}")
+    if clt.W_skip is not None:
+        raise InterpError("circuit-tracer's CLT files have no skip paths; this CLT has them")
+    if list(cfg.layers) != list(range(cfg.n_layers)):
+        raise InterpError("circuit-tracer's CLT files cover layers 0 … n−1; this CLT covers "
+                          f"{', '.join(map(str, cfg.layers))}")
+    if cfg.input_scales or cfg.output_scales:
+        raise InterpError("fold the CLT's scales into its weights before writing it")
+    out = Path(folder).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    t = clt.tensors()
+    written = []
+    for i in range(cfg.n_layers):
+        enc = {f"W_enc_{i}": t["W_enc"][i].T.contiguous(), f"b_enc_{i}": t["b_enc"][i],
+               f"b_dec_{i}": t["b_dec"][i]}
+        if clt.log_threshold is not None:
+            enc[f"threshold_{i}"] = clt.threshold[i].detach()
+        for name, tensors in ((f"W_enc_{i}", enc), (f"W_dec_{i}", {f"W_dec_{i}": t[f"W_dec_{i}"]})):
+            target = out / f"{name}.safetensors"
+            save_safetensors({k: v.float().contiguous().cpu() for k, v in tensors.items()},
+                             str(target))
+            written.append(target)
+    return written
+
+
+__all__ = ["FORMATS", "detect", "read_circuit_tracer_clt", "read_circuit_tracer_layer",
+           "read_foreign", "read_sparsify_layer", "write_circuit_tracer",
+           "write_circuit_tracer_clt"]
