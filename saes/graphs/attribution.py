@@ -2,9 +2,11 @@
 backward passes, on the frozen replacement model of one prompt (:mod:`.replacement`).
 
 **Nodes**, in this order: every active transcoder feature at every (layer, position ≥ 1),
-sorted by layer, position, feature; an error node per (layer, position) (the MLP output the
-transcoder misses; all of it at layers without a transcoder and at position 0); a bias node
-per transcoder layer (its decoder bias, written at every position ≥ 1); in a family whose
+sorted by layer, position, feature (a cross-layer transcoder's feature sits at the layer it
+reads, and writes to that layer's MLP output and every later one); an error node per
+(layer, position) (the MLP output the features miss; all of it at layers without features
+writing there and at position 0); a bias node per layer with a decoder bias (written at
+every position ≥ 1); in a family whose
 norms or attention have biases (GPT-2, GPT-NeoX, Qwen2), a constant node per layer (the
 model's own biases there: what its attention block adds, what its MLP's norm adds to the
 MLP input, and what a skip path makes of that) and one for the final norm's bias; a token-
@@ -39,8 +41,8 @@ from jaxtyping import Float, Int
 from torch import Tensor
 
 from saes.graphs.influence import influence, normalize
-from saes.graphs.replacement import Frozen, Stack, backward_sweep, constants
-from saes.sae import SparseAutoencoder
+from saes.graphs.replacement import Frozen, Stack, backward_sweep, constants, frozen_input
+from saes.transcoders.mlp_replacement import MLPReplacement
 
 
 @dataclass
@@ -113,25 +115,29 @@ class Nodes:
 
 
 def active_features(
-    fz: Frozen, transcoders: Mapping[int, SparseAutoencoder],
+    fz: Frozen, rep: MLPReplacement,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, dict[int, Tensor]]:
     """Every active feature (layer, position ≥ 1, feature, activation), sorted, and each
-    layer's error vectors ``[t, d]`` (all layers: the real MLP output where there is no
-    transcoder, and at position 0)."""
+    layer's error vectors ``[t, d]`` (all layers: the real MLP output where no feature
+    writes, and at position 0)."""
     layers, poss, ids, vals = [], [], [], []
     errors: dict[int, Tensor] = {}
+    feats: dict[int, Tensor] = {}
+    outs = set(rep.out_layers)
     for i, out in enumerate(fz.mlp_out):
-        tc = transcoders.get(i)
-        if tc is None:
-            errors[i] = out.clone()
-            continue
         with torch.no_grad():
-            f = tc.encode(fz.mlp_in[i])
-            f[0] = 0.0  # position 0: the whole MLP output is the error
-            pred = tc.decode(f) + tc.skip(fz.mlp_in[i])  # type: ignore[operator]
+            if i in rep.layers:
+                f = rep.encode(i, frozen_input(fz, rep, i))
+                f[0] = 0.0  # position 0: the whole MLP output is the error
+                feats[i] = f
+            if i not in outs:
+                errors[i] = out.clone()
+                continue
+            pred = rep.output(i, feats, frozen_input(fz, rep, i))
         err = out - pred
         err[0] = out[0]
         errors[i] = err
+    for i, f in feats.items():
         p, j = f.nonzero(as_tuple=True)
         layers.append(torch.full_like(p, i))
         poss.append(p)
@@ -144,27 +150,34 @@ def active_features(
 
 
 def _row_computer(
-    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder], nodes: Nodes,
+    stack: Stack, fz: Frozen, rep: MLPReplacement, nodes: Nodes,
     errors: Mapping[int, Tensor],
 ) -> Callable[[list[tuple[int, int, Tensor]]], Tensor]:
     """A function computing the direct-effect rows ``[len(rows), nodes.total]`` of a batch
     of rows given as (layer read, position, seed vector), in one backward sweep."""
     n = nodes.total
-    b_dec = {i: tc.b_dec.detach().float() for i, tc in transcoders.items()}
-    dec = {i: tc.W_dec.detach().float() for i, tc in transcoders.items()}
-    # sources of each layer, grouped by position: (position, node indices, write vectors)
-    groups: dict[int, list[tuple[int, Tensor, Tensor]]] = {}
-    for i in transcoders:
-        sel = (nodes.feature_layer == i).nonzero(as_tuple=True)[0]
-        by_pos = []
-        for p in nodes.feature_pos[sel].unique().tolist():
-            idx = sel[nodes.feature_pos[sel] == p]
-            vecs = dec[i][nodes.feature_id[idx]] * nodes.activation[idx, None]
-            by_pos.append((int(p), idx, vecs))
-        groups[i] = by_pos
+    with torch.no_grad():
+        b_dec = {i: b.detach().float() for i in nodes.bias_layers
+                 if (b := rep.bias(i)) is not None}
+        # what the sources write into each layer, grouped by source layer and position:
+        # (position, node indices, write vectors)
+        groups: dict[int, list[tuple[int, Tensor, Tensor]]] = {}
+        for src in rep.layers:
+            sel = (nodes.feature_layer == src).nonzero(as_tuple=True)[0]
+            if not sel.numel():
+                continue
+            for tgt in rep.targets(src):
+                dec = rep.decoder(src, tgt).detach().float()
+                by_pos = groups.setdefault(tgt, [])
+                for p in nodes.feature_pos[sel].unique().tolist():
+                    idx = sel[nodes.feature_pos[sel] == p]
+                    by_pos.append((int(p), idx, dec[nodes.feature_id[idx]]
+                                   * nodes.activation[idx, None]))
     # the model's constant terms: written by attention, by a skip path, and read directly
-    consts = constants(stack, fz, transcoders) if nodes.constant_layers else []
-    read_bias = [blk.ln2.bias if blk.ln2 is not None else None for blk in stack.blocks]
+    consts = constants(stack, fz, rep) if nodes.constant_layers else []
+    read_bias = [blk.ln2.bias if blk.ln2 is not None and (i not in rep.layers
+                                                           or rep.reads_normed(i)) else None
+                 for i, blk in enumerate(stack.blocks)]
     read_bias.append(stack.final.bias)
     c0 = nodes.constant_start
 
@@ -182,14 +195,14 @@ def _row_computer(
                 block[:, c0 + i] += (g * consts[i][1]).sum((1, 2))
             e0 = nodes.error_index(i, 0)
             block[:, e0:e0 + nodes.n_pos] = (g * errors[i]).sum(-1)
-            if i in transcoders:
+            if i in b_dec:
                 block[:, nodes.bias_start + nodes.bias_layers.index(i)] = (
                     (g[:, 1:] @ b_dec[i]).sum(-1))
-                for p, cols, vecs in groups[i]:
-                    block[:, cols] = g[:, p] @ vecs.T
+            for p, cols, vecs in groups.get(i, []):
+                block[:, cols] += g[:, p] @ vecs.T
 
         with torch.no_grad():
-            g_embed = backward_sweep(stack, fz, transcoders, seeds, len(chunk), on_write,
+            g_embed = backward_sweep(stack, fz, rep, seeds, len(chunk), on_write,
                                      top=max(r[0] for r in chunk),
                                      on_attention=on_attention if consts else None)
             block[:, nodes.embed_start:nodes.target_start] = (g_embed * fz.embed).sum(-1)
@@ -209,7 +222,7 @@ def _feature_row(nodes: Nodes, enc: Mapping[int, Tensor], r: int) -> tuple[int, 
 
 
 def adjacency(
-    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder], nodes: Nodes,
+    stack: Stack, fz: Frozen, rep: MLPReplacement, nodes: Nodes,
     errors: Mapping[int, Tensor], *, batch_size: int = 256,
     on_rows: Callable[[int], None] | None = None,
 ) -> Float[Tensor, "n n"]:
@@ -217,8 +230,8 @@ def adjacency(
     targets filled; error, bias and embedding nodes have no inputs)."""
     n = nodes.total
     adj = torch.zeros(n, n)
-    compute = _row_computer(stack, fz, transcoders, nodes, errors)
-    enc = {i: tc.W_enc.detach().float() for i, tc in transcoders.items()}
+    compute = _row_computer(stack, fz, rep, nodes, errors)
+    enc = {i: rep.encoder(i).detach().float() for i in rep.layers}
     # rows to compute: (layer read, position, seed vector) and their row index
     rows = [_feature_row(nodes, enc, r) for r in range(nodes.n_features)]
     index = list(range(nodes.n_features))
@@ -243,7 +256,7 @@ def partial_influence(rows: Float[Tensor, "r n"], row_node: Int[Tensor, " r"],
 
 
 def capped_adjacency(
-    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder], nodes: Nodes,
+    stack: Stack, fz: Frozen, rep: MLPReplacement, nodes: Nodes,
     errors: Mapping[int, Tensor], max_features: int, *, batch_size: int = 256,
     update_every: int = 4, on_rows: Callable[[int], None] | None = None,
 ) -> tuple[Float[Tensor, "m m"], Nodes, Int[Tensor, " k"]]:
@@ -259,8 +272,8 @@ def capped_adjacency(
     indices among ``nodes``'s features.
     """
     f, n, k = nodes.n_features, nodes.total, len(nodes.target_names)
-    compute = _row_computer(stack, fz, transcoders, nodes, errors)
-    enc = {i: tc.W_enc.detach().float() for i, tc in transcoders.items()}
+    compute = _row_computer(stack, fz, rep, nodes, errors)
+    enc = {i: rep.encoder(i).detach().float() for i in rep.layers}
     rows_out = torch.zeros(k + max_features, n)
     row_node = torch.zeros(k + max_features, dtype=torch.long)
     last = nodes.n_pos - 1

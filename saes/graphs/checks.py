@@ -48,17 +48,21 @@ from interp.models.loading import Model
 from interp.stats.intervals import bootstrap_ci
 from saes.graphs.attribution import Nodes
 from saes.graphs.replacement import Frozen, Stack, replacement_forward
-from saes.sae import SparseAutoencoder
+from saes.transcoders.mlp_replacement import MLPReplacement
 
 
-def writes(nodes: Nodes, transcoders: Mapping[int, SparseAutoencoder],
-           idx: Sequence[int]) -> list[tuple[int, int, Tensor]]:
-    """(layer, position, what the feature writes) of feature nodes ``idx``."""
+def writes(nodes: Nodes, rep: MLPReplacement,
+           idx: Sequence[int]) -> list[list[tuple[int, int, Tensor]]]:
+    """Per feature node of ``idx``, what it writes: ``(layer, position, vector)`` for each
+    layer it writes to (its own; a cross-layer transcoder's, every later one too)."""
     out = []
+    with torch.no_grad():
+        dec = {(s, t): rep.decoder(s, t).detach().float()
+               for s in {int(nodes.feature_layer[i]) for i in idx} for t in rep.targets(s)}
     for i in idx:
-        layer = int(nodes.feature_layer[i])
-        vec = transcoders[layer].W_dec.detach()[int(nodes.feature_id[i])].float()
-        out.append((layer, int(nodes.feature_pos[i]), vec * float(nodes.activation[i])))
+        layer, pos = int(nodes.feature_layer[i]), int(nodes.feature_pos[i])
+        f, a = int(nodes.feature_id[i]), float(nodes.activation[i])
+        out.append([(t, pos, dec[(layer, t)][f] * a) for t in rep.targets(layer)])
     return out
 
 
@@ -145,7 +149,7 @@ def _logit_metric(logits: Tensor, nodes: Nodes) -> Tensor:
 
 
 def replacement_metric(stack: Stack, fz: Frozen, nodes: Nodes,
-                       transcoders: Mapping[int, SparseAutoencoder], errors: Sequence[Tensor],
+                       rep: MLPReplacement, errors: Sequence[Tensor],
                        deltas: Mapping[int, Tensor], batch: int = 32) -> np.ndarray:
     """The target metric in the frozen replacement model with ``deltas`` added."""
     n = next(iter(deltas.values())).shape[0]
@@ -153,7 +157,7 @@ def replacement_metric(stack: Stack, fz: Frozen, nodes: Nodes,
     with torch.no_grad():
         for s in range(0, n, batch):
             part = {k: v[s:s + batch] for k, v in deltas.items()}
-            x = replacement_forward(stack, fz, transcoders, errors, part)[:, -1]
+            x = replacement_forward(stack, fz, rep, errors, part)[:, -1]
             out.append(x @ nodes.target_vectors.T @ nodes.target_weights)
     return torch.cat(out).numpy()
 

@@ -32,7 +32,12 @@ def feature_contexts(
         return {}
     n_windows = max(1, -(-tokens // (seq_len - 1)))
     windows = pack_windows(model, docs, seq_len=seq_len, n_windows=n_windows)
-    hooks = {layer: f"blocks.{layer}.mlp.hook_in" for layer in wanted}
+    from saes.transcoders.files import as_replacement
+
+    rep = as_replacement(transcoders)
+    resid_read = "hook_resid_pre" if model.anatomy.family.parallel else "hook_resid_mid"
+    hooks = {layer: f"blocks.{layer}." + ("mlp.hook_in" if rep.reads_normed(layer)
+                                          else resid_read) for layer in wanted}
     heaps: dict[tuple[int, int], list[tuple[float, int, int]]] = {
         (layer, f): [] for layer, fs in wanted.items() for f in fs}
     acts_of: dict[tuple[int, int, int], list[float]] = {}
@@ -41,7 +46,7 @@ def feature_contexts(
         acts, _ = forward_with_hooks(model, ids, None, list(hooks.values()))
         for layer, feats in wanted.items():
             idx = torch.tensor(feats)
-            f = transcoders[layer].encode(acts[hooks[layer]].float())[..., idx]  # [b, t, k]
+            f = rep.encode(layer, acts[hooks[layer]].float())[..., idx]  # [b, t, k]
             f[:, 0] = 0
             peak, where = f.max(dim=1)  # [b, k]
             for b in range(f.shape[0]):

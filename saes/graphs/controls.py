@@ -4,7 +4,8 @@ Exactness says nothing about the transcoders (the error nodes hold whatever they
 the scores alone have no chance level: how much of the influence error nodes carry depends
 on the model and the prompt as much as on the transcoders (random transcoders on a tiny
 random Llama score 0.5–0.6). A **control graph** is built on the same transcoders with their
-decoder rows shuffled across features (one seeded permutation per layer): the same active
+decoder rows shuffled across features (one seeded permutation per layer; a cross-layer
+transcoder's features keep their set of decoder vectors together): the same active
 features with the same activations (the encoders are untouched), decoder rows of the same
 norms, the same bias and skip path, but each feature writes another feature's direction. A
 transcoder that learned what its MLP does scores well above its shuffled self; random
@@ -14,8 +15,6 @@ transcoders score like theirs. The graph's verdict compares its scores with the 
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -24,24 +23,17 @@ import torch
 from saes.graphs.attribution import Nodes, active_features, adjacency, capped_adjacency
 from saes.graphs.influence import scores
 from saes.graphs.replacement import Frozen, Stack
-from saes.sae import SparseAutoencoder
+from saes.transcoders.mlp_replacement import MLPReplacement
 
 
-def shuffled_decoders(transcoders: Mapping[int, SparseAutoencoder], generator: torch.Generator
-                      ) -> dict[int, SparseAutoencoder]:
-    """Copies of ``transcoders`` with each one's decoder rows permuted across its features
-    (encoder, biases, threshold and skip path kept)."""
-    out: dict[int, SparseAutoencoder] = {}
-    for layer, tc in transcoders.items():
-        c = copy.deepcopy(tc)
-        with torch.no_grad():
-            perm = torch.randperm(c.W_dec.shape[0], generator=generator)
-            c.W_dec.copy_(c.W_dec[perm].clone())
-        out[layer] = c
-    return out
+def shuffled_decoders(rep: MLPReplacement, generator: torch.Generator) -> MLPReplacement:
+    """A copy of ``rep`` with each layer's decoder rows permuted across its features
+    (encoders, biases, thresholds and skip paths kept;
+    :meth:`~saes.transcoders.mlp_replacement.MLPReplacement.shuffled`)."""
+    return rep.shuffled(generator)
 
 
-def control_scores(stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder],
+def control_scores(stack: Stack, fz: Frozen, rep: MLPReplacement,
                    template: Nodes, n: int, seed: int, *, max_features: int | None = None,
                    batch_size: int = 256) -> dict[str, Any]:
     """The replacement and completeness scores of ``n`` control graphs (module doc) built
@@ -51,7 +43,7 @@ def control_scores(stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAut
     reps: list[float] = []
     comps: list[float] = []
     for _ in range(n):
-        tcs = shuffled_decoders(transcoders, g)
+        tcs = shuffled_decoders(rep, g)
         layer_t, pos_t, feat_t, act_t, errors = active_features(fz, tcs)
         nodes = replace(template, feature_layer=layer_t, feature_pos=pos_t,
                         feature_id=feat_t, activation=act_t)

@@ -55,23 +55,22 @@ def run_attribution(
     model: Model, transcoders: Any, prompt: str, cfg: AttributionConfig | None = None, *,
     progress: bool | None = None,
 ) -> AttributionGraph:
-    """The attribution graph of ``prompt`` on ``model`` with ``transcoders`` (a
-    :class:`~saes.transcoders.files.TranscoderSet` or a dict layer → transcoder).
+    """The attribution graph of ``prompt`` on ``model`` with ``transcoders`` (an
+    :class:`~saes.transcoders.mlp_replacement.MLPReplacement`: per-layer transcoders or a
+    cross-layer transcoder, as :func:`~saes.transcoders.files.load_transcoders` gives them;
+    or a dict layer → transcoder, or a cross-layer transcoder).
 
     Raises :class:`InterpError` (one line) for no transcoders, transcoders that do not fit
     the model, a prompt longer than ``cfg.max_tokens``, or a target token that is not one
     token.
     """
-    from saes.transcoders.files import TranscoderSet
+    from saes.transcoders.files import as_replacement
 
     cfg = cfg or AttributionConfig()
     start = time.perf_counter()
-    if not isinstance(transcoders, TranscoderSet):
-        if not transcoders:
-            raise InterpError("no transcoders: a graph needs at least one layer's")
-        transcoders = TranscoderSet(dict(transcoders))
+    transcoders = as_replacement(transcoders)
     transcoders.check_model(model)
-    tcs = transcoders.by_layer
+    tcs = transcoders
     ids = torch.tensor(model.encode(prompt))
     if ids.numel() > cfg.max_tokens:
         raise InterpError(f"the prompt is {ids.numel()} tokens, over the limit of "
@@ -82,7 +81,8 @@ def run_attribution(
     fz = freeze(model, stack, ids)
     layer_t, pos_t, feat_t, act_t, errors = active_features(fz, tcs)
     names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
-    nodes = Nodes(layer_t, pos_t, feat_t, act_t, stack.n_layers, len(ids), sorted(tcs),
+    bias_layers = [i for i in tcs.out_layers if tcs.bias(i) is not None]
+    nodes = Nodes(layer_t, pos_t, feat_t, act_t, stack.n_layers, len(ids), bias_layers,
                   names, toks, weights, vecs, pair,
                   constant_layers=list(range(stack.n_layers + 1)) if stack.has_constants
                   else [])
@@ -231,7 +231,7 @@ def _check(model: Model, stack: Stack, fz: Frozen, nodes: Nodes, tcs: Any, error
     top = torch.argsort(pr.node_influence[:f], descending=True)[:cfg.check_features].tolist()
     ws = writes(nodes, tcs, top)
     t, d = fz.embed.shape
-    rows = [[w] for w in ws] * 2
+    rows = list(ws) * 2
     coefs = [-1.0] * len(ws) + [1.0] * len(ws)
     deltas = _deltas(rows, coefs, t, d)
     clean_real = result.target_real
@@ -278,7 +278,8 @@ def _faithfulness(model: Model, fz: Frozen, nodes: Nodes, tcs: Any, in_graph: to
     t, d = fz.embed.shape
 
     def keep_only(sets: list[torch.Tensor]) -> np.ndarray:
-        rows = [[all_ws[i] for i in (~m).nonzero(as_tuple=True)[0].tolist()] for m in sets]
+        rows = [[w for i in (~m).nonzero(as_tuple=True)[0].tolist() for w in all_ws[i]]
+                for m in sets]
         return real_metric(model, fz, nodes, _deltas(rows, [-1.0] * len(rows), t, d),
                            len(rows), stack.softcap)
 

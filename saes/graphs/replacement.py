@@ -40,7 +40,7 @@ from interp.errors import InterpError
 from interp.models import weights
 from interp.models.loading import Model
 from interp.models.unembedding import NormFacts, read_norm
-from saes.sae import SparseAutoencoder
+from saes.transcoders.mlp_replacement import MLPReplacement
 
 
 def frozen_norm(norm: NormFacts | None, x: Tensor, scale: Tensor | None) -> Tensor:
@@ -165,6 +165,9 @@ class Frozen:
     s_final: Float[Tensor, "t 1"]
     mlp_in: list[Float[Tensor, "t d"]]
     mlp_out: list[Float[Tensor, "t d"]]
+    #: the residual stream each MLP's norm reads (mid-block; the block's input where
+    #: attention and the MLP run in parallel): what features that read the raw residual read
+    mlp_resid: list[Float[Tensor, "t d"]]
     resid_final: Float[Tensor, "t d"]
     logits: Float[Tensor, " vocab"]           # the real model's, at the last position
 
@@ -207,6 +210,7 @@ def freeze(model: Model, stack: Stack, ids: Int[Tensor, " t"]) -> Frozen:
         s_ln1=s_ln1, s_ln2=s_ln2, s_attn_post=s_post, s_final=s_final,
         mlp_in=[a[f"blocks.{i}.mlp.hook_in"] for i in range(n)],
         mlp_out=[a[f"blocks.{i}.hook_mlp_out"] for i in range(n)],
+        mlp_resid=[a[f"blocks.{i}.{mlp_reads}"] for i in range(n)],
         resid_final=a["ln_final.hook_in"], logits=_last(logits))
 
 
@@ -234,12 +238,32 @@ def attention_step(stack: Stack, fz: Frozen, i: int,
                    resid: Tensor) -> tuple[Tensor, Tensor]:
     """Layer ``i``'s attention added to ``resid`` (the block's input), and the MLP's
     input: ``(resid + attention, mlp_in)``, serial or parallel as the family runs them."""
+    after, read = attention_read(stack, fz, i, resid)
+    return after, mlp_input(stack, fz, i, read)
+
+
+def attention_read(stack: Stack, fz: Frozen, i: int,
+                   resid: Tensor) -> tuple[Tensor, Tensor]:
+    """Layer ``i``'s attention added to ``resid`` (the block's input), and the residual
+    stream the MLP's norm reads (the block's input where they run in parallel)."""
     after = resid + attention_block(stack, fz, i, resid)
-    return after, mlp_input(stack, fz, i, resid if stack.parallel else after)
+    return after, resid if stack.parallel else after
+
+
+def feature_input(stack: Stack, fz: Frozen, rep: MLPReplacement, i: int,
+                  read: Tensor) -> Tensor:
+    """What layer ``i``'s features read, from the residual its MLP's norm reads: the MLP's
+    normalised input, or that residual itself (:meth:`MLPReplacement.reads_normed`)."""
+    return mlp_input(stack, fz, i, read) if rep.reads_normed(i) else read
+
+
+def frozen_input(fz: Frozen, rep: MLPReplacement, i: int) -> Tensor:
+    """What layer ``i``'s features read in the prompt's real run."""
+    return fz.mlp_in[i] if rep.reads_normed(i) else fz.mlp_resid[i]
 
 
 def constants(stack: Stack, fz: Frozen,
-              transcoders: Mapping[int, SparseAutoencoder]) -> list[tuple[Tensor, Tensor]]:
+              rep: MLPReplacement | None) -> list[tuple[Tensor, Tensor]]:
     """Per layer, the constant terms the frozen affine model writes into the residual
     stream, as ``(attention, skip)``, each ``[t, d]``: what the attention block writes at
     zero input (its norms' and attention's biases), and what a skip path writes of the
@@ -252,10 +276,10 @@ def constants(stack: Stack, fz: Frozen,
     for i, blk in enumerate(stack.blocks):
         attn = attention_block(stack, fz, i, zero)[0]
         skip = torch.zeros(t, d)
-        tc = transcoders.get(i)
-        if tc is not None and getattr(tc, "W_skip", None) is not None and (
+        m = rep.skip_matrix(i) if rep is not None and i in rep.out_layers else None
+        if m is not None and rep is not None and rep.reads_normed(i) and (
                 blk.ln2 is not None and blk.ln2.bias is not None):
-            skip[1:] = tc.skip(blk.ln2.bias[None].expand(t - 1, -1))  # type: ignore[operator]
+            skip[1:] = blk.ln2.bias @ m
         out.append((attn, skip))
     return out
 
@@ -266,8 +290,7 @@ def final_normed(stack: Stack, fz: Frozen, resid: Tensor) -> Tensor:
 
 
 def linear_forward(
-    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder], batch: int,
-    until: int,
+    stack: Stack, fz: Frozen, rep: MLPReplacement | None, batch: int, until: int,
 ) -> tuple[Tensor, list[Tensor], list[Tensor], Tensor | None]:
     """The frozen linear model for a batch of ``batch`` gradient rows, up to the MLP input of
     layer ``until`` (``until = n_layers``: to the final norm).
@@ -284,23 +307,26 @@ def linear_forward(
     resid: Tensor = embed
     writes, reads = [], []
     for i in range(min(until + 1, stack.n_layers)):
-        resid, x_in = attention_step(stack, fz, i, resid)
+        resid, read = attention_read(stack, fz, i, resid)
+        has = rep is not None and i in rep.layers
+        x_in = (feature_input(stack, fz, rep, i, read) if has and rep is not None
+                else mlp_input(stack, fz, i, read))
         reads.append(x_in)
         if i == until:
             return embed, writes, reads, None
         w = torch.zeros(batch, t, d, requires_grad=True)
         writes.append(w)
         out: Tensor = w
-        tc = transcoders.get(i)
-        if tc is not None and getattr(tc, "W_skip", None) is not None:
-            skip = tc.skip(x_in)  # type: ignore[operator]
+        m = rep.skip_matrix(i) if has and rep is not None else None
+        if m is not None:
+            skip = x_in @ m
             out = out + torch.cat([torch.zeros_like(skip[:, :1]), skip[:, 1:]], dim=1)
         resid = resid + out
     return embed, writes, reads, final_normed(stack, fz, resid)
 
 
 def backward_sweep(
-    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder],
+    stack: Stack, fz: Frozen, rep: MLPReplacement | None,
     seeds: Mapping[int, list[tuple[int, int, Tensor]]], batch: int,
     on_write: Callable[[int, Tensor], None], top: int,
     on_attention: Callable[[int, Tensor], None] | None = None,
@@ -310,9 +336,9 @@ def backward_sweep(
     depend on the values, only on the frozen patterns and scales).
 
     ``seeds[layer]`` holds ``(row, position, vector)``: target ``row`` reads ``vector``
-    off the MLP input of ``layer`` at ``position`` (``layer = n_layers``: off the final
-    normed residual). The sweep starts at layer ``top``; at each layer below it,
-    ``on_write(layer, g)`` receives the gradient ``[batch, t, d]`` of every row with
+    off what ``layer``'s features read (:func:`feature_input`) at ``position`` (``layer =
+    n_layers``: off the final normed residual). The sweep starts at layer ``top``; at each
+    layer below it, ``on_write(layer, g)`` receives the gradient ``[batch, t, d]`` of every row with
     respect to what that layer's MLP writes (before the targets reading that layer's MLP
     input join), and ``on_attention(layer, g)`` (at every layer up to ``top``) the gradient
     with respect to what its attention block writes. Returns the gradient with respect to
@@ -326,17 +352,21 @@ def backward_sweep(
     for i in range(min(top, stack.n_layers - 1), -1, -1):
         blk = stack.blocks[i]
         read = torch.zeros_like(g)  # the gradient reaching what the MLP's norm reads
+        has = rep is not None and i in rep.layers
+        normed = not has or rep is None or rep.reads_normed(i)
+
+        def through_norm(v: Tensor, pos: int | slice, i: int = i, normed: bool = normed
+                         ) -> Tensor:
+            blk = stack.blocks[i]
+            return frozen_norm_t(blk.ln2, v, _at(fz.s_ln2[i], pos)) if normed else v
+
         if i < top:
             on_write(i, g)  # resid_post = resid_mid + MLP output
-            tc = transcoders.get(i)
-            w_skip = getattr(tc, "W_skip", None) if tc is not None else None
-            if w_skip is not None:
-                assert tc is not None
-                ratio = tc.cfg.input_scale / float(getattr(tc.cfg, "output_scale", 1.0))
-                g_in = g[:, 1:] @ (w_skip * ratio).T
-                read[:, 1:] += frozen_norm_t(blk.ln2, g_in, _at(fz.s_ln2[i], slice(1, None)))
+            m = rep.skip_matrix(i) if has and rep is not None else None
+            if m is not None:
+                read[:, 1:] += through_norm(g[:, 1:] @ m.T, slice(1, None))
         for row, pos, vec in seeds.get(i, []):
-            read[row, pos] += frozen_norm_t(blk.ln2, vec, _at(fz.s_ln2[i], pos))
+            read[row, pos] += through_norm(vec, pos)
         if not stack.parallel:
             g = g + read  # serial: the MLP reads the residual after attention
         if on_attention is not None:
@@ -355,13 +385,14 @@ def _at(scale: Tensor | None, pos: int | slice) -> Tensor | None:
 
 
 def replacement_forward(
-    stack: Stack, fz: Frozen, transcoders: Mapping[int, SparseAutoencoder],
+    stack: Stack, fz: Frozen, rep: MLPReplacement | None,
     errors: Sequence[Tensor], add: Mapping[int, Tensor] | None = None,
 ) -> Float[Tensor, "b t d"]:
-    """The replacement model with live features: each transcoder encodes its (frozen-norm)
-    input; its output plus the fixed error term (``errors[layer]``, the clean run's real
-    output minus the transcoder's) is the MLP output; attention and norms frozen. Returns
-    the final normed residual ``[b, t, d]``.
+    """The replacement model with live features: each layer's features encode what they
+    read (frozen norms), and each MLP output is what the features of every layer writing
+    there predict plus the fixed error term (``errors[layer]``, the clean run's real output
+    minus the prediction); attention and norms frozen. Returns the final normed residual
+    ``[b, t, d]``.
 
     ``add`` maps a layer to a ``[b, t, d]`` tensor added to that MLP's output: a feature
     intervention (``−a·W_dec`` removes a feature at its layer; the layers after recompute
@@ -369,13 +400,18 @@ def replacement_forward(
     """
     batch = next(iter(add.values())).shape[0] if add else 1
     resid = fz.embed[None].expand(batch, -1, -1)
+    feats: dict[int, Tensor] = {}
+    inputs: dict[int, Tensor] = {}
+    outs = set(rep.out_layers) if rep is not None else set()
     for i in range(stack.n_layers):
-        resid, x_in = attention_step(stack, fz, i, resid)
-        tc = transcoders.get(i)
-        if tc is None:
+        resid, read = attention_read(stack, fz, i, resid)
+        if rep is not None and i in rep.layers:
+            inputs[i] = feature_input(stack, fz, rep, i, read)
+            feats[i] = rep.encode(i, inputs[i])
+        if rep is None or i not in outs:
             out = fz.mlp_out[i][None].expand(batch, -1, -1)
         else:
-            pred = tc(x_in)
+            pred = rep.output(i, feats, inputs[i])
             out = torch.cat([fz.mlp_out[i][None, :1].expand(batch, -1, -1),
                              pred[:, 1:] + errors[i][None, 1:]], dim=1)
         if add is not None and i in add:
@@ -384,6 +420,7 @@ def replacement_forward(
     return final_normed(stack, fz, resid)
 
 
-__all__ = ["Block", "Frozen", "Stack", "attention_block", "attention_step", "backward_sweep",
-           "constants", "final_normed", "freeze", "frozen_norm", "frozen_norm_t",
-           "linear_forward", "mlp_input", "replacement_forward"]
+__all__ = ["Block", "Frozen", "Stack", "attention_block", "attention_read", "attention_step",
+           "backward_sweep", "constants", "feature_input", "final_normed", "freeze",
+           "frozen_input", "frozen_norm", "frozen_norm_t", "linear_forward", "mlp_input",
+           "replacement_forward"]

@@ -9,15 +9,20 @@ A training run writes ``OUT/layer-L/transcoder/`` for each layer (an
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch
+from torch import Tensor
+
 from interp.errors import InterpError
 from saes.loading import LoadedSAE, load_sae
 from saes.sae import SparseAutoencoder
+from saes.transcoders.mlp_replacement import MLPReplacement
 from saes.transcoders.model import KIND, TranscoderConfig, is_transcoder
 from saes.transcoders.train import TRANSCODER_SUBDIR
 
@@ -35,8 +40,9 @@ def load_transcoder(path: str | Path, model: Any | None = None, device: str = "c
 
 
 @dataclass
-class TranscoderSet:
-    """Transcoders by layer (each replaces that block's MLP), with where they came from."""
+class TranscoderSet(MLPReplacement):
+    """Transcoders by layer (each replaces that block's MLP), with where they came from: the
+    per-layer :class:`~saes.transcoders.mlp_replacement.MLPReplacement`."""
 
     by_layer: dict[int, SparseAutoencoder]
     source: str = ""
@@ -70,6 +76,59 @@ class TranscoderSet:
     def __len__(self) -> int:
         return len(self.by_layer)
 
+    # ---- MLPReplacement -----------------------------------------------------------------
+    def targets(self, layer: int) -> list[int]:
+        """Its own layer."""
+        return [layer]
+
+    def d_sae(self, layer: int) -> int:
+        """The layer's transcoder's width."""
+        return self.by_layer[layer].cfg.d_sae
+
+    def reads_normed(self, layer: int) -> bool:
+        """Always: transcoders read ``mlp.hook_in``."""
+        return True
+
+    def encode(self, layer: int, x: Tensor) -> Tensor:
+        """The layer's transcoder's activations."""
+        return self.by_layer[layer].encode(x)
+
+    def encoder(self, layer: int) -> Tensor:
+        """``W_enc`` with the input scale applied."""
+        tc = self.by_layer[layer]
+        return tc.W_enc * tc.cfg.input_scale
+
+    def _out_scale(self, layer: int) -> float:
+        return float(getattr(self.by_layer[layer].cfg, "output_scale", 1.0))
+
+    def decoder(self, src: int, tgt: int) -> Tensor:
+        """``W_dec`` (raw units) where ``tgt`` is ``src``."""
+        if tgt != src:
+            raise InterpError(f"a per-layer transcoder of layer {src} writes only there, not "
+                              f"to layer {tgt}")
+        return self.by_layer[src].W_dec / self._out_scale(src)
+
+    def bias(self, tgt: int) -> Tensor:
+        """``b_dec`` (raw units)."""
+        return self.by_layer[tgt].b_dec / self._out_scale(tgt)
+
+    def skip_matrix(self, tgt: int) -> Tensor | None:
+        """``W_skip`` scaled to raw units (None without one)."""
+        tc = self.by_layer[tgt]
+        w = getattr(tc, "W_skip", None)
+        return None if w is None else w * (tc.cfg.input_scale / self._out_scale(tgt))
+
+    def shuffled(self, generator: torch.Generator) -> TranscoderSet:
+        """Each transcoder's decoder rows permuted across its features."""
+        out: dict[int, SparseAutoencoder] = {}
+        for layer, tc in self.by_layer.items():
+            c = copy.deepcopy(tc)
+            with torch.no_grad():
+                perm = torch.randperm(c.W_dec.shape[0], generator=generator)
+                c.W_dec.copy_(c.W_dec[perm].clone())
+            out[layer] = c
+        return TranscoderSet(out, self.source, self.format, self.paths, self.manifests)
+
     def items(self) -> Iterator[tuple[int, SparseAutoencoder]]:
         """(layer, transcoder) pairs in layer order."""
         return iter(self.by_layer.items())
@@ -89,7 +148,8 @@ class TranscoderSet:
 
     def to_dict(self) -> dict[str, Any]:
         """Where the set came from and each layer's settings (for results.json)."""
-        return {"source": self.source, "format": self.format, "layers": self.layers,
+        return {"source": self.source, "format": self.format, "kind": self.kind,
+                "layers": self.layers,
                 "transcoders": {str(layer): {**tc.cfg.to_dict(),
                                              "path": self.paths.get(layer, "")}
                                 for layer, tc in self.by_layer.items()}}
@@ -105,13 +165,56 @@ def layer_folders(folder: Path) -> dict[int, Path]:
     return dict(sorted(found.items()))
 
 
+def _is_clt(p: Path) -> bool:
+    """Whether ``p`` is a CLT run folder or artifact (``clt/config.json``, or a config of
+    kind ``clt``)."""
+    import json
+
+    if (p / "clt" / "config.json").is_file():
+        return True
+    cfg = p / "config.json"
+    if not cfg.is_file():
+        return False
+    try:
+        return json.loads(cfg.read_text()).get("kind") == "clt"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _load_clt(p: Path, fmt: str, model: Any | None, wanted: list[int] | None, device: str,
+              reads: str) -> MLPReplacement:
+    from saes.transcoders.crosslayer import load_clt
+    from saes.transcoders.formats import read_circuit_tracer_clt
+    from saes.transcoders.mlp_replacement import CLTReplacement
+
+    if fmt == "circuit-tracer-clt":
+        clt = read_circuit_tracer_clt(p, getattr(model, "model_id", ""), reads).to(device)
+        rep = CLTReplacement(clt, source=str(p), format=fmt, path=str(p))
+    else:
+        ld = load_clt(p, model, device)
+        rep = CLTReplacement(ld.clt, source=str(p), format="interp", path=str(ld.path),
+                             manifest=ld.manifest)
+    if wanted is not None and wanted != rep.layers:
+        raise InterpError(f"{p} is a cross-layer transcoder over layers "
+                          f"{', '.join(map(str, rep.layers))}: it is used whole (its features "
+                          "write to later layers), so leave out --layers")
+    if model is not None:
+        rep.check_model(model)
+    return rep
+
+
 def load_transcoders(
     path: str | Path, model: Any | None = None, *, layers: Mapping[int, Any] | list[int] |
-    None = None, device: str = "cpu",
-) -> TranscoderSet:
-    """The transcoders in ``path``: an ``interp transcoder train`` run folder (``layer-L/``
-    each holding ``transcoder/``), one transcoder artifact, or sparsify's / circuit-tracer's
-    per-layer files (:func:`saes.transcoders.formats.detect`). ``layers`` keeps only those.
+    None = None, device: str = "cpu", clt_reads: str = "resid_mid",
+) -> Any:
+    """The transcoders in ``path`` as an
+    :class:`~saes.transcoders.mlp_replacement.MLPReplacement`: an ``interp transcoder train``
+    run folder (``layer-L/`` each holding ``transcoder/``), one transcoder artifact, or
+    sparsify's / circuit-tracer's per-layer files (:func:`saes.transcoders.formats.detect`)
+    give a :class:`TranscoderSet` (``layers`` keeps only those); a cross-layer transcoder
+    (``interp transcoder train --cross-layer``'s folder, or circuit-tracer's CLT files, whose
+    features read ``clt_reads``) gives a
+    :class:`~saes.transcoders.mlp_replacement.CLTReplacement`.
 
     Raises :class:`InterpError` (one line) for a missing folder, a folder without
     transcoders, an unfinished run, a layer asked for that is not there, or transcoders that
@@ -124,6 +227,8 @@ def load_transcoders(
         raise InterpError(f"no transcoders at {p}: no such folder")
     wanted = None if layers is None else sorted(set(layers))
     fmt = detect(p)
+    if fmt == "circuit-tracer-clt" or _is_clt(p):
+        return _load_clt(p, fmt, model, wanted, device, clt_reads)
     if fmt != "interp":
         foreign, where = read_foreign(p, fmt, model, wanted, device)
         tset = TranscoderSet(foreign, source=str(p), format=fmt, paths=where)
@@ -163,4 +268,25 @@ def load_transcoders(
     return tset
 
 
-__all__ = ["TranscoderSet", "layer_folders", "load_transcoder", "load_transcoders"]
+def as_replacement(obj: Any) -> MLPReplacement:
+    """``obj`` as an :class:`MLPReplacement`: one already, a cross-layer transcoder (or its
+    :class:`~saes.transcoders.crosslayer.LoadedCLT`), or a dict layer → transcoder."""
+    from saes.transcoders.crosslayer import CrossLayerTranscoder, LoadedCLT
+    from saes.transcoders.mlp_replacement import CLTReplacement
+
+    if isinstance(obj, MLPReplacement):
+        return obj
+    if isinstance(obj, LoadedCLT):
+        return CLTReplacement(obj.clt, source=str(obj.path), path=str(obj.path),
+                              manifest=obj.manifest)
+    if isinstance(obj, CrossLayerTranscoder):
+        return CLTReplacement(obj)
+    if isinstance(obj, Mapping):
+        if not obj:
+            raise InterpError("no transcoders: a graph needs at least one layer's")
+        return TranscoderSet(dict(obj))
+    raise InterpError(f"not transcoders: {type(obj).__name__}")
+
+
+__all__ = ["TranscoderSet", "as_replacement", "layer_folders", "load_transcoder",
+           "load_transcoders"]

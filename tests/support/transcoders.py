@@ -28,3 +28,29 @@ def random_transcoders(model, layers, arch: str = "topk", skip: bool = False,  #
                 tc.W_skip.copy_(torch.randn(d, d) * 0.02)
         out[layer] = tc
     return TranscoderSet(out)
+
+
+def random_clt(model, layers, arch: str = "topk", skip: bool = False,  # noqa: ANN001
+               reads: str = "mlp_in", seed: int = 0, width: int = 48):
+    """A cross-layer transcoder (TopK k 6 by default) with random weights over ``layers``,
+    as the graph reads it (:class:`~saes.transcoders.mlp_replacement.CLTReplacement`)."""
+    from saes.transcoders.crosslayer import CLTConfig, CrossLayerTranscoder
+    from saes.transcoders.mlp_replacement import CLTReplacement
+
+    g = torch.Generator().manual_seed(seed)
+    d = model.d_model
+    cfg = CLTConfig(d_in=d, d_sae=width, layers=tuple(layers), architecture=arch,
+                    k=6 if arch == "topk" else None, skip=skip, reads=reads,
+                    model_id=model.model_id)
+    clt = CrossLayerTranscoder(cfg)
+    with torch.no_grad():
+        clt.W_enc.copy_(torch.randn(clt.W_enc.shape, generator=g) / d ** 0.5)
+        clt.b_enc.copy_(torch.randn(clt.b_enc.shape, generator=g) * 0.1)
+        clt.b_dec.copy_(torch.randn(clt.b_dec.shape, generator=g) * 0.01)
+        for w in clt.W_dec:
+            w.copy_(torch.randn(w.shape, generator=g) * 0.05)
+        if clt.W_skip is not None:
+            clt.W_skip.copy_(torch.randn(clt.W_skip.shape, generator=g) * 0.02)
+        if clt.log_threshold is not None:
+            clt.log_threshold.fill_(-2.0)
+    return CLTReplacement(clt)

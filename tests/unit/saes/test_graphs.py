@@ -49,7 +49,7 @@ def test_replacement_is_exact_and_edges_sum_to_the_target(which, request):
     stack = Stack(model)
     ids = torch.tensor(model.encode(PROMPT))
     fz = freeze(model, stack, ids)
-    lay, pos, feat, act, errors = active_features(fz, tcs.by_layer)
+    lay, pos, feat, act, errors = active_features(fz, tcs)
     adj = g.adjacency
     assert adj is not None
     for r in range(0, len(feat), max(1, len(feat) // 20)):
@@ -65,7 +65,7 @@ def test_frozen_model_reproduces_the_real_residual_stream(which, request):
     ids = torch.tensor(model.encode(PROMPT))
     fz = freeze(model, stack, ids)
     with torch.no_grad():
-        x = replacement_forward(stack, fz, {}, [])[0]
+        x = replacement_forward(stack, fz, None, [])[0]
     want = stack.final(fz.resid_final)  # the real final norm of the real residual
     assert torch.allclose(x, want, atol=1e-4)
 
@@ -121,7 +121,7 @@ def test_edges_match_finite_differences(which, request):
                         progress=False)
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
-    lay, pos, feat, act, _ = active_features(fz, tcs.by_layer)
+    lay, pos, feat, act, _ = active_features(fz, tcs)
     adj = g.adjacency
     assert adj is not None
     eps = 1e-2
@@ -167,7 +167,7 @@ def test_total_effects_are_the_replacement_models_derivative(tiny_model):
     g = run_attribution(model, tcs, PROMPT, cfg, progress=False)
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
-    lay, pos, feat, act, errors = active_features(fz, tcs.by_layer)
+    lay, pos, feat, act, errors = active_features(fz, tcs)
     names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
     nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.ids.numel(), tcs.layers, names, toks,
                   weights, vecs, pair)
@@ -175,11 +175,11 @@ def test_total_effects_are_the_replacement_models_derivative(tiny_model):
     effect = total_effects(g.adjacency, nodes)
     picked = (lay < 2).nonzero(as_tuple=True)[0][:12].tolist()  # with paths through later ones
     eps = 1e-3
-    ws = writes(nodes, tcs.by_layer, picked)
+    ws = writes(nodes, tcs, picked)
     t, d = fz.embed.shape
-    deltas = _deltas([[w] for w in ws], [-eps] * len(ws), t, d)
+    deltas = _deltas(ws, [-eps] * len(ws), t, d)
     err = [errors[i] for i in range(stack.n_layers)]
-    moved = replacement_metric(stack, fz, nodes, tcs.by_layer, err, deltas)
+    moved = replacement_metric(stack, fz, nodes, tcs, err, deltas)
     measured = (moved - g.target_replacement) / eps
     predicted = [-float(effect[i]) for i in picked]
     assert measured == pytest.approx(predicted, abs=2e-3, rel=2e-2)
@@ -291,7 +291,7 @@ def test_backward_sweep_equals_autograd_through_the_linear_model(which, request)
     g = torch.Generator().manual_seed(0)
     rows = [(1, 5), (2, t - 1), (3, t - 1), (2, 3)]  # (layer read, position); 3 = final
     vecs = [torch.randn(d, generator=g) for _ in rows]
-    embed, writes, reads, final = linear_forward(stack, fz, tcs.by_layer, len(rows), 3)
+    embed, writes, reads, final = linear_forward(stack, fz, tcs, len(rows), 3)
     obj = sum((final if layer == 3 else reads[layer])[b, p] @ v
               for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)))
     want = torch.autograd.grad(obj, [embed, *writes])
@@ -300,7 +300,7 @@ def test_backward_sweep_equals_autograd_through_the_linear_model(which, request)
     for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)):
         seeds.setdefault(layer, []).append((b, p, v))
     with torch.no_grad():
-        got_embed = backward_sweep(stack, fz, tcs.by_layer, seeds, len(rows),
+        got_embed = backward_sweep(stack, fz, tcs, seeds, len(rows),
                                    lambda i, grad: seen.__setitem__(i, grad.clone()), top=3)
     scale = float(want[0].abs().max())
     torch.testing.assert_close(got_embed, want[0], rtol=1e-5, atol=1e-6 * scale)
@@ -324,7 +324,7 @@ def test_freezing_the_real_model_at_its_own_values_changes_nothing(which, reques
     from saes.graphs.attribution import Nodes
     from saes.graphs.graph import _targets
 
-    lay, pos, feat, act, _ = active_features(fz, tcs.by_layer)
+    lay, pos, feat, act, _ = active_features(fz, tcs)
     cfg = AttributionConfig(target=" Paris, Rome", control_graphs=0)
     names, toks, weights, vecs, pair = _targets(model, stack, fz, cfg)
     nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.ids.numel(), tcs.layers, names,
@@ -344,9 +344,9 @@ def _nodes_and_parts(model, tcs):
 
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
-    lay, pos, feat, act, errors = active_features(fz, tcs.by_layer)
+    lay, pos, feat, act, errors = active_features(fz, tcs)
     vec = (stack.w_u[5] - stack.w_u[7])[None]
-    nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.embed.shape[0], sorted(tcs.by_layer),
+    nodes = Nodes(lay, pos, feat, act, stack.n_layers, fz.embed.shape[0], sorted(tcs),
                   ["t"], [None], torch.ones(1), vec)
     return stack, fz, nodes, errors
 
@@ -364,8 +364,8 @@ def test_capped_graph_folds_the_left_out_features_into_error_nodes(which, reques
     stack, fz, nodes, errors = _nodes_and_parts(model, tcs)
     f = nodes.n_features
     cap = f // 3
-    a = adjacency(stack, fz, tcs.by_layer, nodes, errors)
-    b, reduced, kept = capped_adjacency(stack, fz, tcs.by_layer, nodes, errors, cap,
+    a = adjacency(stack, fz, tcs, nodes, errors)
+    b, reduced, kept = capped_adjacency(stack, fz, tcs, nodes, errors, cap,
                                         batch_size=7)
     assert reduced.n_features == cap == len(kept)
     assert torch.equal(reduced.feature_id, nodes.feature_id[kept])
@@ -418,9 +418,9 @@ def test_capped_graph_keeps_the_most_influential_features(tiny_model):
 
     tcs = random_transcoders(tiny_model, [0, 1, 2])
     stack, fz, nodes, errors = _nodes_and_parts(tiny_model, tcs)
-    full = adjacency(stack, fz, tcs.by_layer, nodes, errors)
+    full = adjacency(stack, fz, tcs, nodes, errors)
     cap = 10
-    _, reduced, kept = capped_adjacency(stack, fz, tcs.by_layer, nodes, errors, cap,
+    _, reduced, kept = capped_adjacency(stack, fz, tcs, nodes, errors, cap,
                                         batch_size=cap, update_every=1)
     assert reduced.n_features == cap
     direct = normalize(full[nodes.target_start:])[0, :nodes.n_features].abs()
@@ -565,9 +565,9 @@ def test_decoder_shuffled_controls_keep_the_features_and_their_norms(tiny_model)
     from saes.graphs.controls import shuffled_decoders
 
     tcs = random_transcoders(tiny_model, [0, 2], skip=True)
-    ctl = shuffled_decoders(tcs.by_layer, torch.Generator().manual_seed(0))
+    ctl = shuffled_decoders(tcs, torch.Generator().manual_seed(0))
     x = torch.randn(5, tiny_model.d_model)
-    for layer, tc in tcs.by_layer.items():
+    for layer, tc in tcs.items():
         c = ctl[layer]
         assert torch.equal(c.encode(x), tc.encode(x))
         assert not torch.equal(c.W_dec, tc.W_dec)
@@ -786,3 +786,145 @@ BAD_INPUTS: list[Case] = [
         _tiny_transcoders(c, [0, 1]), *M(c), "--out", c.out],
         "--target is for one PROMPT's graph, not --task"),
 ]
+
+
+# ------------------------------------------------------------------ cross-layer transcoders
+#: (family fixture, reads, skip): a CLT reading the MLP's normalised input or the residual
+#: before the norm (circuit-tracer's default), with and without skip paths, on Llama, Gemma
+#: (norms after attention and the MLP) and GPT-NeoX (LayerNorms, biases, parallel blocks).
+CLT_CASES = [("tiny_model", "mlp_in", True), ("tiny_model", "resid_mid", False),
+             ("tiny_gemma3", "resid_mid", True), ("gpt_neox", "mlp_in", True),
+             ("gpt_neox", "resid_mid", True)]
+
+
+def _clt_pre(stack, fz, rep, layer, pos, feat, add=None):  # noqa: ANN001, ANN202
+    """Feature ``feat``'s pre-activation (less its bias) at (layer, pos) in the frozen
+    replacement model with the features' outputs fixed at the clean run's and ``add``
+    (skip paths respond to their input, from position 1 on)."""
+    from saes.graphs.replacement import attention_read, feature_input, frozen_input
+
+    x = fz.embed[None]
+    for i in range(layer + 1):
+        x, read = attention_read(stack, fz, i, x)
+        x_in = feature_input(stack, fz, rep, i, read)
+        if i == layer:
+            return x_in[0, pos] @ rep.encoder(layer)[:, feat]
+        m = rep.skip_matrix(i)
+        skip = 0.0 if m is None else (x_in - frozen_input(fz, rep, i)) @ m
+        if m is not None:
+            skip[:, 0] = 0
+        x = x + fz.mlp_out[i][None] + (add or {}).get(i, 0) + skip
+    raise AssertionError
+
+
+@pytest.mark.parametrize(("which", "reads", "skip"), CLT_CASES)
+def test_clt_graphs_are_exact_and_match_finite_differences(which, reads, skip, request):
+    """A cross-layer transcoder's graph: the replacement model reproduces the real target,
+    the edges into the target and into every feature sum to their values, and an edge from
+    a layer-0 feature (which writes to layers 0, 1 and 2) to a layer-2 feature is the
+    finite-difference change of its pre-activation."""
+    from tests.support.transcoders import random_clt
+
+    model = _model(which, request)
+    rep = random_clt(model, [0, 1, 2], skip=skip, reads=reads)
+    g = run_attribution(model, rep, PROMPT, AttributionConfig(check_features=4,
+                                                              control_graphs=1),
+                        progress=False)
+    assert g.n_active_features > 0
+    assert g.target_replacement == pytest.approx(g.target_real, abs=1e-4)
+    assert g.target_edge_sum == pytest.approx(g.target_real, abs=1e-4)
+    assert g.transcoders["kind"] == "cross-layer"
+    stack = Stack(model)
+    fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
+    lay, pos, feat, act, _ = active_features(fz, rep)
+    adj = g.adjacency
+    assert adj is not None
+    for r in range(0, len(feat), max(1, len(feat) // 15)):
+        with torch.no_grad():
+            pre = _clt_pre(stack, fz, rep, int(lay[r]), int(pos[r]), int(feat[r]))
+        assert float(adj[r].sum()) == pytest.approx(float(pre), abs=1e-4)
+    eps, checked = 1e-2, 0
+    for src in (lay == 0).nonzero(as_tuple=True)[0][:3].tolist():
+        add = {}
+        for tgt in (0, 1):  # its writes into the layers before the target's
+            bump = torch.zeros_like(fz.embed)
+            bump[int(pos[src])] = eps * act[src] * rep.decoder(0, tgt)[int(feat[src])].detach()
+            add[tgt] = bump
+        for r in (lay == 2).nonzero(as_tuple=True)[0][:4].tolist():
+            with torch.no_grad():
+                base = _clt_pre(stack, fz, rep, 2, int(pos[r]), int(feat[r]))
+                moved = _clt_pre(stack, fz, rep, 2, int(pos[r]), int(feat[r]), add)
+            assert float(moved - base) / eps == pytest.approx(float(adj[r, src]), abs=1e-3)
+            checked += 1
+    assert checked == 12
+
+
+@pytest.mark.parametrize(("which", "reads", "skip"), CLT_CASES)
+def test_clt_backward_sweep_equals_autograd(which, reads, skip, request):
+    from saes.graphs.replacement import backward_sweep, linear_forward
+    from tests.support.transcoders import random_clt
+
+    model = _model(which, request)
+    rep = random_clt(model, [0, 1, 2], skip=skip, reads=reads)
+    stack = Stack(model)
+    fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
+    t, d = fz.embed.shape
+    g = torch.Generator().manual_seed(0)
+    rows = [(1, 5), (2, t - 1), (3, t - 1), (0, 3)]
+    vecs = [torch.randn(d, generator=g) for _ in rows]
+    embed, writes, reads_, final = linear_forward(stack, fz, rep, len(rows), 3)
+    obj = sum((final if layer == 3 else reads_[layer])[b, p] @ v
+              for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)))
+    want = torch.autograd.grad(obj, [embed, *writes])
+    seen: dict[int, torch.Tensor] = {}
+    seeds: dict[int, list] = {}
+    for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)):
+        seeds.setdefault(layer, []).append((b, p, v))
+    with torch.no_grad():
+        got = backward_sweep(stack, fz, rep, seeds, len(rows),
+                             lambda i, grad: seen.__setitem__(i, grad.clone()), top=3)
+    scale = float(want[0].abs().max())
+    torch.testing.assert_close(got, want[0], rtol=1e-5, atol=1e-6 * scale)
+    for i in range(3):
+        torch.testing.assert_close(seen[i], want[1 + i], rtol=1e-5, atol=1e-6 * scale)
+
+
+def test_clt_cross_layer_writes_are_in_the_edges(tiny_model, monkeypatch):
+    """Control: the same CLT with its cross-layer decoder blocks dropped (each feature writes
+    only to its own layer, as a per-layer transcoder) gives other edges, and a graph broken
+    on purpose (its edges leave the cross-layer writes out while its error terms count them)
+    misses the target: the exactness check fires."""
+    import copy
+
+    import saes.graphs.attribution as attribution
+    import saes.graphs.graph as graph_module
+    from saes.transcoders.mlp_replacement import CLTReplacement
+    from tests.support.transcoders import random_clt
+
+    rep = random_clt(tiny_model, [0, 1, 2])
+    local = copy.deepcopy(rep.clt)
+    with torch.no_grad():
+        for w in local.W_dec:
+            w[:, 1:] = 0
+    cfg = AttributionConfig(check_features=0, control_graphs=0)
+    full = run_attribution(tiny_model, rep, PROMPT, cfg, progress=False)
+    own = run_attribution(tiny_model, CLTReplacement(local), PROMPT, cfg, progress=False)
+    assert full.n_active_features == own.n_active_features  # the same encoders
+    assert full.adjacency is not None and own.adjacency is not None
+    f = full.n_active_features
+    assert float((full.adjacency[:f, :f] - own.adjacency[:f, :f]).abs().max()) > 1e-3
+    # both exact on their own terms: the errors take up what the decoders do not write
+    assert own.target_edge_sum == pytest.approx(own.target_real, abs=1e-4)
+    # broken on purpose: errors from every write, edges from the own-layer writes only
+    honest = attribution.active_features
+
+    def errors_from_all_writes(fz, r):  # noqa: ANN001, ANN202
+        with monkeypatch.context() as m:
+            m.setattr(CLTReplacement, "targets", original_targets)
+            return honest(fz, r)
+
+    original_targets = CLTReplacement.targets
+    monkeypatch.setattr(graph_module, "active_features", errors_from_all_writes)
+    monkeypatch.setattr(CLTReplacement, "targets", lambda self, layer: [layer])
+    broken = run_attribution(tiny_model, rep, PROMPT, cfg, progress=False)
+    assert abs(broken.target_edge_sum - broken.target_real) > 1e-3
