@@ -1,13 +1,16 @@
-"""``interp transcoder train|eval``: transcoders (MLP input → output) from the command line.
+"""``interp transcoder train|train-clt|eval``: transcoders (MLP input → output) and
+cross-layer transcoders from the command line.
 
 Each verb's settings are its config's fields
 (:class:`~saes.transcoders.train.TranscoderTrainConfig`,
+:class:`~saes.transcoders.crosslayer_train.CLTTrainConfig`,
 :class:`~saes.transcoders.evaluate.TranscoderEvalConfig`); the architecture options come
 from the SAE registry (TopK by default).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -31,6 +34,7 @@ from interp.cli.common import (
 from interp.cli.options import build_config, config_options
 from interp.cli.sae import _TrainCommand, build_architecture
 from interp.runs.outdir import OutDir, check_creatable
+from saes.transcoders.crosslayer_train import CLTTrainConfig
 from saes.transcoders.evaluate import TranscoderEvalConfig
 from saes.transcoders.train import TranscoderTrainConfig
 
@@ -93,6 +97,56 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
                                                      if k != "manifest"}
                                            for li, r in results.items()},
                                 "manifest": first.manifest})
+
+
+@transcoder_group.command("train-clt", cls=_TranscoderTrainCommand)
+@layers_option("The layers the cross-layer transcoder covers: each layer's features read there "
+               "and write to that MLP's output and every later one.", default="all",
+               dest="layers_spec", metavar="all|L1,L2,…")
+@config_options(CLTTrainConfig, only=["d_sae", "skip", "tokens", "lr", "dead_window",
+                                      "seq_len", "windows_per_chunk"])
+@cache_activations_option
+@config_options(CLTTrainConfig, only=["checkpoint_every"])
+@stop_at_option
+@text_options
+@make_model_options(CLTTrainConfig, batch_help="Activations (tokens) per training step.")
+@out_option("Run folder (checkpoint/, then clt/); rerun to resume.", required=True)
+def train_clt_cmd(layers_spec: str, architecture: str, cache_dir: str | None,
+                  stop_at: int | None, text_file: str | None, hf_dataset: str | None,
+                  model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
+                  out_dir: str, **settings: Any) -> None:
+    """Train one cross-layer transcoder over several layers from one pass; resumes if
+    interrupted."""
+    from interp.data.corpus import text_source
+    from saes.train import check_text
+    from saes.transcoders.crosslayer_train import check_clt_memory, train_clt
+
+    arch = build_architecture(architecture, settings)
+    cfg = build_config(CLTTrainConfig, settings, arch=arch, batch_size=batch_size, seed=seed)
+    docs, data = text_source("train", text_file=text_file, hf_dataset=hf_dataset)
+    check_creatable(out_dir)
+    if cache_dir is not None:
+        check_creatable(cache_dir)
+    model = load_model(model_name, device, dtype, seed)
+    layers = sorted(set(model.parse_layers(layers_spec)))
+    cfg = dataclasses.replace(cfg, layers=tuple(layers), layer=layers[-1])
+    cfg.check()
+    check_clt_memory(model, cfg)
+    check_text(model, docs, cfg)
+    log(f"training a {arch.knob_text()} cross-layer transcoder over {len(layers)} layers "
+        f"({layers_spec}): d_sae {cfg.d_sae} per layer, {cfg.steps} steps of {batch_size} "
+        f"tokens from {data['source']} into {out_dir}")
+    res = train_clt(model, docs, out_dir, layers, cfg, data=data, cache_dir=cache_dir,
+                    stop_at=stop_at)
+    h = res.history
+    k = min(20, len(h["loss"]))
+    ev = sum(h["explained_variance"][-k:]) / k if k else float("nan")
+    click.echo(f"steps {res.steps_done}/{res.steps_total}  EV (train, mean over layers) "
+               f"{ev:.3f}  dead {h['dead_fraction'][-1] if k else float('nan'):.3f}  "
+               f"{throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
+               + (f"→ {res.sae_path}" if res.complete else "unfinished: rerun to resume"))
+    write_run_results(out_dir, {k: v for k, v in res.to_dict().items() if k != "manifest"}
+                      | {"manifest": res.manifest})
 
 
 @transcoder_group.command("eval")

@@ -27,7 +27,7 @@ Intervals: percentile bootstrap over windows, recomputing each ratio from resamp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -44,6 +44,7 @@ from interp.runs.manifest import model_manifest, sha256_texts
 from interp.runs.progress import make_progress
 from interp.schema import Cli, Config, Headline, Result, at_least, seed_range, setting
 from interp.stats.intervals import bootstrap_ci
+from saes.transcoders.mlp_replacement import MLPReplacement
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -152,26 +153,32 @@ def evaluate_transcoders(
     model: Model, transcoders: Any, docs: list[str], cfg: TranscoderEvalConfig | None = None,
     *, data: dict[str, Any] | None = None, progress: bool | None = None,
 ) -> TranscoderEvalResult:
-    """Reconstruction, sparsity and the CE-loss scores of a
-    :class:`~saes.transcoders.files.TranscoderSet` on held-out ``docs`` (module doc)."""
+    """Reconstruction, sparsity and the CE-loss scores of per-layer transcoders or a
+    cross-layer transcoder (an :class:`~saes.transcoders.mlp_replacement.MLPReplacement`, as
+    :func:`~saes.transcoders.files.load_transcoders` gives them) on held-out ``docs``
+    (module doc)."""
+    from saes.transcoders.files import as_replacement
+
     cfg = cfg or TranscoderEvalConfig()
-    transcoders.check_model(model)
-    tcs = transcoders.by_layer
-    layers = list(tcs)
+    rep = as_replacement(transcoders)
+    rep.check_model(model)
+    layers = rep.out_layers
+    sources = rep.layers
+    parallel = model.anatomy.family.parallel
+    reads = {i: rep.input_hook(i, parallel) for i in sorted(set(layers) | set(sources))}
     windows = pack_windows(model, docs, seq_len=cfg.seq_len, n_windows=cfg.n_windows,
                            seed=cfg.seed)
     n_w = windows.shape[0]
     sse = {i: 0.0 for i in layers}
     y_sum = {i: torch.zeros(model.d_model, dtype=torch.float64) for i in layers}
     y_sq = dict.fromkeys(layers, 0.0)
-    l0 = dict.fromkeys(layers, 0.0)
-    fired = {i: torch.zeros(tcs[i].cfg.d_sae, dtype=torch.bool) for i in layers}
+    l0 = dict.fromkeys(sources, 0.0)
+    fired = {i: torch.zeros(rep.d_sae(i), dtype=torch.bool) for i in sources}
     ce: dict[str, list[Tensor]] = {k: [] for k in ("clean", "all", "zero_all")}
     one: dict[int, dict[str, list[Tensor]]] = {i: {"tc": [], "zero": []} for i in layers}
-    names = [h for i in layers for h in (f"blocks.{i}.mlp.hook_in", f"blocks.{i}.hook_mlp_out")]
+    names = [*reads.values(), *(f"blocks.{i}.hook_mlp_out" for i in layers)]
     # what each layer's MLP output is added to: the mid-block residual, or (attention and
     # the MLP in parallel: GPT-NeoX) the block's output less the MLP's
-    parallel = model.anatomy.family.parallel
     names += [model.resid_hook(i) for i in layers]
     names += [] if parallel else [f"blocks.{i}.hook_resid_mid" for i in layers]
     names = list(dict.fromkeys(names))
@@ -185,18 +192,19 @@ def evaluate_transcoders(
             assert logits is not None
             ce["clean"].append(_ce(logits, ids))
             n_tok += ids.shape[0] * (ids.shape[1] - 1)
+            feats = {i: rep.encode(i, acts[reads[i]][:, 1:].float()) for i in sources}
+            for i in sources:
+                active = feats[i] > 0
+                l0[i] += float(active.sum())
+                fired[i] |= active.reshape(-1, active.shape[-1]).any(0).cpu()
             for i in layers:
-                x = acts[f"blocks.{i}.mlp.hook_in"][:, 1:].float()
+                x = acts[reads[i]][:, 1:].float()
                 y = acts[f"blocks.{i}.hook_mlp_out"][:, 1:].float()
-                f = tcs[i].encode(x)
-                pred = tcs[i].decode(f) + tcs[i].skip(x)  # type: ignore[operator]
+                pred = rep.output(i, feats, x)
                 sse[i] += float((pred - y).pow(2).sum())
                 flat = y.reshape(-1, y.shape[-1]).double()
                 y_sum[i] += flat.sum(0).cpu()
                 y_sq[i] += float(flat.pow(2).sum())
-                active = f > 0
-                l0[i] += float(active.sum())
-                fired[i] |= active.reshape(-1, active.shape[-1]).any(0).cpu()
                 if cfg.one_at_a_time:
                     real = acts[f"blocks.{i}.hook_mlp_out"]
                     mid = (acts[model.resid_hook(i)] - real if parallel
@@ -205,8 +213,9 @@ def evaluate_transcoders(
                         out = real.clone()
                         out[:, 1:] = new.to(out.dtype)
                         one[i][key].append(_ce(logits_from_layer(model, mid + out, i), ids))
-            for key, fn in (("all", _replace_with(tcs)), ("zero_all", _zero())):
-                with model.bridge.hooks(fwd_hooks=_splice_hooks(layers, fn)):
+            for key, hooks in (("all", _splice_hooks(rep, reads, _replace_with(rep))),
+                               ("zero_all", _splice_hooks(rep, reads, _zero()))):
+                with model.bridge.hooks(fwd_hooks=hooks):
                     ce[key].append(_ce(model.logits(ids, torch.ones_like(ids)), ids))
             bar.advance(task, ids.shape[0])
     per = {k: torch.cat(v).double().numpy() for k, v in ce.items()}
@@ -219,8 +228,10 @@ def evaluate_transcoders(
         n = n_tok
         var = y_sq[i] - float(y_sum[i].pow(2).sum()) / n
         nmse = sse[i] / var if var > 0 else float("nan")
-        m = LayerMetrics(layer=i, nmse=nmse, explained_variance=1 - nmse, l0=l0[i] / n,
-                         dead_fraction=float((~fired[i]).float().mean()))
+        m = LayerMetrics(layer=i, nmse=nmse, explained_variance=1 - nmse,
+                         l0=l0[i] / n if i in l0 else float("nan"),
+                         dead_fraction=float((~fired[i]).float().mean()) if i in fired
+                         else float("nan"))
         if cfg.one_at_a_time:
             tc_ce = torch.cat(one[i]["tc"]).double().numpy()
             z_ce = torch.cat(one[i]["zero"]).double().numpy()
@@ -234,42 +245,55 @@ def evaluate_transcoders(
         ce_loss_score_all=score_all,
         ce_loss_score_all_ci95=_ratio_ci(per["zero_all"] - per["all"],
                                          per["zero_all"] - per["clean"], cfg),
-        config=cfg, transcoders=transcoders.to_dict())
+        config=cfg, transcoders=rep.to_dict())
     result.manifest = model_manifest(model, seed=cfg.seed, config=cfg.to_dict(),
                                      dataset_hash=(data or {}).get("sha256")
                                      or sha256_texts(docs))
     return result
 
 
-def _replace_with(tcs: dict[int, Any]) -> Callable[[int, Tensor, Tensor], Tensor]:
-    def fn(layer: int, x_in: Tensor, out: Tensor) -> Tensor:  # noqa: ARG001
-        tc = tcs[layer]
-        x = x_in[:, 1:].float()
-        return (tc.decode(tc.encode(x)) + tc.skip(x)).to(out.dtype)
+Splice = Callable[[int, Mapping[int, Tensor], Tensor, Tensor], Tensor]
+
+
+def _replace_with(rep: MLPReplacement) -> Splice:
+    def fn(layer: int, feats: Mapping[int, Tensor], x: Tensor, out: Tensor) -> Tensor:
+        return rep.output(layer, feats, x).to(out.dtype)
     return fn
 
 
-def _zero() -> Callable[[int, Tensor, Tensor], Tensor]:
-    return lambda layer, x_in, out: torch.zeros_like(out[:, 1:])  # noqa: ARG005
+def _zero() -> Splice:
+    return lambda layer, feats, x, out: torch.zeros_like(out[:, 1:])  # noqa: ARG005
 
 
-def _splice_hooks(layers: list[int], new: Callable[[int, Tensor, Tensor], Tensor]
+def _splice_hooks(rep: MLPReplacement, reads: Mapping[int, str], new: Splice
                   ) -> list[tuple[str, Callable[..., Tensor]]]:
-    """Hooks replacing each layer's MLP output (positions 1…) by ``new(layer, live MLP
-    input, output)``."""
+    """Hooks replacing each output layer's MLP output (positions 1…) by ``new(layer,
+    features, its live input, output)``: every source layer's features are encoded from
+    its live input as the forward reaches it, so a layer's replacement reads the features
+    of the (replaced) layers before it."""
     live: dict[int, Tensor] = {}
+    feats: dict[int, Tensor] = {}
     hooks: list[tuple[str, Callable[..., Tensor]]] = []
-    for i in layers:
+    outs = set(rep.out_layers)
+    for i in sorted(reads):
         def keep(t: Tensor, hook: Any, i: int = i) -> Tensor:  # noqa: ARG001
-            live[i] = t
+            x = t[:, 1:].float()
+            live[i] = x
+            if i in rep.layers:
+                feats[i] = rep.encode(i, x)
             return t
 
-        def put(t: Tensor, hook: Any, i: int = i) -> Tensor:  # noqa: ARG001
-            out = t.clone()
-            out[:, 1:] = new(i, live.pop(i), t)
-            return out
+        hooks.append((reads[i], keep))
+        if i in outs:
+            def put(t: Tensor, hook: Any, i: int = i) -> Tensor:  # noqa: ARG001
+                out = t.clone()
+                out[:, 1:] = new(i, feats, live[i], t)
+                if i == max(outs):
+                    live.clear()
+                    feats.clear()
+                return out
 
-        hooks += [(f"blocks.{i}.mlp.hook_in", keep), (f"blocks.{i}.hook_mlp_out", put)]
+            hooks.append((f"blocks.{i}.hook_mlp_out", put))
     return hooks
 
 

@@ -95,6 +95,14 @@ class MLPReplacement(ABC):
         m = self.skip_matrix(tgt)
         return out if m is None else out + x @ m
 
+    def input_hook(self, layer: int, parallel: bool = False) -> str:
+        """The hook point ``layer``'s features read: ``mlp.hook_in``, or the residual the
+        MLP's norm reads (``hook_resid_mid``; ``hook_resid_pre`` where attention and the MLP
+        run in ``parallel``)."""
+        if self.reads_normed(layer):
+            return f"blocks.{layer}.mlp.hook_in"
+        return f"blocks.{layer}." + ("hook_resid_pre" if parallel else "hook_resid_mid")
+
     def skip(self, tgt: int, x: Tensor) -> Tensor | float:
         """The skip path's output at ``tgt`` (0 without one)."""
         m = self.skip_matrix(tgt)

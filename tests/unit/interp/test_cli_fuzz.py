@@ -57,7 +57,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, data
 #: its checks exits 1 after printing its table, by design).
 OTHER_EXITS = {"models": {1}}
 #: Trainers whose run folder keeps its last good checkpoint when a run stops midway.
-RESUMABLE = ("sae train", "tuned-lens train", "transcoder train")
+RESUMABLE = ("sae train", "tuned-lens train", "transcoder train", "transcoder train-clt")
 #: Options naming where a verb writes (a relative one lands in the current folder).
 OUTPUT_OPTIONS = ("--out", "--profile", "--cache-activations")
 REPO = Path(__file__).resolve().parents[3]
@@ -180,6 +180,10 @@ BASES: dict[str, Callable[[Inputs, Case], Base]] = {
                                            "--d-sae": "16", "--k": "4", "--tokens": "256",
                                            "--batch-size": "128", "--seq-len": "16",
                                            "--out": c.out}),
+    "transcoder train-clt": lambda i, c: ([], {**_m(i), "--layers": "0,1", "--text": i.text,
+                                               "--d-sae": "16", "--k": "4", "--tokens": "256",
+                                               "--batch-size": "128", "--seq-len": "16",
+                                               "--out": c.out}),
     "transcoder eval": lambda i, c: ([i.transcoders], {**_m(i), "--text": i.text,
                                                       "--tokens": "32", "--seq-len": "16",
                                                       "--out": c.out}),

@@ -269,3 +269,104 @@ def test_loading_refuses_another_model(tiny_model, trained, tmp_path):
     clt.save(tmp_path / "deep")
     with pytest.raises(InterpError, match="layers up to 5"):
         load_clt(tmp_path / "deep", tiny_model)
+
+
+# ------------------------------------------------------------------ evaluation, the command line
+def test_eval_of_a_clt_without_cross_layer_writes_equals_per_layer_transcoders(tiny_model,
+                                                                                docs):
+    """A CLT whose cross-layer decoder blocks are zero is three per-layer transcoders: the
+    held-out NMSE, L0 and every CE figure (all layers spliced, each alone) are the same."""
+    from saes.transcoders import TranscoderConfig
+    from saes.transcoders.evaluate import TranscoderEvalConfig, evaluate_transcoders
+    from saes.transcoders.files import TranscoderSet
+    from saes.transcoders.mlp_replacement import CLTReplacement
+    from tests.support.transcoders import random_clt
+
+    rep = random_clt(tiny_model, [0, 1, 2], skip=True)
+    clt = rep.clt
+    with torch.no_grad():
+        for w in clt.W_dec:
+            w[:, 1:] = 0
+    per = {}
+    for i in range(3):
+        cfg = TranscoderConfig(d_in=clt.cfg.d_in, d_sae=clt.cfg.d_sae, layer=i, skip=True,
+                               hook_point=f"blocks.{i}.mlp.hook_in", architecture="topk",
+                               k=clt.cfg.k, output_hook=f"blocks.{i}.hook_mlp_out")
+        tc = cfg.model_class()(cfg)
+        with torch.no_grad():
+            tc.W_enc.copy_(clt.W_enc[i])
+            tc.b_enc.copy_(clt.b_enc[i])
+            tc.W_dec.copy_(clt.W_dec[i][:, 0])
+            tc.b_dec.copy_(clt.b_dec[i])
+            tc.W_skip.copy_(clt.W_skip[i])
+        per[i] = tc
+    ecfg = TranscoderEvalConfig(tokens=400, seq_len=16, n_bootstrap=50)
+    text = paragraphs(40, seed=3)
+    a = evaluate_transcoders(tiny_model, CLTReplacement(clt), text, ecfg, progress=False)
+    b = evaluate_transcoders(tiny_model, TranscoderSet(per), text, ecfg, progress=False)
+    for key in ("ce_clean", "ce_all", "ce_zero_all"):
+        assert getattr(a, key) == pytest.approx(getattr(b, key), abs=1e-5), key
+    for la, lb in zip(a.layers, b.layers, strict=True):
+        assert la.nmse == pytest.approx(lb.nmse, rel=1e-5)
+        assert la.l0 == pytest.approx(lb.l0) and la.ce_loss_score == pytest.approx(
+            lb.ce_loss_score, abs=1e-5)
+    # and with the cross-layer blocks back, the later layers' predictions change
+    c = evaluate_transcoders(tiny_model, random_clt(tiny_model, [0, 1, 2], skip=True), text,
+                             ecfg, progress=False)
+    assert c.layers[0].nmse == pytest.approx(a.layers[0].nmse, rel=1e-5)
+    assert c.layers[2].nmse != pytest.approx(a.layers[2].nmse, rel=1e-3)
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("text") / "text.txt"
+    p.write_text("\n\n".join(paragraphs(400, seed=1)))
+    return p
+
+
+def test_cli_train_clt_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
+    import json
+
+    from tests.support.cli_runner import run
+
+    run_dir, m = tmp_path / "clt", ["--model", str(tiny_model_dir)]
+    code, out, err = run(["transcoder", "train-clt", "--d-sae", "48", "--k", "6", "--tokens",
+                          str(64 * 20), "--batch-size", "64", "--seq-len", "16",
+                          "--windows-per-chunk", "8", "--text", str(text_file), *m,
+                          "--out", str(run_dir)], capsys)
+    assert code == 0, err
+    assert "steps 20/20" in out and (run_dir / "clt" / "config.json").is_file()
+    assert json.loads((run_dir / "results.json").read_text())["complete"]
+    code, out, err = run(["transcoder", "eval", str(run_dir), "--text", str(text_file),
+                          "--tokens", "300", "--seq-len", "16", *m], capsys)
+    assert code == 0, err
+    res = json.loads((run_dir / "results.json").read_text())
+    assert [row["layer"] for row in res["layers"]] == [0, 1, 2]
+    assert res["transcoders"]["kind"] == "cross-layer"
+    assert all(row["nmse"] < 1.0 for row in res["layers"])
+    g_dir = tmp_path / "graph"
+    code, out, err = run(["graph", "The capital of France is Paris. The capital of Italy is",
+                          "--transcoders", str(run_dir), "--check-features", "5",
+                          "--no-contexts", *m, "--out", str(g_dir)], capsys)
+    assert code == 0, err
+    g = json.loads((g_dir / "results.json").read_text())
+    assert g["target_edge_sum"] == pytest.approx(g["target_real"], abs=1e-4)
+    assert g["transcoders"]["kind"] == "cross-layer" and len(g["checks"]) == 5
+
+
+# ------------------------------------------------------------------ bad inputs
+from tests.support.bad_inputs import Case, M, _text  # noqa: E402
+
+#: This tool's bad-input cases (tests/unit/interp/test_bad_inputs.py runs them all).
+BAD_INPUTS: list[Case] = [
+    Case("transcoder-train-clt-relu", lambda c: [
+        "transcoder", "train-clt", *M(c), "--arch", "relu", "--text", _text(c),
+        "--out", c.out], "cross-layer transcoders train as topk or jumprelu",
+        out_is_artifact=True),
+    Case("transcoder-train-clt-bad-layer", lambda c: [
+        "transcoder", "train-clt", *M(c), "--layers", "0,9", "--text", _text(c),
+        "--out", c.out], "layer 9", out_is_artifact=True),
+    Case("transcoder-train-clt-too-big", lambda c: [
+        "transcoder", "train-clt", *M(c), "--d-sae", "4000000", "--k", "8", "--text",
+        _text(c), "--out", c.out], "lower d_sae", out_is_artifact=True),
+]
