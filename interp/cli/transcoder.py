@@ -10,7 +10,6 @@ from the SAE registry (TopK by default).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
 
@@ -64,19 +63,14 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
           text_file: str | None, hf_dataset: str | None, model_name: str | None, device: str,
           dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any) -> None:
     """Train transcoders for several layers' MLPs from one pass; resumes if interrupted."""
-    from interp.data.corpus import text_source
     from saes.train import check_memory, check_text
     from saes.transcoders.train import train_transcoders
 
     arch = build_architecture(architecture, settings)
     cfg = build_config(TranscoderTrainConfig, settings, arch=arch, batch_size=batch_size,
                        seed=seed)
-    docs, data = text_source("train", text_file=text_file, hf_dataset=hf_dataset)
-    check_creatable(out_dir)
-    if cache_dir is not None:
-        check_creatable(cache_dir)
-    model = load_model(model_name, device, dtype, seed)
-    layers = sorted(set(model.parse_layers(layers_spec)))
+    docs, data, model, layers = _training_inputs(text_file, hf_dataset, out_dir, cache_dir,
+                                                 model_name, device, dtype, seed, layers_spec)
     check_memory(model, cfg, n_saes=len(layers))
     check_text(model, docs, cfg)
     log(f"training {len(layers)} × {arch.knob_text()} transcoder{'s' if len(layers) > 1 else ''}"
@@ -85,13 +79,7 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
     results = train_transcoders(model, docs, out_dir, layers, cfg, data=data,
                                 cache_dir=cache_dir, stop_at=stop_at)
     for layer, res in results.items():
-        h = res.history
-        k = min(20, len(h["loss"]))
-        ev = sum(h["explained_variance"][-k:]) / k if k else float("nan")
-        click.echo(f"layer {layer}: steps {res.steps_done}/{res.steps_total}  "
-                   f"EV (train) {ev:.3f}  dead {h['dead_fraction'][-1] if k else float('nan'):.3f}"
-                   f"  {throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
-                   + (f"→ {res.sae_path}" if res.complete else "unfinished: rerun to resume"))
+        click.echo(f"layer {layer}: " + _run_line(res, "EV (train)"))
     first = results[layers[0]]
     write_run_results(out_dir, {"layers": {str(li): {k: v for k, v in r.to_dict().items()
                                                      if k != "manifest"}
@@ -117,36 +105,47 @@ def train_clt_cmd(layers_spec: str, architecture: str, cache_dir: str | None,
                   out_dir: str, **settings: Any) -> None:
     """Train one cross-layer transcoder over several layers from one pass; resumes if
     interrupted."""
-    from interp.data.corpus import text_source
-    from saes.train import check_text
-    from saes.transcoders.crosslayer_train import check_clt_memory, train_clt
+    from saes.transcoders.crosslayer_train import prepare_clt, train_clt
 
     arch = build_architecture(architecture, settings)
     cfg = build_config(CLTTrainConfig, settings, arch=arch, batch_size=batch_size, seed=seed)
-    docs, data = text_source("train", text_file=text_file, hf_dataset=hf_dataset)
-    check_creatable(out_dir)
-    if cache_dir is not None:
-        check_creatable(cache_dir)
-    model = load_model(model_name, device, dtype, seed)
-    layers = sorted(set(model.parse_layers(layers_spec)))
-    cfg = dataclasses.replace(cfg, layers=tuple(layers), layer=layers[-1])
-    cfg.check()
-    check_clt_memory(model, cfg)
-    check_text(model, docs, cfg)
+    docs, data, model, layers = _training_inputs(text_file, hf_dataset, out_dir, cache_dir,
+                                                 model_name, device, dtype, seed, layers_spec)
+    cfg = prepare_clt(model, docs, layers, cfg)
     log(f"training a {arch.knob_text()} cross-layer transcoder over {len(layers)} layers "
         f"({layers_spec}): d_sae {cfg.d_sae} per layer, {cfg.steps} steps of {batch_size} "
         f"tokens from {data['source']} into {out_dir}")
     res = train_clt(model, docs, out_dir, layers, cfg, data=data, cache_dir=cache_dir,
                     stop_at=stop_at)
+    click.echo(_run_line(res, "EV (train, mean over layers)"))
+    write_run_results(out_dir, {k: v for k, v in res.to_dict().items() if k != "manifest"}
+                      | {"manifest": res.manifest})
+
+
+def _training_inputs(text_file: str | None, hf_dataset: str | None, out_dir: str,
+                     cache_dir: str | None, model_name: str | None, device: str, dtype: str,
+                     seed: int, layers_spec: str) -> tuple[Any, dict[str, Any], Any, list[int]]:
+    """A training verb's text, its folders checked, the model and the layers asked for."""
+    from interp.data.corpus import text_source
+
+    docs, data = text_source("train", text_file=text_file, hf_dataset=hf_dataset)
+    check_creatable(out_dir)
+    if cache_dir is not None:
+        check_creatable(cache_dir)
+    model = load_model(model_name, device, dtype, seed)
+    return docs, data, model, sorted(set(model.parse_layers(layers_spec)))
+
+
+def _run_line(res: Any, ev_label: str) -> str:
+    """A training run's line: steps, the mean EV of the last 20 steps, the dead fraction,
+    throughput, and where the result is (or that it is unfinished)."""
     h = res.history
     k = min(20, len(h["loss"]))
     ev = sum(h["explained_variance"][-k:]) / k if k else float("nan")
-    click.echo(f"steps {res.steps_done}/{res.steps_total}  EV (train, mean over layers) "
-               f"{ev:.3f}  dead {h['dead_fraction'][-1] if k else float('nan'):.3f}  "
-               f"{throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
-               + (f"→ {res.sae_path}" if res.complete else "unfinished: rerun to resume"))
-    write_run_results(out_dir, {k: v for k, v in res.to_dict().items() if k != "manifest"}
-                      | {"manifest": res.manifest})
+    return (f"steps {res.steps_done}/{res.steps_total}  {ev_label} {ev:.3f}  "
+            f"dead {h['dead_fraction'][-1] if k else float('nan'):.3f}  "
+            f"{throughput_text(res.tokens_per_s, res.mfu, res.peak_flops)}  "
+            + (f"→ {res.sae_path}" if res.complete else "unfinished: rerun to resume"))
 
 
 @transcoder_group.command("eval")

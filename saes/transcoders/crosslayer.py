@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own convention
-from jaxtyping import Float, Int
+from jaxtyping import Float
 from torch import Tensor, nn
 
 from interp.errors import InterpError
@@ -231,8 +231,9 @@ class CrossLayerTranscoder(nn.Module):
 
     def pre_acts_layer(self, i: int, x: Float[Tensor, "... d"]) -> Float[Tensor, "... m"]:
         """Layer ``i``'s (an index into :attr:`layers`) pre-activations of its raw input."""
-        c = self._in_scale()[i]
-        return (x * c) @ self.W_enc[i] + self.b_enc[i]
+        if self.cfg.input_scales:
+            x = x * self._in_scale()[i]
+        return x @ self.W_enc[i] + self.b_enc[i]
 
     def activate_layer(self, i: int, pre: Float[Tensor, "... m"]) -> Float[Tensor, "... m"]:
         """Layer ``i``'s activation of its pre-activations."""
@@ -260,7 +261,8 @@ class CrossLayerTranscoder(nn.Module):
         if j < i:
             raise InterpError(f"a feature of layer index {i} writes only to layers from it on, "
                               f"not {j}")
-        return self.W_dec[i][:, j - i] / self._out_scale()[j]
+        block = self.W_dec[i][:, j - i]
+        return block / self._out_scale()[j] if self.cfg.output_scales else block
 
     def decode(self, f: Float[Tensor, "... L m"]) -> Float[Tensor, "... L d"]:
         """The MLP outputs the features predict (raw units, without the skip paths)."""
@@ -500,20 +502,6 @@ class CrossLayerTranscoder(nn.Module):
                              manifest=manifest)
 
 
-def is_clt(obj: object) -> bool:
-    """Whether ``obj`` is a cross-layer transcoder."""
-    return isinstance(obj, CrossLayerTranscoder)
-
-
-def feature_writes(clt: CrossLayerTranscoder, i: int, ids: Int[Tensor, " f"],
-                   ) -> Float[Tensor, "f L_i d"]:
-    """The decoder vectors (raw units) of layer ``i``'s features ``ids`` into layers
-    ``i … L−1``: ``[f, L − i, d]``."""
-    return clt.W_dec[i][ids] / clt._out_scale()[i:, None]
-
-
-
-
 def clt_from_tensors(cfg: CLTConfig, tensors: dict[str, Tensor], what: str = "cross-layer "
                      "transcoder") -> CrossLayerTranscoder:
     """A CLT of ``cfg`` with the weights in ``tensors`` (:meth:`CrossLayerTranscoder.tensors`'
@@ -573,5 +561,4 @@ def check_clt_model(clt: CrossLayerTranscoder, model: Any, model_id: str | None 
 
 
 __all__ = ["ACTIVATIONS", "KIND", "READS", "TRAINED", "CLTConfig", "CrossLayerTranscoder",
-           "LoadedCLT", "check_clt_model", "clt_from_tensors", "feature_writes", "is_clt",
-           "load_clt"]
+           "LoadedCLT", "check_clt_model", "clt_from_tensors", "load_clt"]

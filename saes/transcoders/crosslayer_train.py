@@ -98,8 +98,7 @@ def clt_training_bytes(cfg: CLTTrainConfig, d_model: int) -> int:
     activation store's chunk at every layer with its shuffled copy and the forward's."""
     n, d, m = len(cfg.layers), d_model, cfg.d_sae
     f32 = 4
-    params = n * d * m + n * m + n * (n + 1) // 2 * m * d + n * d + (n * d * d if cfg.skip else 0)
-    weights = params * f32 * 4
+    weights = clt_parameters(cfg, d_model) * f32 * 4
     batch = cfg.batch_size * n * 2 * d * f32 * 2
     work = cfg.batch_size * n * (m + 3 * d) * f32
     chunk = cfg.windows_per_chunk * (cfg.seq_len - 1) * n * 2 * d * f32 * 3
@@ -125,6 +124,22 @@ def check_clt_memory(model: Model, cfg: CLTTrainConfig) -> None:
             "lower d_sae, the layers, batch_size or windows_per_chunk", device=model.device)
 
 
+def prepare_clt(model: Model, docs: Sequence[str], layers: Sequence[int] | None,
+                cfg: CLTTrainConfig | None) -> CLTTrainConfig:
+    """``cfg`` over ``layers`` (default: every block), refused in one line, before any work,
+    for no layers, a layer the model has not, settings that would not fit in memory, or too
+    little text (an architecture it does not train is refused when ``cfg`` is made)."""
+    cfg = cfg or CLTTrainConfig()
+    picked = sorted({model.check_layer(layer) for layer in
+                     (range(model.n_layers) if layers is None else layers)})
+    if not picked:
+        raise InterpError("no layers to train a cross-layer transcoder on")
+    cfg = replace(cfg, layers=tuple(picked), layer=picked[-1])
+    check_clt_memory(model, cfg)
+    check_text(model, docs, cfg)
+    return cfg
+
+
 def train_clt(
     model: Model,
     docs: Sequence[str],
@@ -146,18 +161,11 @@ def train_clt(
     ``on_checkpoint``. Raises :class:`InterpError` (one line) for no layers, settings
     that would not fit in memory, or too little text.
     """
-    cfg = cfg or CLTTrainConfig()
-    picked = sorted({model.check_layer(layer) for layer in
-                     (range(model.n_layers) if layers is None else layers)})
-    if not picked:
-        raise InterpError("no layers to train a cross-layer transcoder on")
-    cfg = replace(cfg, layers=tuple(picked), layer=picked[-1])
-    check_clt_memory(model, cfg)
-    check_text(model, docs, cfg)
+    cfg = prepare_clt(model, docs, layers, cfg)
     return train_runs(model, docs, [(cfg, Path(out_dir).expanduser())], data=data,
                       cache_dir=cache_dir, stop_at=stop_at, manifest=manifest,
                       progress=progress, on_checkpoint=on_checkpoint, run_class=CLTRun)[0]
 
 
 __all__ = ["CHECKPOINT_KIND", "CLT_SUBDIR", "CLTRun", "CLTTrainConfig", "check_clt_memory",
-           "clt_parameters", "clt_training_bytes", "train_clt"]
+           "clt_parameters", "clt_training_bytes", "prepare_clt", "train_clt"]

@@ -67,15 +67,6 @@ class TranscoderSet(MLPReplacement):
     def __getitem__(self, layer: int) -> SparseAutoencoder:
         return self.by_layer[layer]
 
-    def __contains__(self, layer: object) -> bool:
-        return layer in self.by_layer
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.by_layer)
-
-    def __len__(self) -> int:
-        return len(self.by_layer)
-
     # ---- MLPReplacement -----------------------------------------------------------------
     def targets(self, layer: int) -> list[int]:
         """Its own layer."""
@@ -96,7 +87,7 @@ class TranscoderSet(MLPReplacement):
     def encoder(self, layer: int) -> Tensor:
         """``W_enc`` with the input scale applied."""
         tc = self.by_layer[layer]
-        return tc.W_enc * tc.cfg.input_scale
+        return _scaled(tc.W_enc, tc.cfg.input_scale)
 
     def _out_scale(self, layer: int) -> float:
         return float(getattr(self.by_layer[layer].cfg, "output_scale", 1.0))
@@ -106,17 +97,17 @@ class TranscoderSet(MLPReplacement):
         if tgt != src:
             raise InterpError(f"a per-layer transcoder of layer {src} writes only there, not "
                               f"to layer {tgt}")
-        return self.by_layer[src].W_dec / self._out_scale(src)
+        return _scaled(self.by_layer[src].W_dec, 1 / self._out_scale(src))
 
     def bias(self, tgt: int) -> Tensor:
         """``b_dec`` (raw units)."""
-        return self.by_layer[tgt].b_dec / self._out_scale(tgt)
+        return _scaled(self.by_layer[tgt].b_dec, 1 / self._out_scale(tgt))
 
     def skip_matrix(self, tgt: int) -> Tensor | None:
         """``W_skip`` scaled to raw units (None without one)."""
         tc = self.by_layer[tgt]
         w = getattr(tc, "W_skip", None)
-        return None if w is None else w * (tc.cfg.input_scale / self._out_scale(tgt))
+        return None if w is None else _scaled(w, tc.cfg.input_scale / self._out_scale(tgt))
 
     def shuffled(self, generator: torch.Generator) -> TranscoderSet:
         """Each transcoder's decoder rows permuted across its features."""
@@ -153,6 +144,12 @@ class TranscoderSet(MLPReplacement):
                 "transcoders": {str(layer): {**tc.cfg.to_dict(),
                                              "path": self.paths.get(layer, "")}
                                 for layer, tc in self.by_layer.items()}}
+
+
+def _scaled(t: Tensor, c: float) -> Tensor:
+    """``c·t``, or ``t`` itself when ``c`` is 1 (a saved transcoder's scales are folded):
+    the replacement model reads these on every pass, and a copy per read costs."""
+    return t if c == 1.0 else t * c
 
 
 def layer_folders(folder: Path) -> dict[int, Path]:

@@ -103,11 +103,6 @@ class MLPReplacement(ABC):
             return f"blocks.{layer}.mlp.hook_in"
         return f"blocks.{layer}." + ("hook_resid_pre" if parallel else "hook_resid_mid")
 
-    def skip(self, tgt: int, x: Tensor) -> Tensor | float:
-        """The skip path's output at ``tgt`` (0 without one)."""
-        m = self.skip_matrix(tgt)
-        return 0.0 if m is None else x @ m
-
     # ---- controls, provenance -----------------------------------------------------------
     @abstractmethod
     def shuffled(self, generator: torch.Generator) -> MLPReplacement:
@@ -176,7 +171,8 @@ class CLTReplacement(MLPReplacement):
     def encoder(self, layer: int) -> Tensor:
         """``W_enc[i]`` with the input scale applied."""
         i = self.clt.index(layer)
-        return self.clt.W_enc[i] * self.clt._in_scale()[i]
+        scaled = bool(self.clt.cfg.input_scales)
+        return self.clt.W_enc[i] * self.clt._in_scale()[i] if scaled else self.clt.W_enc[i]
 
     def decoder(self, src: int, tgt: int) -> Tensor:
         """:meth:`CrossLayerTranscoder.decoder` by block numbers."""

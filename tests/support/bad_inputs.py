@@ -141,6 +141,21 @@ def _tiny_transcoders(ctx: Ctx, layers: list[int], d_in: int = 64) -> str:
     return str(folder)
 
 
+def _tiny_clt(ctx: Ctx, layers: tuple[int, ...] = (0, 1, 2)) -> str:
+    """A random TopK cross-layer transcoder over ``layers`` of the tiny model, saved as
+    ``interp transcoder train-clt`` lays it out."""
+    import torch
+
+    from saes.transcoders.crosslayer import CLTConfig, CrossLayerTranscoder
+
+    folder = ctx.tmp / f"clt_{'_'.join(map(str, layers))}"
+    clt = CrossLayerTranscoder(CLTConfig(d_in=64, d_sae=16, layers=layers, k=4,
+                                         model_id=ctx.tiny))
+    clt.init_weights(torch.Generator().manual_seed(0))
+    clt.save(folder / "clt", manifest={})
+    return str(folder)
+
+
 def _tiny_sae(ctx: Ctx) -> str:
     return str(_sae_artifact(ctx, "tiny_sae", 64, ctx.tiny))
 

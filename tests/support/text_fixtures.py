@@ -4,6 +4,8 @@ paragraphs for training-loop tests (tuned lens, SAEs)."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
+from typing import Any
 
 #: The text the tiny model's tokenizer is trained on (``tests/conftest.py``).
 TINY_TEXT = (
@@ -24,3 +26,17 @@ def paragraphs(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(20, 40))).capitalize() + "."
             for _ in range(n)]
+
+
+def text_file_fixture(n: int, seed: int = 0) -> Any:
+    """A module-scoped ``text_file`` fixture: :func:`paragraphs` ``(n, seed)`` in a .txt file,
+    blank lines between them (``text_file = text_file_fixture(400, seed=1)`` in a module)."""
+    import pytest
+
+    @pytest.fixture(scope="module", name="text_file")
+    def text_file(tmp_path_factory: Any) -> Path:
+        p = tmp_path_factory.mktemp("text") / "text.txt"
+        p.write_text("\n\n".join(paragraphs(n, seed=seed)))
+        return p
+
+    return text_file

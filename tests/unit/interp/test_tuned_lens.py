@@ -36,14 +36,9 @@ from tests.support.bad_inputs import (
 from tests.support.browser import assert_clean, visit
 from tests.support.cli_runner import run
 from tests.support.kill_resume import kill_at_steps
-from tests.support.text_fixtures import paragraphs
+from tests.support.text_fixtures import text_file_fixture
 
-
-@pytest.fixture(scope="module")
-def text_file(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp("text") / "text.txt"
-    p.write_text("\n\n".join(paragraphs(120)))
-    return p
+text_file = text_file_fixture(120)
 
 
 def _tiny_cfg(**kw) -> TunedLensTrainConfig:

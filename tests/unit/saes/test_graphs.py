@@ -281,17 +281,24 @@ def test_features_that_write_nothing_get_no_influence(tiny_model):
 def test_backward_sweep_equals_autograd_through_the_linear_model(which, request):
     """The attribution's backward sweep (transposed maps, no forward) gives autograd's
     gradients through the frozen linear model, skip paths included."""
+    model = _model(which, request)
+    _sweep_equals_autograd(model, random_transcoders(model, [0, 1], skip=True),
+                           lambda t: [(1, 5), (2, t - 1), (3, t - 1), (2, 3)])
+
+
+def _sweep_equals_autograd(model, rep, rows_of) -> None:  # noqa: ANN001
+    """The backward sweep's gradients of seeded rows (``rows_of(t)``: (layer read, position),
+    3 = the final norm) equal autograd's through :func:`linear_forward`, with respect to
+    the embeddings and to what each of the 3 layers' MLPs writes."""
     from saes.graphs.replacement import backward_sweep, linear_forward
 
-    model = _model(which, request)
-    tcs = random_transcoders(model, [0, 1], skip=True)
     stack = Stack(model)
     fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
     t, d = fz.embed.shape
     g = torch.Generator().manual_seed(0)
-    rows = [(1, 5), (2, t - 1), (3, t - 1), (2, 3)]  # (layer read, position); 3 = final
+    rows = rows_of(t)
     vecs = [torch.randn(d, generator=g) for _ in rows]
-    embed, writes, reads, final = linear_forward(stack, fz, tcs, len(rows), 3)
+    embed, writes, reads, final = linear_forward(stack, fz, rep, len(rows), 3)
     obj = sum((final if layer == 3 else reads[layer])[b, p] @ v
               for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)))
     want = torch.autograd.grad(obj, [embed, *writes])
@@ -300,7 +307,7 @@ def test_backward_sweep_equals_autograd_through_the_linear_model(which, request)
     for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)):
         seeds.setdefault(layer, []).append((b, p, v))
     with torch.no_grad():
-        got_embed = backward_sweep(stack, fz, tcs, seeds, len(rows),
+        got_embed = backward_sweep(stack, fz, rep, seeds, len(rows),
                                    lambda i, grad: seen.__setitem__(i, grad.clone()), top=3)
     scale = float(want[0].abs().max())
     torch.testing.assert_close(got_embed, want[0], rtol=1e-5, atol=1e-6 * scale)
@@ -861,32 +868,11 @@ def test_clt_graphs_are_exact_and_match_finite_differences(which, reads, skip, r
 
 @pytest.mark.parametrize(("which", "reads", "skip"), CLT_CASES)
 def test_clt_backward_sweep_equals_autograd(which, reads, skip, request):
-    from saes.graphs.replacement import backward_sweep, linear_forward
     from tests.support.transcoders import random_clt
 
     model = _model(which, request)
-    rep = random_clt(model, [0, 1, 2], skip=skip, reads=reads)
-    stack = Stack(model)
-    fz = freeze(model, stack, torch.tensor(model.encode(PROMPT)))
-    t, d = fz.embed.shape
-    g = torch.Generator().manual_seed(0)
-    rows = [(1, 5), (2, t - 1), (3, t - 1), (0, 3)]
-    vecs = [torch.randn(d, generator=g) for _ in rows]
-    embed, writes, reads_, final = linear_forward(stack, fz, rep, len(rows), 3)
-    obj = sum((final if layer == 3 else reads_[layer])[b, p] @ v
-              for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)))
-    want = torch.autograd.grad(obj, [embed, *writes])
-    seen: dict[int, torch.Tensor] = {}
-    seeds: dict[int, list] = {}
-    for b, ((layer, p), v) in enumerate(zip(rows, vecs, strict=True)):
-        seeds.setdefault(layer, []).append((b, p, v))
-    with torch.no_grad():
-        got = backward_sweep(stack, fz, rep, seeds, len(rows),
-                             lambda i, grad: seen.__setitem__(i, grad.clone()), top=3)
-    scale = float(want[0].abs().max())
-    torch.testing.assert_close(got, want[0], rtol=1e-5, atol=1e-6 * scale)
-    for i in range(3):
-        torch.testing.assert_close(seen[i], want[1 + i], rtol=1e-5, atol=1e-6 * scale)
+    _sweep_equals_autograd(model, random_clt(model, [0, 1, 2], skip=skip, reads=reads),
+                           lambda t: [(1, 5), (2, t - 1), (3, t - 1), (0, 3)])
 
 
 def test_clt_cross_layer_writes_are_in_the_edges(tiny_model, monkeypatch):

@@ -35,7 +35,7 @@ from tests.support.bad_inputs import (
     _under_file,
 )
 from tests.support.cli_runner import run
-from tests.support.text_fixtures import paragraphs
+from tests.support.text_fixtures import paragraphs, text_file_fixture
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +43,7 @@ def docs() -> list[str]:
     return paragraphs(150)
 
 
-@pytest.fixture(scope="module")
-def text_file(tmp_path_factory) -> Path:
-    p = tmp_path_factory.mktemp("text") / "text.txt"
-    p.write_text("\n\n".join(paragraphs(300, seed=1)))
-    return p
+text_file = text_file_fixture(300, seed=1)
 
 
 def _sae(d: int, m: int, hook: str = "blocks.1.hook_resid_post", seed: int = 0,

@@ -17,7 +17,7 @@ from saes.architectures import ARCHITECTURES, Architecture, arch_name, register,
 from saes.loading import load_sae
 from saes.sae import SparseAutoencoder
 from tests.support.cli_runner import run
-from tests.support.text_fixtures import paragraphs
+from tests.support.text_fixtures import text_file_fixture
 
 
 class ToySAE(SparseAutoencoder):
@@ -48,11 +48,7 @@ def toy():
     unregister("toy")
 
 
-@pytest.fixture(scope="module")
-def text_file(tmp_path_factory):
-    p = tmp_path_factory.mktemp("text") / "text.txt"
-    p.write_text("\n\n".join(paragraphs(120, seed=2)))
-    return p
+text_file = text_file_fixture(120, seed=2)
 
 
 def _train_args(model_dir, text_file, out, *extra: str) -> list[str]:

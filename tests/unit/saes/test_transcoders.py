@@ -19,7 +19,7 @@ from saes.transcoders import (
 from saes.transcoders.formats import write_circuit_tracer
 from tests.support.bad_inputs import Case, M, _folder, _text, _tiny_sae
 from tests.support.html_checks import json_island
-from tests.support.text_fixtures import paragraphs
+from tests.support.text_fixtures import paragraphs, text_file_fixture
 
 
 @pytest.fixture(scope="module")
@@ -142,11 +142,7 @@ def test_circuit_tracer_and_sparsify_files_read_back(tiny_model, tmp_path):
 # ------------------------------------------------------------------ the command line
 
 
-@pytest.fixture(scope="module")
-def text_file(tmp_path_factory):
-    p = tmp_path_factory.mktemp("text") / "text.txt"
-    p.write_text("\n\n".join(paragraphs(400, seed=1)))
-    return p
+text_file = text_file_fixture(400, seed=1)
 
 
 def test_cli_train_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
