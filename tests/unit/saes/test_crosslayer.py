@@ -351,7 +351,7 @@ def test_cli_train_clt_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ bad inputs
-from tests.support.bad_inputs import Case, M, _text, _tiny_clt  # noqa: E402
+from tests.support.bad_inputs import Case, M, _text  # noqa: E402
 
 #: This tool's bad-input cases (tests/unit/interp/test_bad_inputs.py runs them all).
 BAD_INPUTS: list[Case] = [
@@ -362,13 +362,6 @@ BAD_INPUTS: list[Case] = [
     Case("transcoder-train-clt-bad-layer", lambda c: [
         "transcoder", "train-clt", *M(c), "--layers", "0,9", "--text", _text(c),
         "--out", c.out], "layer 9", out_is_artifact=True),
-    # a cross-layer transcoder is used whole: its features write to the later layers
-    Case("transcoder-eval-clt-some-layers", lambda c: [
-        "transcoder", "eval", _tiny_clt(c), *M(c), "--layers", "0,1", "--text", _text(c),
-        "--out", c.out], "it is used whole"),
-    Case("graph-clt-deeper-than-the-model", lambda c: [
-        "graph", "The capital of France is", "--transcoders", _tiny_clt(c, (0, 1, 7)), *M(c),
-        "--out", c.out], "layers up to 7"),
     Case("transcoder-train-clt-too-big", lambda c: [
         "transcoder", "train-clt", *M(c), "--d-sae", "4000000", "--k", "8", "--text",
         _text(c), "--out", c.out], "lower d_sae", out_is_artifact=True),

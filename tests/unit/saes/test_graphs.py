@@ -16,7 +16,7 @@ from saes.graphs.replacement import (
     freeze,
     replacement_forward,
 )
-from tests.support.bad_inputs import Case, M, _folder, _tiny_transcoders
+from tests.support.bad_inputs import Case, M, _folder, _tiny_clt, _tiny_transcoders
 from tests.support.transcoders import random_transcoders
 
 PROMPT = "The capital of France is Paris. The capital of Italy is"
@@ -741,6 +741,9 @@ def test_task_verdict_fires_on_chance_agreement_or_lost_controls():
 #: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
 #: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
 BAD_INPUTS: list[Case] = [
+    Case("graph-clt-deeper-than-the-model", lambda c: [
+        "graph", "The capital of France is", "--transcoders", _tiny_clt(c, (0, 1, 7)), *M(c),
+        "--out", c.out], "layers up to 7"),
     Case("graph-no-transcoders", lambda c: [
         "graph", "The capital of France is", "--transcoders", _folder(c, "no_tc"), *M(c),
         "--no-contexts", "--out", c.out], "no transcoders in"),

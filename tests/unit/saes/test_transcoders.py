@@ -17,7 +17,7 @@ from saes.transcoders import (
     transcoder_class,
 )
 from saes.transcoders.formats import write_circuit_tracer
-from tests.support.bad_inputs import Case, M, _folder, _text, _tiny_sae
+from tests.support.bad_inputs import Case, M, _folder, _text, _tiny_clt, _tiny_sae
 from tests.support.html_checks import json_island
 from tests.support.text_fixtures import paragraphs, text_file_fixture
 
@@ -236,6 +236,10 @@ def test_interrupted_transcoder_run_resumes_to_the_same_weights(tiny_model, docs
 #: This tool's bad-input cases. tests/unit/interp/test_bad_inputs.py runs every unit-test
 #: module's ``BAD_INPUTS`` as one matrix (tests/support/bad_inputs.py collects them).
 BAD_INPUTS: list[Case] = [
+    # a cross-layer transcoder is used whole: its features write to the later layers
+    Case("transcoder-eval-clt-some-layers", lambda c: [
+        "transcoder", "eval", _tiny_clt(c), *M(c), "--layers", "0,1", "--text", _text(c),
+        "--out", c.out], "it is used whole"),
     Case("transcoder-train-bad-layer", lambda c: [
         "transcoder", "train", *M(c), "--layers", "0,7", "--text", _text(c), "--out", c.out],
         "layer 7", out_is_artifact=True),
