@@ -582,6 +582,26 @@ def test_decoder_shuffled_controls_keep_the_features_and_their_norms(tiny_model)
         assert torch.equal(c.W_skip, tc.W_skip) and torch.equal(c.b_dec, tc.b_dec)
 
 
+def test_clt_decoder_shuffled_controls_keep_each_features_writes_together(tiny_model):
+    """A CLT's control permutes whole features: each keeps its encoder, and its set of
+    decoder vectors (one per later layer) moves together to another feature of its layer."""
+    from saes.graphs.controls import shuffled_decoders
+    from tests.support.transcoders import random_clt
+
+    rep = random_clt(tiny_model, [0, 1, 2], skip=True)
+    ctl = shuffled_decoders(rep, torch.Generator().manual_seed(0))
+    x = torch.randn(5, tiny_model.d_model)
+    for layer in rep.layers:
+        assert torch.equal(ctl.encode(layer, x), rep.encode(layer, x))
+        assert torch.equal(ctl.bias(layer), rep.bias(layer))
+        i = rep.clt.index(layer)
+        a, b = rep.clt.W_dec[i].detach(), ctl.clt.W_dec[i].detach()  # [m, L − i, d]
+        assert not torch.equal(a, b)
+        rows = {tuple(r.flatten().tolist()) for r in a}
+        assert {tuple(r.flatten().tolist()) for r in b} == rows  # whole rows, permuted
+    assert torch.equal(ctl.clt.W_skip, rep.clt.W_skip)
+
+
 def test_sign_agreement_is_compared_with_its_permutation_null():
     """On imbalanced signs (90% positive), chance is p·q + (1 − p)(1 − q) ≈ 0.82, not 0.5:
     a predictor of independent 90%-positive signs sits at the null, a constant-sign
