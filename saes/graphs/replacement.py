@@ -253,7 +253,8 @@ def attention_read(stack: Stack, fz: Frozen, i: int,
 def feature_input(stack: Stack, fz: Frozen, rep: MLPReplacement, i: int,
                   read: Tensor) -> Tensor:
     """What layer ``i``'s features read, from the residual its MLP's norm reads: the MLP's
-    normalised input, or that residual itself (:meth:`MLPReplacement.reads_normed`)."""
+    normalised input, or that residual itself
+    (:meth:`~saes.transcoders.mlp_replacement.MLPReplacement.reads_normed`)."""
     return mlp_input(stack, fz, i, read) if rep.reads_normed(i) else read
 
 

@@ -43,7 +43,8 @@ class CLTTrainConfig(TranscoderTrainConfig):
                                                           "(set by the caller).")
 
     def check(self) -> None:
-        """:meth:`TranscoderTrainConfig.check`; a trained architecture (TopK, JumpReLU)."""
+        """:meth:`~saes.transcoders.train.TranscoderTrainConfig.check`; a trained
+        architecture (TopK, JumpReLU)."""
         super().check()
         if self.arch.name not in TRAINED:
             raise self.error("arch", f"cross-layer transcoders train as "

@@ -3,11 +3,13 @@ per-layer transcoders (:class:`~saes.transcoders.files.TranscoderSet`) or one cr
 transcoder (:class:`CLTReplacement`), behind one interface, :class:`MLPReplacement`.
 
 Layers are block numbers. A *source* layer has features, which read that layer's input (the
-MLP's normalised input, or the residual stream the MLP's norm reads: :meth:`reads_normed`)
-and write to one or more *output* layers' MLP outputs (:meth:`targets`): per-layer
-transcoders write to their own layer only; a cross-layer transcoder's features write to
-their layer and every later one it covers. Everything is in raw activation units (the
-training scales applied).
+MLP's normalised input, or the residual stream the MLP's norm reads:
+:meth:`~saes.transcoders.mlp_replacement.MLPReplacement.reads_normed`) and write to one or
+more *output* layers' MLP outputs
+(:meth:`~saes.transcoders.mlp_replacement.MLPReplacement.targets`): per-layer transcoders
+write to their own layer only; a cross-layer transcoder's features write to their layer and
+every later one it covers. Everything is in raw activation units (the training scales
+applied).
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ class CLTReplacement(MLPReplacement):
         return self.clt.W_enc[i] * self.clt._in_scale()[i] if scaled else self.clt.W_enc[i]
 
     def decoder(self, src: int, tgt: int) -> Tensor:
-        """:meth:`CrossLayerTranscoder.decoder` by block numbers."""
+        """:meth:`~saes.transcoders.crosslayer.CrossLayerTranscoder.decoder` by block numbers."""
         return self.clt.decoder(self.clt.index(src), self.clt.index(tgt))
 
     def bias(self, tgt: int) -> Tensor:
