@@ -35,9 +35,10 @@ TEST_WORKERS ?= 2
 PYTEST_FAST := $(BIN)/python -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadgroup
 PYTEST_SLOW := $(BIN)/python -m pytest -m slow -q --durations=25 -n $(TEST_WORKERS) \
 	--dist loadgroup
+# The slow tier checks the site `make docs` has just built (INTERP_DOCS_SITE), as it is.
 test: setup lint docs
 	$(PYTEST_FAST)
-	$(PYTEST_SLOW)
+	INTERP_DOCS_SITE=$(DOCS_OUT) $(PYTEST_SLOW)
 
 # One tier alone (a bare `pytest` is the fast tier: pyproject's addopts say -m "not slow").
 test-fast: setup

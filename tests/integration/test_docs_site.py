@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -25,8 +26,8 @@ SOURCES = ("docs", "interp", "saes", "evals", "reports", "bench/README.md")
 BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html"]
 
 
-def _newest_source() -> float:
-    newest = 0.0
+def _newest_source() -> tuple[float, Path | None]:
+    newest, which = 0.0, None
     for name in SOURCES:
         root = ROOT / name
         paths = [root] if root.is_file() else root.rglob("*")
@@ -36,8 +37,9 @@ def _newest_source() -> float:
             if ({"_build", "generated", "__pycache__"} & set(p.parts) or p.suffix == ".pyc"
                     or not p.is_file()):
                 continue
-            newest = max(newest, p.stat().st_mtime)
-    return newest
+            if p.stat().st_mtime > newest:
+                newest, which = p.stat().st_mtime, p
+    return newest, which
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,10 @@ def site(real_corpus) -> Path:  # noqa: ARG001 - the pages that read the corpus 
     if given:
         return Path(given)
     index = SITE / "index.html"
-    if not index.exists() or index.stat().st_mtime < _newest_source():
+    newest, which = _newest_source()
+    if not index.exists() or index.stat().st_mtime < newest:
+        if index.exists():  # say which source made the site stale: a test writing into
+            warnings.warn(f"docs site rebuilt: {which} is newer than it", stacklevel=1)
         done = subprocess.run([*BUILD, str(DOCS), str(SITE)], cwd=ROOT, capture_output=True,
                               text=True, timeout=1800)
         assert done.returncode == 0, done.stderr[-4000:]
