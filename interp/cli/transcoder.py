@@ -89,9 +89,10 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
 
 @transcoder_group.command("train-clt", cls=_TranscoderTrainCommand)
 @layers_option("The layers the cross-layer transcoder covers: each layer's features read there "
-               "and write to that MLP's output and every later one.", default="all",
+               "and write to that MLP's output and every later one (or as many as --reach "
+               "says).", default="all",
                dest="layers_spec", metavar="all|L1,L2,…")
-@config_options(CLTTrainConfig, only=["d_sae", "skip", "tokens", "lr", "dead_window",
+@config_options(CLTTrainConfig, only=["d_sae", "skip", "reach", "tokens", "lr", "dead_window",
                                       "seq_len", "windows_per_chunk"])
 @cache_activations_option
 @config_options(CLTTrainConfig, only=["checkpoint_every"])

@@ -11,6 +11,13 @@ layer ``i``'s features read and ``y_j`` what layer ``j``'s MLP adds to the resid
 so a feature of layer ``i`` has ``L − i`` decoder vectors, one per MLP output it writes.
 ``m`` (``d_sae``) is the number of features *per layer*; the CLT has ``L·m`` in all.
 
+**Reach.** ``reach = N`` makes a *windowed* CLT: a feature of layer ``i`` writes only to
+layers ``i … i + N − 1`` (``W_dec[i]`` is ``[m, min(N, L − i), d]``), as sparsify's
+``cross_layer=N`` does. It is not Ameisen et al.'s CLT (``reach`` None, every later layer):
+its decoder has about ``L·N`` blocks instead of ``L(L+1)/2``, which is what its training
+step costs, and a feature's effect on layers past its reach has to go through features of
+later layers. ``reach = 1`` is a set of per-layer transcoders trained together.
+
 **Activations.** ``topk``: each layer's features keep their ``k`` largest pre-activations
 (L0 ``k`` per layer, as a per-layer TopK transcoder of the same ``k``), with AuxK for the
 dead ones; ``jumprelu``: a learned threshold per feature and an L0 penalty
@@ -76,6 +83,9 @@ class CLTConfig(Config):
     architecture: str = setting("topk", help="topk, jumprelu or relu.")
     k: int | None = setting(None, help="Active features per token and layer (topk).")
     skip: bool = setting(False, help="A linear skip path W_skip[j] from layer j's input.")
+    reach: int | None = setting(None, help="How many layers a feature writes, from its own: "
+                                           "None for every later one (Ameisen et al.'s CLT), N "
+                                           "for its own and the next N − 1 (a windowed CLT).")
     reads: str = setting("mlp_in", help="What the features read: mlp_in (the MLP's "
                                         "normalised input) or resid_mid (the residual before "
                                         "the MLP's norm).")
@@ -96,6 +106,10 @@ class CLTConfig(Config):
         if self.architecture not in ACTIVATIONS:
             raise ConfigError("CLTConfig", "architecture",
                               f"must be one of {', '.join(ACTIVATIONS)}", self.architecture)
+        if self.reach is not None and (isinstance(self.reach, bool)
+                                       or not isinstance(self.reach, int) or self.reach < 1):
+            raise ConfigError("CLTConfig", "reach", "must be a positive integer or None",
+                              self.reach)
         if self.reads not in READS:
             raise ConfigError("CLTConfig", "reads", f"must be one of {', '.join(READS)}",
                               self.reads)
@@ -115,6 +129,11 @@ class CLTConfig(Config):
         """How many layers it covers."""
         return len(self.layers)
 
+    def span(self, i: int) -> int:
+        """How many layers the features of layer index ``i`` write: ``L − i``, or at most
+        ``reach``."""
+        return spans(self.n_layers, self.reach)[i]
+
     @property
     def hook_point(self) -> str:
         """What the first layer's features read (the artifact's hook point)."""
@@ -128,6 +147,13 @@ class CLTConfig(Config):
     def output_hook(layer: int) -> str:
         """The hook point of what layer ``layer``'s MLP writes."""
         return f"blocks.{layer}.hook_mlp_out"
+
+
+def spans(n_layers: int, reach: int | None) -> list[int]:
+    """Per source layer index, how many layers its features write (``L − i``, or at most
+    ``reach``): the decoder blocks of each ``W_dec[i]``."""
+    return [n_layers - i if reach is None else min(reach, n_layers - i)
+            for i in range(n_layers)]
 
 
 def _scales(scales: tuple[float, ...], n: int) -> Tensor:
@@ -150,8 +176,8 @@ class CrossLayerTranscoder(nn.Module):
         n, d, m = cfg.n_layers, cfg.d_in, cfg.d_sae
         self.W_enc = nn.Parameter(torch.zeros(n, d, m))
         self.b_enc = nn.Parameter(torch.zeros(n, m))
-        self.W_dec = nn.ParameterList([nn.Parameter(torch.zeros(m, n - i, d))
-                                       for i in range(n)])
+        self.W_dec = nn.ParameterList([nn.Parameter(torch.zeros(m, s, d))
+                                       for s in spans(n, cfg.reach)])
         self.b_dec = nn.Parameter(torch.zeros(n, d))
         self.W_skip: nn.Parameter | None = (nn.Parameter(torch.zeros(n, d, d))
                                             if cfg.skip else None)
@@ -257,10 +283,10 @@ class CrossLayerTranscoder(nn.Module):
 
     def decoder(self, i: int, j: int) -> Float[Tensor, "m d"]:
         """What layer ``i``'s features write into layer ``j``'s MLP output (raw units),
-        ``j ≥ i``."""
-        if j < i:
-            raise InterpError(f"a feature of layer index {i} writes only to layers from it on, "
-                              f"not {j}")
+        ``i ≤ j < i + span(i)``."""
+        if not 0 <= j - i < self.cfg.span(i):
+            raise InterpError(f"a feature of layer index {i} writes only to layer indices "
+                              f"{i}–{i + self.cfg.span(i) - 1}, not {j}")
         block = self.W_dec[i][:, j - i]
         return block / self._out_scale()[j] if self.cfg.output_scales else block
 
@@ -271,7 +297,8 @@ class CrossLayerTranscoder(nn.Module):
         flat = f.reshape(-1, n, self.cfg.d_sae)
         out = self.b_dec.expand(flat.shape[0], n, self.cfg.d_in).clone()
         for i in range(n):
-            out[:, i:] += (flat[:, i] @ self.W_dec[i].flatten(1)).view(-1, n - i, self.cfg.d_in)
+            s = self.cfg.span(i)
+            out[:, i:i + s] += (flat[:, i] @ self.W_dec[i].flatten(1)).view(-1, s, self.cfg.d_in)
         out = out / self._out_scale()[:, None]
         return out.reshape(*lead, n, self.cfg.d_in)
 
@@ -353,9 +380,10 @@ class CrossLayerTranscoder(nn.Module):
                 w = F.embedding_bag(c, self.W_dec[i].flatten(1), offsets, mode="sum",
                                     per_sample_weights=f[r, c])
             l0 = l0 + active.float().sum(-1).mean()
-            # what layer i's features write into layers i…L−1, added at once: the
-            # [n, L − i, d] block is freed before the next layer's is made
-            y_hat = y_hat + F.pad(w.view(n, nl - i, d), (0, 0, i, 0))
+            # what layer i's features write into layers i…i+s−1, added at once: the
+            # [n, s, d] block is freed before the next layer's is made
+            s = self.cfg.span(i)
+            y_hat = y_hat + F.pad(w.view(n, s, d), (0, 0, i, nl - i - s))
         mse = (y_hat - ys).pow(2).sum(-1).mean()
         loss = mse
         parts: dict[str, Tensor] = {}
@@ -412,7 +440,7 @@ class CrossLayerTranscoder(nn.Module):
         per = 2.0 * d * tokens
         k = self.cfg.k if self.cfg.architecture == "topk" and self.cfg.k else max(1, m // 8)
         enc = nl * per * m * (1 if self.cfg.architecture == "topk" else 3)
-        writes = sum(nl - i for i in range(nl))
+        writes = sum(spans(nl, self.cfg.reach))
         dec = 3 * per * k * writes + (nl * per * k if self.cfg.architecture == "topk" else 0)
         skip = 2 * nl * per * d if self.has_skip else 0.0
         return enc + dec + skip
@@ -439,7 +467,7 @@ class CrossLayerTranscoder(nn.Module):
         c_in, c_out = self._in_scale(), self._out_scale()
         self.W_enc.mul_(c_in[:, None, None])
         for i, w in enumerate(self.W_dec):
-            w.div_(c_out[i:, None])
+            w.div_(c_out[i:i + w.shape[1], None])
         self.b_dec.div_(c_out[:, None])
         if self.W_skip is not None:
             self.W_skip.mul_((c_in / c_out)[:, None, None])
@@ -561,4 +589,4 @@ def check_clt_model(clt: CrossLayerTranscoder, model: Any, model_id: str | None 
 
 
 __all__ = ["ACTIVATIONS", "KIND", "READS", "TRAINED", "CLTConfig", "CrossLayerTranscoder",
-           "LoadedCLT", "check_clt_model", "clt_from_tensors", "load_clt"]
+           "LoadedCLT", "check_clt_model", "clt_from_tensors", "load_clt", "spans"]

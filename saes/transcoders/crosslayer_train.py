@@ -21,7 +21,7 @@ from interp.schema import setting
 from saes.architectures import Architecture, TopKConfig
 from saes.store import ActivationStore, LayersStore, SharedForward
 from saes.train import SAERun, SAETrainResult, check_text, train_runs
-from saes.transcoders.crosslayer import TRAINED, CLTConfig, CrossLayerTranscoder
+from saes.transcoders.crosslayer import TRAINED, CLTConfig, CrossLayerTranscoder, spans
 from saes.transcoders.train import TranscoderTrainConfig
 
 CLT_SUBDIR = "clt"
@@ -41,11 +41,17 @@ class CLTTrainConfig(TranscoderTrainConfig):
     d_sae: int = setting(1024, help="Features per layer.")
     layers: tuple[int, ...] = setting((), cli=False, help="The blocks it covers, increasing "
                                                           "(set by the caller).")
+    reach: int | None = setting(None, help="How many layers a feature writes, from its own: "
+                                           "none for every later one (Ameisen et al.'s CLT), N "
+                                           "for its own and the next N − 1 (a windowed CLT).")
 
     def check(self) -> None:
         """:meth:`~saes.transcoders.train.TranscoderTrainConfig.check`; a trained
         architecture (TopK, JumpReLU)."""
         super().check()
+        if self.reach is not None and (isinstance(self.reach, bool)
+                                       or not isinstance(self.reach, int) or self.reach < 1):
+            raise self.error("reach", "must be a positive integer or none", self.reach)
         if self.arch.name not in TRAINED:
             raise self.error("arch", f"cross-layer transcoders train as "
                              f"{' or '.join(TRAINED)}", self.arch.name)
@@ -54,7 +60,8 @@ class CLTTrainConfig(TranscoderTrainConfig):
         """The :class:`CLTConfig` of the CLT this run trains on ``model``."""
         return CLTConfig(d_in=model.d_model, d_sae=self.d_sae, layers=tuple(self.layers),
                          model_id=model.model_id, architecture=self.arch.name,
-                         k=getattr(self.arch, "k", None), skip=self.skip, reads="mlp_in")
+                         k=getattr(self.arch, "k", None), skip=self.skip, reach=self.reach,
+                         reads="mlp_in")
 
     def build(self, model: Model) -> CrossLayerTranscoder:  # type: ignore[override]
         """The zero-weight CLT this run trains."""
@@ -92,11 +99,11 @@ class CLTRun(SAERun):
 
 
 def clt_training_bytes(cfg: CLTTrainConfig, d_model: int) -> int:
-    """Peak bytes of CLT training beside the model: the weights (encoders, the
-    ``L(L+1)/2`` decoder blocks, skip paths) with gradients and Adam's moments (4 copies);
-    the batch (every layer's input and output, and its scaled copy); each layer's
-    pre-activations (kept for AuxK) and the prediction with its gradient; and the
-    activation store's chunk at every layer with its shuffled copy and the forward's."""
+    """Peak bytes of CLT training beside the model: the weights (encoders, the decoder
+    blocks, ``L(L+1)/2`` or fewer with a reach; skip paths) with gradients and Adam's
+    moments (4 copies); the batch (every layer's input and output, and its scaled copy);
+    each layer's pre-activations (kept for AuxK) and the prediction with its gradient; and
+    the activation store's chunk at every layer with its shuffled copy and the forward's."""
     n, d, m = len(cfg.layers), d_model, cfg.d_sae
     f32 = 4
     weights = clt_parameters(cfg, d_model) * f32 * 4
@@ -109,7 +116,7 @@ def clt_training_bytes(cfg: CLTTrainConfig, d_model: int) -> int:
 def clt_parameters(cfg: CLTTrainConfig, d_model: int) -> int:
     """Trainable parameters of the CLT ``cfg`` trains (Adam keeps two more floats each)."""
     n, d, m = len(cfg.layers), d_model, cfg.d_sae
-    return (n * d * m + n * m + n * (n + 1) // 2 * m * d + n * d
+    return (n * d * m + n * m + sum(spans(n, cfg.reach)) * m * d + n * d
             + (n * d * d if cfg.skip else 0) + (n * m if cfg.arch.name == "jumprelu" else 0))
 
 

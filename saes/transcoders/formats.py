@@ -255,6 +255,9 @@ def write_circuit_tracer_clt(clt: Any, folder: str | Path) -> list[Path]:
                           f"{cfg.architecture}")
     if clt.W_skip is not None:
         raise InterpError("circuit-tracer's CLT files have no skip paths; this CLT has them")
+    if cfg.reach is not None and cfg.reach < cfg.n_layers:
+        raise InterpError(f"circuit-tracer's CLT features write to every later layer; this CLT's "
+                          f"reach only {cfg.reach} layers")
     if list(cfg.layers) != list(range(cfg.n_layers)):
         raise InterpError("circuit-tracer's CLT files cover layers 0 … n−1; this CLT covers "
                           f"{', '.join(map(str, cfg.layers))}")

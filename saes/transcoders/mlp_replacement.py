@@ -155,8 +155,9 @@ class CLTReplacement(MLPReplacement):
         return list(self.clt.cfg.layers)
 
     def targets(self, layer: int) -> list[int]:
-        """``layer`` and every later covered layer."""
-        return [t for t in self.clt.cfg.layers if t >= layer]
+        """``layer`` and every later covered layer (those within its reach)."""
+        i = self.clt.index(layer)
+        return list(self.clt.cfg.layers[i:i + self.clt.cfg.span(i)])
 
     def d_sae(self, layer: int) -> int:
         """Features per layer."""

@@ -31,7 +31,8 @@ def random_transcoders(model, layers, arch: str = "topk", skip: bool = False,  #
 
 
 def random_clt(model, layers, arch: str = "topk", skip: bool = False,  # noqa: ANN001
-               reads: str = "mlp_in", seed: int = 0, width: int = 48):
+               reads: str = "mlp_in", seed: int = 0, width: int = 48,
+               reach: int | None = None):
     """A cross-layer transcoder (TopK k 6 by default) with random weights over ``layers``,
     as the graph reads it (:class:`~saes.transcoders.mlp_replacement.CLTReplacement`)."""
     from saes.transcoders.crosslayer import CLTConfig, CrossLayerTranscoder
@@ -41,7 +42,7 @@ def random_clt(model, layers, arch: str = "topk", skip: bool = False,  # noqa: A
     d = model.d_model
     cfg = CLTConfig(d_in=d, d_sae=width, layers=tuple(layers), architecture=arch,
                     k=6 if arch == "topk" else None, skip=skip, reads=reads,
-                    model_id=model.model_id)
+                    model_id=model.model_id, reach=reach)
     clt = CrossLayerTranscoder(cfg)
     with torch.no_grad():
         clt.W_enc.copy_(torch.randn(clt.W_enc.shape, generator=g) / d ** 0.5)

@@ -14,7 +14,12 @@ from saes.transcoders.crosslayer import (
     CrossLayerTranscoder,
     load_clt,
 )
-from saes.transcoders.crosslayer_train import CLTTrainConfig, clt_training_bytes, train_clt
+from saes.transcoders.crosslayer_train import (
+    CLTTrainConfig,
+    clt_parameters,
+    clt_training_bytes,
+    train_clt,
+)
 from saes.transcoders.formats import read_circuit_tracer_clt, write_circuit_tracer_clt
 from tests.support.text_fixtures import paragraphs, text_file_fixture
 
@@ -22,10 +27,10 @@ ARCHS = {"topk": TopKConfig(k=4), "jumprelu": JumpReLUConfig(), "relu": None}
 
 
 def _random_clt(arch: str = "topk", skip: bool = True, layers=(0, 1, 3), d=8, m=16,
-                seed: int = 0) -> CrossLayerTranscoder:
+                seed: int = 0, reach: int | None = None) -> CrossLayerTranscoder:
     torch.manual_seed(seed)
     cfg = CLTConfig(d_in=d, d_sae=m, layers=tuple(layers), architecture=arch,
-                    k=4 if arch == "topk" else None, skip=skip)
+                    k=4 if arch == "topk" else None, skip=skip, reach=reach)
     clt = CrossLayerTranscoder(cfg, ARCHS[arch])
     clt.init_weights(torch.Generator().manual_seed(seed))
     with torch.no_grad():
@@ -41,22 +46,26 @@ def _random_clt(arch: str = "topk", skip: bool = True, layers=(0, 1, 3), d=8, m=
 
 
 def _reference(clt: CrossLayerTranscoder, x: torch.Tensor) -> torch.Tensor:
-    """The CLT's definition written out, layer pair by layer pair (raw units)."""
-    n = clt.cfg.n_layers
+    """The CLT's definition written out, layer pair by layer pair (raw units); with a reach
+    ``N``, layer ``i``'s features write to layers ``i … i + N − 1`` only."""
+    n, reach = clt.cfg.n_layers, clt.cfg.reach
     f = [clt.encode_layer(i, x[:, i]) for i in range(n)]
     out = []
     for j in range(n):
         y = clt.b_dec[j] / (clt.cfg.output_scales[j] if clt.cfg.output_scales else 1.0)
         for i in range(j + 1):
+            if reach is not None and j - i >= reach:
+                continue
             y = y + f[i] @ clt.decoder(i, j)
         m = clt.skip_matrix(j)
         out.append(y + (x[:, j] @ m if m is not None else 0.0))
     return torch.stack(out, 1)
 
 
-@pytest.mark.parametrize("arch", list(ARCHS))
-def test_training_loss_forward_and_the_definition_agree(arch):
-    clt = _random_clt(arch)
+@pytest.mark.parametrize(("arch", "reach"), [*((a, None) for a in ARCHS), ("topk", 2),
+                                            ("jumprelu", 1)])
+def test_training_loss_forward_and_the_definition_agree(arch, reach):
+    clt = _random_clt(arch, reach=reach)
     x = torch.randn(7, 3, 2, 8)
     xs, ys = x[:, :, 0], x[:, :, 1]
     with torch.no_grad():
@@ -71,8 +80,9 @@ def test_training_loss_forward_and_the_definition_agree(arch):
     assert all(float(w.grad.abs().sum()) > 0 for w in clt.W_dec)
 
 
-def test_fold_keeps_outputs_and_features():
-    clt = _random_clt("jumprelu")
+@pytest.mark.parametrize("reach", [None, 2])
+def test_fold_keeps_outputs_and_features(reach):
+    clt = _random_clt("jumprelu", reach=reach)
     clt.cfg = clt.cfg.replace(input_scales=(2.0, 0.5, 3.0), output_scales=(0.3, 4.0, 1.5))
     x = torch.randn(5, 3, 8)
     with torch.no_grad():
@@ -102,7 +112,30 @@ def test_no_cross_layer_decoders_is_per_layer_transcoders():
         assert not torch.allclose(clt2(x)[:, 2], clt2(y)[:, 2])
 
 
+def test_a_windowed_clt_writes_within_its_reach():
+    """reach 2 over layers (0, 1, 3): layer index 0's features write to indices 0 and 1, not
+    2; its decoder and parameter count shrink to match; past the reach is refused."""
+    clt = _random_clt("topk", skip=False, reach=2)
+    assert [tuple(w.shape[:2]) for w in clt.W_dec] == [(16, 2), (16, 2), (16, 1)]
+    x = torch.randn(4, 3, 8)
+    y = x.clone()
+    y[:, 0] += 5
+    with torch.no_grad():
+        a, b = clt(x), clt(y)
+    assert not torch.allclose(a[:, 1], b[:, 1]) and torch.allclose(a[:, 2], b[:, 2])
+    with pytest.raises(InterpError, match="writes only to layer indices 0–1"):
+        clt.decoder(0, 2)
+    full = CLTTrainConfig(layers=(0, 1, 3), d_sae=16, arch=TopKConfig(k=4))
+    windowed = CLTTrainConfig(layers=(0, 1, 3), d_sae=16, arch=TopKConfig(k=4), reach=2)
+    assert (clt_parameters(full, 8) - clt_parameters(windowed, 8)) == 16 * 8  # one block
+    assert clt_parameters(windowed, 8) == sum(p.numel() for p in clt.parameters())
+
+
 def test_config_refuses_bad_settings():
+    with pytest.raises(Exception, match="reach"):
+        CLTConfig(d_in=4, d_sae=8, layers=(0,), architecture="relu", reach=0)
+    with pytest.raises(Exception, match="reach"):
+        CLTTrainConfig(layers=(0, 1), reach=0)
     with pytest.raises(Exception, match="increasing"):
         CLTConfig(d_in=4, d_sae=8, layers=(2, 1))
     with pytest.raises(Exception, match="k"):
@@ -163,6 +196,9 @@ def test_ours_round_trips_through_circuit_tracer_files_to_the_bit(tmp_path):
     with pytest.raises(InterpError, match="skip"):
         write_circuit_tracer_clt(_random_clt("jumprelu", skip=True, layers=(0, 1)),
                                  tmp_path / "y")
+    with pytest.raises(InterpError, match="reach only 1"):
+        write_circuit_tracer_clt(_random_clt("relu", skip=False, layers=(0, 1), reach=1),
+                                 tmp_path / "w")
     with pytest.raises(InterpError, match="cover layers 0"):
         write_circuit_tracer_clt(_random_clt("relu", skip=False, layers=(1, 2)),
                                  tmp_path / "z")
@@ -365,4 +401,7 @@ BAD_INPUTS: list[Case] = [
     Case("transcoder-train-clt-too-big", lambda c: [
         "transcoder", "train-clt", *M(c), "--d-sae", "4000000", "--k", "8", "--text",
         _text(c), "--out", c.out], "lower d_sae", out_is_artifact=True),
+    Case("transcoder-train-clt-reach-zero", lambda c: [
+        "transcoder", "train-clt", *M(c), "--reach", "0", "--text", _text(c),
+        "--out", c.out], "reach must be a positive integer", out_is_artifact=True),
 ]

@@ -889,6 +889,21 @@ def test_clt_graphs_are_exact_and_match_finite_differences(which, reads, skip, r
     assert checked == 12
 
 
+def test_windowed_clt_graph_is_exact_and_writes_within_its_reach(tiny_model):
+    """A windowed CLT (reach 2 over layers 0–2: a layer-0 feature writes to layers 0 and 1,
+    not 2): its graph is exact and the backward sweep equals autograd."""
+    from tests.support.transcoders import random_clt
+
+    rep = random_clt(tiny_model, [0, 1, 2], reach=2)
+    assert rep.targets(0) == [0, 1] and rep.targets(1) == [1, 2] and rep.targets(2) == [2]
+    g = run_attribution(tiny_model, rep, PROMPT, AttributionConfig(check_features=4,
+                                                                   control_graphs=1),
+                        progress=False)
+    assert g.target_replacement == pytest.approx(g.target_real, abs=1e-4)
+    assert g.target_edge_sum == pytest.approx(g.target_real, abs=1e-4)
+    _sweep_equals_autograd(tiny_model, rep, lambda t: [(1, 5), (2, t - 1), (3, t - 1), (0, 3)])
+
+
 @pytest.mark.parametrize(("which", "reads", "skip"), CLT_CASES)
 def test_clt_backward_sweep_equals_autograd(which, reads, skip, request):
     from tests.support.transcoders import random_clt
