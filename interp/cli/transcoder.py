@@ -31,7 +31,7 @@ from interp.cli.common import (
     write_run_results,
 )
 from interp.cli.options import build_config, config_options
-from interp.cli.sae import _TrainCommand, build_architecture
+from interp.cli.sae import _init_distributed, _TrainCommand, build_architecture
 from interp.runs.outdir import OutDir, check_creatable
 from saes.transcoders.crosslayer_train import CLTTrainConfig
 from saes.transcoders.evaluate import TranscoderEvalConfig
@@ -52,12 +52,13 @@ def transcoder_group() -> None:
                "text, each into OUT/layer-L.", default="all", dest="layers_spec",
                metavar="all|L1,L2,…")
 @config_options(TranscoderTrainConfig, only=["d_sae", "skip", "tokens", "lr", "dead_window",
-                                             "seq_len", "windows_per_chunk"])
+                                             "seq_len", "windows_per_chunk", "data_shards"])
 @cache_activations_option
 @config_options(TranscoderTrainConfig, only=["checkpoint_every"])
 @stop_at_option
 @text_options
-@make_model_options(TranscoderTrainConfig, batch_help="Activations (tokens) per training step.")
+@make_model_options(TranscoderTrainConfig,
+                    batch_help="Activations (tokens) per training step, over all processes.")
 @out_option("Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.", required=True)
 def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: int | None,
           text_file: str | None, hf_dataset: str | None, model_name: str | None, device: str,
@@ -67,17 +68,22 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
     from saes.transcoders.train import train_transcoders
 
     arch = build_architecture(architecture, settings)
+    rank, world = _join(device, settings)
     cfg = build_config(TranscoderTrainConfig, settings, arch=arch, batch_size=batch_size,
                        seed=seed)
     docs, data, model, layers = _training_inputs(text_file, hf_dataset, out_dir, cache_dir,
                                                  model_name, device, dtype, seed, layers_spec)
     check_memory(model, cfg, n_saes=len(layers))
     check_text(model, docs, cfg)
-    log(f"training {len(layers)} × {arch.knob_text()} transcoder{'s' if len(layers) > 1 else ''}"
-        f" (layers {layers_spec}, one forward for all): d_sae {cfg.d_sae}, {cfg.steps} steps of "
-        f"{batch_size} tokens from {data['source']} into {out_dir}")
+    if rank == 0:
+        log(f"training {len(layers)} × {arch.knob_text()} transcoder"
+            f"{'s' if len(layers) > 1 else ''} (layers {layers_spec}, one forward for all): "
+            f"d_sae {cfg.d_sae}, {cfg.steps} steps of {batch_size} tokens from "
+            f"{data['source']} into {out_dir}{_processes(world)}")
     results = train_transcoders(model, docs, out_dir, layers, cfg, data=data,
                                 cache_dir=cache_dir, stop_at=stop_at)
+    if rank:
+        return
     for layer, res in results.items():
         click.echo(f"layer {layer}: " + _run_line(res, "EV (train)"))
     first = results[layers[0]]
@@ -93,12 +99,13 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
                "says).", default="all",
                dest="layers_spec", metavar="all|L1,L2,…")
 @config_options(CLTTrainConfig, only=["d_sae", "skip", "reach", "tokens", "lr", "dead_window",
-                                      "seq_len", "windows_per_chunk"])
+                                      "seq_len", "windows_per_chunk", "data_shards"])
 @cache_activations_option
 @config_options(CLTTrainConfig, only=["checkpoint_every"])
 @stop_at_option
 @text_options
-@make_model_options(CLTTrainConfig, batch_help="Activations (tokens) per training step.")
+@make_model_options(CLTTrainConfig,
+                    batch_help="Activations (tokens) per training step, over all processes.")
 @out_option("Run folder (checkpoint/, then clt/); rerun to resume.", required=True)
 def train_clt_cmd(layers_spec: str, architecture: str, cache_dir: str | None,
                   stop_at: int | None, text_file: str | None, hf_dataset: str | None,
@@ -109,18 +116,34 @@ def train_clt_cmd(layers_spec: str, architecture: str, cache_dir: str | None,
     from saes.transcoders.crosslayer_train import prepare_clt, train_clt
 
     arch = build_architecture(architecture, settings)
+    rank, world = _join(device, settings)
     cfg = build_config(CLTTrainConfig, settings, arch=arch, batch_size=batch_size, seed=seed)
     docs, data, model, layers = _training_inputs(text_file, hf_dataset, out_dir, cache_dir,
                                                  model_name, device, dtype, seed, layers_spec)
     cfg = prepare_clt(model, docs, layers, cfg)
-    log(f"training a {arch.knob_text()} cross-layer transcoder over {len(layers)} layers "
-        f"({layers_spec}): d_sae {cfg.d_sae} per layer, {cfg.steps} steps of {batch_size} "
-        f"tokens from {data['source']} into {out_dir}")
+    if rank == 0:
+        log(f"training a {arch.knob_text()} cross-layer transcoder over {len(layers)} layers "
+            f"({layers_spec}): d_sae {cfg.d_sae} per layer, {cfg.steps} steps of {batch_size} "
+            f"tokens from {data['source']} into {out_dir}{_processes(world)}")
     res = train_clt(model, docs, out_dir, layers, cfg, data=data, cache_dir=cache_dir,
                     stop_at=stop_at)
+    if rank:
+        return
     click.echo(_run_line(res, "EV (train, mean over layers)"))
     write_run_results(out_dir, {k: v for k, v in res.to_dict().items() if k != "manifest"}
                       | {"manifest": res.manifest})
+
+
+def _join(device: str, settings: dict[str, Any]) -> tuple[int, int]:
+    """Join torchrun's process group when launched by it (rank, world); the text's
+    substreams default to the number of processes."""
+    rank, world = _init_distributed(device)
+    settings["data_shards"] = settings.get("data_shards") or world
+    return rank, world
+
+
+def _processes(world: int) -> str:
+    return f" ({world} processes)" if world > 1 else ""
 
 
 def _training_inputs(text_file: str | None, hf_dataset: str | None, out_dir: str,

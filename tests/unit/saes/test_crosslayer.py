@@ -3,6 +3,8 @@ our files and circuit-tracer's."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -384,6 +386,45 @@ def test_cli_train_clt_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     g = json.loads((g_dir / "results.json").read_text())
     assert g["target_edge_sum"] == pytest.approx(g["target_real"], abs=1e-4)
     assert g["transcoders"]["kind"] == "cross-layer" and len(g["checks"]) == 5
+
+
+def _clt_cmd(tiny_model_dir, text_file, out, *extra: str) -> list[str]:
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).parent / "interp"
+    return [str(exe), "transcoder", "train-clt", "--model", str(tiny_model_dir), "--text",
+            str(text_file), "--d-sae", "48", "--k", "4", "--skip", "--tokens", str(64 * 24),
+            "--batch-size", "64", "--seq-len", "16", "--windows-per-chunk", "8",
+            "--checkpoint-every", "5", "--dead-window", "128", "--out", str(out), *extra]
+
+
+@pytest.mark.processes
+def test_ddp_two_processes_train_the_clt_of_one(tiny_model_dir, text_file, tmp_path):
+    """torchrun, 2 CPU processes (gloo), each streaming its own shard of the text and holding
+    a whole replica, versus one process with the same global batch (data shards 2): the
+    same losses and the same weights, every decoder block included."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+    one, two = tmp_path / "one", tmp_path / "two"
+    subprocess.run(_clt_cmd(tiny_model_dir, text_file, one, "--data-shards", "2"), env=env,
+                   check=True, capture_output=True, timeout=600)
+    torchrun = Path(sys.executable).parent / "torchrun"
+    proc = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2",
+                           "--no-python", *_clt_cmd(tiny_model_dir, text_file, two)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = load_clt(one).clt, load_clt(two).clt
+    ha = json.loads((one / "results.json").read_text())["history"]["loss"]
+    hb = json.loads((two / "results.json").read_text())["history"]["loss"]
+    assert len(ha) == len(hb) == 24 and ha[0] != ha[-1]
+    assert ha == pytest.approx(hb, rel=1e-4)
+    for name, t in a.tensors().items():
+        assert torch.allclose(b.tensors()[name], t, atol=1e-4), name
 
 
 # ------------------------------------------------------------------ bad inputs
