@@ -510,7 +510,7 @@ class SAERun(ResumableRun):
         self.model, self.cfg, self.data = model, cfg, data
         self.sae_dir = self.final_dir
         torch.manual_seed(cfg.seed)
-        self.sae = cfg.build(model)
+        self.sae = self.build_sae()
         self.hook = self.sae.cfg.hook_point
         self.optimizer = torch.optim.Adam(self.sae.parameters(), lr=cfg.lr,
                                           betas=(cfg.beta1, cfg.beta2))
@@ -528,6 +528,10 @@ class SAERun(ResumableRun):
         self.store: ActivationStore | LayersStore | None = None
         self.shared: SharedForward | None = None
         self.deepest = max(self.store_layers())
+
+    def build_sae(self) -> SparseAutoencoder:
+        """The zero-weight model this run trains."""
+        return self.cfg.build(self.model)
 
     def store_layers(self) -> list[int]:
         """The layers whose activations this run reads (one for an SAE or a transcoder)."""
@@ -595,10 +599,24 @@ class SAERun(ResumableRun):
         self.store, self.shared, self.deepest = store, shared, deepest
         if self.scale is None:
             self.init_from(store.first_chunk())
-        if self.world > 1:
+        if self.world > 1 and not self.sharded:
             from torch.nn.parallel import DistributedDataParallel
 
             self.module = DistributedDataParallel(self.module)
+
+    @property
+    def sharded(self) -> bool:
+        """Whether the ranks hold slices of one model's latents (and read the same batches)
+        instead of replicas of it: never for an SAE."""
+        return False
+
+    def clip_gradients(self) -> None:
+        """Clip the gradients' norm to ``grad_clip``."""
+        torch.nn.utils.clip_grad_norm_(self.sae.parameters(), self.cfg.grad_clip)
+
+    def dead_fraction(self) -> float:
+        """The fraction of latents that have not fired for the dead window."""
+        return float((self.steps_since >= self.dead_steps).float().mean())
 
     def init_from(self, first: Tensor) -> None:
         """A fresh run: input scale(s) and b_dec from this process's first chunk(s)."""
@@ -659,10 +677,11 @@ class SAERun(ResumableRun):
             opt.zero_grad(set_to_none=True)
             loss.backward()
         with phase("optimiser"):
-            torch.nn.utils.clip_grad_norm_(sae.parameters(), cfg.grad_clip)
+            self.clip_gradients()
             opt.step()
             sae.after_step(parts)
-        fired = _all_reduce(parts["fired"].to(torch.int32), "max").bool()
+        fired = (parts["fired"] if self.sharded  # each rank's own latents
+                 else _all_reduce(parts["fired"].to(torch.int32), "max").bool())
         self.steps_since += 1
         self.steps_since[fired] = 0
         steps = cfg.steps
@@ -677,7 +696,7 @@ class SAERun(ResumableRun):
         mse, var = float(loss_sum[1]), float(loss_sum[4])
         rec = {"loss": float(loss_sum[0]), "mse": mse, "l1": float(loss_sum[2]),
                "l0": float(loss_sum[3]),
-               "dead_fraction": float((self.steps_since >= self.dead_steps).float().mean()),
+               "dead_fraction": self.dead_fraction(),
                "explained_variance": 1 - mse / var if var > 0 else float("nan"),
                "lr": cfg.lr_at(step), "sparsity_coef": coef}
         for k in HISTORY_KEYS:

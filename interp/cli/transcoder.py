@@ -99,7 +99,8 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
                "says).", default="all",
                dest="layers_spec", metavar="all|L1,L2,…")
 @config_options(CLTTrainConfig, only=["d_sae", "skip", "reach", "tokens", "lr", "dead_window",
-                                      "seq_len", "windows_per_chunk", "data_shards"])
+                                      "seq_len", "windows_per_chunk", "data_shards",
+                                      "shard_features"])
 @cache_activations_option
 @config_options(CLTTrainConfig, only=["checkpoint_every"])
 @stop_at_option

@@ -191,8 +191,9 @@ class ResumableRun(ABC):
         except BaseException:
             self.close()  # refused: the folder is left as it was, lock file included
             raise
-        self.load_state(art.tensors, art.config)
-        load_optimizer_tensors(self.optimizer, art.tensors)
+        tensors = self.local_tensors(art.tensors)
+        self.load_state(tensors, art.config)
+        load_optimizer_tensors(self.optimizer, tensors)
         self.start = self.last_saved = int(art.config["step"])
         self.elapsed = float(art.config.get("elapsed_s", 0.0))
         self.work_known = "flops_by_dtype" in art.config  # older checkpoints did not count
@@ -200,13 +201,25 @@ class ResumableRun(ABC):
         self.resumed = True
         return True
 
+    def checkpoint_tensors(self) -> dict[str, Tensor]:
+        """What the checkpoint holds, made on every rank (rank 0 writes it): the run's
+        state and the optimiser's (only rank 0 makes them when every rank holds a replica)."""
+        if self.rank:
+            return {}
+        return {**self.state_tensors(), **optimizer_tensors(self.optimizer)}
+
+    def local_tensors(self, tensors: dict[str, Tensor]) -> dict[str, Tensor]:
+        """A checkpoint's tensors as this rank holds them (all of them: a replica)."""
+        return tensors
+
     def save_checkpoint(self, step: int) -> None:
         """The checkpoint at ``step`` (rank 0 writes; every rank waits for it)."""
         from interp.runs.artifacts import save_artifact
 
+        tensors = self.checkpoint_tensors()
         if self.rank == 0:
             save_artifact(
-                self.ckpt_dir, {**self.state_tensors(), **optimizer_tensors(self.optimizer)},
+                self.ckpt_dir, tensors,
                 kind=self.checkpoint_kind,
                 config={**self.settings, "step": step, "elapsed_s": self.elapsed,
                         **self.checkpoint_config(),

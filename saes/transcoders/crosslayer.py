@@ -62,6 +62,7 @@ from interp.errors import InterpError
 from interp.schema import Config, ConfigError, at_least, setting
 from saes.architectures.jumprelu import jumprelu, step
 from saes.architectures.topk import selected_entries
+from saes.transcoders.sharding import Shards
 
 KIND = "clt"
 #: What a CLT's features can read at their layer (see the module doc).
@@ -169,11 +170,17 @@ class CrossLayerTranscoder(nn.Module):
     #: The trainer hands :meth:`calibrate` nothing (no inference state to fit).
     calibrates: ClassVar[bool] = False
 
-    def __init__(self, cfg: CLTConfig, train: Any = None) -> None:
+    def __init__(self, cfg: CLTConfig, train: Any = None, shards: Shards | None = None,
+                 ) -> None:
         super().__init__()
         self.cfg = cfg
         self.train_cfg = train  # the architecture's training settings (AuxK, JumpReLU's)
-        n, d, m = cfg.n_layers, cfg.d_in, cfg.d_sae
+        #: features split over processes (:mod:`saes.transcoders.sharding`): this module
+        #: holds features ``lo … hi − 1`` of every layer, ``m`` of them (all, unsharded)
+        self.shards = shards or Shards()
+        self.lo, self.hi = self.shards.span(cfg.d_sae)
+        self.m = self.hi - self.lo
+        n, d, m = cfg.n_layers, cfg.d_in, self.m
         self.W_enc = nn.Parameter(torch.zeros(n, d, m))
         self.b_enc = nn.Parameter(torch.zeros(n, m))
         self.W_dec = nn.ParameterList([nn.Parameter(torch.zeros(m, s, d))
@@ -194,8 +201,9 @@ class CrossLayerTranscoder(nn.Module):
 
     @property
     def n_latents(self) -> int:
-        """Features in all: ``n_layers × d_sae`` (the trainer's dead-latent counters)."""
-        return self.cfg.n_layers * self.cfg.d_sae
+        """Features in all, ``n_layers × d_sae`` (this process's share when sharded): the
+        trainer's dead-latent counters."""
+        return self.cfg.n_layers * self.m
 
     @property
     def layers(self) -> list[int]:
@@ -230,7 +238,7 @@ class CrossLayerTranscoder(nn.Module):
         start at norm 1, as their per-layer forms do)."""
         n, d, m = self.cfg.n_layers, self.cfg.d_in, self.cfg.d_sae
         for i in range(n):
-            w = torch.randn(m, d, generator=generator)
+            w = torch.randn(m, d, generator=generator)[self.lo:self.hi]  # a shard: its slice
             w = w / w.norm(dim=1, keepdim=True)
             self.W_dec[i].zero_()
             self.W_dec[i][:, 0] = w
@@ -253,7 +261,7 @@ class CrossLayerTranscoder(nn.Module):
         lead = x.shape[:-2]
         flat = x.reshape(-1, self.cfg.n_layers, self.cfg.d_in).transpose(0, 1)  # [L, n, d]
         pre = torch.baddbmm(self.b_enc[:, None], flat, self.W_enc)             # [L, n, m]
-        return pre.transpose(0, 1).reshape(*lead, self.cfg.n_layers, self.cfg.d_sae)
+        return pre.transpose(0, 1).reshape(*lead, self.cfg.n_layers, self.m)
 
     def pre_acts_layer(self, i: int, x: Float[Tensor, "... d"]) -> Float[Tensor, "... m"]:
         """Layer ``i``'s (an index into :attr:`layers`) pre-activations of its raw input."""
@@ -294,7 +302,7 @@ class CrossLayerTranscoder(nn.Module):
         """The MLP outputs the features predict (raw units, without the skip paths)."""
         n = self.cfg.n_layers
         lead = f.shape[:-2]
-        flat = f.reshape(-1, n, self.cfg.d_sae)
+        flat = f.reshape(-1, n, self.m)
         out = self.b_dec.expand(flat.shape[0], n, self.cfg.d_in).clone()
         for i in range(n):
             s = self.cfg.span(i)
@@ -332,13 +340,12 @@ class CrossLayerTranscoder(nn.Module):
         over layers of ``‖y_j − ŷ_j‖²`` per token, plus AuxK (TopK; ``dead`` marks the dead
         features, ``[L·m]``) or ``coefficient`` × the L0 (JumpReLU). Parts as every SAE's:
         ``mse`` (per token and layer), ``l1``, ``l0`` (per token and layer), ``fired``
-        ``[L·m]``."""
+        ``[L·m]`` (this process's features when they are sharded; the rest are totals over
+        every process, the same on each)."""
         xs, ys = self.split(x)
         n, nl, d = ys.shape
-        m = self.cfg.d_sae
-        y_hat = self.b_dec.expand(n, nl, d)
-        if self.W_skip is not None:
-            y_hat = y_hat + torch.einsum("nld,lde->nle", xs, self.W_skip)
+        m, sh = self.m, self.shards
+        partial = x.new_zeros(n, nl, d)  # what this process's features write
         fired = torch.zeros(nl, m, dtype=torch.bool, device=x.device)
         l0 = x.new_zeros(())
         l1 = x.new_zeros(())
@@ -350,13 +357,15 @@ class CrossLayerTranscoder(nn.Module):
                 norms = self.W_dec[i].norm(dim=(1, 2))
             if self.cfg.architecture == "topk":
                 assert self.cfg.k is not None
-                k = self.cfg.k
                 with torch.no_grad():
                     pre = x_i @ self.W_enc[i] + self.b_enc[i]
-                    idx = pre.topk(k, dim=-1).indices
-                rows = torch.arange(n, device=x.device).repeat_interleave(k)
+                idx, keep = self._top(pre, self.cfg.k)
+                kk = idx.shape[1]
+                rows = torch.arange(n, device=x.device).repeat_interleave(kk)
                 vals = torch.relu(selected_entries(x_i, self.W_enc[i], self.b_enc[i], pre,
-                                                   rows, idx.reshape(-1))).view(n, k)
+                                                   rows, idx.reshape(-1))).view(n, kk)
+                if keep is not None:
+                    vals = vals * keep
                 selected.append(pre)
                 active = vals > 0
                 fired[i, idx[active]] = True
@@ -383,7 +392,10 @@ class CrossLayerTranscoder(nn.Module):
             # what layer i's features write into layers i…i+s−1, added at once: the
             # [n, s, d] block is freed before the next layer's is made
             s = self.cfg.span(i)
-            y_hat = y_hat + F.pad(w.view(n, s, d), (0, 0, i, nl - i - s))
+            partial = partial + F.pad(w.view(n, s, d), (0, 0, i, nl - i - s))
+        y_hat = sh.sum(partial) + self.b_dec
+        if self.W_skip is not None:
+            y_hat = y_hat + torch.einsum("nld,lde->nle", xs, self.W_skip)
         mse = (y_hat - ys).pow(2).sum(-1).mean()
         loss = mse
         parts: dict[str, Tensor] = {}
@@ -392,37 +404,51 @@ class CrossLayerTranscoder(nn.Module):
             loss = loss + float(getattr(self.train_cfg, "aux_coefficient", 1 / 32)) * aux
             parts["aux"] = aux.detach()
         elif self.cfg.architecture == "jumprelu":
-            loss = loss + coefficient * sparsity / nl
-        return loss, {"mse": mse.detach(), "l1": (l1 / nl).detach(),
-                      "l0": (l0 / nl).detach(), "fired": fired.reshape(-1), **parts}
+            loss = loss + coefficient * sh.sum(sparsity) / nl
+        return loss, {"mse": mse.detach(), "l1": (sh.total(l1) / nl).detach(),
+                      "l0": (sh.total(l0) / nl).detach(), "fired": fired.reshape(-1), **parts}
+
+    def _top(self, pre: Tensor, k: int) -> tuple[Tensor, Tensor | None]:
+        """The indices of each row's ``k`` largest entries of ``pre`` (this process's
+        features); when the features are sharded, this process's ``min(k, m)`` largest and a
+        mask of those among the ``k`` largest over every process (None: all are)."""
+        with torch.no_grad():
+            top, idx = pre.topk(min(k, self.m), dim=-1)
+            if not self.shards.on:
+                return idx, None
+            kth = self.shards.cat(top, 1).topk(k, dim=-1).values[:, -1:]
+            return idx, top >= kth
 
     def _aux_loss(self, xs: Tensor, selected: list[Tensor],
                   residual: Tensor, dead: Tensor | None) -> Tensor:
         """AuxK per layer (:mod:`saes.architectures.topk`): the ``aux_k`` largest raw
         pre-activations among a layer's dead features reconstruct that layer's residual
         through their own-layer decoder vectors; averaged over layers."""
-        if dead is None or not bool(dead.any()):
+        sh = self.shards
+        if dead is None or not int(sh.total(dead.sum())):
             return xs.new_zeros(())
         coef = float(getattr(self.train_cfg, "aux_coefficient", 1 / 32))
         if coef == 0:
             return xs.new_zeros(())
-        nl, m = self.cfg.n_layers, self.cfg.d_sae
-        dead = dead.view(nl, m)
+        nl = self.cfg.n_layers
+        dead = dead.view(nl, self.m)
         aux_k_max = getattr(self.train_cfg, "aux_k", None) or max(1, self.cfg.d_in // 2)
         total = xs.new_zeros(())
         n = xs.shape[0]
         for i, pre in enumerate(selected):
-            n_dead = int(dead[i].sum())
+            n_dead = int(sh.total(dead[i].sum()))  # over every process
             if n_dead == 0:
                 continue
             aux_k = min(aux_k_max, n_dead)
-            with torch.no_grad():
-                idx = pre.masked_fill(~dead[i], float("-inf")).topk(aux_k, dim=-1).indices
-            rows = torch.arange(n, device=xs.device).repeat_interleave(aux_k)
+            idx, keep = self._top(pre.masked_fill(~dead[i], float("-inf")), aux_k)
+            kk = idx.shape[1]
+            rows = torch.arange(n, device=xs.device).repeat_interleave(kk)
             vals = selected_entries(xs[:, i], self.W_enc[i], self.b_enc[i], pre, rows,
-                                    idx.reshape(-1)).view(n, aux_k)
-            e_hat = F.embedding_bag(idx, self.W_dec[i][:, 0], per_sample_weights=vals,
-                                    mode="sum")
+                                    idx.reshape(-1)).view(n, kk)
+            if keep is not None:  # and a shard with fewer dead features than kk masks the rest
+                vals = vals * (keep & dead[i][idx])
+            e_hat = sh.sum(F.embedding_bag(idx, self.W_dec[i][:, 0], per_sample_weights=vals,
+                                           mode="sum"))
             total = total + min(n_dead / aux_k, 1.0) * (e_hat - residual[:, i]).pow(2).sum(
                 -1).mean()
         return total / nl
@@ -436,7 +462,7 @@ class CrossLayerTranscoder(nn.Module):
         encoder forward, then per active feature its encoder gradient and its ``L − i``
         decoder vectors forward and backward (TopK: ``k`` per token; JumpReLU's encoder is
         dense forward and backward and its L0 is counted as ``k`` when unknown, ``d_sae/8``)."""
-        nl, d, m = self.cfg.n_layers, self.cfg.d_in, self.cfg.d_sae
+        nl, d, m = self.cfg.n_layers, self.cfg.d_in, self.m
         per = 2.0 * d * tokens
         k = self.cfg.k if self.cfg.architecture == "topk" and self.cfg.k else max(1, m // 8)
         enc = nl * per * m * (1 if self.cfg.architecture == "topk" else 3)
@@ -516,6 +542,35 @@ class CrossLayerTranscoder(nn.Module):
     def state_tensors(self) -> dict[str, Tensor]:
         """Nothing beyond the parameters (the trainer's checkpoints use ``state_dict``)."""
         return {}
+
+    # ---- sharded features -------------------------------------------------------------
+    @staticmethod
+    def feature_dim(name: str) -> int | None:
+        """The dimension that indexes features in the weight ``name`` (``state_dict`` or
+        :meth:`tensors` names); None for the weights every shard holds whole (``b_dec``,
+        ``W_skip``)."""
+        if name.startswith(("W_dec.", "W_dec_")):
+            return 0
+        return {"W_enc": 2, "b_enc": 1, "log_threshold": 1}.get(name)
+
+    def gather(self, name: str, t: Tensor) -> Tensor:
+        """The whole of weight (or weight-shaped state) ``t`` of ``name``: every process's
+        slice side by side (collective: every process calls it)."""
+        dim = self.feature_dim(name)
+        return t if dim is None else self.shards.cat(t, dim)
+
+    def shard_of(self, name: str, t: Tensor) -> Tensor:
+        """This process's slice of the whole weight (or weight-shaped state) ``t``."""
+        dim = self.feature_dim(name)
+        return t if dim is None else t.narrow(dim, self.lo, self.m).clone()
+
+    def gathered(self) -> CrossLayerTranscoder:
+        """The whole CLT on every process (collective); itself when unsharded."""
+        if not self.shards.on:
+            return self
+        whole = CrossLayerTranscoder(self.cfg, self.train_cfg)
+        whole.load_tensors({k: self.gather(k, v) for k, v in self.tensors().items()})
+        return whole
 
     def save(self, path: str | Path, *, d_model: int | None = None,
              manifest: dict[str, Any] | None = None, extra: dict[str, Any] | None = None,

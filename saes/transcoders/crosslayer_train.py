@@ -15,13 +15,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+import torch
+from torch import Tensor
+
 from interp.errors import InterpError
 from interp.models.loading import Model
+from interp.runs.resume import optimizer_tensors
 from interp.schema import setting
 from saes.architectures import Architecture, TopKConfig
 from saes.store import ActivationStore, LayersStore, SharedForward
 from saes.train import SAERun, SAETrainResult, check_text, train_runs
 from saes.transcoders.crosslayer import TRAINED, CLTConfig, CrossLayerTranscoder, spans
+from saes.transcoders.sharding import Shards
 from saes.transcoders.train import TranscoderTrainConfig
 
 CLT_SUBDIR = "clt"
@@ -44,6 +49,9 @@ class CLTTrainConfig(TranscoderTrainConfig):
     reach: int | None = setting(None, help="How many layers a feature writes, from its own: "
                                            "none for every later one (Ameisen et al.'s CLT), N "
                                            "for its own and the next N − 1 (a windowed CLT).")
+    shard_features: bool = setting(False, help="Under torchrun, split each layer's features "
+                                               "across the processes (each reads the same "
+                                               "text) instead of a whole CLT on each.")
 
     def check(self) -> None:
         """:meth:`~saes.transcoders.train.TranscoderTrainConfig.check`; a trained
@@ -63,9 +71,10 @@ class CLTTrainConfig(TranscoderTrainConfig):
                          k=getattr(self.arch, "k", None), skip=self.skip, reach=self.reach,
                          reads="mlp_in")
 
-    def build(self, model: Model) -> CrossLayerTranscoder:  # type: ignore[override]
-        """The zero-weight CLT this run trains."""
-        return CrossLayerTranscoder(self.sae_config(model), self.arch)
+    def build(self, model: Model, shards: Shards | None = None,  # type: ignore[override]
+              ) -> CrossLayerTranscoder:
+        """The zero-weight CLT this run trains (``shards``: this process's share of it)."""
+        return CrossLayerTranscoder(self.sae_config(model), self.arch, shards)
 
 
 class CLTRun(SAERun):
@@ -77,6 +86,81 @@ class CLTRun(SAERun):
     what = "a cross-layer transcoder run"
     loss_name = "CLT loss"
     cfg: CLTTrainConfig
+    sae: CrossLayerTranscoder
+
+    # ---- features sharded across processes (shard_features under torchrun) ----------------
+    @property
+    def sharded(self) -> bool:
+        """Whether each process holds a slice of every layer's features."""
+        return self.cfg.shard_features and self.world > 1
+
+    def build_sae(self) -> CrossLayerTranscoder:  # type: ignore[override]
+        """The zero-weight CLT, or this process's slice of it."""
+        if self.sharded and self.world > self.cfg.d_sae:
+            raise InterpError(f"cannot shard {self.cfg.d_sae} features per layer over "
+                              f"{self.world} processes")
+        return self.cfg.build(self.model, Shards(self.rank, self.world) if self.sharded
+                              else None)
+
+    def clip_gradients(self) -> None:
+        """Clip to ``grad_clip`` the norm of the whole CLT's gradient (each slice's squared
+        norm summed over processes, the weights every process holds whole counted once),
+        as :func:`torch.nn.utils.clip_grad_norm_` does on one process."""
+        if not self.sharded:
+            return super().clip_gradients()
+        grads = [(n, p.grad) for n, p in self.sae.named_parameters() if p.grad is not None]
+        sq = torch.zeros(2, dtype=torch.float64)  # [sliced, whole] squared norms
+        for n, g in grads:
+            sq[int(self.sae.feature_dim(n) is None)] += g.double().pow(2).sum()
+        norm = float((self.sae.shards.total(sq[0]) + sq[1]).sqrt())
+        coef = self.cfg.grad_clip / (norm + 1e-6)
+        if coef < 1:
+            for _, g in grads:
+                g.mul_(coef)
+        return None
+
+    def dead_fraction(self) -> float:
+        """Over every process's features."""
+        if not self.sharded:
+            return super().dead_fraction()
+        dead = (self.steps_since >= self.dead_steps).sum().double()
+        return float(self.sae.shards.total(dead)) / (self.sae.cfg.n_layers * self.cfg.d_sae)
+
+    def checkpoint_tensors(self) -> dict[str, Tensor]:
+        """The whole CLT's state and Adam's, gathered from every process's slice."""
+        if not self.sharded:
+            return super().checkpoint_tensors()
+        names = [n for n, _ in self.sae.named_parameters()]
+        nl = self.sae.cfg.n_layers
+        out = {k: self.sae.gather(k, v.detach()) for k, v in self.sae.state_dict().items()}
+        out["steps_since_fired"] = self.sae.shards.cat(self.steps_since.view(nl, -1),
+                                                       1).reshape(-1)
+        for key, t in optimizer_tensors(self.optimizer).items():
+            pid, what = key.split(".")[1:]
+            out[key] = self.sae.gather(names[int(pid)], t) if t.dim() else t
+        return out if self.rank == 0 else {}
+
+    def local_tensors(self, tensors: dict[str, Tensor]) -> dict[str, Tensor]:
+        """A checkpoint's whole tensors cut to this process's slice."""
+        if not self.sharded:
+            return tensors
+        names = [n for n, _ in self.sae.named_parameters()]
+        nl, sae = self.sae.cfg.n_layers, self.sae
+        out = {}
+        for key, t in tensors.items():
+            if key == "steps_since_fired":
+                out[key] = t.view(nl, -1)[:, sae.lo:sae.hi].reshape(-1).clone()
+            elif key.startswith("opt."):
+                out[key] = sae.shard_of(names[int(key.split(".")[1])], t) if t.dim() else t
+            else:
+                out[key] = sae.shard_of(key, t)
+        return out
+
+    def finish(self, done: int, manifest: dict[str, Any]) -> SAETrainResult:
+        """The SAE run's end, on the whole CLT (gathered from the processes' slices)."""
+        if self.sharded and done >= self.cfg.steps:
+            self.sae = self.sae.gathered()
+        return super().finish(done, manifest)
 
     def store_layers(self) -> list[int]:
         """Every layer the CLT covers."""
@@ -91,9 +175,14 @@ class CLTRun(SAERun):
     def open_store(self, docs: Sequence[str], shared: SharedForward, *, cache_dir: str | Path
                    | None, data_hash: str) -> LayersStore:
         """One store per covered layer, sharing ``shared``'s forwards."""
+        if self.sharded and cache_dir is not None:
+            raise InterpError("sharded features read the text on every process: train them "
+                              "without an activation cache")
+        # sharded: every process reads every batch (as one process would)
+        rank, world = (0, 1) if self.sharded else (self.rank, self.world)
         return LayersStore([
             ActivationStore(self.model, docs, replace(self.cfg, layer=layer).store_config(),
-                            batch_size=self.cfg.batch_size, rank=self.rank, world=self.world,
+                            batch_size=self.cfg.batch_size, rank=rank, world=world,
                             cache_dir=cache_dir, data_hash=data_hash, shared=shared)
             for layer in self.cfg.layers])
 

@@ -133,6 +133,16 @@ def test_a_windowed_clt_writes_within_its_reach():
     assert clt_parameters(windowed, 8) == sum(p.numel() for p in clt.parameters())
 
 
+@pytest.mark.parametrize(("m", "world"), [(16, 2), (17, 3), (5, 5)])
+def test_feature_shards_cover_every_feature_once(m, world):
+    from saes.transcoders.sharding import Shards
+
+    parts = [Shards(r, world).span(m) for r in range(world)]
+    assert parts[0][0] == 0 and parts[-1][1] == m
+    assert all(a[1] == b[0] for a, b in zip(parts, parts[1:], strict=False))
+    assert max(h - lo for lo, h in parts) - min(h - lo for lo, h in parts) <= 1
+
+
 def test_config_refuses_bad_settings():
     with pytest.raises(Exception, match="reach"):
         CLTConfig(d_in=4, d_sae=8, layers=(0,), architecture="relu", reach=0)
@@ -423,6 +433,45 @@ def test_ddp_two_processes_train_the_clt_of_one(tiny_model_dir, text_file, tmp_p
     hb = json.loads((two / "results.json").read_text())["history"]["loss"]
     assert len(ha) == len(hb) == 24 and ha[0] != ha[-1]
     assert ha == pytest.approx(hb, rel=1e-4)
+    for name, t in a.tensors().items():
+        assert torch.allclose(b.tensors()[name], t, atol=1e-4), name
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("arch", [("--k", "4"), ("--arch", "jumprelu")], ids=["topk", "jumprelu"])
+def test_features_sharded_over_two_processes_train_the_clt_of_one(tiny_model_dir, text_file,
+                                                                 tmp_path, arch):
+    """--shard-features under torchrun, 2 CPU processes (gloo): each holds half of every
+    layer's features (TopK's k largest and AuxK's dead features chosen over both halves);
+    stopped at step 12 and resumed from the gathered checkpoint, the CLT equals one
+    process's, every weight."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+    one, two = tmp_path / "one", tmp_path / "two"
+    cmd = _clt_cmd(tiny_model_dir, text_file, one, *arch)
+    cmd.remove("--k") if arch[0] == "--arch" else None
+    cmd.remove("4") if arch[0] == "--arch" else None
+    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=600)
+    torchrun = Path(sys.executable).parent / "torchrun"
+    sharded = [str(torchrun), "--standalone", "--nproc-per-node", "2", "--no-python",
+               *[str(two) if c == str(one) else c for c in cmd], "--shard-features",
+               "--data-shards", "1"]
+    for extra in (["--stop-at", "12"], []):
+        proc = subprocess.run([*sharded, *extra], env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    a, b = load_clt(one).clt, load_clt(two).clt
+    ha = json.loads((one / "results.json").read_text())["history"]
+    hb = json.loads((two / "results.json").read_text())["history"]
+    assert ha["loss"] == pytest.approx(hb["loss"], rel=1e-4)
+    assert ha["l0"] == pytest.approx(hb["l0"], rel=1e-4)
+    assert ha["dead_fraction"] == pytest.approx(hb["dead_fraction"])
+    if arch[0] == "--k":
+        assert max(ha["dead_fraction"]) > 0  # AuxK had dead features to choose among
     for name, t in a.tensors().items():
         assert torch.allclose(b.tensors()[name], t, atol=1e-4), name
 
