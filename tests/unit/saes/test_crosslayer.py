@@ -442,9 +442,9 @@ def test_ddp_two_processes_train_the_clt_of_one(tiny_model_dir, text_file, tmp_p
 def test_features_sharded_over_two_processes_train_the_clt_of_one(tiny_model_dir, text_file,
                                                                  tmp_path, arch):
     """--shard-features under torchrun, 2 CPU processes (gloo): each holds half of every
-    layer's features (TopK's k largest and AuxK's dead features chosen over both halves);
-    stopped at step 12 and resumed from the gathered checkpoint, the CLT equals one
-    process's, every weight."""
+    layer's features (TopK's k largest and AuxK's dead features chosen over both halves).
+    Stopped at step 8, resumed by one process to step 16 and by two to the end (the
+    checkpoint is the whole CLT), it equals one process's CLT, every weight."""
     import os
     import subprocess
     import sys
@@ -460,9 +460,9 @@ def test_features_sharded_over_two_processes_train_the_clt_of_one(tiny_model_dir
     sharded = [str(torchrun), "--standalone", "--nproc-per-node", "2", "--no-python",
                *[str(two) if c == str(one) else c for c in cmd], "--shard-features",
                "--data-shards", "1"]
-    for extra in (["--stop-at", "12"], []):
-        proc = subprocess.run([*sharded, *extra], env=env, capture_output=True, text=True,
-                              timeout=600)
+    alone = sharded[sharded.index("--no-python") + 1:]  # the same command, one process
+    for leg in ([*sharded, "--stop-at", "8"], [*alone, "--stop-at", "16"], sharded):
+        proc = subprocess.run(leg, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = load_clt(one).clt, load_clt(two).clt
     ha = json.loads((one / "results.json").read_text())["history"]
