@@ -161,6 +161,28 @@ def _scales(scales: tuple[float, ...], n: int) -> Tensor:
     return torch.tensor(scales if scales else [1.0] * n, dtype=torch.float32)
 
 
+class _AddBlock(torch.autograd.Function):
+    """``out[:, i:i+s] += w.view(n, s, d)`` in place, differentiable in both: the gradient
+    passes to ``out`` as it is and to ``w`` as its slice. Adding a zero-padded copy of each
+    block instead wrote the whole ``[n, L, d]`` prediction twice per source layer, which
+    was most of a short-reach CLT's step (measured: bench/clt.py)."""
+
+    @staticmethod
+    def forward(ctx: Any, out: Tensor, w: Tensor, i: int, s: int) -> Tensor:
+        ctx.i, ctx.s = i, s
+        out[:, i:i + s] += w.view(out.shape[0], s, out.shape[2])
+        ctx.mark_dirty(out)
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, Tensor, None, None]:
+        return grad, grad[:, ctx.i:ctx.i + ctx.s].reshape(grad.shape[0], -1), None, None
+
+
+def _add_block(out: Tensor, w: Tensor, i: int, s: int) -> Tensor:
+    return _AddBlock.apply(out, w, i, s)  # type: ignore[no-any-return]
+
+
 class CrossLayerTranscoder(nn.Module):
     """A cross-layer transcoder (see the module doc). Weights start at zero;
     :meth:`init_weights` draws them. Indices ``i, j`` below are positions in
@@ -351,6 +373,9 @@ class CrossLayerTranscoder(nn.Module):
         l1 = x.new_zeros(())
         sparsity = x.new_zeros(())
         selected: list[Tensor] = []  # each layer's pre-activations, for AuxK
+        # one view per layer, made once: indexing W_enc[i] on each use made its backward
+        # zero-fill and add a whole [L, d, m] gradient per use
+        w_enc, b_enc = self.W_enc.unbind(0), self.b_enc.unbind(0)
         for i in range(nl):
             x_i = xs[:, i]
             with torch.no_grad():
@@ -358,11 +383,11 @@ class CrossLayerTranscoder(nn.Module):
             if self.cfg.architecture == "topk":
                 assert self.cfg.k is not None
                 with torch.no_grad():
-                    pre = x_i @ self.W_enc[i] + self.b_enc[i]
+                    pre = torch.addmm(b_enc[i], x_i, w_enc[i])
                 idx, keep = self._top(pre, self.cfg.k)
                 kk = idx.shape[1]
                 rows = torch.arange(n, device=x.device).repeat_interleave(kk)
-                vals = torch.relu(selected_entries(x_i, self.W_enc[i], self.b_enc[i], pre,
+                vals = torch.relu(selected_entries(x_i, w_enc[i], b_enc[i], pre,
                                                    rows, idx.reshape(-1))).view(n, kk)
                 if keep is not None:
                     vals = vals * keep
@@ -373,7 +398,7 @@ class CrossLayerTranscoder(nn.Module):
                 w = F.embedding_bag(idx, self.W_dec[i].flatten(1), per_sample_weights=vals,
                                     mode="sum")
             else:
-                pre = x_i @ self.W_enc[i] + self.b_enc[i]
+                pre = torch.addmm(b_enc[i], x_i, w_enc[i])
                 if self.cfg.architecture == "jumprelu":
                     eps = float(getattr(self.train_cfg, "bandwidth", 1e-3))
                     theta = self.threshold[i]
@@ -389,10 +414,9 @@ class CrossLayerTranscoder(nn.Module):
                 w = F.embedding_bag(c, self.W_dec[i].flatten(1), offsets, mode="sum",
                                     per_sample_weights=f[r, c])
             l0 = l0 + active.float().sum(-1).mean()
-            # what layer i's features write into layers i…i+s−1, added at once: the
+            # what layer i's features write into layers i…i+s−1, added in place: the
             # [n, s, d] block is freed before the next layer's is made
-            s = self.cfg.span(i)
-            partial = partial + F.pad(w.view(n, s, d), (0, 0, i, nl - i - s))
+            partial = _add_block(partial, w, i, self.cfg.span(i))
         y_hat = sh.sum(partial) + self.b_dec
         if self.W_skip is not None:
             y_hat = y_hat + torch.einsum("nld,lde->nle", xs, self.W_skip)
@@ -400,7 +424,7 @@ class CrossLayerTranscoder(nn.Module):
         loss = mse
         parts: dict[str, Tensor] = {}
         if self.cfg.architecture == "topk":
-            aux = self._aux_loss(xs, selected, (ys - y_hat.detach()), dead)
+            aux = self._aux_loss(xs, selected, (ys - y_hat.detach()), dead, w_enc, b_enc)
             loss = loss + float(getattr(self.train_cfg, "aux_coefficient", 1 / 32)) * aux
             parts["aux"] = aux.detach()
         elif self.cfg.architecture == "jumprelu":
@@ -419,8 +443,9 @@ class CrossLayerTranscoder(nn.Module):
             kth = self.shards.cat(top, 1).topk(k, dim=-1).values[:, -1:]
             return idx, top >= kth
 
-    def _aux_loss(self, xs: Tensor, selected: list[Tensor],
-                  residual: Tensor, dead: Tensor | None) -> Tensor:
+    def _aux_loss(self, xs: Tensor, selected: list[Tensor], residual: Tensor,
+                  dead: Tensor | None, w_enc: Sequence[Tensor], b_enc: Sequence[Tensor],
+                  ) -> Tensor:
         """AuxK per layer (:mod:`saes.architectures.topk`): the ``aux_k`` largest raw
         pre-activations among a layer's dead features reconstruct that layer's residual
         through their own-layer decoder vectors; averaged over layers."""
@@ -443,7 +468,7 @@ class CrossLayerTranscoder(nn.Module):
             idx, keep = self._top(pre.masked_fill(~dead[i], float("-inf")), aux_k)
             kk = idx.shape[1]
             rows = torch.arange(n, device=xs.device).repeat_interleave(kk)
-            vals = selected_entries(xs[:, i], self.W_enc[i], self.b_enc[i], pre, rows,
+            vals = selected_entries(xs[:, i], w_enc[i], b_enc[i], pre, rows,
                                     idx.reshape(-1)).view(n, kk)
             if keep is not None:  # and a shard with fewer dead features than kk masks the rest
                 vals = vals * (keep & dead[i][idx])

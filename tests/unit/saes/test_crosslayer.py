@@ -80,6 +80,12 @@ def test_training_loss_forward_and_the_definition_agree(arch, reach):
         assert float(parts["l0"]) <= 4
     loss.backward()  # every decoder block gets a gradient
     assert all(float(w.grad.abs().sum()) > 0 for w in clt.W_dec)
+    # and the gradient the sparse training path gives is the definition's
+    got = [p.grad.clone() for p in (clt.W_enc, *clt.W_dec, clt.b_dec)]
+    clt.zero_grad()
+    (_reference(clt, xs) - ys).pow(2).sum(-1).mean().backward()
+    for g, p in zip(got, (clt.W_enc, *clt.W_dec, clt.b_dec), strict=True):
+        torch.testing.assert_close(g, p.grad, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("reach", [None, 2])
