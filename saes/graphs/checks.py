@@ -195,16 +195,22 @@ def agreement(pred: np.ndarray, measured: np.ndarray, seed: int = 0,
               n_resamples: int = 1000) -> dict[str, object]:
     """Spearman and sign agreement of predicted and measured effects, with bootstrap CIs
     over the features and their counts (``spearman``, ``spearman_ci95``, ``spearman_n``,
-    ``sign``, …), and the sign agreement's permutation null (``sign_null``,
-    ``sign_null_interval``, ``sign_p``: :func:`sign_null`)."""
+    ``sign``, …), the sign agreement's permutation null (``sign_null``,
+    ``sign_null_interval``, ``sign_p``: :func:`sign_null`), and the **slope** of the
+    measured changes on the predicted ones (least squares through 0, ``slope``,
+    ``slope_ci95``): 1 when the magnitudes agree, whatever the ranks say (a replacement
+    that writes a later layer's output directly, where the real model computes it from an
+    earlier layer's, has its removal counted twice in the real model: slope 2)."""
     ok = np.isfinite(pred) & np.isfinite(measured)
     pred, measured = pred[ok], measured[ok]
     n = int(len(pred))
+    sq = float((pred * pred).sum())
+    slope = float((pred * measured).sum()) / sq if sq > 0 else math.nan
     if n < 3:
         return {"spearman_n": n, "sign_n": n, "spearman": math.nan,
                 "spearman_ci95": [math.nan] * 2, "sign": math.nan, "sign_ci95": [math.nan] * 2,
                 "sign_null": math.nan, "sign_null_interval": [math.nan] * 2,
-                "sign_p": math.nan}
+                "sign_p": math.nan, "slope": slope, "slope_ci95": [math.nan] * 2}
     sign = (np.sign(pred) == np.sign(measured)).astype(float)
     null = sign_null([(pred, measured)], n_resamples, seed)
     return {"spearman_n": n, "sign_n": n,
@@ -215,7 +221,16 @@ def agreement(pred: np.ndarray, measured: np.ndarray, seed: int = 0,
             "sign_ci95": bootstrap_ci(lambda i: sign[i].mean(-1), len(pred), seed=seed,
                                       vectorized=True),
             "sign_null": null["null"], "sign_null_interval": null["null_interval"],
-            "sign_p": null["p"]}
+            "sign_p": null["p"], "slope": slope,
+            "slope_ci95": bootstrap_ci(lambda i: _slopes(pred[i], measured[i]), len(pred),
+                                       seed=seed, vectorized=True)}
+
+
+def _slopes(pred: np.ndarray, measured: np.ndarray) -> np.ndarray:
+    """Row-wise least-squares slopes through 0 (NaN for a row of zero predictions)."""
+    sq = (pred * pred).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sq > 0, (pred * measured).sum(-1) / sq, np.nan)
 
 
 #: An influence-matched set of ``k`` features draws from bins of this many times ``k``

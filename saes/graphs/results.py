@@ -381,6 +381,13 @@ def graph_worth(replacement: float, completeness: float, controls: Mapping[str, 
     else:
         good.append(f"its predictions agree with the real model beyond chance (Spearman "
                     f"{rho:.2f} [{lo:.2f}, {hi:.2f}] over {n} features)")
+    slope = agreement.get("slope_real")
+    if slope is not None and math.isfinite(float(slope)):
+        s_lo, s_hi = agreement.get("slope_real_ci95") or [math.nan, math.nan]
+        ci = (f" [{s_lo:.2f}, {s_hi:.2f}]" if math.isfinite(float(s_lo))
+              and math.isfinite(float(s_hi)) else "")
+        notes.append(f"removing a feature changes the real model {slope:.2f}×{ci} as much as "
+                     f"the graph predicts (least squares through 0; 1 when they agree)")
     p = agreement.get("sign_real_p")
     if p is not None and math.isfinite(float(p)) and p > 0.05:
         notes.append(f"the signs agree no better than the permutation null "
