@@ -136,8 +136,7 @@ class CLTRun(SAERun):
         out["steps_since_fired"] = self.sae.shards.cat(self.steps_since.view(nl, -1),
                                                        1).reshape(-1)
         for key, t in optimizer_tensors(self.optimizer).items():
-            pid, what = key.split(".")[1:]
-            out[key] = self.sae.gather(names[int(pid)], t) if t.dim() else t
+            out[key] = self.sae.gather(names[int(key.split(".")[1])], t) if t.dim() else t
         return out if self.rank == 0 else {}
 
     def local_tensors(self, tensors: dict[str, Tensor]) -> dict[str, Tensor]:
