@@ -32,7 +32,10 @@ same settings continues from there. Batches are a pure function of the step
 **Several processes.** Under ``torchrun`` each rank trains a replica wrapped in
 :class:`~torch.nn.parallel.DistributedDataParallel` (gloo on CPU, nccl on GPU) on its own
 substreams of the text, gradients are averaged, dead-feature counters are combined, and
-rank 0 writes the checkpoints and the final SAE.
+rank 0 writes the checkpoints and the final SAE. A run whose ranks hold slices of one model
+instead (:attr:`SAERun.sharded`: a cross-layer transcoder's features,
+:mod:`saes.transcoders.sharding`) overrides the hooks that differ: how the model is built,
+clipped, counted dead, checkpointed and resumed.
 """
 
 from __future__ import annotations
