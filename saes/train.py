@@ -33,7 +33,7 @@ same settings continues from there. Batches are a pure function of the step
 :class:`~torch.nn.parallel.DistributedDataParallel` (gloo on CPU, nccl on GPU) on its own
 substreams of the text, gradients are averaged, dead-feature counters are combined, and
 rank 0 writes the checkpoints and the final SAE. A run whose ranks hold slices of one model
-instead (:attr:`SAERun.sharded`: a cross-layer transcoder's features,
+instead (``SAERun.sharded``: a cross-layer transcoder's features,
 :mod:`saes.transcoders.sharding`) overrides the hooks that differ: how the model is built,
 clipped, counted dead, checkpointed and resumed.
 """
