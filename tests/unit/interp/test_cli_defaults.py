@@ -26,8 +26,9 @@ NOT_THE_FIELD = {
                            "config's default ('all') applies",
     ("sae train", "--layer"): "--layer and --layers exclude each other; given neither, the "
                               "config's default applies",
-    ("sae train", "--data-shards"): "the number of processes: 1 without torchrun, as the "
-                                    "field's default",
+    **{(verb, "--data-shards"): "the number of processes: 1 without torchrun, as the "
+                                "field's default"
+       for verb in ("sae train", "transcoder train", "transcoder train-clt")},
 }
 
 
