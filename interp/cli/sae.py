@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +39,10 @@ from interp.cli.common import (
     throughput_text,
     write_run_results,
 )
-from interp.cli.options import build_config, config_options, flag_of
+from interp.cli.options import F, build_config, config_options, flag_of
 from interp.errors import InterpError
 from interp.runs.outdir import OutDir, check_creatable
-from interp.schema import Headline
+from interp.schema import Config, Headline
 from interp.schema.settings import setting_info
 from saes.architectures import ARCHITECTURES, Architecture, architecture
 from saes.autointerp.results import AutoInterpConfig
@@ -79,6 +80,37 @@ def _init_distributed(device: str) -> tuple[int, int]:
         local = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))
     return dist.get_rank(), dist.get_world_size()
+
+
+def _join_training(device: str, settings: dict[str, Any]) -> tuple[int, int]:
+    """A training verb's process group (:func:`_init_distributed`): (rank, world); the
+    text's substreams (``data_shards`` in ``settings``) default to the number of
+    processes."""
+    rank, world = _init_distributed(device)
+    settings["data_shards"] = settings.get("data_shards") or world
+    return rank, world
+
+
+def _processes(world: int) -> str:
+    """`` (N processes)`` for a training verb's first line under torchrun."""
+    return f" ({world} processes)" if world > 1 else ""
+
+
+def _training_options(config: type[Config], out_help: str) -> Callable[[F], F]:
+    """The options every training verb ends with, in this order: the activation cache,
+    ``--checkpoint-every``, ``--stop-at``, the text, the model and batch, and ``--out``."""
+    def apply(f: F) -> F:
+        out: Any = f
+        for option in (out_option(out_help, required=True),
+                       make_model_options(config, batch_help="Activations (tokens) per "
+                                                             "training step, over all "
+                                                             "processes."),
+                       text_options, stop_at_option,
+                       config_options(config, only=["checkpoint_every"]),
+                       cache_activations_option):
+            out = option(out)
+        return out
+    return apply
 
 
 class _TrainCommand(click.Command):
@@ -183,13 +215,8 @@ def build_architecture(name: str, settings: dict[str, Any]) -> Architecture:
 @config_options(SAETrainConfig, only=["d_sae", "tokens", "lr", "sparsity_warmup_fraction",
                                       "resample_every", "dead_window", "seq_len",
                                       "windows_per_chunk", "data_shards"])
-@cache_activations_option
-@config_options(SAETrainConfig, only=["checkpoint_every"])
-@stop_at_option
-@text_options
-@make_model_options(
-    SAETrainConfig, batch_help="Activations (tokens) per training step, over all processes.")
-@out_option("Run folder (checkpoint/, sae/); rerun the same command to resume.", required=True)
+@_training_options(SAETrainConfig,
+                   "Run folder (checkpoint/, sae/); rerun the same command to resume.")
 def train(
     layer: int | None, layers_spec: str | None, architecture: str, cache_dir: str | None,
     stop_at: int | None, text_file: str | None, hf_dataset: str | None,
@@ -205,10 +232,8 @@ def train(
         raise InterpError("give --layer or --layers, not both")
     several = layers_spec is not None
     arch = build_architecture(architecture, settings)
-    rank, world = _init_distributed(device)
-    shards = settings.pop("data_shards") or world
-    fixed: dict[str, Any] = {"arch": arch, "batch_size": batch_size, "seed": seed,
-                             "data_shards": shards}
+    rank, world = _join_training(device, settings)
+    fixed: dict[str, Any] = {"arch": arch, "batch_size": batch_size, "seed": seed}
     if layer is not None:
         fixed["layer"] = layer
     cfg = build_config(SAETrainConfig, settings, **fixed)  # every check, before anything slow
@@ -229,7 +254,7 @@ def train(
                  " (one forward for all)" if several else model.resid_hook(cfg.layer))
         log(f"training {len(layer_list)} × {arch.knob_text()} SAE on {where}: d_sae "
             f"{cfg.d_sae}, {cfg.steps} steps of {batch_size} tokens from {data['source']} "
-            f"into {out_dir}" + (f" ({world} processes)" if world > 1 else ""))
+            f"into {out_dir}{_processes(world)}")
     if several:
         results = train_saes(model, docs, out_dir, layer_list, cfg, data=data,
                              cache_dir=cache_dir, stop_at=stop_at)

@@ -16,7 +16,6 @@ from typing import Any
 import click
 
 from interp.cli.common import (
-    cache_activations_option,
     json_option,
     json_safe,
     layers_option,
@@ -25,13 +24,18 @@ from interp.cli.common import (
     make_model_options,
     out_option,
     show_result,
-    stop_at_option,
     text_options,
     throughput_text,
     write_run_results,
 )
 from interp.cli.options import build_config, config_options
-from interp.cli.sae import _init_distributed, _TrainCommand, build_architecture
+from interp.cli.sae import (
+    _join_training,
+    _processes,
+    _TrainCommand,
+    _training_options,
+    build_architecture,
+)
 from interp.runs.outdir import OutDir, check_creatable
 from saes.transcoders.crosslayer_train import CLTTrainConfig
 from saes.transcoders.evaluate import TranscoderEvalConfig
@@ -53,13 +57,8 @@ def transcoder_group() -> None:
                metavar="all|L1,L2,…")
 @config_options(TranscoderTrainConfig, only=["d_sae", "skip", "tokens", "lr", "dead_window",
                                              "seq_len", "windows_per_chunk", "data_shards"])
-@cache_activations_option
-@config_options(TranscoderTrainConfig, only=["checkpoint_every"])
-@stop_at_option
-@text_options
-@make_model_options(TranscoderTrainConfig,
-                    batch_help="Activations (tokens) per training step, over all processes.")
-@out_option("Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.", required=True)
+@_training_options(TranscoderTrainConfig,
+                   "Run folder (layer-L/checkpoint, layer-L/transcoder); rerun to resume.")
 def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: int | None,
           text_file: str | None, hf_dataset: str | None, model_name: str | None, device: str,
           dtype: str, batch_size: int, seed: int, out_dir: str, **settings: Any) -> None:
@@ -68,7 +67,7 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
     from saes.transcoders.train import train_transcoders
 
     arch = build_architecture(architecture, settings)
-    rank, world = _join(device, settings)
+    rank, world = _join_training(device, settings)
     cfg = build_config(TranscoderTrainConfig, settings, arch=arch, batch_size=batch_size,
                        seed=seed)
     docs, data, model, layers = _training_inputs(text_file, hf_dataset, out_dir, cache_dir,
@@ -101,13 +100,7 @@ def train(layers_spec: str, architecture: str, cache_dir: str | None, stop_at: i
 @config_options(CLTTrainConfig, only=["d_sae", "skip", "reach", "tokens", "lr", "dead_window",
                                       "seq_len", "windows_per_chunk", "data_shards",
                                       "shard_features"])
-@cache_activations_option
-@config_options(CLTTrainConfig, only=["checkpoint_every"])
-@stop_at_option
-@text_options
-@make_model_options(CLTTrainConfig,
-                    batch_help="Activations (tokens) per training step, over all processes.")
-@out_option("Run folder (checkpoint/, then clt/); rerun to resume.", required=True)
+@_training_options(CLTTrainConfig, "Run folder (checkpoint/, then clt/); rerun to resume.")
 def train_clt_cmd(layers_spec: str, architecture: str, cache_dir: str | None,
                   stop_at: int | None, text_file: str | None, hf_dataset: str | None,
                   model_name: str | None, device: str, dtype: str, batch_size: int, seed: int,
@@ -117,7 +110,7 @@ def train_clt_cmd(layers_spec: str, architecture: str, cache_dir: str | None,
     from saes.transcoders.crosslayer_train import prepare_clt, train_clt
 
     arch = build_architecture(architecture, settings)
-    rank, world = _join(device, settings)
+    rank, world = _join_training(device, settings)
     cfg = build_config(CLTTrainConfig, settings, arch=arch, batch_size=batch_size, seed=seed)
     docs, data, model, layers = _training_inputs(text_file, hf_dataset, out_dir, cache_dir,
                                                  model_name, device, dtype, seed, layers_spec)
@@ -133,18 +126,6 @@ def train_clt_cmd(layers_spec: str, architecture: str, cache_dir: str | None,
     click.echo(_run_line(res, "EV (train, mean over layers)"))
     write_run_results(out_dir, {k: v for k, v in res.to_dict().items() if k != "manifest"}
                       | {"manifest": res.manifest})
-
-
-def _join(device: str, settings: dict[str, Any]) -> tuple[int, int]:
-    """Join torchrun's process group when launched by it (rank, world); the text's
-    substreams default to the number of processes."""
-    rank, world = _init_distributed(device)
-    settings["data_shards"] = settings.get("data_shards") or world
-    return rank, world
-
-
-def _processes(world: int) -> str:
-    return f" ({world} processes)" if world > 1 else ""
 
 
 def _training_inputs(text_file: str | None, hf_dataset: str | None, out_dir: str,

@@ -4,6 +4,10 @@ our files and circuit-tracer's."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -404,13 +408,17 @@ def test_cli_train_clt_eval_graph(tiny_model_dir, text_file, tmp_path, capsys):
     assert g["transcoders"]["kind"] == "cross-layer" and len(g["checks"]) == 5
 
 
-def _clt_cmd(tiny_model_dir, text_file, out, *extra: str) -> list[str]:
-    import sys
-    from pathlib import Path
+#: A subprocess's environment: no progress bars, one thread per process.
+ENV = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
+TORCHRUN = [str(Path(sys.executable).parent / "torchrun"), "--standalone", "--nproc-per-node",
+            "2", "--no-python"]
 
+
+def _clt_cmd(tiny_model_dir, text_file, out, *extra: str,
+             arch: tuple[str, ...] = ("--k", "4")) -> list[str]:
     exe = Path(sys.executable).parent / "interp"
     return [str(exe), "transcoder", "train-clt", "--model", str(tiny_model_dir), "--text",
-            str(text_file), "--d-sae", "48", "--k", "4", "--skip", "--tokens", str(64 * 24),
+            str(text_file), "--d-sae", "48", *arch, "--skip", "--tokens", str(64 * 24),
             "--batch-size", "64", "--seq-len", "16", "--windows-per-chunk", "8",
             "--checkpoint-every", "5", "--dead-window", "128", "--out", str(out), *extra]
 
@@ -420,19 +428,11 @@ def test_ddp_two_processes_train_the_clt_of_one(tiny_model_dir, text_file, tmp_p
     """torchrun, 2 CPU processes (gloo), each streaming its own shard of the text and holding
     a whole replica, versus one process with the same global batch (data shards 2): the
     same losses and the same weights, every decoder block included."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
     one, two = tmp_path / "one", tmp_path / "two"
-    subprocess.run(_clt_cmd(tiny_model_dir, text_file, one, "--data-shards", "2"), env=env,
+    subprocess.run(_clt_cmd(tiny_model_dir, text_file, one, "--data-shards", "2"), env=ENV,
                    check=True, capture_output=True, timeout=600)
-    torchrun = Path(sys.executable).parent / "torchrun"
-    proc = subprocess.run([str(torchrun), "--standalone", "--nproc-per-node", "2",
-                           "--no-python", *_clt_cmd(tiny_model_dir, text_file, two)],
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*TORCHRUN, *_clt_cmd(tiny_model_dir, text_file, two)],
+                          env=ENV, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = load_clt(one).clt, load_clt(two).clt
     ha = json.loads((one / "results.json").read_text())["history"]["loss"]
@@ -451,24 +451,14 @@ def test_features_sharded_over_two_processes_train_the_clt_of_one(tiny_model_dir
     layer's features (TopK's k largest and AuxK's dead features chosen over both halves).
     Stopped at step 8, resumed by one process to step 16 and by two to the end (the
     checkpoint is the whole CLT), it equals one process's CLT, every weight."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    env = {**os.environ, "INTERP_NO_PROGRESS": "1", "OMP_NUM_THREADS": "1"}
     one, two = tmp_path / "one", tmp_path / "two"
-    cmd = _clt_cmd(tiny_model_dir, text_file, one, *arch)
-    cmd.remove("--k") if arch[0] == "--arch" else None
-    cmd.remove("4") if arch[0] == "--arch" else None
-    subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=600)
-    torchrun = Path(sys.executable).parent / "torchrun"
-    sharded = [str(torchrun), "--standalone", "--nproc-per-node", "2", "--no-python",
-               *[str(two) if c == str(one) else c for c in cmd], "--shard-features",
-               "--data-shards", "1"]
-    alone = sharded[sharded.index("--no-python") + 1:]  # the same command, one process
+    subprocess.run(_clt_cmd(tiny_model_dir, text_file, one, arch=arch), env=ENV, check=True,
+                   capture_output=True, timeout=600)
+    alone = _clt_cmd(tiny_model_dir, text_file, two, "--shard-features", "--data-shards", "1",
+                     arch=arch)
+    sharded = [*TORCHRUN, *alone]
     for leg in ([*sharded, "--stop-at", "8"], [*alone, "--stop-at", "16"], sharded):
-        proc = subprocess.run(leg, env=env, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(leg, env=ENV, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = load_clt(one).clt, load_clt(two).clt
     ha = json.loads((one / "results.json").read_text())["history"]
